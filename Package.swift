@@ -1,0 +1,49 @@
+// swift-tools-version:6.1
+//
+// FlowSync — a real-time sync daemon that mirrors ordered lists (FlowKit-style
+// directors) to clients. Module map and dependency direction: see README.md and
+// docs/ARCHITECTURE.md. Dependencies point down only; the pure modules
+// (FlowSyncCore, FlowSyncProtocol) never touch a socket or a file.
+import PackageDescription
+
+let package = Package(
+    name: "FlowSync",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "FlowSyncCore", targets: ["FlowSyncCore"]),
+    ],
+    targets: [
+        // MARK: C boundaries (thin; errors are translated once, in Swift)
+        .systemLibrary(
+            name: "CLibUV",
+            path: "Sources/CLibUV",
+            pkgConfig: "libuv",
+            providers: [.apt(["libuv1-dev"])]
+        ),
+        .target(
+            name: "CZlib",
+            path: "Sources/CZlib",
+            linkerSettings: [.linkedLibrary("z")]
+        ),
+
+        // MARK: Pure core
+        .target(name: "FlowSyncCore"),
+
+        // MARK: Test support and tests
+        .target(name: "FlowSyncTestSupport", dependencies: ["FlowSyncCore"]),
+        .testTarget(
+            name: "FlowSyncCoreTests",
+            dependencies: ["FlowSyncCore", "FlowSyncTestSupport"],
+            exclude: ["Vectors/digest_reference.py"]
+        ),
+        .testTarget(name: "PlatformTests", dependencies: ["CLibUV", "CZlib"]),
+
+        // MARK: Benchmarks (release-mode executable; figures go to docs/BENCHMARKS.md)
+        .executableTarget(
+            name: "flowsync-bench",
+            dependencies: ["FlowSyncCore", "FlowSyncTestSupport"],
+            path: "Benchmarks/FlowSyncBench"
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,28 @@
+import FlowSyncCore
+import FlowSyncTestSupport
+import Testing
+
+/// Structural checks that small batches on big lists take the incremental path (the
+/// timing figures live in docs/BENCHMARKS.md, not here).
+@Suite struct IncrementalCostTests {
+    @Test func smallBatchOnALargeSectionIsTrackedNotDiffed() throws {
+        let rows = (0..<200_000).map { Row(id: "r\($0)") }
+        let old = try Director(sections: [Section(id: "big", rows: rows), Section(id: "other")], limits: DirectorLimits(maxRows: 1_000_000))
+        var d = old
+        let outcome = d.applyBatch([[
+            .insertRows([Row(id: "new")], in: .id("big"), at: 100_000),
+            .removeRows([.index(5, in: .id("big"))]),
+            .moveRow(.index(150_000, in: .id("big")), toSection: .id("big"), at: 10),
+            .replaceRow(.id("r199999"), with: Row(id: "r199999", text: "x")),
+            .moveRow(.id("r7"), toSection: .id("other"), at: 0),
+        ]])
+        #expect(!outcome.usedDiff)
+        #expect(outcome.changeset.changeCount == 5)
+        #expect(UIKitBatchSimulator.check(outcome.changeset, from: old, to: d) == nil)
+    }
+
+    @Test func wholeReplacementIsDiffed() throws {
+        var d = try Director(sections: [Section(id: "s", rows: [Row(id: "a")])])
+        #expect(d.applyBatch([[.setRows([Row(id: "b")], in: .id("s"))]]).usedDiff)
+    }
+}
