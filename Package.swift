@@ -29,6 +29,17 @@ let package = Package(
         // MARK: Pure core
         .target(name: "FlowSyncCore"),
 
+        // MARK: Wire protocol (pure + zlib) — owned by the protocol work (issue #3)
+        .target(name: "FlowSyncProtocol", dependencies: ["FlowSyncCore", "CZlib"]),
+        .testTarget(
+            name: "FlowSyncProtocolTests",
+            dependencies: ["FlowSyncProtocol", "FlowSyncCore", "FlowSyncTestSupport"]
+        ),
+        // MARK: end of protocol section
+
+        // MARK: Event loop (libuv wrapper; knows nothing about lists)
+        .target(name: "FlowSyncLoop", dependencies: ["CLibUV"]),
+
         // MARK: Test support and tests
         .target(name: "FlowSyncTestSupport", dependencies: ["FlowSyncCore"]),
         .testTarget(
@@ -37,6 +48,7 @@ let package = Package(
             exclude: ["Vectors/digest_reference.py"]
         ),
         .testTarget(name: "PlatformTests", dependencies: ["CLibUV", "CZlib"]),
+        .testTarget(name: "FlowSyncLoopTests", dependencies: ["FlowSyncLoop"]),
 
         // MARK: Benchmarks (release-mode executable; figures go to docs/BENCHMARKS.md)
         .executableTarget(

@@ -1,0 +1,245 @@
+import CLibUV
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A TCP stream on the loop: reads into one reused buffer, writes with back-pressure
+/// accounting.
+///
+/// Write path (why it looks like this):
+/// - `uv_try_write` first: on an idle socket the kernel takes the bytes at once and no
+///   request, copy or callback is needed — the common case for fan-out.
+/// - Only the remainder is copied to the heap and queued with `uv_write`; the copy
+///   lives until the write callback (libuv keeps the pointer, not the bytes).
+/// - `uv_write` never pushes back, so ``queuedBytes`` counts what libuv still holds;
+///   the server compares it with its watermarks.
+/// - Several frames for one connection go out in one call (``write(_:)`` takes a list):
+///   on this machine fan-out cost is the number of write calls, not bytes.
+/// - Order is kept: while anything is queued, new bytes are queued behind it, never
+///   tried directly.
+public final class TCPConnection: LoopHandle {
+    let tcp: UnsafeMutablePointer<uv_tcp_t>
+    var stream: UnsafeMutablePointer<uv_stream_t> { CLibUV_tcp_as_stream(tcp) }
+
+    /// Size of the reused read buffer (one per connection; no allocation per read).
+    public static let readBufferSize = 64 * 1024
+    private let readBuffer: UnsafeMutableRawBufferPointer
+
+    /// Bytes handed to libuv and not yet written to the socket.
+    public private(set) var queuedBytes = 0
+    /// Called with the bytes read; the buffer is valid only during the call.
+    public var onRead: ((UnsafeRawBufferPointer) -> Void)?
+    /// Called once when the peer closed (`nil`) or the stream failed.
+    public var onEnd: ((UVError?) -> Void)?
+    /// Called after queued bytes were written (``queuedBytes`` already lowered).
+    public var onDrain: (() -> Void)?
+    private var ended = false
+
+    init(loop: EventLoop) {
+        let tcp = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
+        uv_tcp_init(loop.raw, tcp)
+        self.tcp = tcp
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.readBufferSize, alignment: 16)
+        readBuffer = buffer
+        super.init(loop: loop, handle: CLibUV_tcp_as_handle(tcp), deallocate: {
+            tcp.deallocate()
+            buffer.deallocate()
+        })
+    }
+
+    /// Connects to `address`; `completion` runs on the loop thread with the connection
+    /// or the error. Call on the loop thread.
+    public static func connect(loop: EventLoop, to address: SocketAddress, _ completion: @escaping (Result<TCPConnection, UVError>) -> Void) {
+        let connection = TCPConnection(loop: loop)
+        final class Context {
+            let connection: TCPConnection
+            let completion: (Result<TCPConnection, UVError>) -> Void
+            init(_ c: TCPConnection, _ k: @escaping (Result<TCPConnection, UVError>) -> Void) { connection = c; completion = k }
+        }
+        let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
+        request.pointee.data = Unmanaged.passRetained(Context(connection, completion)).toOpaque()
+        let result = address.withSockaddr { uv_tcp_connect(request, connection.tcp, $0) { request, status in
+            guard let request else { return }
+            let context = Unmanaged<Context>.fromOpaque(request.pointee.data).takeRetainedValue()
+            request.deallocate()
+            if status < 0 {
+                context.connection.close()
+                context.completion(.failure(UVError(code: status, operation: "uv_tcp_connect")))
+            } else {
+                context.connection.setNoDelay()
+                context.completion(.success(context.connection))
+            }
+        } }
+        if result < 0 {
+            Unmanaged<Context>.fromOpaque(request.pointee.data).release()
+            request.deallocate()
+            connection.close()
+            completion(.failure(UVError(code: result, operation: "uv_tcp_connect")))
+        }
+    }
+
+    /// Disables Nagle: frames are already batched per loop turn, so delaying them only
+    /// adds latency.
+    func setNoDelay() { uv_tcp_nodelay(tcp, 1) }
+
+    /// The peer's address, if known.
+    public var peer: String {
+        var storage = sockaddr_storage()
+        var length = Int32(MemoryLayout<sockaddr_storage>.size)
+        let ok = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { uv_tcp_getpeername(tcp, $0, &length) }
+        }
+        guard ok == 0, let (host, port) = SocketAddress.describe(storage) else { return "?" }
+        return host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
+    /// Starts delivering reads to ``onRead``.
+    public func startReading() throws(UVError) {
+        let result = uv_read_start(stream, { handle, _, buf in
+            guard let handle, let buf else { return }
+            let me = Unmanaged<TCPConnection>.fromOpaque(handle.pointee.data).takeUnretainedValue()
+            // One read is in flight at a time, so the one buffer is always free here.
+            buf.pointee = uv_buf_init(me.readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(me.readBuffer.count))
+        }, { stream, nread, _ in
+            guard let stream else { return }
+            let me = Unmanaged<TCPConnection>.fromOpaque(stream.pointee.data).takeUnretainedValue()
+            if nread > 0 {
+                me.onRead?(UnsafeRawBufferPointer(rebasing: me.readBuffer[0..<nread]))
+            } else if nread < 0 {
+                me.end(nread == Int(UV_EOF.rawValue) ? nil : UVError(code: Int32(nread), operation: "read"))
+            }
+        })
+        try UVError.check(result, "uv_read_start")
+    }
+
+    /// Stops reading (flow control for a peer that sends faster than it is served).
+    public func stopReading() { uv_read_stop(stream) }
+
+    private func end(_ error: UVError?) {
+        guard !ended else { return }
+        ended = true
+        uv_read_stop(stream)
+        let callback = onEnd
+        onEnd = nil
+        callback?(error)
+    }
+
+    /// Writes `chunks` in order, as one write call where possible.
+    ///
+    /// - Returns: The bytes left queued after this call (0 when the kernel took all).
+    /// - Throws: A ``UVError`` when the stream is broken; the caller should close.
+    @discardableResult
+    public func write(_ chunks: [[UInt8]]) throws(UVError) -> Int {
+        guard !isClosing else { throw UVError(code: Int32(UV_ECANCELED.rawValue), operation: "write after close") }
+        let total = chunks.reduce(0) { $0 + $1.count }
+        guard total > 0 else { return queuedBytes }
+        var written = 0
+        if queuedBytes == 0 {
+            written = Int(tryWrite(chunks))
+            if written < 0 {
+                if written != Int(UV_EAGAIN.rawValue) { throw UVError(code: Int32(written), operation: "uv_try_write") }
+                written = 0
+            }
+        }
+        let remainder = total - written
+        guard remainder > 0 else { return queuedBytes }
+
+        // One allocation: the request header followed by the remaining bytes.
+        let headerSize = (MemoryLayout<uv_write_t>.size + 15) & ~15
+        let block = UnsafeMutableRawPointer.allocate(byteCount: headerSize + remainder, alignment: 16)
+        let request = block.bindMemory(to: uv_write_t.self, capacity: 1)
+        let payload = block + headerSize
+        var skip = written
+        var offset = 0
+        for chunk in chunks {
+            if skip >= chunk.count { skip -= chunk.count; continue }
+            chunk.withUnsafeBytes { bytes in
+                let part = UnsafeRawBufferPointer(rebasing: bytes[skip...])
+                (payload + offset).copyMemory(from: part.baseAddress!, byteCount: part.count)
+                offset += part.count
+            }
+            skip = 0
+        }
+        var buf = uv_buf_init(payload.assumingMemoryBound(to: CChar.self), UInt32(remainder))
+        request.pointee.data = UnsafeMutableRawPointer(bitPattern: remainder)
+        let result = uv_write(request, stream, &buf, 1) { request, status in
+            guard let request else { return }
+            let bytes = Int(bitPattern: request.pointee.data)
+            let stream = request.pointee.handle!
+            UnsafeMutableRawPointer(request).deallocate()
+            let me = Unmanaged<TCPConnection>.fromOpaque(stream.pointee.data).takeUnretainedValue()
+            me.queuedBytes -= bytes
+            if status < 0 {
+                if status != Int32(UV_ECANCELED.rawValue) { me.end(UVError(code: status, operation: "uv_write")) }
+            } else if me.queuedBytes == 0 {
+                me.onDrain?()
+            }
+        }
+        if result < 0 {
+            block.deallocate()
+            throw UVError(code: result, operation: "uv_write")
+        }
+        queuedBytes += remainder
+        return queuedBytes
+    }
+
+    private func tryWrite(_ chunks: [[UInt8]]) -> Int32 {
+        // Build the iovec from the arrays' storage; the pointers are used only inside
+        // this call, while the arrays are alive and unmutated.
+        func go(_ index: Int, _ bufs: inout [uv_buf_t]) -> Int32 {
+            if index == chunks.count {
+                return bufs.withUnsafeBufferPointer { uv_try_write(stream, $0.baseAddress, UInt32($0.count)) }
+            }
+            return chunks[index].withUnsafeBytes { bytes in
+                if bytes.count > 0 {
+                    bufs.append(uv_buf_init(UnsafeMutableRawPointer(mutating: bytes.baseAddress!).assumingMemoryBound(to: CChar.self), UInt32(bytes.count)))
+                }
+                return go(index + 1, &bufs)
+            }
+        }
+        // Deep recursion for thousands of frames is pointless; gather at most 64 and
+        // queue the rest (they go out in the same uv_write below).
+        if chunks.count > 64 {
+            var joined: [UInt8] = []
+            joined.reserveCapacity(chunks.reduce(0) { $0 + $1.count })
+            for chunk in chunks { joined.append(contentsOf: chunk) }
+            return joined.withUnsafeBytes { bytes in
+                var buf = uv_buf_init(UnsafeMutableRawPointer(mutating: bytes.baseAddress!).assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
+                return uv_try_write(stream, &buf, 1)
+            }
+        }
+        var bufs: [uv_buf_t] = []
+        bufs.reserveCapacity(chunks.count)
+        return go(0, &bufs)
+    }
+
+    /// Flushes what is queued, then closes ("send, then close"). `uv_close` alone would
+    /// cancel pending writes; `uv_shutdown` completes after them.
+    public func shutdownAndClose() {
+        guard !isClosing else { return }
+        onRead = nil
+        let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
+        let result = uv_shutdown(request, stream) { request, _ in
+            guard let request else { return }
+            let stream = request.pointee.handle!
+            request.deallocate()
+            Unmanaged<TCPConnection>.fromOpaque(stream.pointee.data).takeUnretainedValue().close()
+        }
+        if result < 0 {
+            request.deallocate()
+            close()
+        }
+    }
+
+    override func willClose() {
+        uv_read_stop(stream)
+        onRead = nil
+        onDrain = nil
+        let callback = onEnd
+        onEnd = nil
+        if !ended {
+            ended = true
+            callback?(nil)
+        }
+    }
+}
