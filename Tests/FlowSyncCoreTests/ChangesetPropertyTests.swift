@@ -71,6 +71,9 @@ import Testing
             #expect(outcome.results.map { (try? $0.get()) != nil } == expected, "\(context)")
             #expect(new == scratch, "\(context)")
             new.checkInvariants()
+            var reverted = new
+            reverted.revert(outcome.reversal)
+            #expect(reverted == old && reverted.digest == old.digest, "revert must restore the old state\n\(context)")
             if let problem = UIKitBatchSimulator.check(outcome.changeset, from: old, to: new) {
                 Issue.record("batch changeset: \(problem)\n\(context)")
                 failures += 1

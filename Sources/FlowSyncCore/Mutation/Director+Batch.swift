@@ -7,6 +7,8 @@ public struct BatchOutcome: Sendable {
     public var changeset: Changeset
     /// True when the changeset was computed by the full diff (see ``Director/applyBatch(_:)``).
     public var usedDiff: Bool
+    /// Undoes the whole batch (see ``Director/revert(_:)``).
+    public var reversal: BatchReversal
 }
 
 extension Director {
@@ -52,11 +54,13 @@ extension Director {
         // sections that are edited, which the diff reads anyway.
         let old: Director? = incremental ? nil : self
         var ctx = EditContext(undo: [], tracker: incremental ? ChangeTracker() : nil)
+        var reversal: [UndoEntry] = []
         for group in groups {
             let savedTracker = ctx.tracker
             ctx.undo = []
             do {
                 try applyGroup(group, &ctx)
+                reversal.append(contentsOf: ctx.undo ?? [])
                 results.append(.success(()))
             } catch {
                 undo(ctx.undo ?? [])
@@ -70,7 +74,7 @@ extension Director {
         } else {
             changeset = ctx.tracker!.changeset(final: self)
         }
-        return BatchOutcome(results: results, changeset: changeset, usedDiff: !incremental)
+        return BatchOutcome(results: results, changeset: changeset, usedDiff: !incremental, reversal: BatchReversal(entries: reversal))
     }
 
     private mutating func applyGroup(_ group: [Operation], _ ctx: inout EditContext) throws(MutationError) {

@@ -1,0 +1,97 @@
+import FlowSyncCore
+import FlowSyncTestSupport
+import Testing
+
+@Suite struct SequencerTests {
+    func request(_ client: String, _ seq: UInt64, base: ListVersion, _ ops: [Operation]) -> MutationRequest {
+        MutationRequest(clientID: client, seq: seq, base: base, operations: ops)
+    }
+
+    @Test func oneTurnIsOneBatch() throws {
+        var s = Sequencer(position: ListVersion(epoch: 7, version: 0))
+        let v0 = s.position
+        s.submit(request("a", 1, base: v0, [.insertSections([Section(id: "S")], at: 0)]), tag: 1)
+        s.submit(request("b", 1, base: v0, [.insertRows([Row(id: "x")], in: .id("S"), at: 0)]), tag: 2)
+        s.submit(request("c", 1, base: v0, [.removeRows([.id("missing")])]), tag: 3)
+        let sealed = s.seal()
+        #expect(s.position == ListVersion(epoch: 7, version: 1))
+        #expect(sealed.outcomes.map(\.tag) == [1, 2, 3])
+        #expect((try? sealed.outcomes[0].result.get()) == ListVersion(epoch: 7, version: 1))
+        #expect((try? sealed.outcomes[1].result.get()) == ListVersion(epoch: 7, version: 1))
+        guard case .failure(.invalid(let e)) = sealed.outcomes[2].result else { Issue.record("expected invalid"); return }
+        #expect(e.reason == .unknownRow)
+        let commit = try #require(sealed.commit)
+        #expect(commit.from.version == 0 && commit.to.version == 1)
+        #expect(commit.mutations.map(\.description) == ["a#1", "b#1"])
+        #expect(commit.digest == s.director.digest)
+        #expect(UIKitBatchSimulator.check(commit.changeset, from: Director(), to: s.director) == nil)
+    }
+
+    @Test func allRefusedMeansNoNewVersion() {
+        var s = Sequencer(position: ListVersion(epoch: 1, version: 0))
+        s.submit(request("a", 1, base: s.position, [.removeRows([.id("nope")])]), tag: 0)
+        let sealed = s.seal()
+        #expect(sealed.commit == nil)
+        #expect(s.position.version == 0)
+        #expect(s.history.isEmpty)
+    }
+
+    @Test func baseChecks() {
+        var s = Sequencer(position: ListVersion(epoch: 1, version: 0))
+        for k in 0..<3 {
+            s.submit(request("a", UInt64(k), base: s.position, [.insertSections([Section(id: "s\(k)")], at: 0)]), tag: 0)
+            _ = s.seal()
+        }
+        s.submit(request("x", 1, base: ListVersion(epoch: 2, version: 3), [.removeAllSections]), tag: 0)
+        s.submit(request("x", 2, base: ListVersion(epoch: 1, version: 9), [.removeAllSections]), tag: 0)
+        s.submit(request("x", 3, base: ListVersion(epoch: 1, version: 1), [.removeAllSections]), tag: 0)
+        let outcomes = s.seal().outcomes
+        guard case .failure(.staleBase) = outcomes[0].result else { Issue.record("other epoch: \(outcomes[0].result)"); return }
+        guard case .failure(.futureBase) = outcomes[1].result else { Issue.record("future: \(outcomes[1].result)"); return }
+        guard case .failure(.baseNotCurrent) = outcomes[2].result else { Issue.record("behind: \(outcomes[2].result)"); return }
+        #expect(s.director.sections.count == 3)
+    }
+
+    /// A subscriber at any kept version gets exactly what it missed, composed.
+    @Test func catchUpComposesTheMissedBatches() {
+        var generator = DirectorGenerator(seed: 4242)
+        var s = Sequencer(position: ListVersion(epoch: 3, version: 0))
+        var states: [Director] = [s.director]
+        for k in 0..<60 {
+            s.submit(request("w", UInt64(k), base: s.position, generator.group(for: s.director)), tag: 0)
+            if s.seal().commit != nil { states.append(s.director) }
+        }
+        #expect(s.position.version == UInt64(states.count - 1))
+        for (version, past) in states.enumerated() {
+            let from = ListVersion(epoch: 3, version: UInt64(version))
+            #expect(s.state(at: from) == past, "state at \(version)")
+            switch s.catchUp(from: from) {
+            case .upToDate: #expect(from == s.position)
+            case .changeset(let c): #expect(UIKitBatchSimulator.check(c, from: past, to: s.director) == nil, "from \(version)")
+            case .snapshot(let reason): Issue.record("snapshot (\(reason)) for a kept version \(version)")
+            }
+        }
+        guard case .snapshot(.epochChanged) = s.catchUp(from: ListVersion(epoch: 2, version: 1)) else { Issue.record("epoch"); return }
+        guard case .snapshot(.unknownPosition) = s.catchUp(from: ListVersion(epoch: 3, version: 999)) else { Issue.record("future"); return }
+    }
+
+    @Test func historyIsBoundedByCountAndBytes() {
+        var s = Sequencer(position: ListVersion(epoch: 1, version: 0), historyLimits: .init(maxBatches: 5, maxBytes: 1 << 30))
+        for k in 0..<12 {
+            s.submit(request("w", UInt64(k), base: s.position, [.insertSections([Section(id: "s\(k)")], at: 0)]), tag: 0)
+            _ = s.seal()
+        }
+        #expect(s.history.count == 5)
+        #expect(s.oldestResumable.version == 7)
+        guard case .snapshot(.tooOld) = s.catchUp(from: ListVersion(epoch: 1, version: 6)) else { Issue.record("too old"); return }
+        guard case .changeset = s.catchUp(from: ListVersion(epoch: 1, version: 7)) else { Issue.record("oldest kept"); return }
+
+        var small = Sequencer(position: ListVersion(epoch: 1, version: 0), historyLimits: .init(maxBatches: 100, maxBytes: 2_000))
+        for k in 0..<20 {
+            small.submit(request("w", UInt64(k), base: small.position, [.insertSections([Section(id: "s\(k)", header: [UInt8](repeating: 1, count: 500))], at: 0), .removeSections([.index(0)])]), tag: 0)
+            _ = small.seal()
+        }
+        #expect(small.history.reduce(0) { $0 + $1.bytes } <= 2_000)
+        #expect(small.history.count >= 1)
+    }
+}
