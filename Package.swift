@@ -11,6 +11,12 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "FlowSyncCore", targets: ["FlowSyncCore"]),
+        .executable(name: "flowsyncd", targets: ["flowsyncd"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
     ],
     targets: [
         // MARK: C boundaries (thin; errors are translated once, in Swift)
@@ -40,6 +46,24 @@ let package = Package(
         // MARK: Event loop (libuv wrapper; knows nothing about lists)
         .target(name: "FlowSyncLoop", dependencies: ["CLibUV"]),
 
+        // MARK: The daemon
+        .target(
+            name: "FlowSyncServer",
+            dependencies: [
+                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
+            ]
+        ),
+        .executableTarget(
+            name: "flowsyncd",
+            dependencies: [
+                "FlowSyncServer", "FlowSyncLoop",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
         // MARK: Test support and tests
         .target(name: "FlowSyncTestSupport", dependencies: ["FlowSyncCore"]),
         .testTarget(
@@ -49,6 +73,10 @@ let package = Package(
         ),
         .testTarget(name: "PlatformTests", dependencies: ["CLibUV", "CZlib"]),
         .testTarget(name: "FlowSyncLoopTests", dependencies: ["FlowSyncLoop"]),
+        .testTarget(
+            name: "FlowSyncServerTests",
+            dependencies: ["FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncLoop", "FlowSyncTestSupport"]
+        ),
 
         // MARK: Benchmarks (release-mode executable; figures go to docs/BENCHMARKS.md)
         .executableTarget(

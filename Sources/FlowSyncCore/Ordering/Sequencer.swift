@@ -197,6 +197,11 @@ public struct Sequencer: Sendable {
         return .changeset(Changeset.diff(from: past, to: director))
     }
 
+    /// Changes the limits later mutations are checked against (a config reload).
+    public mutating func setDirectorLimits(_ limits: DirectorLimits) {
+        director.limits = limits
+    }
+
     /// Starts a new epoch (history lost or reset): the version restarts at 0 and every
     /// subscriber must resync from a snapshot.
     public mutating func startEpoch(_ epoch: UInt64) {

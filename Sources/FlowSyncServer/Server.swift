@@ -1,0 +1,567 @@
+import FlowSyncCore
+import FlowSyncLoop
+import FlowSyncProtocol
+import Logging
+
+/// The daemon's hub: it accepts connections, hosts lists by name, seals each list's
+/// mutations once per loop turn into one batch, encodes that batch once and queues the
+/// same bytes to every subscriber, and enforces back-pressure. Loop-confined: create
+/// and use it on the loop thread.
+///
+/// Per loop turn (libuv: timers → I/O poll → **check** → close callbacks):
+/// 1. during poll, reads are decoded and their actions carried out; mutations are only
+///    queued in their list's sequencer, replies only queued in the connection;
+/// 2. in the check hook, every list with pending mutations is sealed (one version, one
+///    changeset, one encoded diff frame), the frame is queued to each live subscriber,
+///    then acks and rejects; lagging subscribers whose queue drained get a catch-up;
+/// 3. still in the hook, each connection with queued frames is written **once**, and
+///    connections marked for closing are shut down — never in the middle of their own
+///    callbacks.
+public final class Server {
+    public private(set) var configuration: ServerConfiguration
+    public let loop: EventLoop
+    public var logger: Logger
+    public private(set) var statistics = ServerStatistics()
+
+    private var listener: TCPListener?
+    private var connections: [Int: Connection] = [:]
+    private var lists: [String: ListHost] = [:]
+    private var dirtyLists: Set<String> = []
+    private var toFlush: Set<Int> = []
+    private var hook: LoopHook?
+    private var sweep: LoopTimer?
+    private var encoder: FrameEncoder
+    private var nextConnectionID = 1
+    private var startedAt: UInt64 = 0
+    private var shutdownCompletion: (() -> Void)?
+    private var shutdownDeadline: UInt64?
+
+    /// Called once per change of the listener port, connections or lists (for
+    /// `STATUS=` lines in systemd); optional.
+    public var onStatusChange: (() -> Void)?
+
+    public init(configuration: ServerConfiguration, loop: EventLoop, logger: Logger) {
+        self.configuration = configuration
+        self.loop = loop
+        self.logger = logger
+        self.encoder = FrameEncoder(configuration: Self.compression(configuration))
+    }
+
+    static func compression(_ c: ServerConfiguration) -> CompressionConfiguration {
+        CompressionConfiguration(threshold: c.compressionThresholdBytes, level: Int32(c.compressionLevel))
+    }
+
+    // MARK: Lifecycle
+
+    /// Binds the configured address (or adopts `descriptor`, a listening socket handed
+    /// over by systemd) and starts serving. Returns the bound port.
+    @discardableResult
+    public func start(adoptingDescriptor descriptor: Int32? = nil) throws(UVError) -> Int {
+        let listener: TCPListener
+        if let descriptor {
+            listener = try TCPListener(loop: loop, adoptingDescriptor: descriptor)
+        } else {
+            listener = try TCPListener(loop: loop, address: SocketAddress(host: configuration.host, port: configuration.port))
+        }
+        listener.onConnection = { [unowned self] tcp in accept(tcp) }
+        listener.onAcceptError = { [unowned self] error in
+            logger.warning("accept failed", metadata: ["error": "\(error)"])
+        }
+        self.listener = listener
+        startedAt = loop.now
+        for name in configuration.declaredLists { _ = host(for: name, create: true, declared: true) }
+        hook = LoopHook(loop: loop, kind: .check) { [unowned self] in endOfTurn() }
+        let sweep = LoopTimer(loop: loop)
+        sweep.start(after: 100, repeat: 100) { [unowned self] in sweepConnections() }
+        sweep.unref()
+        self.sweep = sweep
+        logger.info("listening", metadata: ["address": "\(configuration.host):\(listener.port)"])
+        return listener.port
+    }
+
+    /// The port the listener is bound to (0 before ``start(adoptingDescriptor:)``).
+    public var port: Int { listener?.port ?? 0 }
+
+    /// Graceful shutdown: stop accepting, seal pending mutations, send every client a
+    /// `Notice` (shutting down) and flush, then close. Connections that have not
+    /// flushed within the grace period are closed anyway. `completion` runs when every
+    /// connection is closed and the server's own handles are closed too.
+    public func shutdown(_ completion: @escaping () -> Void) {
+        guard shutdownCompletion == nil else { return }
+        shutdownCompletion = completion
+        shutdownDeadline = loop.now + UInt64(configuration.shutdownGraceMilliseconds)
+        listener?.close()
+        listener = nil
+        logger.info("shutting down", metadata: ["connections": "\(connections.count)"])
+        sealDirtyLists()
+        let notice = encoder.encode(.notice(Notice(kind: .shuttingDown, message: "server is shutting down", delayMilliseconds: 0)))
+        for connection in connections.values {
+            connection.enqueue(notice)
+            close(connection, code: .serverShuttingDown, message: "server is shutting down")
+        }
+        flushAll()
+        finishShutdownIfDone()
+        // The sweep timer must keep the loop alive until the grace period ends.
+        sweep?.ref()
+    }
+
+    private func finishShutdownIfDone() {
+        guard let completion = shutdownCompletion, connections.isEmpty else { return }
+        shutdownCompletion = nil
+        hook?.close()
+        sweep?.close()
+        hook = nil
+        sweep = nil
+        logger.info("stopped", metadata: ["batches": "\(statistics.batchesCommitted)"])
+        completion()
+    }
+
+    /// Applies a reloaded configuration: limits, back-pressure, history, compression
+    /// and log level take effect now (limits for frames decoded from now on); the
+    /// listen address and the data directory need a restart. Returns what changed.
+    @discardableResult
+    public func reload(_ new: ServerConfiguration) -> [String] {
+        var changes: [String] = []
+        func note<T: Equatable>(_ key: String, _ old: T, _ new: T) {
+            if old != new { changes.append("\(key): \(old) → \(new)") }
+        }
+        note("logging.level", configuration.logLevel, new.logLevel)
+        note("limits.max_frame_bytes", configuration.maxFrameBytes, new.maxFrameBytes)
+        note("limits.max_inflated_bytes", configuration.maxInflatedBytes, new.maxInflatedBytes)
+        note("limits.director", configuration.director, new.director)
+        note("limits.max_lists_per_connection", configuration.maxListsPerConnection, new.maxListsPerConnection)
+        note("backpressure", [configuration.lowWatermarkBytes, configuration.highWatermarkBytes, configuration.hardLimitBytes, configuration.writeDeadlineMilliseconds],
+             [new.lowWatermarkBytes, new.highWatermarkBytes, new.hardLimitBytes, new.writeDeadlineMilliseconds])
+        note("history", [configuration.historyMaxBatches, configuration.historyMaxBytes], [new.historyMaxBatches, new.historyMaxBytes])
+        note("compression", [configuration.compressionLevel, configuration.compressionThresholdBytes], [new.compressionLevel, new.compressionThresholdBytes])
+        var ignored: [String] = []
+        if new.host != configuration.host || new.port != configuration.port { ignored.append("server.host/port") }
+        if new.dataDirectory != configuration.dataDirectory { ignored.append("server.data_dir") }
+        var applied = new
+        applied.host = configuration.host
+        applied.port = configuration.port
+        applied.dataDirectory = configuration.dataDirectory
+        configuration = applied
+        encoder = FrameEncoder(configuration: Self.compression(applied))
+        for list in lists.values {
+            list.sequencer.historyLimits = historyLimits
+            list.sequencer.setDirectorLimits(applied.director)
+        }
+        for connection in connections.values where connection.machine.isReady {
+            connection.decoder.limits = readyDecoderLimits
+        }
+        if !ignored.isEmpty {
+            logger.warning("reload: these settings need a restart and were not changed", metadata: ["keys": "\(ignored.joined(separator: ", "))"])
+        }
+        return changes
+    }
+
+    // MARK: Limits derived from the configuration
+
+    var backpressure: BackpressurePolicy {
+        BackpressurePolicy(lowWatermark: configuration.lowWatermarkBytes, highWatermark: configuration.highWatermarkBytes, hardLimit: configuration.hardLimitBytes)
+    }
+
+    var historyLimits: Sequencer.HistoryLimits {
+        Sequencer.HistoryLimits(maxBatches: configuration.historyMaxBatches, maxBytes: configuration.historyMaxBytes)
+    }
+
+    var preAuthDecoderLimits: DecoderLimits {
+        var limits = DecoderLimits.preAuth
+        limits.maxFrameBytes = configuration.preAuthMaxFrameBytes
+        limits.allowCompressed = false
+        return limits
+    }
+
+    var readyDecoderLimits: DecoderLimits {
+        var limits = DecoderLimits.server
+        limits.maxFrameBytes = configuration.maxFrameBytes
+        limits.maxInflatedBytes = configuration.maxInflatedBytes
+        limits.maxOpsPerMutation = configuration.director.maxOpsPerMutation
+        limits.maxIDBytes = configuration.director.maxIDBytes
+        limits.maxKindBytes = configuration.director.maxKindBytes
+        limits.maxPayloadBytes = configuration.director.maxPayloadBytes
+        limits.maxListNameBytes = configuration.maxListNameBytes
+        limits.allowCompressed = true
+        return limits
+    }
+
+    var serverLimits: ServerLimits {
+        ServerLimits(
+            maxFrameBytes: UInt32(clamping: configuration.maxFrameBytes),
+            maxInflatedBytes: UInt32(clamping: configuration.maxInflatedBytes),
+            maxOpsPerMutation: UInt32(clamping: configuration.director.maxOpsPerMutation),
+            maxListsPerConnection: UInt32(clamping: configuration.maxListsPerConnection),
+            maxListNameBytes: UInt32(clamping: configuration.maxListNameBytes),
+            maxIDBytes: UInt32(clamping: configuration.director.maxIDBytes),
+            maxPayloadBytes: UInt32(clamping: configuration.director.maxPayloadBytes)
+        )
+    }
+
+    // MARK: Connections
+
+    private func accept(_ tcp: TCPConnection) {
+        guard shutdownCompletion == nil, connections.count < configuration.maxConnections else {
+            statistics.connectionsRefused += 1
+            tcp.close()
+            return
+        }
+        let id = nextConnectionID
+        nextConnectionID += 1
+        let machine = ConnectionStateMachine(
+            now: loop.now,
+            handshakeTimeout: UInt64(configuration.handshakeTimeoutMilliseconds),
+            limits: .init(maxListsPerConnection: configuration.maxListsPerConnection, maxListNameBytes: configuration.maxListNameBytes)
+        )
+        let connection = Connection(id: id, tcp: tcp, machine: machine, decoder: FrameDecoder(limits: preAuthDecoderLimits), logger: logger)
+        connections[id] = connection
+        statistics.connectionsAccepted += 1
+        statistics.connectionsCurrent = connections.count
+        tcp.onRead = { [unowned self, unowned connection] bytes in received(bytes, on: connection) }
+        tcp.onEnd = { [unowned self, unowned connection] error in peerEnded(connection, error) }
+        tcp.onDrain = { [unowned self, unowned connection] in drained(connection) }
+        do {
+            try tcp.startReading()
+        } catch {
+            peerEnded(connection, error)
+            return
+        }
+        connection.logger.debug("accepted", metadata: ["peer": "\(connection.peer)"])
+        onStatusChange?()
+    }
+
+    private func received(_ bytes: UnsafeRawBufferPointer, on connection: Connection) {
+        guard !connection.isClosing else { return }
+        connection.decoder.feed(bytes)
+        while !connection.isClosing {
+            let message: Message?
+            do {
+                message = try connection.decoder.next()
+            } catch {
+                perform(connection.machine.decodeFailed(error), on: connection)
+                return
+            }
+            guard let message else { return }
+            perform(connection.machine.receivedMessage(message), on: connection)
+        }
+    }
+
+    private func perform(_ action: ConnectionStateMachine.Action, on connection: Connection) {
+        switch action {
+        case .none:
+            break
+        case .welcome(let version):
+            connection.decoder.limits = readyDecoderLimits
+            send(.welcome(Welcome(version: version, serverName: configuration.serverName, limits: serverLimits, heartbeatMilliseconds: 0, dictionary: [])), to: connection)
+            connection.logger.debug("handshake", metadata: ["client": "\(connection.machine.session?.clientName ?? "")", "clientID": "\(connection.machine.session?.clientID ?? "")"])
+        case .subscribe(let request):
+            subscribe(connection, request)
+        case .unsubscribe(let name):
+            connection.flows[name] = nil
+            if let list = lists[name] {
+                list.removeSubscriber(connection.id)
+                dropIfDisposable(list)
+            }
+        case .mutate(let mutate):
+            guard let list = host(for: mutate.listName, create: configuration.autoCreateLists) else {
+                send(.reject(Reject(listName: mutate.listName, seq: mutate.seq, code: .unknownList, message: "no list \"\(mutate.listName)\"")), to: connection)
+                statistics.mutationsRejected += 1
+                return
+            }
+            list.sequencer.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: connection.id)
+            dirtyLists.insert(list.name)
+        case .pong(let nonce):
+            send(.pong(Pong(nonce: nonce)), to: connection)
+        case .stats(let request):
+            send(.statsReply(StatsReply(requestID: request.requestID, entries: statsEntries(list: request.listName))), to: connection)
+        case .sendError(let error):
+            send(.error(error), to: connection)
+        case .close(let error):
+            closeNow(connection, with: error)
+        }
+    }
+
+    private func subscribe(_ connection: Connection, _ request: Subscribe) {
+        guard let list = host(for: request.listName, create: configuration.autoCreateLists) else {
+            _ = connection.machine.receivedMessage(.unsubscribe(Unsubscribe(listName: request.listName)))
+            send(.error(ErrorMessage(code: .unknownList, message: "no list \"\(request.listName)\"", listName: request.listName, closesConnection: false)), to: connection)
+            return
+        }
+        // Seal first, so the subscriber starts exactly at a committed version and the
+        // mutations already queued this turn arrive as a normal diff.
+        if list.sequencer.hasPending { seal(list) }
+        let frame: [UInt8]
+        if let resume = request.resumeFrom {
+            let catchUp = list.catchUpFrame(from: resume, digest: request.digest, encoder: encoder)
+            frame = catchUp.frame
+            if catchUp.isSnapshot { statistics.catchUpSnapshots += 1 } else { statistics.catchUpDiffs += 1 }
+        } else {
+            frame = list.snapshotFrame(reason: .freshSubscribe, encoder: encoder)
+            statistics.snapshotsSent += 1
+        }
+        enqueue(frame, to: connection)
+        connection.flows[list.name] = SubscriptionFlow(deliveredUpTo: list.position)
+        list.addSubscriber(connection.id)
+        onStatusChange?()
+    }
+
+    private func host(for name: String, create: Bool, declared: Bool = false) -> ListHost? {
+        if let list = lists[name] { return list }
+        guard create else { return nil }
+        // A fresh random epoch: without a durable store, a restarted daemon's lists are
+        // new histories, and clients must resync rather than trust old positions.
+        let list = ListHost(name: name, epoch: UInt64.random(in: 1...UInt64.max >> 1), limits: configuration.director, history: historyLimits, declared: declared)
+        lists[name] = list
+        logger.debug("list created", metadata: ["flowsync.list": "\(name)"])
+        return list
+    }
+
+    private func dropIfDisposable(_ list: ListHost) {
+        if list.isDisposable { lists[list.name] = nil }
+    }
+
+    private func drained(_ connection: Connection) {
+        connection.stalledSince = nil
+        catchUpLaggingFlows(of: connection)
+    }
+
+    private func peerEnded(_ connection: Connection, _ error: UVError?) {
+        connection.machine.peerClosed()
+        connection.discardPending()
+        if let error { connection.logger.debug("connection error", metadata: ["error": "\(error)"]) }
+        forget(connection)
+        connection.tcp.close()
+    }
+
+    /// Removes a connection from every list and from the table.
+    private func forget(_ connection: Connection) {
+        guard connections.removeValue(forKey: connection.id) != nil else { return }
+        for name in connection.flows.keys {
+            if let list = lists[name] {
+                list.removeSubscriber(connection.id)
+                dropIfDisposable(list)
+            }
+        }
+        connection.flows = [:]
+        statistics.connectionsCurrent = connections.count
+        connection.logger.debug("closed", metadata: ["reason": "\(connection.closeReason.map { "\($0)" } ?? "peer")"])
+        onStatusChange?()
+        finishShutdownIfDone()
+    }
+
+    // MARK: Sending
+
+    private func send(_ message: Message, to connection: Connection) {
+        enqueue(encoder.encode(message), to: connection)
+    }
+
+    private func enqueue(_ frame: [UInt8], to connection: Connection) {
+        guard connection.enqueue(frame) else { return }
+        toFlush.insert(connection.id)
+        if connection.queuedBytes > configuration.hardLimitBytes {
+            statistics.slowConsumerEvents += 1
+            close(connection, code: .slowConsumer, message: "more than \(configuration.hardLimitBytes) bytes queued")
+        }
+    }
+
+    /// Server-initiated close with a code: the error frame goes out after what is
+    /// already queued (best effort), then the socket is shut down at the turn's end.
+    private func close(_ connection: Connection, code: ErrorCode, message: String) {
+        guard let error = connection.machine.serverCloses(code, message) else { return }
+        closeNow(connection, with: error)
+    }
+
+    private func closeNow(_ connection: Connection, with error: ErrorMessage) {
+        guard !connection.isClosing else { return }
+        connection.closeReason = error.code
+        statistics.closedByReason[error.code.rawValue, default: 0] += 1
+        if error.code == .slowConsumer || error.code == .writeTimeout {
+            // Its queue is what is wrong: drop this turn's frames so the error is next.
+            connection.discardPending()
+            connection.logger.warning("closing slow consumer", metadata: ["code": "\(error.code.rawValue)", "queued": "\(connection.tcp.queuedBytes)"])
+        } else {
+            connection.logger.info("closing connection", metadata: ["code": "\(error.code.rawValue)", "reason": "\(error.message)"])
+        }
+        // No more list traffic for it.
+        for name in connection.flows.keys { lists[name]?.removeSubscriber(connection.id) }
+        connection.flows = [:]
+        connection.beginClosing(now: loop.now, final: [encoder.encode(.error(error))])
+        toFlush.insert(connection.id)
+    }
+
+    // MARK: End of turn
+
+    private func endOfTurn() {
+        sealDirtyLists()
+        flushAll()
+        // Lagging subscribers whose queue is already low (the flush wrote everything
+        // without a uv_write, so no drain callback will come) are caught up now.
+        var caughtUp = false
+        for connection in connections.values where connection.flows.values.contains(where: { $0.state == .lagging }) {
+            caughtUp = catchUpLaggingFlows(of: connection) || caughtUp
+        }
+        if caughtUp { flushAll() }
+    }
+
+    private func sealDirtyLists() {
+        guard !dirtyLists.isEmpty else { return }
+        let names = dirtyLists
+        dirtyLists = []
+        for name in names {
+            if let list = lists[name] { seal(list) }
+        }
+    }
+
+    /// Seals a list's pending mutations into one batch and queues its frames: the diff
+    /// (encoded once, the same bytes for every subscriber), then acks and rejects — so a
+    /// writer that also subscribes sees the batch before its ack.
+    private func seal(_ list: ListHost) {
+        let sealed = list.sequencer.seal()
+        if let commit = sealed.commit {
+            statistics.batchesCommitted += 1
+            let diff = Diff(listName: list.name, epoch: commit.to.epoch, fromVersion: commit.from.version, toVersion: commit.to.version,
+                            digest: commit.digest, changeset: commit.changeset,
+                            mutations: commit.mutations.map { MutationID(clientID: $0.clientID, seq: $0.seq) })
+            let frame = encoder.encode(.diff(diff))
+            let policy = backpressure
+            for id in list.subscribers {
+                guard let connection = connections[id], var flow = connection.flows[list.name] else { continue }
+                let wasLive = flow.state == .live
+                let decision = flow.batchCommitted(from: commit.from, to: commit.to, queued: connection.queuedBytes, policy: policy)
+                connection.flows[list.name] = flow
+                switch decision {
+                case .send:
+                    enqueue(frame, to: connection)
+                case .skip:
+                    if wasLive {
+                        statistics.slowConsumerEvents += 1
+                        connection.logger.info("subscriber lagging: per-batch frames paused", metadata: ["flowsync.list": "\(list.name)", "queued": "\(connection.queuedBytes)"])
+                    }
+                }
+            }
+        }
+        for outcome in sealed.outcomes {
+            guard let connection = connections[outcome.tag] else { continue }
+            switch outcome.result {
+            case .success(let version):
+                statistics.mutationsCommitted += 1
+                send(.ack(Ack(listName: list.name, seq: outcome.id.seq, committed: version)), to: connection)
+            case .failure(let rejection):
+                statistics.mutationsRejected += 1
+                let (code, message) = Self.wire(rejection)
+                send(.reject(Reject(listName: list.name, seq: outcome.id.seq, code: code, message: message)), to: connection)
+            }
+        }
+    }
+
+    static func wire(_ rejection: SequencerRejection) -> (ErrorCode, String) {
+        switch rejection {
+        case .invalid(let error): return (ErrorCode(for: error.reason), error.description)
+        case .staleBase: return (.staleBaseVersion, rejection.description)
+        case .futureBase: return (.staleBaseVersion, rejection.description)
+        case .baseNotCurrent: return (.conflict, rejection.description)
+        }
+    }
+
+    /// Queues catch-ups for the connection's lagging subscriptions whose queue is low
+    /// enough; returns whether any was queued.
+    @discardableResult
+    private func catchUpLaggingFlows(of connection: Connection) -> Bool {
+        var queued = false
+        for (name, var flow) in connection.flows where flow.state == .lagging {
+            guard flow.queueShrank(to: connection.queuedBytes, policy: backpressure), let list = lists[name] else { continue }
+            let catchUp = list.catchUpFrame(from: flow.delivered, digest: nil, encoder: encoder)
+            if catchUp.isSnapshot { statistics.catchUpSnapshots += 1 } else { statistics.catchUpDiffs += 1 }
+            flow.caughtUp(to: list.position)
+            connection.flows[name] = flow
+            enqueue(catchUp.frame, to: connection)
+            queued = true
+        }
+        return queued
+    }
+
+    private func flushAll() {
+        let now = loop.now
+        let ids = toFlush
+        toFlush = []
+        for id in ids {
+            guard let connection = connections[id] else { continue }
+            let frames = connection.pending.count
+            let bytes = connection.pendingBytes
+            if let error = connection.flush(now: now) {
+                peerEnded(connection, error)
+                continue
+            }
+            statistics.framesSent += frames
+            statistics.bytesSent += bytes
+            if connection.isClosing && !connection.tcp.isClosing {
+                connection.tcp.onRead = nil
+                connection.tcp.shutdownAndClose()
+                connection.tcp.onClose = { [unowned self, unowned connection] in forget(connection) }
+            }
+        }
+    }
+
+    /// Every 100 ms: handshake deadlines, write deadlines, stuck closes, shutdown grace.
+    private func sweepConnections() {
+        let now = loop.now
+        let writeDeadline = UInt64(configuration.writeDeadlineMilliseconds)
+        for connection in Array(connections.values) {
+            if connection.isClosing {
+                // A peer that never reads keeps uv_shutdown pending forever: cut it.
+                if let since = connection.closingSince, now - since > 2_000 || shutdownDeadline.map({ now >= $0 }) == true {
+                    connection.tcp.close()
+                }
+                continue
+            }
+            perform(connection.machine.tick(now: now), on: connection)
+            if let since = connection.stalledSince, now - since > writeDeadline {
+                close(connection, code: .writeTimeout, message: "queue not drained for \(writeDeadline) ms")
+            }
+        }
+        flushAll()
+        if let deadline = shutdownDeadline, now >= deadline {
+            for connection in connections.values { connection.tcp.close() }
+        }
+    }
+
+    // MARK: Stats
+
+    private func statsEntries(list name: String?) -> [StatsReply.Entry] {
+        var entries: [(String, Int64)] = [
+            ("uptime_ms", Int64(loop.now - startedAt)),
+            ("connections", Int64(connections.count)),
+            ("connections_accepted", Int64(statistics.connectionsAccepted)),
+            ("lists", Int64(lists.count)),
+            ("subscriptions", Int64(lists.values.reduce(0) { $0 + $1.subscribers.count })),
+            ("batches", Int64(statistics.batchesCommitted)),
+            ("mutations_committed", Int64(statistics.mutationsCommitted)),
+            ("mutations_rejected", Int64(statistics.mutationsRejected)),
+            ("frames_sent", Int64(statistics.framesSent)),
+            ("bytes_sent", Int64(statistics.bytesSent)),
+            ("slow_consumer_events", Int64(statistics.slowConsumerEvents)),
+        ]
+        if let name, let list = lists[name] {
+            entries += [
+                ("list_epoch", Int64(bitPattern: list.position.epoch)),
+                ("list_version", Int64(list.position.version)),
+                ("list_sections", Int64(list.sequencer.director.sections.count)),
+                ("list_rows", Int64(list.sequencer.director.rowCount)),
+                ("list_subscribers", Int64(list.subscribers.count)),
+                ("list_digest", Int64(bitPattern: list.sequencer.director.digest.rawValue)),
+            ]
+        }
+        return entries.map { StatsReply.Entry(name: $0.0, value: $0.1) }
+    }
+
+    /// The names of the lists currently hosted (for tests and the CLI).
+    public var listNames: [String] { lists.keys.sorted() }
+
+    /// The current director and position of a list (for tests and tools).
+    public func state(of list: String) -> (director: Director, position: ListVersion)? {
+        lists[list].map { ($0.sequencer.director, $0.position) }
+    }
+
+    /// The number of open connections.
+    public var connectionCount: Int { connections.count }
+}

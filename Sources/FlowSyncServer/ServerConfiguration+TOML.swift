@@ -1,0 +1,103 @@
+import TOMLKit
+
+/// A configuration problem, naming the key (`section.key`) and what is wrong.
+public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let key: String
+    public let problem: String
+    public init(key: String, problem: String) { self.key = key; self.problem = problem }
+    public var description: String { key.isEmpty ? problem : "\(key): \(problem)" }
+}
+
+extension ServerConfiguration {
+    /// Parses a TOML document over the defaults. Unknown sections and keys are errors
+    /// (a misspelt key must not be silently ignored), and so are values of the wrong
+    /// type or out of range.
+    public init(toml text: String) throws(ConfigurationError) {
+        self.init()
+        let table: TOMLTable
+        do {
+            table = try TOMLTable(string: text)
+        } catch let error as TOMLParseError {
+            throw ConfigurationError(key: "", problem: "TOML syntax error at line \(error.source.begin.line), column \(error.source.begin.column): \(error.description)")
+        } catch {
+            throw ConfigurationError(key: "", problem: "TOML syntax error: \(error)")
+        }
+        for sectionName in table.keys {
+            guard let section = table[sectionName]?.table else {
+                throw ConfigurationError(key: sectionName, problem: "expected a [\(sectionName)] table")
+            }
+            for key in section.keys {
+                guard let raw = section[key] else { continue }
+                let value = ConfigValue(key: "\(sectionName).\(key)", value: raw)
+                switch (sectionName, key) {
+                case ("server", "host"): host = try value.string()
+                case ("server", "port"): port = try value.int(0...65_535)
+                case ("server", "data_dir"): dataDirectory = try value.string()
+                case ("server", "lists"): declaredLists = try value.strings()
+                case ("server", "auto_create_lists"): autoCreateLists = try value.bool()
+                case ("server", "shutdown_grace_ms"): shutdownGraceMilliseconds = try value.int(0...3_600_000)
+                case ("server", "name"): serverName = try value.string()
+                case ("limits", "max_frame_bytes"): maxFrameBytes = try value.int(1_024...Int(UInt32.max))
+                case ("limits", "max_inflated_bytes"): maxInflatedBytes = try value.int(1_024...Int(UInt32.max))
+                case ("limits", "pre_auth_max_frame_bytes"): preAuthMaxFrameBytes = try value.int(64...(1 << 30))
+                case ("limits", "handshake_timeout_ms"): handshakeTimeoutMilliseconds = try value.int(1...3_600_000)
+                case ("limits", "max_lists_per_connection"): maxListsPerConnection = try value.int(1...1_000_000)
+                case ("limits", "max_list_name_bytes"): maxListNameBytes = try value.int(1...65_535)
+                case ("limits", "max_connections"): maxConnections = try value.int(1...10_000_000)
+                case ("limits", "max_ops_per_mutation"): director.maxOpsPerMutation = try value.int(1...1_000_000)
+                case ("limits", "max_id_bytes"): director.maxIDBytes = try value.int(1...65_535)
+                case ("limits", "max_kind_bytes"): director.maxKindBytes = try value.int(0...65_535)
+                case ("limits", "max_payload_bytes"): director.maxPayloadBytes = try value.int(0...(1 << 30))
+                case ("limits", "max_sections"): director.maxSections = try value.int(1...100_000_000)
+                case ("limits", "max_rows"): director.maxRows = try value.int(1...1_000_000_000)
+                case ("backpressure", "low_watermark_bytes"): lowWatermarkBytes = try value.int(0...(1 << 40))
+                case ("backpressure", "high_watermark_bytes"): highWatermarkBytes = try value.int(1...(1 << 40))
+                case ("backpressure", "hard_limit_bytes"): hardLimitBytes = try value.int(1...(1 << 40))
+                case ("backpressure", "write_deadline_ms"): writeDeadlineMilliseconds = try value.int(1...86_400_000)
+                case ("history", "max_batches"): historyMaxBatches = try value.int(0...100_000_000)
+                case ("history", "max_bytes"): historyMaxBytes = try value.int(0...(1 << 40))
+                case ("compression", "level"): compressionLevel = try value.int(0...9)
+                case ("compression", "threshold_bytes"): compressionThresholdBytes = try value.int(0...(1 << 30))
+                case ("logging", "level"): logLevel = try value.string()
+                case ("server", _), ("limits", _), ("backpressure", _), ("history", _), ("compression", _), ("logging", _):
+                    throw ConfigurationError(key: value.key, problem: "unknown key")
+                default:
+                    throw ConfigurationError(key: sectionName, problem: "unknown section [\(sectionName)]")
+                }
+            }
+        }
+        if let (key, problem) = validate() { throw ConfigurationError(key: key, problem: problem) }
+    }
+}
+
+/// One value being read, with its full key for error messages.
+struct ConfigValue {
+    let key: String
+    let value: any TOMLValueConvertible
+
+    func string() throws(ConfigurationError) -> String {
+        guard let s = value.string else { throw ConfigurationError(key: key, problem: "expected a string") }
+        return s
+    }
+
+    func bool() throws(ConfigurationError) -> Bool {
+        guard let b = value.bool else { throw ConfigurationError(key: key, problem: "expected true or false") }
+        return b
+    }
+
+    func int(_ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+        guard let i = value.int else { throw ConfigurationError(key: key, problem: "expected an integer") }
+        guard range.contains(i) else { throw ConfigurationError(key: key, problem: "\(i) is outside \(range.lowerBound)…\(range.upperBound)") }
+        return i
+    }
+
+    func strings() throws(ConfigurationError) -> [String] {
+        guard let array = value.array else { throw ConfigurationError(key: key, problem: "expected an array of strings") }
+        var result: [String] = []
+        for element in array {
+            guard let s = element.string else { throw ConfigurationError(key: key, problem: "expected an array of strings") }
+            result.append(s)
+        }
+        return result
+    }
+}

@@ -1,0 +1,85 @@
+import FlowSyncCore
+
+/// Everything `flowsyncd` can be configured with, with the documented defaults.
+/// `config/flowsyncd.toml` documents every key (unit and default); keep the two in step.
+public struct ServerConfiguration: Hashable, Sendable {
+    // MARK: [server]
+    /// Address to listen on (numeric IPv4/IPv6, or `localhost`). Default `127.0.0.1`.
+    public var host = "127.0.0.1"
+    /// TCP port; 0 lets the OS choose (tests). Default 7400.
+    public var port = 7400
+    /// Directory for durable data (used by the store, issue #9). Default `/var/lib/flowsyncd`.
+    public var dataDirectory = "/var/lib/flowsyncd"
+    /// Lists that exist from the start, even before a write.
+    public var declaredLists: [String] = []
+    /// Whether subscribing or writing to an undeclared list creates it. Default true.
+    public var autoCreateLists = true
+    /// How long a graceful shutdown waits for queued frames to flush, ms. Default 5000.
+    public var shutdownGraceMilliseconds = 5_000
+    /// Name the server reports in its handshake.
+    public var serverName = "flowsyncd"
+
+    // MARK: [limits]
+    /// Largest frame accepted after the handshake, bytes. Default 16 MiB.
+    public var maxFrameBytes = 16 << 20
+    /// Largest inflated body accepted, bytes. Default 64 MiB.
+    public var maxInflatedBytes = 64 << 20
+    /// Largest frame accepted before the handshake completes, bytes. Default 16 KiB.
+    public var preAuthMaxFrameBytes = 16 << 10
+    /// Time allowed from connect to a valid Hello, ms. Default 5000.
+    public var handshakeTimeoutMilliseconds = 5_000
+    /// Most lists one connection may subscribe to. Default 64.
+    public var maxListsPerConnection = 64
+    /// Longest list name, UTF-8 bytes. Default 200.
+    public var maxListNameBytes = 200
+    /// Most connections held at once; further ones are closed at accept. Default 10000.
+    public var maxConnections = 10_000
+    /// Per-list director limits (IDs, payloads, counts, ops per mutation).
+    public var director = DirectorLimits()
+
+    // MARK: [backpressure]
+    /// Below this many queued bytes, a lagging subscriber is caught up. Default 256 KiB.
+    public var lowWatermarkBytes = 256 << 10
+    /// Above this many queued bytes, a subscriber stops getting per-batch frames. Default 4 MiB.
+    public var highWatermarkBytes = 4 << 20
+    /// Above this many queued bytes, the connection is closed (slow consumer). Default 32 MiB.
+    public var hardLimitBytes = 32 << 20
+    /// A connection whose queue has not drained for this long is closed, ms. Default 30000.
+    public var writeDeadlineMilliseconds = 30_000
+
+    // MARK: [history]
+    /// Batches kept per list for resume and catch-up. Default 10000.
+    public var historyMaxBatches = 10_000
+    /// Bytes kept per list for resume and catch-up. Default 64 MiB.
+    public var historyMaxBytes = 64 << 20
+
+    // MARK: [compression]
+    /// zlib level, 0 (none) to 9. Default 6.
+    public var compressionLevel = 6
+    /// Frames with bodies smaller than this are sent uncompressed, bytes. Default 256.
+    public var compressionThresholdBytes = 256
+
+    // MARK: [logging]
+    /// One of trace, debug, info, notice, warning, error, critical. Default info.
+    public var logLevel = "info"
+
+    public init() {}
+
+    /// Checks cross-field rules; returns the offending key and why.
+    public func validate() -> (key: String, problem: String)? {
+        if port < 0 || port > 65_535 { return ("server.port", "must be 0…65535") }
+        if lowWatermarkBytes > highWatermarkBytes { return ("backpressure.low_watermark_bytes", "must not exceed high_watermark_bytes") }
+        if highWatermarkBytes > hardLimitBytes { return ("backpressure.high_watermark_bytes", "must not exceed hard_limit_bytes") }
+        if !(0...9).contains(compressionLevel) { return ("compression.level", "must be 0…9") }
+        if preAuthMaxFrameBytes > maxFrameBytes { return ("limits.pre_auth_max_frame_bytes", "must not exceed max_frame_bytes") }
+        if maxFrameBytes < 1_024 { return ("limits.max_frame_bytes", "must be at least 1024") }
+        if !Self.logLevels.contains(logLevel) { return ("logging.level", "must be one of \(Self.logLevels.joined(separator: ", "))") }
+        for name in declaredLists where name.isEmpty || name.utf8.count > maxListNameBytes {
+            return ("server.lists", "list name \"\(name)\" is empty or longer than \(maxListNameBytes) bytes")
+        }
+        return nil
+    }
+
+    /// The accepted log level names.
+    public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+}

@@ -1,0 +1,21 @@
+import FlowSyncProtocol
+
+/// Counters the server keeps (exported through `StatsReply`, later Prometheus).
+public struct ServerStatistics: Sendable {
+    public var connectionsAccepted = 0
+    public var connectionsRefused = 0
+    public var connectionsCurrent = 0
+    /// Connections the server closed, by wire error code.
+    public var closedByReason: [UInt16: Int] = [:]
+    public var batchesCommitted = 0
+    public var mutationsCommitted = 0
+    public var mutationsRejected = 0
+    public var framesSent = 0
+    public var bytesSent = 0
+    public var slowConsumerEvents = 0
+    public var catchUpDiffs = 0
+    public var catchUpSnapshots = 0
+    public var snapshotsSent = 0
+
+    public init() {}
+}

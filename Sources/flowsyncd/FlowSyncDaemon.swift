@@ -1,0 +1,134 @@
+import ArgumentParser
+import FlowSyncLoop
+import FlowSyncServer
+import Foundation
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `flowsyncd`: reads the config, applies flag overrides, bootstraps logging, and runs
+/// the server on the main thread's libuv loop until SIGTERM/SIGINT. Thin by design:
+/// everything testable lives in FlowSyncServer.
+@main
+struct FlowSyncDaemon: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "flowsyncd",
+        abstract: "The FlowSync daemon: mirrors ordered lists to subscribed clients.",
+        discussion: """
+        Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT) or a valid --check-config;
+        2 for a configuration error (the message names the key); 1 when the listener
+        cannot be opened or the loop fails.
+        """
+    )
+
+    @Option(name: .long, help: "TOML configuration file (default: built-in defaults).")
+    var config: String?
+
+    @Option(name: .long, help: "Listen address, overriding server.host.")
+    var host: String?
+
+    @Option(name: .long, help: "Listen port, overriding server.port (0: let the OS choose).")
+    var port: Int?
+
+    @Option(name: .customLong("data-dir"), help: "Data directory, overriding server.data_dir.")
+    var dataDir: String?
+
+    @Option(name: .customLong("log-level"), help: "trace|debug|info|notice|warning|error|critical, overriding logging.level.")
+    var logLevel: String?
+
+    @Flag(name: .customLong("check-config"), help: "Validate the configuration and exit (0 valid, 2 invalid).")
+    var checkConfig = false
+
+    func run() throws {
+        // A process started from a test runner thread (Foundation.Process) can inherit
+        // a blocked SIGTERM and would never stop: start from an empty signal mask.
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        pthread_sigmask(SIG_SETMASK, &empty, nil)
+
+        let configuration: ServerConfiguration
+        do {
+            configuration = try loadConfiguration()
+        } catch {
+            FileHandle.standardError.write(Data("flowsyncd: configuration error: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        if checkConfig {
+            print("flowsyncd: configuration OK\(config.map { " (\($0))" } ?? "")")
+            return
+        }
+
+        let level = Logger.Level(rawValue: configuration.logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .trace   // each Logger instance filters by its own level
+            return handler
+        }
+        var logger = Logger(label: "flowsyncd")
+        logger.logLevel = level
+
+        let loop = try EventLoop()
+        let server = Server(configuration: configuration, loop: loop, logger: logger)
+        do {
+            try server.start(adoptingDescriptor: Self.activationDescriptor())
+        } catch {
+            logger.critical("cannot listen", metadata: ["error": "\(error)"])
+            throw ExitCode(1)
+        }
+        // Unbuffered, so a supervisor or test reading stdout sees it at once.
+        FileHandle.standardOutput.write(Data("flowsyncd: listening on \(configuration.host):\(server.port)\n".utf8))
+
+        var watchers: [SignalWatcher] = []
+        for signum in [SIGTERM, SIGINT] {
+            watchers.append(try SignalWatcher(loop: loop, signal: signum) { [watchers] received in
+                logger.notice("signal received, shutting down", metadata: ["signal": "\(received)"])
+                _ = watchers
+                server.shutdown { loop.stop() }
+            })
+        }
+        watchers.append(try SignalWatcher(loop: loop, signal: SIGHUP) { _ in
+            do {
+                let fresh = try loadConfiguration()
+                let changes = server.reload(fresh)
+                server.logger.logLevel = Logger.Level(rawValue: fresh.logLevel) ?? .info
+                logger.notice("configuration reloaded", metadata: ["changes": "\(changes.isEmpty ? "none" : changes.joined(separator: "; "))"])
+            } catch {
+                logger.error("reload failed; keeping the running configuration", metadata: ["error": "\(error)"])
+            }
+        })
+        let result = loop.run()
+        if result != 0 { logger.warning("loop closed with open handles", metadata: ["result": "\(result)"]) }
+    }
+
+    /// The file (if any) over the defaults, then the flags over the file.
+    func loadConfiguration() throws -> ServerConfiguration {
+        var configuration = ServerConfiguration()
+        if let config {
+            let text: String
+            do {
+                text = try String(contentsOfFile: config, encoding: .utf8)
+            } catch {
+                throw ConfigurationError(key: "", problem: "cannot read \(config): \(error.localizedDescription)")
+            }
+            configuration = try ServerConfiguration(toml: text)
+        }
+        if let host { configuration.host = host }
+        if let port { configuration.port = port }
+        if let dataDir { configuration.dataDirectory = dataDir }
+        if let logLevel { configuration.logLevel = logLevel }
+        if let (key, problem) = configuration.validate() { throw ConfigurationError(key: key, problem: problem) }
+        return configuration
+    }
+
+    /// The listening socket systemd passed (socket activation), if any: fd 3 when
+    /// `LISTEN_PID` is this process and `LISTEN_FDS` ≥ 1.
+    static func activationDescriptor() -> Int32? {
+        let environment = ProcessInfo.processInfo.environment
+        guard let pid = environment["LISTEN_PID"].flatMap(Int32.init), pid == getpid(),
+              let count = environment["LISTEN_FDS"].flatMap(Int.init), count >= 1 else { return nil }
+        unsetenv("LISTEN_PID")
+        unsetenv("LISTEN_FDS")
+        return 3
+    }
+}
