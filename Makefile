@@ -5,12 +5,16 @@
 #
 # Dependencies come from Debian's packages; `sudo` is used only when not root.
 
+SHELL        := /bin/bash
 SWIFT        ?= swift
 APT_PACKAGES := libuv1-dev zlib1g-dev pkg-config
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG       ?= config/flowsyncd.toml
+FUZZ_SECONDS ?= 60
+# The short fuzz run inside `make test` (CI): a release sanitizer build, then this many seconds.
+TEST_FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build release test run bench bench-quick clean
+.PHONY: all deps build release test run bench bench-quick fuzz clean
 
 all: build
 
@@ -32,14 +36,23 @@ release: deps
 	$(SWIFT) build -c release
 
 # Swift Testing runs the suites in parallel; seeds are fixed, so runs are repeatable.
+# Then: the benchmarks in --quick mode (they must build and run, figures discarded),
+# a bounded fuzz run of the protocol decoder, and one plain "N passed, N failed" line.
 test: deps
-	$(SWIFT) test
+	@mkdir -p .build
+	set -o pipefail; SWIFT_BACKTRACE=enable=no $(SWIFT) test 2>&1 | tee .build/test-output.txt
 	$(SWIFT) build -c release --product flowsync-bench
 	.build/release/flowsync-bench --quick > /dev/null
+	$(SWIFT) build -c release --product flowsync-protocol-bench
+	.build/release/flowsync-protocol-bench --quick > /dev/null
+	scripts/fuzz.sh $(TEST_FUZZ_SECONDS)
+	@scripts/test-summary.sh .build/test-output.txt
 
+# The daemon in the foreground with the shipped config (Ctrl-C stops it gracefully).
+# The data directory is local to the checkout so no root is needed.
 run: deps
-	@echo "flowsyncd is not built yet: the daemon arrives with the daemon issue (#4)." >&2
-	@exit 1
+	$(SWIFT) build -c release --product flowsyncd
+	.build/release/flowsyncd --config $(CONFIG) --data-dir $(CURDIR)/.flowsync-data
 
 bench: deps
 	$(SWIFT) build -c release --product flowsync-bench
@@ -48,6 +61,10 @@ bench: deps
 bench-quick: deps
 	$(SWIFT) build -c release --product flowsync-bench
 	.build/release/flowsync-bench --quick
+
+# libFuzzer + AddressSanitizer on the protocol decoder, seeded from the golden vectors.
+fuzz: deps
+	scripts/fuzz.sh $(FUZZ_SECONDS)
 
 clean:
 	rm -rf .build

@@ -39,7 +39,23 @@ let package = Package(
         .target(name: "FlowSyncProtocol", dependencies: ["FlowSyncCore", "CZlib"]),
         .testTarget(
             name: "FlowSyncProtocolTests",
-            dependencies: ["FlowSyncProtocol", "FlowSyncCore", "FlowSyncTestSupport"]
+            // No FlowSyncTestSupport: it pulls in the server, and the protocol tests must
+            // build and run without it. The golden vectors are read through #filePath.
+            dependencies: ["FlowSyncProtocol", "FlowSyncCore", "CZlib"],
+            exclude: ["Vectors"]
+        ),
+        // libFuzzer target for the decoder: `scripts/fuzz.sh SECONDS` (builds with
+        // -sanitize=fuzzer,address -DFUZZING). A plain build gets a replay `main` instead.
+        .executableTarget(
+            name: "FuzzDecoder",
+            dependencies: ["FlowSyncProtocol", "FlowSyncCore"],
+            path: "Fuzz/FuzzDecoder"
+        ),
+        // Release-mode protocol figures for docs/BENCHMARKS.md.
+        .executableTarget(
+            name: "flowsync-protocol-bench",
+            dependencies: ["FlowSyncProtocol", "FlowSyncCore"],
+            path: "Benchmarks/ProtocolBench"
         ),
         // MARK: end of protocol section
 
@@ -65,7 +81,13 @@ let package = Package(
         ),
 
         // MARK: Test support and tests
-        .target(name: "FlowSyncTestSupport", dependencies: ["FlowSyncCore"]),
+        .target(
+            name: "FlowSyncTestSupport",
+            dependencies: [
+                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncServer",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "FlowSyncCoreTests",
             dependencies: ["FlowSyncCore", "FlowSyncTestSupport"],

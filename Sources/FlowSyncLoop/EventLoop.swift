@@ -26,7 +26,11 @@ public final class EventLoop: @unchecked Sendable {
     private var loopThread: pthread_t?
 
     /// Creates a loop. Nothing runs until ``run()``.
+    ///
+    /// Also ignores `SIGPIPE` for the whole process (once): a write to a socket whose
+    /// peer has gone must fail with `EPIPE`, not kill the daemon (or the test runner).
     public init() throws(UVError) {
+        _ = Self.ignoreSIGPIPE
         raw = .allocate(capacity: 1)
         async = .allocate(capacity: 1)
         do {
@@ -44,6 +48,10 @@ public final class EventLoop: @unchecked Sendable {
         // Unretained: the loop owns the async handle, and `run()` outlives it.
         async.pointee.data = Unmanaged.passUnretained(self).toOpaque()
     }
+
+    private static let ignoreSIGPIPE: Void = {
+        signal(SIGPIPE, SIG_IGN)
+    }()
 
     deinit {
         raw.deallocate()

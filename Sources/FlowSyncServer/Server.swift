@@ -47,8 +47,14 @@ public final class Server {
         self.encoder = FrameEncoder(configuration: Self.compression(configuration))
     }
 
+    /// Level 0 means "never compress" (zlib's own level 0 would still wrap stored
+    /// blocks in a stream, all cost and no gain). The standard dictionary is announced
+    /// either way, since clients may compress what they send.
     static func compression(_ c: ServerConfiguration) -> CompressionConfiguration {
-        CompressionConfiguration(threshold: c.compressionThresholdBytes, level: Int32(c.compressionLevel))
+        if c.compressionLevel == 0 {
+            return CompressionConfiguration(threshold: .max, level: 1, dictionary: .standard)
+        }
+        return CompressionConfiguration(threshold: c.compressionThresholdBytes, level: Int32(c.compressionLevel), dictionary: .standard)
     }
 
     // MARK: Lifecycle
@@ -63,16 +69,19 @@ public final class Server {
         } else {
             listener = try TCPListener(loop: loop, address: SocketAddress(host: configuration.host, port: configuration.port))
         }
-        listener.onConnection = { [unowned self] tcp in accept(tcp) }
-        listener.onAcceptError = { [unowned self] error in
-            logger.warning("accept failed", metadata: ["error": "\(error)"])
+        // Handle callbacks capture weakly: a handle's callbacks may outlive the objects
+        // they talk to (a close callback after the peer's EOF already forgot the
+        // connection), and `unowned` would trap there.
+        listener.onConnection = { [weak self] tcp in self?.accept(tcp) }
+        listener.onAcceptError = { [weak self] error in
+            self?.logger.warning("accept failed", metadata: ["error": "\(error)"])
         }
         self.listener = listener
         startedAt = loop.now
         for name in configuration.declaredLists { _ = host(for: name, create: true, declared: true) }
-        hook = LoopHook(loop: loop, kind: .check) { [unowned self] in endOfTurn() }
+        hook = LoopHook(loop: loop, kind: .check) { [weak self] in self?.endOfTurn() }
         let sweep = LoopTimer(loop: loop)
-        sweep.start(after: 100, repeat: 100) { [unowned self] in sweepConnections() }
+        sweep.start(after: 100, repeat: 100) { [weak self] in self?.sweepConnections() }
         sweep.unref()
         self.sweep = sweep
         logger.info("listening", metadata: ["address": "\(configuration.host):\(listener.port)"])
@@ -217,9 +226,18 @@ public final class Server {
         connections[id] = connection
         statistics.connectionsAccepted += 1
         statistics.connectionsCurrent = connections.count
-        tcp.onRead = { [unowned self, unowned connection] bytes in received(bytes, on: connection) }
-        tcp.onEnd = { [unowned self, unowned connection] error in peerEnded(connection, error) }
-        tcp.onDrain = { [unowned self, unowned connection] in drained(connection) }
+        tcp.onRead = { [weak self, weak connection] bytes in
+            guard let self, let connection else { return }
+            received(bytes, on: connection)
+        }
+        tcp.onEnd = { [weak self, weak connection] error in
+            guard let self, let connection else { return }
+            peerEnded(connection, error)
+        }
+        tcp.onDrain = { [weak self, weak connection] in
+            guard let self, let connection else { return }
+            drained(connection)
+        }
         do {
             try tcp.startReading()
         } catch {
@@ -251,8 +269,12 @@ public final class Server {
         case .none:
             break
         case .welcome(let version):
+            // After Welcome, compressed frames in both directions use the dictionary it
+            // announces (docs/PROTOCOL.md, "Preset dictionary").
+            let dictionary = encoder.configuration.dictionary
             connection.decoder.limits = readyDecoderLimits
-            send(.welcome(Welcome(version: version, serverName: configuration.serverName, limits: serverLimits, heartbeatMilliseconds: 0, dictionary: [])), to: connection)
+            connection.decoder.dictionary = dictionary
+            send(.welcome(Welcome(version: version, serverName: configuration.serverName, limits: serverLimits, heartbeatMilliseconds: 0, dictionary: dictionary?.bytes ?? [])), to: connection)
             connection.logger.debug("handshake", metadata: ["client": "\(connection.machine.session?.clientName ?? "")", "clientID": "\(connection.machine.session?.clientID ?? "")"])
         case .subscribe(let request):
             subscribe(connection, request)
@@ -421,7 +443,7 @@ public final class Server {
             statistics.batchesCommitted += 1
             let diff = Diff(listName: list.name, epoch: commit.to.epoch, fromVersion: commit.from.version, toVersion: commit.to.version,
                             digest: commit.digest, changeset: commit.changeset,
-                            mutations: commit.mutations.map { MutationID(clientID: $0.clientID, seq: $0.seq) })
+                            mutations: commit.mutations)
             let frame = encoder.encode(.diff(diff))
             let policy = backpressure
             for id in list.subscribers {
@@ -497,7 +519,10 @@ public final class Server {
             if connection.isClosing && !connection.tcp.isClosing {
                 connection.tcp.onRead = nil
                 connection.tcp.shutdownAndClose()
-                connection.tcp.onClose = { [unowned self, unowned connection] in forget(connection) }
+                connection.tcp.onClose = { [weak self, weak connection] in
+                    guard let self, let connection else { return }
+                    forget(connection)
+                }
             }
         }
     }
@@ -564,4 +589,8 @@ public final class Server {
 
     /// The number of open connections.
     public var connectionCount: Int { connections.count }
+
+    /// The most bytes queued for any one connection (this turn's frames plus what libuv
+    /// holds): the figure back-pressure keeps bounded.
+    public var largestQueue: Int { connections.values.map(\.queuedBytes).max() ?? 0 }
 }

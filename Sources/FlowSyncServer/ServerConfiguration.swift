@@ -54,10 +54,11 @@ public struct ServerConfiguration: Hashable, Sendable {
     public var historyMaxBytes = 64 << 20
 
     // MARK: [compression]
-    /// zlib level, 0 (none) to 9. Default 6.
+    /// zlib level, 1 (fast) to 9 (small), or 0 for no compression. Default 6.
     public var compressionLevel = 6
-    /// Frames with bodies smaller than this are sent uncompressed, bytes. Default 256.
-    public var compressionThresholdBytes = 256
+    /// Frames with bodies smaller than this are sent uncompressed, bytes. Default 64
+    /// (with the preset dictionary even a one-row frame shrinks, see docs/BENCHMARKS.md).
+    public var compressionThresholdBytes = 64
 
     // MARK: [logging]
     /// One of trace, debug, info, notice, warning, error, critical. Default info.

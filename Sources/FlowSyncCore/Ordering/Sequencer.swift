@@ -21,14 +21,6 @@ public struct Sequencer: Sendable {
         public let mutations: [MutationID]
     }
 
-    /// `(clientID, seq)`: a mutation's identity.
-    public struct MutationID: Hashable, Sendable, CustomStringConvertible {
-        public var clientID: String
-        public var seq: UInt64
-        public init(clientID: String, seq: UInt64) { self.clientID = clientID; self.seq = seq }
-        public var description: String { "\(clientID)#\(seq)" }
-    }
-
     /// The outcome of one mutation in a sealed batch.
     public struct Outcome: Sendable {
         public let id: MutationID

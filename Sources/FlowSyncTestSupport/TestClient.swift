@@ -1,0 +1,181 @@
+import FlowSyncCore
+import FlowSyncLoop
+import FlowSyncProtocol
+
+/// A raw protocol client for end-to-end tests: it sends messages (or arbitrary bytes),
+/// records every message it receives, and can stop reading to play a slow consumer.
+/// Many clients may share one client loop thread.
+public final class TestClient: Sendable {
+    public let thread: EventLoopThread
+    private let connection: LoopConfined<TCPConnection?>
+    private let codec: LoopConfined<(encoder: FrameEncoder, decoder: FrameDecoder)>
+    private let inbox = Shared<[Message]>([])
+    private let state = Shared<(closed: Bool, decodeError: ProtocolError?, bytes: Int)>((false, nil, 0))
+    public let clientID: String
+
+    private init(thread: EventLoopThread, clientID: String, connection: TCPConnection?) {
+        self.thread = thread
+        self.clientID = clientID
+        self.connection = LoopConfined(connection)
+        self.codec = LoopConfined((FrameEncoder(), FrameDecoder(limits: .client)))
+    }
+
+    /// Connects to 127.0.0.1:`port`; with `handshake`, sends Hello and waits for Welcome.
+    public static func connect(port: Int, on thread: EventLoopThread, clientID: String = "client-\(UInt32.random(in: 0...UInt32.max))", handshake: Bool = true) async throws -> TestClient {
+        let result = Shared<Result<Void, UVError>?>(nil)
+        let client = TestClient(thread: thread, clientID: clientID, connection: nil)
+        thread.loop.execute {
+            TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port)) { outcome in
+                switch outcome {
+                case .failure(let error):
+                    result.set(.failure(error))
+                case .success(let tcp):
+                    client.connection.value = tcp
+                    tcp.onRead = { bytes in client.received(bytes) }
+                    tcp.onEnd = { _ in client.state.update { $0.closed = true } }
+                    tcp.onClose = { client.state.update { $0.closed = true } }
+                    try? tcp.startReading()
+                    result.set(.success(()))
+                }
+            }
+        }
+        guard await eventually({ result.get() != nil }), let outcome = result.get() else {
+            throw UVError(code: -1, operation: "connect timed out")
+        }
+        try outcome.get()
+        if handshake {
+            client.send(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "test", clientID: clientID, authToken: nil)))
+            guard await client.waitFor({ if case .welcome = $0 { return true } else { return false } }) != nil else {
+                throw UVError(code: -1, operation: "no Welcome")
+            }
+        }
+        return client
+    }
+
+    /// Loop thread only.
+    private func received(_ bytes: UnsafeRawBufferPointer) {
+        state.update { $0.bytes += bytes.count }
+        let decoder = codec.value.decoder
+        decoder.feed(bytes)
+        while true {
+            do {
+                guard let message = try decoder.next() else { return }
+                if case .welcome(let welcome) = message {
+                    // Use the dictionary the server announced, both ways.
+                    let dictionary = CompressionDictionary(welcomeBytes: welcome.dictionary)
+                    decoder.dictionary = dictionary
+                    codec.value.encoder.configuration.dictionary = dictionary
+                }
+                inbox.update { $0.append(message) }
+            } catch {
+                state.update { $0.decodeError = error }
+                return
+            }
+        }
+    }
+
+    /// Encodes and sends a message.
+    public func send(_ message: Message) {
+        let codec = self.codec
+        let connection = self.connection
+        thread.loop.execute { _ = try? connection.value?.write([codec.value.encoder.encode(message)]) }
+    }
+
+    /// Sends raw bytes (hostile-input tests).
+    public func sendRaw(_ bytes: [UInt8]) {
+        let connection = self.connection
+        thread.loop.execute { _ = try? connection.value?.write([bytes]) }
+    }
+
+    /// Every message received so far, in order.
+    public var messages: [Message] { inbox.get() }
+    /// True once the server closed the connection (or it failed).
+    public var isClosed: Bool { state.get().closed }
+    /// A decode error on the client side (the server sent bytes it could not parse).
+    public var decodeError: ProtocolError? { state.get().decodeError }
+    /// Bytes received so far.
+    public var bytesReceived: Int { state.get().bytes }
+
+    /// Waits until a received message satisfies `predicate`; returns it.
+    public func waitFor(timeout: Double = 10, _ predicate: @escaping (Message) -> Bool) async -> Message? {
+        var found: Message?
+        _ = await eventually(timeout: timeout) {
+            found = inbox.get().first(where: predicate)
+            return found != nil
+        }
+        return found
+    }
+
+    /// Removes and returns the messages received so far.
+    public func drain() -> [Message] {
+        inbox.update { inbox in
+            let all = inbox
+            inbox = []
+            return all
+        }
+    }
+
+    /// Stops reading from the socket (the kernel buffers fill; the server queues).
+    public func pauseReading() {
+        let connection = self.connection
+        thread.loop.execute { connection.value?.stopReading() }
+    }
+
+    /// Resumes reading.
+    public func resumeReading() {
+        let connection = self.connection
+        thread.loop.execute { try? connection.value?.startReading() }
+    }
+
+    /// Closes the connection.
+    public func close() {
+        let connection = self.connection
+        thread.loop.execute { connection.value?.close() }
+    }
+}
+
+/// A client-side copy of a list, built from the frames a subscriber receives: it
+/// applies snapshots and diffs and checks each diff's digest, as the SDK will.
+public struct Replica: Sendable {
+    public var director = Director(limits: DirectorLimits(maxRows: 10_000_000))
+    public var position: ListVersion?
+    public var problems: [String] = []
+    public var diffsApplied = 0
+    public var snapshotsApplied = 0
+
+    public init() {}
+
+    /// Applies every snapshot and diff for `list` in `messages`, in order.
+    public mutating func apply(_ messages: [Message], list: String) {
+        for message in messages { apply(message, list: list) }
+    }
+
+    public mutating func apply(_ message: Message, list: String) {
+        switch message {
+        case .snapshot(let snapshot) where snapshot.listName == list:
+            do {
+                director = try Director(sections: snapshot.sections, limits: director.limits)
+            } catch {
+                problems.append("snapshot does not load: \(error)")
+            }
+            if director.digest != snapshot.digest { problems.append("snapshot digest mismatch at \(snapshot.position)") }
+            position = snapshot.position
+            snapshotsApplied += 1
+        case .diff(let diff) where diff.listName == list:
+            guard let position, position == diff.from else {
+                problems.append("gap: replica at \(position.map { "\($0)" } ?? "nothing"), diff from \(diff.from)")
+                return
+            }
+            do {
+                try diff.changeset.apply(to: &director)
+            } catch {
+                problems.append("diff \(diff.from)→\(diff.to) does not apply: \(error)")
+            }
+            if director.digest != diff.digest { problems.append("digest mismatch after \(diff.to)") }
+            self.position = diff.to
+            diffsApplied += 1
+        default:
+            break
+        }
+    }
+}
