@@ -7,14 +7,14 @@
 
 SHELL        := /bin/bash
 SWIFT        ?= swift
-APT_PACKAGES := libuv1-dev zlib1g-dev pkg-config
+APT_PACKAGES := libuv1-dev zlib1g-dev pkg-config python3
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG       ?= config/flowsyncd.toml
 FUZZ_SECONDS ?= 60
 # The short fuzz run inside `make test` (CI): a release sanitizer build, then this many seconds.
 TEST_FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build release test run bench bench-quick fuzz clean
+.PHONY: all deps build release test run bench bench-quick bench-server fuzz clean
 
 all: build
 
@@ -45,6 +45,10 @@ test: deps
 	.build/release/flowsync-bench --quick > /dev/null
 	$(SWIFT) build -c release --product flowsync-protocol-bench
 	.build/release/flowsync-protocol-bench --quick > /dev/null
+	$(SWIFT) build -c release --product flowsyncd
+	$(SWIFT) build -c release --product flowsync-server-bench
+	.build/release/flowsync-server-bench --quick > /dev/null
+	python3 clients/python/test_vectors.py
 	scripts/fuzz.sh $(TEST_FUZZ_SECONDS)
 	@scripts/test-summary.sh .build/test-output.txt
 
@@ -61,6 +65,12 @@ bench: deps
 bench-quick: deps
 	$(SWIFT) build -c release --product flowsync-bench
 	.build/release/flowsync-bench --quick
+
+# Daemon figures against a release flowsyncd process (docs/BENCHMARKS.md).
+bench-server: deps
+	$(SWIFT) build -c release --product flowsyncd
+	$(SWIFT) build -c release --product flowsync-server-bench
+	.build/release/flowsync-server-bench
 
 # libFuzzer + AddressSanitizer on the protocol decoder, seeded from the golden vectors.
 fuzz: deps

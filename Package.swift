@@ -102,6 +102,11 @@ let package = Package(
 
         // MARK: Benchmarks (release-mode executable; figures go to docs/BENCHMARKS.md)
         .executableTarget(
+            name: "flowsync-server-bench",
+            dependencies: ["FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncTestSupport"],
+            path: "Benchmarks/ServerBench"
+        ),
+        .executableTarget(
             name: "flowsync-bench",
             dependencies: ["FlowSyncCore", "FlowSyncTestSupport"],
             path: "Benchmarks/FlowSyncBench"

@@ -332,7 +332,7 @@ public final class Server {
         guard create else { return nil }
         // A fresh random epoch: without a durable store, a restarted daemon's lists are
         // new histories, and clients must resync rather than trust old positions.
-        let list = ListHost(name: name, epoch: UInt64.random(in: 1...UInt64.max >> 1), limits: configuration.director, history: historyLimits, declared: declared)
+        let list = ListHost(name: name, epoch: UInt64.random(in: 1...UInt64.max), limits: configuration.director, history: historyLimits, declared: declared)
         lists[name] = list
         logger.debug("list created", metadata: ["flowsync.list": "\(name)"])
         return list
@@ -553,27 +553,32 @@ public final class Server {
     // MARK: Stats
 
     private func statsEntries(list name: String?) -> [StatsReply.Entry] {
+        // Names as docs/PROTOCOL.md lists them (dotted; the set may grow). Epochs and
+        // digests are u64 values carried in the i64 field (two's complement).
         var entries: [(String, Int64)] = [
-            ("uptime_ms", Int64(loop.now - startedAt)),
+            ("uptime.ms", Int64(loop.now - startedAt)),
             ("connections", Int64(connections.count)),
-            ("connections_accepted", Int64(statistics.connectionsAccepted)),
+            ("connections.accepted", Int64(statistics.connectionsAccepted)),
+            ("connections.refused", Int64(statistics.connectionsRefused)),
             ("lists", Int64(lists.count)),
             ("subscriptions", Int64(lists.values.reduce(0) { $0 + $1.subscribers.count })),
             ("batches", Int64(statistics.batchesCommitted)),
-            ("mutations_committed", Int64(statistics.mutationsCommitted)),
-            ("mutations_rejected", Int64(statistics.mutationsRejected)),
-            ("frames_sent", Int64(statistics.framesSent)),
-            ("bytes_sent", Int64(statistics.bytesSent)),
-            ("slow_consumer_events", Int64(statistics.slowConsumerEvents)),
+            ("mutations.committed", Int64(statistics.mutationsCommitted)),
+            ("mutations.rejected", Int64(statistics.mutationsRejected)),
+            ("frames.sent", Int64(statistics.framesSent)),
+            ("bytes.sent", Int64(statistics.bytesSent)),
+            ("subscribers.paused", Int64(statistics.slowConsumerEvents)),
+            ("catchup.diffs", Int64(statistics.catchUpDiffs)),
+            ("catchup.snapshots", Int64(statistics.catchUpSnapshots)),
         ]
         if let name, let list = lists[name] {
             entries += [
-                ("list_epoch", Int64(bitPattern: list.position.epoch)),
-                ("list_version", Int64(list.position.version)),
-                ("list_sections", Int64(list.sequencer.director.sections.count)),
-                ("list_rows", Int64(list.sequencer.director.rowCount)),
-                ("list_subscribers", Int64(list.subscribers.count)),
-                ("list_digest", Int64(bitPattern: list.sequencer.director.digest.rawValue)),
+                ("list.epoch", Int64(bitPattern: list.position.epoch)),
+                ("list.version", Int64(list.position.version)),
+                ("list.sections", Int64(list.sequencer.director.sections.count)),
+                ("list.rows", Int64(list.sequencer.director.rowCount)),
+                ("list.subscribers", Int64(list.subscribers.count)),
+                ("list.digest", Int64(bitPattern: list.sequencer.director.digest.rawValue)),
             ]
         }
         return entries.map { StatsReply.Entry(name: $0.0, value: $0.1) }

@@ -20,18 +20,19 @@ public struct ServerConfiguration: Hashable, Sendable {
     public var serverName = "flowsyncd"
 
     // MARK: [limits]
-    /// Largest frame accepted after the handshake, bytes. Default 16 MiB.
-    public var maxFrameBytes = 16 << 20
-    /// Largest inflated body accepted, bytes. Default 64 MiB.
-    public var maxInflatedBytes = 64 << 20
+    /// Largest frame accepted after the handshake, bytes. Default 4 MiB (client frames
+    /// are mutations; snapshots only flow the other way).
+    public var maxFrameBytes = 4 << 20
+    /// Largest inflated body accepted, bytes. Default 16 MiB.
+    public var maxInflatedBytes = 16 << 20
     /// Largest frame accepted before the handshake completes, bytes. Default 16 KiB.
     public var preAuthMaxFrameBytes = 16 << 10
     /// Time allowed from connect to a valid Hello, ms. Default 5000.
     public var handshakeTimeoutMilliseconds = 5_000
     /// Most lists one connection may subscribe to. Default 64.
     public var maxListsPerConnection = 64
-    /// Longest list name, UTF-8 bytes. Default 200.
-    public var maxListNameBytes = 200
+    /// Longest list name, UTF-8 bytes. Default 256.
+    public var maxListNameBytes = 256
     /// Most connections held at once; further ones are closed at accept. Default 10000.
     public var maxConnections = 10_000
     /// Per-list director limits (IDs, payloads, counts, ops per mutation).

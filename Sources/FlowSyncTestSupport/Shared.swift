@@ -16,7 +16,9 @@ public final class LoopConfined<T>: @unchecked Sendable {
 }
 
 /// Polls `condition` every 5 ms for at most `timeout` seconds; bounded by design.
-public func eventually(timeout: Double = 10, _ condition: () -> Bool) async -> Bool {
+/// Runs on the caller's actor (`#isolation`), so a condition that reads actor-isolated
+/// state — a main-actor global in an executable, say — is evaluated where it may be.
+public func eventually(timeout: Double = 10, isolation: isolated (any Actor)? = #isolation, _ condition: () -> Bool) async -> Bool {
     for _ in 0..<Int(timeout * 200) {
         if condition() { return true }
         try? await Task.sleep(for: .milliseconds(5))

@@ -10,6 +10,17 @@ public final class TestClient: Sendable {
     private let connection: LoopConfined<TCPConnection?>
     private let codec: LoopConfined<(encoder: FrameEncoder, decoder: FrameDecoder)>
     private let inbox = Shared<[Message]>([])
+    /// Messages received so far (never reset) and the waiters to wake on the next one.
+    private let arrivals = Shared(Arrivals())
+
+    /// Arrival bookkeeping: a count of messages, and suspended waiters by ID (plus the
+    /// IDs cancelled before they could register, so a cancelled waiter never sleeps).
+    struct Arrivals: Sendable {
+        var count = 0
+        var nextID = 0
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var cancelled: Set<Int> = []
+    }
     private let state = Shared<(closed: Bool, decodeError: ProtocolError?, bytes: Int)>((false, nil, 0))
     public let clientID: String
 
@@ -67,6 +78,13 @@ public final class TestClient: Sendable {
                     codec.value.encoder.configuration.dictionary = dictionary
                 }
                 inbox.update { $0.append(message) }
+                let waiters = arrivals.update { state -> [CheckedContinuation<Void, Never>] in
+                    state.count += 1
+                    let woken = Array(state.waiters.values)
+                    state.waiters = [:]
+                    return woken
+                }
+                for waiter in waiters { waiter.resume() }
             } catch {
                 state.update { $0.decodeError = error }
                 return
@@ -96,14 +114,57 @@ public final class TestClient: Sendable {
     /// Bytes received so far.
     public var bytesReceived: Int { state.get().bytes }
 
-    /// Waits until a received message satisfies `predicate`; returns it.
-    public func waitFor(timeout: Double = 10, _ predicate: @escaping (Message) -> Bool) async -> Message? {
-        var found: Message?
-        _ = await eventually(timeout: timeout) {
-            found = inbox.get().first(where: predicate)
-            return found != nil
+    /// Waits until a received message satisfies `predicate`; returns it (or `nil` after
+    /// `timeout` seconds). Woken by each arriving message rather than by polling, so
+    /// latencies measured through it are the network's, not a poll interval's.
+    public func waitFor(timeout: Double = 10, isolation: isolated (any Actor)? = #isolation, _ predicate: (Message) -> Bool) async -> Message? {
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        while true {
+            let seen = arrivals.get().count
+            if let found = inbox.get().first(where: predicate) { return found }
+            if ContinuousClock.now >= deadline { return nil }
+            await nextArrival(after: seen, until: deadline)
         }
-        return found
+    }
+
+    /// Suspends until more than `seen` messages arrived or `deadline` passed.
+    private func nextArrival(after seen: Int, until deadline: ContinuousClock.Instant) async {
+        let arrivals = self.arrivals
+        let id = arrivals.update { state -> Int in
+            state.nextID += 1
+            return state.nextID
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await withTaskCancellationHandler {
+                    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                        // Registered under the lock: if a message arrived since `seen`,
+                        // or the wait was already cancelled, resume at once.
+                        let resumeNow = arrivals.update { state -> Bool in
+                            if state.count > seen || state.cancelled.remove(id) != nil { return true }
+                            state.waiters[id] = continuation
+                            return false
+                        }
+                        if resumeNow { continuation.resume() }
+                    }
+                } onCancel: {
+                    let waiter = arrivals.update { state -> CheckedContinuation<Void, Never>? in
+                        if let waiter = state.waiters.removeValue(forKey: id) { return waiter }
+                        state.cancelled.insert(id)
+                        return nil
+                    }
+                    waiter?.resume()
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(until: deadline, clock: .continuous)
+            }
+            // Whichever finishes first (a message, or the deadline) ends the wait; the
+            // other child is cancelled, and both are resumable on cancellation.
+            await group.next()
+            group.cancelAll()
+        }
+        arrivals.update { _ = $0.cancelled.remove(id) }
     }
 
     /// Removes and returns the messages received so far.

@@ -95,3 +95,14 @@ import Testing
         #expect(small.history.count >= 1)
     }
 }
+
+@Suite struct SequencerHeadTests {
+    @Test func epochZeroMeansAtHead() {
+        var s = Sequencer(position: ListVersion(epoch: 9, version: 0))
+        s.submit(MutationRequest(clientID: "a", seq: 1, base: ListVersion(epoch: 9, version: 0), operations: [.insertSections([Section(id: "s")], at: 0)]), tag: 0)
+        _ = s.seal()
+        s.submit(MutationRequest(clientID: "cli", seq: 1, base: ListVersion(epoch: 0, version: 0), operations: [.insertRows([Row(id: "r")], in: .id("s"), at: 0)]), tag: 0)
+        let sealed = s.seal()
+        #expect((try? sealed.outcomes[0].result.get()) == ListVersion(epoch: 9, version: 2))
+    }
+}

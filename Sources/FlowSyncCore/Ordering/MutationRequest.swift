@@ -5,7 +5,9 @@ public struct MutationRequest: Hashable, Sendable {
     public var clientID: String
     /// The writer's sequence number for this mutation (rises per mutation).
     public var seq: UInt64
-    /// The list version the writer last saw when it made the mutation.
+    /// The list version the writer last saw when it made the mutation. Epoch 0 means
+    /// "at head": the operations apply to the current state, whatever its version
+    /// (real epochs are never 0).
     public var base: ListVersion
     /// The operations, applied all or none.
     public var operations: [Operation]

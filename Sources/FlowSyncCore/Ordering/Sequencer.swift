@@ -141,6 +141,10 @@ public struct Sequencer: Sendable {
     private func id(_ r: MutationRequest) -> MutationID { MutationID(clientID: r.clientID, seq: r.seq) }
 
     private func check(base: ListVersion) -> SequencerRejection? {
+        // Epoch 0 is never a real epoch: it means "at head" — apply against whatever is
+        // current, like a Redis command. For writers that do not subscribe (the CLI,
+        // fire-and-forget producers) and so cannot know the version.
+        if base.epoch == 0 { return nil }
         if base.epoch != position.epoch || base.version < oldestResumable.version {
             return .staleBase(base: base, oldestKept: oldestResumable)
         }

@@ -1,0 +1,274 @@
+// flowsync-server-bench: figures for the daemon, measured against a real flowsyncd
+// process on loopback (its own process, so its RSS and CPU are its own).
+//
+//   swift build -c release --product flowsyncd --product ... (see Makefile: make bench-server)
+//   .build/release/flowsync-server-bench [--daemon .build/release/flowsyncd] [--quick]
+//
+// Subscribers only split frames by their length prefix (cheap), so the client side
+// does not hide the server's cost; one subscriber per scenario decodes everything and
+// checks its replica's digest against the server's, so a fast wrong answer cannot pass.
+import FlowSyncCore
+import FlowSyncLoop
+import FlowSyncProtocol
+import FlowSyncTestSupport
+import Foundation
+
+let arguments = CommandLine.arguments
+let quick = arguments.contains("--quick")
+let daemonPath = arguments.firstIndex(of: "--daemon").map { arguments[$0 + 1] } ?? ".build/release/flowsyncd"
+
+/// Unbuffered output (stdout to a pipe is fully buffered; a stuck run must show where).
+func say(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
+func progress(_ text: String) { FileHandle.standardError.write(Data(("… " + text + "\n").utf8)) }
+
+func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+
+// MARK: The daemon process
+
+final class Daemon {
+    let process = Process()
+    let port: Int
+    init() throws {
+        process.executableURL = URL(fileURLWithPath: daemonPath)
+        process.arguments = ["--port", "0", "--log-level", "warning"]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        var line = ""
+        let handle = out.fileHandleForReading
+        while !line.contains("\n") {
+            let data = handle.availableData
+            if data.isEmpty { break }
+            line += String(decoding: data, as: UTF8.self)
+        }
+        guard let portText = line.split(separator: ":").last?.trimmingCharacters(in: .whitespacesAndNewlines), let port = Int(portText) else {
+            throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "daemon did not report its port: \(line)"])
+        }
+        self.port = port
+    }
+
+    /// Resident set size in KiB, from /proc.
+    var rssKiB: Int {
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+        }
+        return 0
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
+
+// MARK: A light subscriber: counts frames by their length prefix
+
+final class FrameCounter: @unchecked Sendable {
+    var frames = 0
+    var bytes = 0
+    /// Size of the last complete frame, prefix included.
+    var lastFrameBytes = 0
+    private var frameBytes = 0
+    private var need = 4
+    private var header: [UInt8] = []
+    private var inBody = false
+    var lastFrameAt = 0.0
+
+    /// Loop thread only.
+    func consume(_ buffer: UnsafeRawBufferPointer) {
+        bytes += buffer.count
+        frameBytes += buffer.count
+        var i = 0
+        while i < buffer.count {
+            let take = min(need, buffer.count - i)
+            if !inBody { header.append(contentsOf: buffer[i..<(i + take)]) }
+            need -= take
+            i += take
+            if need == 0 {
+                if inBody {
+                    frames += 1
+                    // Bytes of this buffer past the frame's end belong to the next one.
+                    lastFrameBytes = frameBytes - (buffer.count - i)
+                    frameBytes = buffer.count - i
+                    lastFrameAt = now()
+                    inBody = false
+                    need = 4
+                    header = []
+                } else {
+                    need = Int(UInt32(header[0]) << 24 | UInt32(header[1]) << 16 | UInt32(header[2]) << 8 | UInt32(header[3]))
+                    inBody = true
+                }
+            }
+        }
+    }
+}
+
+let thread = try EventLoopThread()
+
+/// Opens `count` raw connections, handshakes and subscribes them to `list`; returns
+/// their counters once every snapshot arrived (Welcome + snapshot = 2 frames).
+func subscribers(_ count: Int, port: Int, list: String) async -> [FrameCounter] {
+    let counters = (0..<count).map { _ in FrameCounter() }
+    let opened = Shared(0)
+    let hello = FrameEncoder(configuration: .disabled).encode(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "bench", clientID: "sub", authToken: nil)))
+    let subscribe = FrameEncoder(configuration: .disabled).encode(.subscribe(Subscribe(listName: list, resumeFrom: nil, digest: nil)))
+    // Open in waves of 100 so the listen backlog never overflows.
+    for wave in stride(from: 0, to: count, by: 100) {
+        let end = min(wave + 100, count)
+        thread.loop.execute {
+            for k in wave..<end {
+                TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port)) { result in
+                    guard case .success(let tcp) = result else { return }
+                    let counter = counters[k]
+                    tcp.onRead = { counter.consume($0) }
+                    try? tcp.startReading()
+                    _ = try? tcp.write([hello, subscribe])
+                    opened.update { $0 += 1 }
+                }
+            }
+        }
+        _ = await eventually(timeout: 30) { opened.get() >= end }
+    }
+    _ = await eventually(timeout: 60) { counters.allSatisfy { $0.frames >= 2 } }
+    return counters
+}
+
+func stats(_ client: TestClient, list: String) async -> [String: Int64] {
+    client.send(.statsRequest(StatsRequest(requestID: 1, listName: list)))
+    guard case .statsReply(let reply)? = await client.waitFor(timeout: 10, { if case .statsReply = $0 { return true } else { return false } }) else { return [:] }
+    _ = client.drain()
+    return Dictionary(uniqueKeysWithValues: reply.entries.map { ($0.name, $0.value) })
+}
+
+func commit(_ client: TestClient, list: String, seq: UInt64, base: ListVersion, _ ops: [FlowSyncCore.Operation]) async -> ListVersion? {
+    client.send(.mutate(Mutate(listName: list, clientID: client.clientID, seq: seq, base: base, operations: ops)))
+    let reply = await client.waitFor(timeout: 10) { m in
+        if case .ack(let a) = m, a.seq == seq { return true }
+        if case .reject(let r) = m, r.seq == seq { return true }
+        return false
+    }
+    _ = client.drain()
+    if case .ack(let a)? = reply { return a.committed }
+    return nil
+}
+
+func format(_ x: Double) -> String {
+    x >= 100 ? String(Int(x.rounded())) : String(format: "%.2f", x)
+}
+
+say("# flowsync-server-bench\(quick ? " (quick)" : "")\n")
+let daemon = try Daemon()
+let writer = try await TestClient.connect(port: daemon.port, on: thread, clientID: "writer")
+
+// MARK: Fan-out
+
+say("## Fan-out: one writer (closed loop: next mutation after the ack), one list\n")
+say("Each mutation inserts 10 rows and removes the 10 oldest (20 row changes per batch, ~60-byte JSON payloads).\n")
+say("| subscribers | batches | batches/s | frame deliveries/s | row changes delivered/s | p50 write→ack | checked replica |")
+say("| --- | --- | --- | --- | --- | --- | --- |")
+for count in quick ? [1, 20] : [1, 100, 1_000] {
+    let list = "fan-\(count)"
+    progress("fan-out: connecting \(count) subscribers")
+    let counters = await subscribers(count, port: daemon.port, list: list)
+    progress("fan-out: \(counters.filter { $0.frames >= 2 }.count) subscribed")
+    let checker = try await TestClient.connect(port: daemon.port, on: thread, clientID: "checker-\(count)")
+    progress("checker connected")
+    checker.send(.subscribe(Subscribe(listName: list, resumeFrom: nil, digest: nil)))
+    guard case .snapshot(let snap)? = await checker.waitFor({ if case .snapshot = $0 { return true } else { return false } }) else { fatalError("no snapshot") }
+    var base = snap.position
+    progress("checker subscribed at \(base)")
+    base = await commit(writer, list: list, seq: 0, base: base, [.insertSections([Section(id: "s")], at: 0)])!
+    progress("section created")
+    let before = counters.map(\.frames)
+    let duration = quick ? 1.0 : 5.0
+    var seq: UInt64 = 1
+    var next = 0
+    var latencies: [Double] = []
+    let start = now()
+    while now() - start < duration {
+        var ops: [FlowSyncCore.Operation] = [.insertRows((0..<10).map { Row(id: "r\(next + $0)", kind: "item", text: "{\"n\":\(next + $0),\"title\":\"row \(next + $0)\"}") }, in: .id("s"), at: 0)]
+        if next >= 10 { ops.append(.removeRows((0..<10).map { .id("r\(next - 10 + $0)") })) }
+        let sent = now()
+        guard let v = await commit(writer, list: list, seq: seq, base: base, ops) else { fatalError("rejected") }
+        latencies.append(now() - sent)
+        base = v
+        seq += 1
+        next += 10
+    }
+    let batches = Int(seq) - 1
+    _ = await eventually(timeout: 60) { zip(counters, before).allSatisfy { $0.0.frames - $0.1 >= batches } }
+    let end = counters.map(\.lastFrameAt).max() ?? now()
+    let elapsed = end - start
+    _ = await checker.waitFor(timeout: 30) { if case .diff(let d) = $0 { return d.to == base } else { return false } }
+    var replica = Replica()
+    replica.apply(checker.messages, list: list)
+    let serverDigest = await stats(writer, list: list)["list.digest"].map { UInt64(bitPattern: $0) }
+    let ok = replica.problems.isEmpty && replica.position == base && serverDigest == replica.director.digest.rawValue
+    latencies.sort()
+    say("| \(count) | \(batches) | \(format(Double(batches) / elapsed)) | \(format(Double(batches * count) / elapsed)) | \(format(Double(batches * count * 20) / elapsed)) | \(format(latencies[latencies.count / 2] * 1e6)) µs | \(ok ? "digest equal" : "MISMATCH \(replica.problems.prefix(2))") |")
+    checker.close()
+    thread.loop.execute { }   // counters' connections stay open until the end
+}
+
+// MARK: Snapshot of a 100,000-row list
+
+say("\n## Snapshot of a large list\n")
+do {
+    let rows = quick ? 10_000 : 100_000
+    let list = "big"
+    // Epoch 0 = "at head": the writer needs no subscription to know the version.
+    var base = ListVersion(epoch: 0, version: 0)
+    _ = await commit(writer, list: list, seq: 1_000_000, base: base, [.insertSections((0..<10).map { Section(id: "sec\($0)") }, at: 0)])!
+    base = ListVersion(epoch: 0, version: 0)
+    for chunk in 0..<(rows / 1_000) {
+        let section = chunk % 10
+        let batch = (0..<1_000).map { k -> Row in
+            let n = chunk * 1_000 + k
+            return Row(id: "row-\(n)", kind: "contact", text: "{\"id\":\(n),\"name\":\"Person \(n)\",\"email\":\"person\(n)@example.com\",\"updated\":\"2026-11-22T04:00:00Z\"}")
+        }
+        _ = await commit(writer, list: list, seq: UInt64(1_000_001 + chunk), base: base, [.insertRows(batch, in: .id("sec\(section)"), at: 0)])!
+    }
+    say("| subscriber | rows | snapshot frame bytes | subscribe → snapshot received |")
+    say("| --- | --- | --- | --- |")
+    for label in ["first at this version (encode + deflate)", "second at the same version (cached frame)"] {
+        let counter = FrameCounter()
+        let done = Shared(false)
+        let hello = FrameEncoder(configuration: .disabled).encode(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "bench", clientID: "snap", authToken: nil)))
+        let subscribe = FrameEncoder(configuration: .disabled).encode(.subscribe(Subscribe(listName: list, resumeFrom: nil, digest: nil)))
+        let started = Shared(0.0)
+        let port = daemon.port
+        thread.loop.execute {
+            TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port)) { result in
+                guard case .success(let tcp) = result else { return }
+                tcp.onRead = { counter.consume($0); if counter.frames >= 2 { done.set(true); tcp.close() } }
+                try? tcp.startReading()
+                started.set(now())
+                _ = try? tcp.write([hello, subscribe])
+            }
+        }
+        _ = await eventually(timeout: 60) { done.get() }
+        let elapsed = counter.lastFrameAt - started.get()
+        say("| \(label) | \(rows) | \(counter.lastFrameBytes) | \(format(elapsed * 1e3)) ms |")
+    }
+}
+
+// MARK: Idle connections
+
+say("\n## Memory per idle connection\n")
+do {
+    let count = quick ? 200 : 5_000
+    try await Task.sleep(for: .milliseconds(500))
+    let before = daemon.rssKiB
+    let counters = await subscribers(count, port: daemon.port, list: "idle")
+    try await Task.sleep(for: .milliseconds(500))
+    let after = daemon.rssKiB
+    let established = counters.filter { $0.frames >= 2 }.count
+    say("| idle subscribed connections | daemon RSS before | after | per connection |")
+    say("| --- | --- | --- | --- |")
+    say("| \(established) | \(before) KiB | \(after) KiB | \(format(Double(after - before) * 1024 / Double(max(established, 1)))) bytes |")
+}
+
+daemon.stop()
+writer.close()
+_ = thread.shutdown()
