@@ -481,7 +481,7 @@ public final class Server {
         case .invalid(let error): return (ErrorCode(for: error.reason), error.description)
         case .staleBase: return (.staleBaseVersion, rejection.description)
         case .futureBase: return (.staleBaseVersion, rejection.description)
-        case .baseNotCurrent: return (.conflict, rejection.description)
+        case .retryOutsideWindow: return (.staleBaseVersion, rejection.description)
         }
     }
 

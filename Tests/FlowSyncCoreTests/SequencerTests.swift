@@ -11,7 +11,8 @@ import Testing
         var s = Sequencer(position: ListVersion(epoch: 7, version: 0))
         let v0 = s.position
         s.submit(request("a", 1, base: v0, [.insertSections([Section(id: "S")], at: 0)]), tag: 1)
-        s.submit(request("b", 1, base: v0, [.insertRows([Row(id: "x")], in: .id("S"), at: 0)]), tag: 2)
+        // At head (epoch 0): applies after "a" in the same turn.
+        s.submit(request("b", 1, base: ListVersion(epoch: 0, version: 0), [.insertRows([Row(id: "x")], in: .id("S"), at: 0)]), tag: 2)
         s.submit(request("c", 1, base: v0, [.removeRows([.id("missing")])]), tag: 3)
         let sealed = s.seal()
         #expect(s.position == ListVersion(epoch: 7, version: 1))
@@ -25,6 +26,20 @@ import Testing
         #expect(commit.mutations.map(\.description) == ["a#1", "b#1"])
         #expect(commit.digest == s.director.digest)
         #expect(UIKitBatchSimulator.check(commit.changeset, from: Director(), to: s.director) == nil)
+    }
+
+    /// References mean what they meant at the base: a row inserted into a section that
+    /// did not exist at the writer's base is refused, even if another mutation of the
+    /// same turn creates it first (writers keep one mutation in flight, docs/ORDERING.md).
+    @Test func referencesAreInterpretedAtTheBase() {
+        var s = Sequencer(position: ListVersion(epoch: 7, version: 0))
+        let v0 = s.position
+        s.submit(request("a", 1, base: v0, [.insertSections([Section(id: "S")], at: 0)]), tag: 1)
+        s.submit(request("b", 1, base: v0, [.insertRows([Row(id: "x")], in: .id("S"), at: 0)]), tag: 2)
+        let sealed = s.seal()
+        guard case .failure(.invalid(let e)) = sealed.outcomes[1].result else { Issue.record("\(sealed.outcomes[1].result)"); return }
+        #expect(e.reason == .unknownSection)
+        #expect(s.director.rowCount == 0)
     }
 
     @Test func allRefusedMeansNoNewVersion() {
@@ -48,8 +63,9 @@ import Testing
         let outcomes = s.seal().outcomes
         guard case .failure(.staleBase) = outcomes[0].result else { Issue.record("other epoch: \(outcomes[0].result)"); return }
         guard case .failure(.futureBase) = outcomes[1].result else { Issue.record("future: \(outcomes[1].result)"); return }
-        guard case .failure(.baseNotCurrent) = outcomes[2].result else { Issue.record("behind: \(outcomes[2].result)"); return }
-        #expect(s.director.sections.count == 3)
+        // A base behind the current version but within history is rebased and applied.
+        #expect((try? outcomes[2].result.get()) == ListVersion(epoch: 1, version: 4), "behind: \(outcomes[2].result)")
+        #expect(s.director.sections.isEmpty)
     }
 
     /// A subscriber at any kept version gets exactly what it missed, composed.

@@ -11,6 +11,53 @@ public struct BatchOutcome: Sendable {
     public var reversal: BatchReversal
 }
 
+/// One atomic group of a batch: operations as written, or anchored by identity (a
+/// mutation rebased from an older version, see `AnchoredOperation`).
+public enum BatchGroup: Hashable, Sendable {
+    case operations([Operation])
+    case anchored([AnchoredOperation])
+
+    var touchEstimate: Int {
+        switch self {
+        case .operations(let ops): return ops.reduce(0) { $0 + $1.touchEstimate }
+        case .anchored(let ops): return ops.reduce(0) { $0 + $1.touchEstimate }
+        }
+    }
+
+    var isWholeReplacement: Bool {
+        switch self {
+        case .operations(let ops): return ops.contains { $0.isWholeReplacement }
+        case .anchored(let ops): return ops.contains { $0.isWholeReplacement }
+        }
+    }
+
+    var count: Int {
+        switch self {
+        case .operations(let ops): return ops.count
+        case .anchored(let ops): return ops.count
+        }
+    }
+}
+
+extension AnchoredOperation {
+    var isWholeReplacement: Bool {
+        switch self {
+        case .setSections, .removeAllSections, .setRows, .removeAllRows: return true
+        default: return false
+        }
+    }
+
+    var touchEstimate: Int {
+        switch self {
+        case .setSections(let s), .insertSections(let s, _): return s.count
+        case .removeSections(let ids), .removeRows(let ids): return ids.count
+        case .setRows(let r, _), .insertRows(let r, _, _): return r.count
+        case .swapSections, .swapRows: return 2
+        default: return 1
+        }
+    }
+}
+
 extension Director {
     /// Applies one mutation group atomically: all of its operations, or none.
     ///
@@ -38,15 +85,19 @@ extension Director {
     ///   `removeAllSections`, `removeAllRows`, inherently O(n)), or when k is so large
     ///   that k² would cost more than the diff (k > 8·√n, and at least 512).
     public mutating func applyBatch(_ groups: [[Operation]]) -> BatchOutcome {
+        applyBatch(groups: groups.map { .operations($0) })
+    }
+
+    /// ``applyBatch(_:)`` for groups that may be anchored: an anchored group is resolved
+    /// against the state left by the groups before it, at the moment it applies.
+    public mutating func applyBatch(groups: [BatchGroup]) -> BatchOutcome {
         var results: [Result<Void, MutationError>] = []
         results.reserveCapacity(groups.count)
         var estimate = 0
         var wholeReplacement = false
         for group in groups {
-            for op in group {
-                estimate += op.touchEstimate
-                wholeReplacement = wholeReplacement || op.isWholeReplacement
-            }
+            estimate += group.touchEstimate
+            wholeReplacement = wholeReplacement || group.isWholeReplacement
         }
         let incremental = !wholeReplacement && ChangeTracker.isCheaperThanDiff(touched: estimate, rows: rowCount)
 
@@ -77,13 +128,23 @@ extension Director {
         return BatchOutcome(results: results, changeset: changeset, usedDiff: !incremental, reversal: BatchReversal(entries: reversal))
     }
 
-    private mutating func applyGroup(_ group: [Operation], _ ctx: inout EditContext) throws(MutationError) {
+    private mutating func applyGroup(_ group: BatchGroup, _ ctx: inout EditContext) throws(MutationError) {
         if group.count > limits.maxOpsPerMutation {
             throw MutationError(opIndex: limits.maxOpsPerMutation, reason: .limitExceeded,
                                 message: "\(group.count) operations in one mutation, limit \(limits.maxOpsPerMutation)")
         }
-        for (index, operation) in group.enumerated() {
-            try perform(operation, op: index, &ctx)
+        switch group {
+        case .operations(let operations):
+            for (index, operation) in operations.enumerated() {
+                try perform(operation, op: index, &ctx)
+            }
+        case .anchored(let operations):
+            // Each is resolved in the state the previous ones left, like the writer did.
+            for (index, anchored) in operations.enumerated() {
+                if let operation = try resolve(anchored, op: index) {
+                    try perform(operation, op: index, &ctx)
+                }
+            }
         }
     }
 }

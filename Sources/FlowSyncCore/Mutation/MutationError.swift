@@ -12,6 +12,7 @@ public struct MutationError: Error, Hashable, Sendable, CustomStringConvertible 
             case unknownRow = "unknown row"
             case limitExceeded = "limit exceeded"
             case invalidID = "invalid ID"
+            case conflict = "conflict"
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -28,6 +29,10 @@ public struct MutationError: Error, Hashable, Sendable, CustomStringConvertible 
         public static let limitExceeded = Reason(.limitExceeded)
         /// An ID is empty or too long.
         public static let invalidID = Reason(.invalidID)
+        /// The operation's intention cannot survive a concurrent edit (a row moved or
+        /// updated after another writer deleted it, an insert into a section another
+        /// writer deleted). The message names the cause.
+        public static let conflict = Reason(.conflict)
 
         public var description: String { base.rawValue }
     }

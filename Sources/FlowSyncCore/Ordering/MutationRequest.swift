@@ -29,16 +29,16 @@ public enum SequencerRejection: Error, Hashable, Sendable, CustomStringConvertib
     case staleBase(base: ListVersion, oldestKept: ListVersion)
     /// The base version is newer than anything committed (a confused client).
     case futureBase(base: ListVersion, current: ListVersion)
-    /// The base is within history but not current, and this build does not transform
-    /// over concurrent batches yet (the ordering layer, issue #5).
-    case baseNotCurrent(base: ListVersion, current: ListVersion)
+    /// A retry of a sequence number older than the idempotency window: it may or may
+    /// not have been applied, and the server can no longer tell.
+    case retryOutsideWindow(seq: UInt64, oldestRemembered: UInt64)
 
     public var description: String {
         switch self {
         case .invalid(let e): return "invalid mutation: \(e)"
         case .staleBase(let b, let o): return "base \(b) is older than the oldest kept version \(o): resync"
         case .futureBase(let b, let c): return "base \(b) is newer than the current version \(c)"
-        case .baseNotCurrent(let b, let c): return "base \(b) is not the current version \(c)"
+        case .retryOutsideWindow(let seq, let oldest): return "sequence number \(seq) is older than the idempotency window (oldest remembered \(oldest)): its fate is unknown, resync"
         }
     }
 }

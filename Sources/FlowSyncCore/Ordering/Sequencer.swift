@@ -79,12 +79,16 @@ public struct Sequencer: Sendable {
     public private(set) var history: [HistoryEntry] = []
     private var historyBytes = 0
     private var pending: [(request: MutationRequest, tag: Int)] = []
+    /// Committed `(clientID, seq)` pairs, for idempotent retries.
+    private var dedupe: DedupeWindow
 
     /// A sequencer for a list at `position` holding `director`.
-    public init(director: Director = Director(), position: ListVersion, historyLimits: HistoryLimits = HistoryLimits()) {
+    public init(director: Director = Director(), position: ListVersion, historyLimits: HistoryLimits = HistoryLimits(),
+                dedupeLimits: DedupeWindow.Limits = DedupeWindow.Limits()) {
         self.director = director
         self.position = position
         self.historyLimits = historyLimits
+        self.dedupe = DedupeWindow(limits: dedupeLimits)
     }
 
     /// The oldest version a subscriber can resume from with a changeset.
@@ -102,43 +106,104 @@ public struct Sequencer: Sendable {
     }
 
     /// Applies every pending mutation, in arrival order, as one batch.
-    /// - Complexity: that of ``Director/applyBatch(_:)`` for the accepted groups.
+    ///
+    /// Per mutation, in order:
+    /// 1. a `(clientID, seq)` already committed is not applied again: it gets its
+    ///    original version (a retry); one older than the window is refused;
+    /// 2. a base of another epoch, older than the history or in the future is refused;
+    /// 3. the fast path — base is the current version and nothing precedes it in this
+    ///    batch — applies the operations as written;
+    /// 4. otherwise the group is replayed on the state at its base, which re-expresses
+    ///    it by identity (``AnchoredOperation``), and applied to the current state
+    ///    after everything committed since: the rebase (see docs/ORDERING.md).
+    /// - Complexity: ``Director/applyBatch(_:)`` plus, for each rebased mutation,
+    ///   rebuilding its base state (copy-on-write of the sections edited since, and
+    ///   reverting those edits) and replaying its group.
     public mutating func seal() -> SealedBatch {
         let batch = pending
         pending = []
+        // The committed state before this batch, for rebuilding base states. A value
+        // copy: copy-on-write duplicates only the sections this batch edits.
+        let committed = director
         var outcomes: [Outcome?] = Array(repeating: nil, count: batch.count)
-        var accepted: [Int] = []
+        var groups: [BatchGroup] = []
+        var groupOwner: [Int] = []                 // batch index of each group
+        var firstInBatch: [MutationID: Int] = [:]  // for duplicates within the batch
+        var duplicatesInBatch: [(index: Int, of: Int)] = []
+
         for (index, item) in batch.enumerated() {
-            if let rejection = check(base: item.request.base) {
-                outcomes[index] = Outcome(id: id(item.request), result: .failure(rejection), tag: item.tag)
-            } else {
-                accepted.append(index)
+            let request = item.request
+            let id = MutationID(clientID: request.clientID, seq: request.seq)
+            if let version = dedupe.committedVersion(of: id) {
+                outcomes[index] = Outcome(id: id, result: .success(version), tag: item.tag)
+                continue
             }
+            if let oldest = dedupe.forgetsBelow(clientID: id.clientID), id.seq < oldest {
+                outcomes[index] = Outcome(id: id, result: .failure(.retryOutsideWindow(seq: id.seq, oldestRemembered: oldest)), tag: item.tag)
+                continue
+            }
+            if let earlier = firstInBatch[id] {
+                duplicatesInBatch.append((index, earlier))
+                continue
+            }
+            if let rejection = check(base: request.base) {
+                outcomes[index] = Outcome(id: id, result: .failure(rejection), tag: item.tag)
+                continue
+            }
+            if request.base.epoch == 0 || (request.base == position && groups.isEmpty) {
+                // At head, or current with nothing before it: apply as written.
+                groups.append(.operations(request.operations))
+            } else {
+                // Rebase: the writer's base state (the pre-batch state when the base is
+                // current), where its indices mean what it meant.
+                guard var base = request.base == position ? committed : state(at: request.base, from: committed) else {
+                    outcomes[index] = Outcome(id: id, result: .failure(.staleBase(base: request.base, oldestKept: oldestResumable)), tag: item.tag)
+                    continue
+                }
+                do {
+                    var anchored: [AnchoredOperation] = []
+                    anchored.reserveCapacity(request.operations.count)
+                    for (k, operation) in request.operations.enumerated() {
+                        anchored.append(try base.anchor(operation, op: k))
+                    }
+                    groups.append(.anchored(anchored))
+                } catch {
+                    outcomes[index] = Outcome(id: id, result: .failure(.invalid(error)), tag: item.tag)
+                    continue
+                }
+            }
+            groupOwner.append(index)
+            firstInBatch[id] = index
         }
-        let outcome = director.applyBatch(accepted.map { batch[$0].request.operations })
-        var committed: [MutationID] = []
+
+        let outcome = director.applyBatch(groups: groups)
+        var committedIDs: [MutationID] = []
         let next = position.next
-        for (k, index) in accepted.enumerated() {
+        for (k, index) in groupOwner.enumerated() {
             let item = batch[index]
+            let id = MutationID(clientID: item.request.clientID, seq: item.request.seq)
             switch outcome.results[k] {
             case .success:
-                committed.append(id(item.request))
-                outcomes[index] = Outcome(id: id(item.request), result: .success(next), tag: item.tag)
+                committedIDs.append(id)
+                outcomes[index] = Outcome(id: id, result: .success(next), tag: item.tag)
             case .failure(let error):
-                outcomes[index] = Outcome(id: id(item.request), result: .failure(.invalid(error)), tag: item.tag)
+                outcomes[index] = Outcome(id: id, result: .failure(.invalid(error)), tag: item.tag)
             }
         }
-        guard !committed.isEmpty else {
+        for (index, original) in duplicatesInBatch {
+            let item = batch[index]
+            outcomes[index] = Outcome(id: MutationID(clientID: item.request.clientID, seq: item.request.seq), result: outcomes[original]!.result, tag: item.tag)
+        }
+        guard !committedIDs.isEmpty else {
             return SealedBatch(outcomes: outcomes.map { $0! }, commit: nil)
         }
         let from = position
         position = next
-        record(HistoryEntry(version: next, reversal: outcome.reversal, bytes: outcome.reversal.approximateBytes + 64, mutations: committed))
-        let commit = Commit(from: from, to: next, changeset: outcome.changeset, digest: director.digest, mutations: committed)
+        for id in committedIDs { dedupe.record(id, version: next) }
+        record(HistoryEntry(version: next, reversal: outcome.reversal, bytes: outcome.reversal.approximateBytes + 64, mutations: committedIDs))
+        let commit = Commit(from: from, to: next, changeset: outcome.changeset, digest: director.digest, mutations: committedIDs)
         return SealedBatch(outcomes: outcomes.map { $0! }, commit: commit)
     }
-
-    private func id(_ r: MutationRequest) -> MutationID { MutationID(clientID: r.clientID, seq: r.seq) }
 
     private func check(base: ListVersion) -> SequencerRejection? {
         // Epoch 0 is never a real epoch: it means "at head" — apply against whatever is
@@ -149,7 +214,6 @@ public struct Sequencer: Sendable {
             return .staleBase(base: base, oldestKept: oldestResumable)
         }
         if base.version > position.version { return .futureBase(base: base, current: position) }
-        if base != position { return .baseNotCurrent(base: base, current: position) }
         return nil
     }
 
@@ -173,10 +237,15 @@ public struct Sequencer: Sendable {
     /// batches of the history on a copy, or `nil` when it is out of reach.
     /// - Complexity: O(sections touched since) copy-on-write plus the reverted edits.
     public func state(at version: ListVersion) -> Director? {
+        state(at: version, from: director)
+    }
+
+    /// The state at `version`, rebuilt from `current` (the state at ``position``).
+    func state(at version: ListVersion, from current: Director) -> Director? {
         guard version.epoch == position.epoch,
               version.version >= oldestResumable.version,
               version.version <= position.version else { return nil }
-        var past = director
+        var past = current
         for entry in history.reversed() where entry.version.version > version.version {
             past.revert(entry.reversal)
         }

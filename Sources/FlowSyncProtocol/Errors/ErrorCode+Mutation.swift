@@ -15,6 +15,7 @@ extension ErrorCode {
         case .unknownRow: self = .unknownRow
         case .limitExceeded: self = .limitExceeded
         case .invalidID: self = .invalidID
+        case .conflict: self = .conflict
         default: self = .conflict
         }
     }
