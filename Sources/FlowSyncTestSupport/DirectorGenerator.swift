@@ -6,13 +6,19 @@ import FlowSyncCore
 public struct DirectorGenerator {
     public var random: SeededRandom
     private var counter = 0
+    /// Prepended to every generated ID, so several generators (several writers) never
+    /// mint the same ID.
+    public let idPrefix: String
 
-    public init(seed: UInt64) { random = SeededRandom(seed: seed) }
+    public init(seed: UInt64, idPrefix: String = "") {
+        random = SeededRandom(seed: seed)
+        self.idPrefix = idPrefix
+    }
 
     /// A fresh, unused ID with a prefix.
     public mutating func freshID(_ prefix: String) -> String {
         counter += 1
-        return "\(prefix)\(counter)"
+        return "\(idPrefix)\(prefix)\(counter)"
     }
 
     /// A small random payload (JSON-like text).
