@@ -14,6 +14,9 @@ import FlowSyncCore
 import FlowSyncTestSupport
 
 let quick = CommandLine.arguments.contains("--quick")
+/// `--only NAME` runs one section: diff, incremental, digest or sequencer.
+let only: String? = CommandLine.arguments.firstIndex(of: "--only").map { CommandLine.arguments[$0 + 1] }
+func section(_ name: String) -> Bool { only == nil || only == name }
 let clock = ContinuousClock()
 
 func seconds(_ d: Duration) -> Double {
@@ -61,6 +64,7 @@ func differenceKitShape(count: Int, deletes: Int, inserts: Int, moves: Int, seed
 }
 
 print("# flowsync-bench\(quick ? " (quick)" : "")\n")
+if section("diff") {
 print("## Diff: FlowSync vs Swift `difference(from:).inferringMoves()` (same data, same run)\n")
 print("| shape | FlowSync diff (median) | stdlib (median) | ratio |")
 print("| --- | --- | --- | --- |")
@@ -79,8 +83,10 @@ for (count, deletes, inserts, moves) in shapes {
     print("| \(count) rows, −\(deletes) +\(inserts) ~\(moves) | \(format(ours.median)) | \(format(theirs.median)) | \(Int(theirs.median / ours.median))× |")
 }
 
-// MARK: - Incremental edits: cost must stay nearly flat as the section grows
+}
 
+// MARK: - Incremental edits: cost must stay nearly flat as the section grows
+if section("incremental") {
 print("\n## One edit applied incrementally (operation + changeset + digest), by section size\n")
 print("| rows in section | insert | delete | move | update (by index) | update (by row ID) | full digest recompute |")
 print("| --- | --- | --- | --- | --- | --- | --- |")
@@ -119,8 +125,10 @@ for n in quick ? [100, 10_000] : [100, 10_000, 1_000_000] {
     print("| \(n) | \(format(insertOnly)) | \(format(delete.median / 2)) | \(format(move.median / 2)) | \(format(update.median)) | \(format(updateByID.median)) | \(format(recompute.median)) |")
 }
 
-// MARK: - Digest update per batch
+}
 
+// MARK: - Digest update per batch
+if section("digest") {
 // Edits at the end of the list, so no memmove hides the bookkeeping: what is left is
 // the operation, the change tracking, the changeset and the digest terms.
 print("\n## Digest and bookkeeping per batch vs a full digest recompute\n")
@@ -136,4 +144,57 @@ for n in quick ? [10_000] : [10_000, 1_000_000] {
     let full = measure(runs: 5) { blackHole(StateDigest.compute(d.sections)) }
     d.checkInvariants()
     print("| \(n) | \(format(batch.median)) | \(format(full.median)) | \(Int(full.median / batch.median))× |")
+}
+
+}
+
+// MARK: - Sequencer throughput
+if section("sequencer") {
+// A list of 1,000 rows in 10 sections. Each mutation inserts one row near the top of a
+// section and removes the row at index 50 of another: valid in every base state, so
+// every mutation commits and the figure is the cost of the path, not of rejects.
+print("\n## Sequencer: committed mutations per second\n")
+print("| writers per turn | base | mutations/s | rebased |")
+print("| --- | --- | --- | --- |")
+do {
+    func freshSequencer() -> Sequencer {
+        let sections = (0..<10).map { s in Section(id: "sec\(s)", rows: (0..<100).map { Row(id: "seed-\(s)-\($0)", text: "{\"n\":\($0)}") }) }
+        return Sequencer(director: try! Director(sections: sections), position: ListVersion(epoch: 1, version: 0), historyLimits: .init(maxBatches: 1_000))
+    }
+    var counter = 0
+    func mutation(client: Int, seq: UInt64, base: ListVersion) -> MutationRequest {
+        counter += 1
+        return MutationRequest(clientID: "w\(client)", seq: seq, base: base, operations: [
+            .insertRows([Row(id: "m\(counter)", text: "{}")], in: .id("sec\(counter % 10)"), at: counter % 40),
+            .removeRows([.index(50, in: .id("sec\((counter + 3) % 10)"))]),
+        ])
+    }
+    let totalMutations = quick ? 2_000 : 20_000
+    for (writers, behind) in [(1, 0), (50, 0), (1, 10), (1, 100), (50, 10), (50, 100)] {
+        var s = freshSequencer()
+        // History to be behind on.
+        for k in 0..<max(behind, 1) {
+            s.submit(mutation(client: 999, seq: UInt64(k + 1), base: s.position), tag: 0)
+            _ = s.seal()
+        }
+        var seq: UInt64 = 0
+        var committed = 0
+        let turns = totalMutations / writers
+        let elapsed = clock.measure {
+            for _ in 0..<turns {
+                let base = ListVersion(epoch: 1, version: s.position.version - UInt64(behind))
+                for w in 0..<writers {
+                    seq += 1
+                    s.submit(mutation(client: w, seq: seq, base: base), tag: w)
+                }
+                let sealed = s.seal()
+                committed += sealed.outcomes.filter { (try? $0.result.get()) != nil }.count
+            }
+        }
+        precondition(committed == turns * writers, "every mutation must commit (\(committed) of \(turns * writers))")
+        s.director.checkInvariants()
+        let rebased = writers > 1 || behind > 0 ? (writers > 1 && behind == 0 ? "all but the first of each turn" : "all") : "none (fast path)"
+        print("| \(writers) | \(behind == 0 ? "current" : "\(behind) batches behind") | \(Int(Double(committed) / seconds(elapsed))) | \(rebased) |")
+    }
+}
 }

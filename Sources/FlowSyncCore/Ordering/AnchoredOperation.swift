@@ -79,7 +79,15 @@ extension Director {
     /// the group is anchored in the right state.
     /// - Throws: ``MutationError`` when the operation is invalid against this state —
     ///   the writer's own error, not a conflict.
-    mutating func anchor(_ operation: Operation, op: Int) throws(MutationError) -> AnchoredOperation {
+    ///
+    /// The primitives it applies are appended to `undo`, so the caller can restore this
+    /// state for the next mutation instead of copying it (a copy duplicates the row
+    /// index and the edited sections). With `isLast`, the operation is anchored but not
+    /// applied: nothing after it needs
+    /// the resulting state, and applying it would copy the state's storage (the row
+    /// index, the edited section) for nothing. Checks that need the applied state
+    /// (duplicate IDs, limits) then happen when it applies to the current state.
+    mutating func anchor(_ operation: Operation, op: Int, isLast: Bool = false, undo: inout [UndoEntry]) throws(MutationError) -> AnchoredOperation {
         let anchored: AnchoredOperation
         switch operation {
         case .setSections(let new):
@@ -140,8 +148,11 @@ extension Director {
             anchored = .swapRows(self[try resolve(a, op: op)].id, self[try resolve(b, op: op)].id)
         }
         // Apply here (validating it fully) so later operations anchor in the right state.
-        var none = EditContext.none
-        try perform(operation, op: op, &none)
+        if !isLast {
+            var ctx = EditContext(undo: [], tracker: nil)
+            defer { undo.append(contentsOf: ctx.undo ?? []) }
+            try perform(operation, op: op, &ctx)
+        }
         return anchored
     }
 

@@ -24,6 +24,21 @@ public struct DedupeWindow: Sendable {
         /// Everything below this may have been committed and forgotten.
         var forgottenBelow: UInt64?
         var lastUse: UInt64 = 0
+
+        mutating func remember(_ seq: UInt64, version: ListVersion, at clock: UInt64, perClient: Int) {
+            versions[seq] = version
+            order.append(seq)
+            lastUse = clock
+            if order.count > perClient {
+                // Forget the oldest half-window at once: trimming one at a time would
+                // make every commit pay an O(window) array shift.
+                let drop = order.count - perClient / 2
+                for old in order.prefix(drop) { versions[old] = nil }
+                let highestForgotten = order.prefix(drop).max() ?? 0
+                forgottenBelow = max(forgottenBelow ?? 0, highestForgotten + 1)
+                order.removeFirst(drop)
+            }
+        }
     }
 
     public let limits: Limits
@@ -47,20 +62,9 @@ public struct DedupeWindow: Sendable {
     /// Remembers a committed mutation.
     public mutating func record(_ id: MutationID, version: ListVersion) {
         clock += 1
-        var client = clients[id.clientID] ?? Client()
-        client.versions[id.seq] = version
-        client.order.append(id.seq)
-        client.lastUse = clock
-        if client.order.count > limits.perClient {
-            // Forget the oldest half-window at once: trimming one at a time would make
-            // every commit pay an O(window) array shift.
-            let drop = client.order.count - limits.perClient / 2
-            for seq in client.order.prefix(drop) { client.versions[seq] = nil }
-            let highestForgotten = client.order.prefix(drop).max() ?? 0
-            client.forgottenBelow = max(client.forgottenBelow ?? 0, highestForgotten + 1)
-            client.order.removeFirst(drop)
-        }
-        clients[id.clientID] = client
+        // Mutated in place through the dictionary's modify accessor: copying a client's
+        // record out and back would duplicate its whole window on every commit.
+        clients[id.clientID, default: Client()].remember(id.seq, version: version, at: clock, perClient: limits.perClient)
         if clients.count > limits.clients, let (oldest, _) = clients.min(by: { $0.value.lastUse < $1.value.lastUse }) {
             clients[oldest] = nil
         }

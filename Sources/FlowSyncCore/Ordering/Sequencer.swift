@@ -130,6 +130,7 @@ public struct Sequencer: Sendable {
         var groupOwner: [Int] = []                 // batch index of each group
         var firstInBatch: [MutationID: Int] = [:]  // for duplicates within the batch
         var duplicatesInBatch: [(index: Int, of: Int)] = []
+        var baseStates: [ListVersion: Director?] = [:]
 
         for (index, item) in batch.enumerated() {
             let request = item.request
@@ -156,18 +157,30 @@ public struct Sequencer: Sendable {
             } else {
                 // Rebase: the writer's base state (the pre-batch state when the base is
                 // current), where its indices mean what it meant.
-                guard var base = request.base == position ? committed : state(at: request.base, from: committed) else {
+                // One mutable base state per base version per batch, shared by the
+                // mutations of this turn with that base: each replays on it and then
+                // undoes its replay, so no mutation pays for a copy.
+                if baseStates[request.base] == nil {
+                    baseStates[request.base] = request.base == position ? committed : state(at: request.base, from: committed)
+                }
+                guard var base = baseStates[request.base] ?? nil else {
                     outcomes[index] = Outcome(id: id, result: .failure(.staleBase(base: request.base, oldestKept: oldestResumable)), tag: item.tag)
                     continue
                 }
+                baseStates[request.base] = .some(nil)   // keep `base` uniquely referenced
+                var replay: [UndoEntry] = []
                 do {
                     var anchored: [AnchoredOperation] = []
                     anchored.reserveCapacity(request.operations.count)
                     for (k, operation) in request.operations.enumerated() {
-                        anchored.append(try base.anchor(operation, op: k))
+                        anchored.append(try base.anchor(operation, op: k, isLast: k == request.operations.count - 1, undo: &replay))
                     }
                     groups.append(.anchored(anchored))
+                    base.undo(replay)
+                    baseStates[request.base] = base
                 } catch {
+                    base.undo(replay)
+                    baseStates[request.base] = base
                     outcomes[index] = Outcome(id: id, result: .failure(.invalid(error)), tag: item.tag)
                     continue
                 }
@@ -176,6 +189,9 @@ public struct Sequencer: Sendable {
             firstInBatch[id] = index
         }
 
+        // Drop the base states first, so the live director's storage is unique again and
+        // applying the batch does not copy it.
+        baseStates = [:]
         let outcome = director.applyBatch(groups: groups)
         var committedIDs: [MutationID] = []
         let next = position.next
