@@ -41,37 +41,31 @@ public enum AnchoredOperation: Hashable, Sendable {
 extension Director {
     // MARK: Anchoring (on the state the writer saw)
 
-    private func rowAnchor(section s: Int, gap: Int, skipping moving: String? = nil) -> Anchor {
-        let rows = sections[s].rows
+    /// The anchor of `gap` in a sequence of `count` elements whose IDs `id(i)` gives,
+    /// leaving out the element being moved. Walks only the neighbours it keeps.
+    private static func anchor(gap: Int, count: Int, skipping moving: String?, id: (Int) -> String) -> Anchor {
         var after: [String] = []
         var index = gap - 1
         while index >= 0 && after.count < Anchor.depth {
-            if rows[index].id != moving { after.append(rows[index].id) }
+            if id(index) != moving { after.append(id(index)) }
             index -= 1
         }
         var before: [String] = []
         index = gap
-        while index < rows.count && before.count < Anchor.depth {
-            if rows[index].id != moving { before.append(rows[index].id) }
+        while index < count && before.count < Anchor.depth {
+            if id(index) != moving { before.append(id(index)) }
             index += 1
         }
         return Anchor(after: after, before: before)
     }
 
+    private func rowAnchor(section s: Int, gap: Int, skipping moving: String? = nil) -> Anchor {
+        let rows = sections[s].rows
+        return Self.anchor(gap: gap, count: rows.count, skipping: moving) { rows[$0].id }
+    }
+
     private func sectionAnchor(gap: Int, skipping moving: String? = nil) -> Anchor {
-        var after: [String] = []
-        var index = gap - 1
-        while index >= 0 && after.count < Anchor.depth {
-            if sections[index].id != moving { after.append(sections[index].id) }
-            index -= 1
-        }
-        var before: [String] = []
-        index = gap
-        while index < sections.count && before.count < Anchor.depth {
-            if sections[index].id != moving { before.append(sections[index].id) }
-            index += 1
-        }
-        return Anchor(after: after, before: before)
+        Self.anchor(gap: gap, count: sections.count, skipping: moving) { sections[$0].id }
     }
 
     /// Re-expresses `operation` by identity against this state (the writer's base plus
