@@ -40,6 +40,7 @@ release: deps
 # a bounded fuzz run of the protocol decoder, and one plain "N passed, N failed" line.
 test: deps
 	@mkdir -p .build
+	$(SWIFT) build   # every product, so the tests can run the flowsyncd binary
 	set -o pipefail; SWIFT_BACKTRACE=enable=no $(SWIFT) test 2>&1 | tee .build/test-output.txt
 	$(SWIFT) build -c release --product flowsync-bench
 	.build/release/flowsync-bench --quick > /dev/null

@@ -17,10 +17,10 @@ final class ListHost {
     private var cachedSnapshots: [Snapshot.Reason: [UInt8]] = [:]
     private var cachedVersion: ListVersion?
 
-    init(name: String, epoch: UInt64, limits: DirectorLimits, history: Sequencer.HistoryLimits, declared: Bool) {
+    init(name: String, epoch: UInt64, limits: DirectorLimits, history: Sequencer.HistoryLimits, dedupe: DedupeWindow.Limits, declared: Bool) {
         self.name = name
         self.declared = declared
-        sequencer = Sequencer(director: Director(limits: limits), position: ListVersion(epoch: epoch, version: 0), historyLimits: history)
+        sequencer = Sequencer(director: Director(limits: limits), position: ListVersion(epoch: epoch, version: 0), historyLimits: history, dedupeLimits: dedupe)
     }
 
     var position: ListVersion { sequencer.position }

@@ -332,7 +332,8 @@ public final class Server {
         guard create else { return nil }
         // A fresh random epoch: without a durable store, a restarted daemon's lists are
         // new histories, and clients must resync rather than trust old positions.
-        let list = ListHost(name: name, epoch: UInt64.random(in: 1...UInt64.max), limits: configuration.director, history: historyLimits, declared: declared)
+        let list = ListHost(name: name, epoch: UInt64.random(in: 1...UInt64.max), limits: configuration.director, history: historyLimits,
+                            dedupe: DedupeWindow.Limits(perClient: configuration.dedupePerClient, clients: configuration.dedupeClients), declared: declared)
         lists[name] = list
         logger.debug("list created", metadata: ["flowsync.list": "\(name)"])
         return list

@@ -56,10 +56,12 @@ extension ServerConfiguration {
                 case ("backpressure", "write_deadline_ms"): writeDeadlineMilliseconds = try value.int(1...86_400_000)
                 case ("history", "max_batches"): historyMaxBatches = try value.int(0...100_000_000)
                 case ("history", "max_bytes"): historyMaxBytes = try value.int(0...(1 << 40))
+                case ("ordering", "dedupe_per_client"): dedupePerClient = try value.int(2...1_000_000)
+                case ("ordering", "dedupe_clients"): dedupeClients = try value.int(1...100_000_000)
                 case ("compression", "level"): compressionLevel = try value.int(0...9)
                 case ("compression", "threshold_bytes"): compressionThresholdBytes = try value.int(0...(1 << 30))
                 case ("logging", "level"): logLevel = try value.string()
-                case ("server", _), ("limits", _), ("backpressure", _), ("history", _), ("compression", _), ("logging", _):
+                case ("server", _), ("limits", _), ("backpressure", _), ("history", _), ("ordering", _), ("compression", _), ("logging", _):
                     throw ConfigurationError(key: value.key, problem: "unknown key")
                 default:
                     throw ConfigurationError(key: sectionName, problem: "unknown section [\(sectionName)]")

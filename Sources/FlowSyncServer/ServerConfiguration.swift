@@ -54,6 +54,13 @@ public struct ServerConfiguration: Hashable, Sendable {
     /// Bytes kept per list for resume and catch-up. Default 64 MiB.
     public var historyMaxBytes = 64 << 20
 
+    // MARK: [ordering]
+    /// Committed sequence numbers remembered per client and list, for idempotent
+    /// retries. Default 1,024.
+    public var dedupePerClient = 1_024
+    /// Clients remembered per list (least recently active forgotten first). Default 100,000.
+    public var dedupeClients = 100_000
+
     // MARK: [compression]
     /// zlib level, 1 (fast) to 9 (small), or 0 for no compression. Default 6.
     public var compressionLevel = 6
