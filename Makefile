@@ -7,7 +7,7 @@
 
 SHELL        := /bin/bash
 SWIFT        ?= swift
-APT_PACKAGES := libuv1-dev zlib1g-dev pkg-config python3
+APT_PACKAGES := libuv1-dev zlib1g-dev pkg-config python3 systemd
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG       ?= config/flowsyncd.toml
 FUZZ_SECONDS ?= 60
