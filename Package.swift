@@ -17,6 +17,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // MARK: C boundaries (thin; errors are translated once, in Swift)
@@ -68,6 +70,7 @@ let package = Package(
             dependencies: [
                 "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ]
         ),
@@ -76,6 +79,8 @@ let package = Package(
             dependencies: [
                 "FlowSyncServer", "FlowSyncLoop",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -30,7 +30,7 @@ final class Daemon {
     let port: Int
     init() throws {
         process.executableURL = URL(fileURLWithPath: daemonPath)
-        process.arguments = ["--port", "0", "--log-level", "warning"]
+        process.arguments = ["--port", "0", "--metrics-port", "0", "--log-level", "warning"]
         let out = Pipe()
         process.standardOutput = out
         try process.run()

@@ -22,6 +22,9 @@ public final class Server {
     public let loop: EventLoop
     public var logger: Logger
     public private(set) var statistics = ServerStatistics()
+    /// The same events for a metrics backend (swift-metrics; a no-op when none).
+    let metrics = ServerMetrics()
+    private var lastSweep: UInt64 = 0
 
     private var listener: TCPListener?
     private var connections: [Int: Connection] = [:]
@@ -212,6 +215,7 @@ public final class Server {
     private func accept(_ tcp: TCPConnection) {
         guard shutdownCompletion == nil, connections.count < configuration.maxConnections else {
             statistics.connectionsRefused += 1
+            metrics.connectionsRefused.increment()
             tcp.close()
             return
         }
@@ -226,6 +230,8 @@ public final class Server {
         connections[id] = connection
         statistics.connectionsAccepted += 1
         statistics.connectionsCurrent = connections.count
+        metrics.connectionsAccepted.increment()
+        metrics.connectionsOpen.record(connections.count)
         tcp.onRead = { [weak self, weak connection] bytes in
             guard let self, let connection else { return }
             received(bytes, on: connection)
@@ -288,6 +294,7 @@ public final class Server {
             guard let list = host(for: mutate.listName, create: configuration.autoCreateLists) else {
                 send(.reject(Reject(listName: mutate.listName, seq: mutate.seq, code: .unknownList, message: "no list \"\(mutate.listName)\"")), to: connection)
                 statistics.mutationsRejected += 1
+                metrics.mutationRejected(code: ErrorCode.unknownList.rawValue)
                 return
             }
             list.sequencer.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: connection.id)
@@ -317,6 +324,7 @@ public final class Server {
             let catchUp = list.catchUpFrame(from: resume, digest: request.digest, encoder: encoder)
             frame = catchUp.frame
             if catchUp.isSnapshot { statistics.catchUpSnapshots += 1 } else { statistics.catchUpDiffs += 1 }
+            metrics.catchUp(outcome: catchUp.isSnapshot ? "snapshot" : "diff", cause: "resume")
         } else {
             frame = list.snapshotFrame(reason: .freshSubscribe, encoder: encoder)
             statistics.snapshotsSent += 1
@@ -324,6 +332,7 @@ public final class Server {
         enqueue(frame, to: connection)
         connection.flows[list.name] = SubscriptionFlow(deliveredUpTo: list.position)
         list.addSubscriber(connection.id)
+        recordListGauges()
         onStatusChange?()
     }
 
@@ -332,6 +341,7 @@ public final class Server {
         guard create else { return nil }
         // A fresh random epoch: without a durable store, a restarted daemon's lists are
         // new histories, and clients must resync rather than trust old positions.
+        defer { recordListGauges() }
         let list = ListHost(name: name, epoch: UInt64.random(in: 1...UInt64.max), limits: configuration.director, history: historyLimits,
                             dedupe: DedupeWindow.Limits(perClient: configuration.dedupePerClient, clients: configuration.dedupeClients), declared: declared)
         lists[name] = list
@@ -341,6 +351,12 @@ public final class Server {
 
     private func dropIfDisposable(_ list: ListHost) {
         if list.isDisposable { lists[list.name] = nil }
+        recordListGauges()
+    }
+
+    private func recordListGauges() {
+        metrics.lists.record(lists.count)
+        metrics.subscriptions.record(lists.values.reduce(0) { $0 + $1.subscribers.count })
     }
 
     private func drained(_ connection: Connection) {
@@ -367,6 +383,9 @@ public final class Server {
         }
         connection.flows = [:]
         statistics.connectionsCurrent = connections.count
+        metrics.connectionsOpen.record(connections.count)
+        metrics.connectionClosed(code: connection.closeReason?.rawValue)
+        recordListGauges()
         connection.logger.debug("closed", metadata: ["reason": "\(connection.closeReason.map { "\($0)" } ?? "peer")"])
         onStatusChange?()
         finishShutdownIfDone()
@@ -383,6 +402,7 @@ public final class Server {
         toFlush.insert(connection.id)
         if connection.queuedBytes > configuration.hardLimitBytes {
             statistics.slowConsumerEvents += 1
+            metrics.slowConsumerEvents.increment()
             close(connection, code: .slowConsumer, message: "more than \(configuration.hardLimitBytes) bytes queued")
         }
     }
@@ -442,6 +462,7 @@ public final class Server {
         let sealed = list.sequencer.seal()
         if let commit = sealed.commit {
             statistics.batchesCommitted += 1
+            metrics.batches.increment()
             let diff = Diff(listName: list.name, epoch: commit.to.epoch, fromVersion: commit.from.version, toVersion: commit.to.version,
                             digest: commit.digest, changeset: commit.changeset,
                             mutations: commit.mutations)
@@ -458,6 +479,7 @@ public final class Server {
                 case .skip:
                     if wasLive {
                         statistics.slowConsumerEvents += 1
+                        metrics.slowConsumerEvents.increment()
                         connection.logger.info("subscriber lagging: per-batch frames paused", metadata: ["flowsync.list": "\(list.name)", "queued": "\(connection.queuedBytes)"])
                     }
                 }
@@ -468,10 +490,12 @@ public final class Server {
             switch outcome.result {
             case .success(let version):
                 statistics.mutationsCommitted += 1
+                metrics.mutationsCommitted.increment()
                 send(.ack(Ack(listName: list.name, seq: outcome.id.seq, committed: version)), to: connection)
             case .failure(let rejection):
                 statistics.mutationsRejected += 1
                 let (code, message) = Self.wire(rejection)
+                metrics.mutationRejected(code: code.rawValue)
                 send(.reject(Reject(listName: list.name, seq: outcome.id.seq, code: code, message: message)), to: connection)
             }
         }
@@ -495,6 +519,7 @@ public final class Server {
             guard flow.queueShrank(to: connection.queuedBytes, policy: backpressure), let list = lists[name] else { continue }
             let catchUp = list.catchUpFrame(from: flow.delivered, digest: nil, encoder: encoder)
             if catchUp.isSnapshot { statistics.catchUpSnapshots += 1 } else { statistics.catchUpDiffs += 1 }
+            metrics.catchUp(outcome: catchUp.isSnapshot ? "snapshot" : "diff", cause: "lag")
             flow.caughtUp(to: list.position)
             connection.flows[name] = flow
             enqueue(catchUp.frame, to: connection)
@@ -517,6 +542,8 @@ public final class Server {
             }
             statistics.framesSent += frames
             statistics.bytesSent += bytes
+            metrics.framesSent.increment(by: Int64(frames))
+            metrics.bytesSent.increment(by: Int64(bytes))
             if connection.isClosing && !connection.tcp.isClosing {
                 connection.tcp.onRead = nil
                 connection.tcp.shutdownAndClose()
@@ -531,6 +558,10 @@ public final class Server {
     /// Every 100 ms: handshake deadlines, write deadlines, stuck closes, shutdown grace.
     private func sweepConnections() {
         let now = loop.now
+        // The timer is due every 100 ms; anything later is time the loop spent elsewhere.
+        if lastSweep != 0 { metrics.loopLag.recordMilliseconds(Int64(now > lastSweep + 100 ? now - lastSweep - 100 : 0)) }
+        lastSweep = now
+        metrics.largestQueueBytes.record(largestQueue)
         let writeDeadline = UInt64(configuration.writeDeadlineMilliseconds)
         for connection in Array(connections.values) {
             if connection.isClosing {

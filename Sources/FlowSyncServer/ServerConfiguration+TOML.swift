@@ -60,8 +60,11 @@ extension ServerConfiguration {
                 case ("ordering", "dedupe_clients"): dedupeClients = try value.int(1...100_000_000)
                 case ("compression", "level"): compressionLevel = try value.int(0...9)
                 case ("compression", "threshold_bytes"): compressionThresholdBytes = try value.int(0...(1 << 30))
+                case ("metrics", "enabled"): metricsEnabled = try value.bool()
+                case ("metrics", "host"): metricsHost = try value.string()
+                case ("metrics", "port"): metricsPort = try value.int(0...65_535)
                 case ("logging", "level"): logLevel = try value.string()
-                case ("server", _), ("limits", _), ("backpressure", _), ("history", _), ("ordering", _), ("compression", _), ("logging", _):
+                case ("server", _), ("limits", _), ("backpressure", _), ("history", _), ("ordering", _), ("compression", _), ("metrics", _), ("logging", _):
                     throw ConfigurationError(key: value.key, problem: "unknown key")
                 default:
                     throw ConfigurationError(key: sectionName, problem: "unknown section [\(sectionName)]")

@@ -68,6 +68,14 @@ public struct ServerConfiguration: Hashable, Sendable {
     /// (with the preset dictionary even a one-row frame shrinks, see docs/BENCHMARKS.md).
     public var compressionThresholdBytes = 64
 
+    // MARK: [metrics]
+    /// Serve Prometheus metrics (`GET /metrics`) on an admin listener. Default true.
+    public var metricsEnabled = true
+    /// Admin listener address. Default `127.0.0.1`: metrics are for the host's scraper.
+    public var metricsHost = "127.0.0.1"
+    /// Admin listener port; 0 lets the OS choose. Default 7401.
+    public var metricsPort = 7401
+
     // MARK: [logging]
     /// One of trace, debug, info, notice, warning, error, critical. Default info.
     public var logLevel = "info"
@@ -77,6 +85,7 @@ public struct ServerConfiguration: Hashable, Sendable {
     /// Checks cross-field rules; returns the offending key and why.
     public func validate() -> (key: String, problem: String)? {
         if port < 0 || port > 65_535 { return ("server.port", "must be 0…65535") }
+        if metricsPort < 0 || metricsPort > 65_535 { return ("metrics.port", "must be 0…65535") }
         if lowWatermarkBytes > highWatermarkBytes { return ("backpressure.low_watermark_bytes", "must not exceed high_watermark_bytes") }
         if highWatermarkBytes > hardLimitBytes { return ("backpressure.high_watermark_bytes", "must not exceed hard_limit_bytes") }
         if !(0...9).contains(compressionLevel) { return ("compression.level", "must be 0…9") }

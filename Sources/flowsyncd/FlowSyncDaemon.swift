@@ -3,6 +3,8 @@ import FlowSyncLoop
 import FlowSyncServer
 import Foundation
 import Logging
+import Metrics
+import Prometheus
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -37,6 +39,12 @@ struct FlowSyncDaemon: ParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace|debug|info|notice|warning|error|critical, overriding logging.level.")
     var logLevel: String?
 
+    @Option(name: .customLong("metrics-port"), help: "Port of the Prometheus endpoint (GET /metrics), overriding metrics.port (0: let the OS choose).")
+    var metricsPort: Int?
+
+    @Flag(name: .customLong("no-metrics"), help: "Do not serve metrics (overrides metrics.enabled).")
+    var noMetrics = false
+
     @Flag(name: .customLong("check-config"), help: "Validate the configuration and exit (0 valid, 2 invalid).")
     var checkConfig = false
 
@@ -67,6 +75,9 @@ struct FlowSyncDaemon: ParsableCommand {
         }
         var logger = Logger(label: "flowsyncd")
         logger.logLevel = level
+        // The library records through swift-metrics; the executable picks Prometheus.
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
 
         let loop = try EventLoop()
         let server = Server(configuration: configuration, loop: loop, logger: logger)
@@ -78,6 +89,21 @@ struct FlowSyncDaemon: ParsableCommand {
         }
         // Unbuffered, so a supervisor or test reading stdout sees it at once.
         FileHandle.standardOutput.write(Data("flowsyncd: listening on \(configuration.host):\(server.port)\n".utf8))
+        var metricsEndpoint: MetricsEndpoint?
+        if configuration.metricsEnabled {
+            do {
+                let endpoint = try MetricsEndpoint(loop: loop, address: SocketAddress(host: configuration.metricsHost, port: configuration.metricsPort)) {
+                    var text: [UInt8] = []
+                    registry.emit(into: &text)
+                    return text
+                }
+                metricsEndpoint = endpoint
+                FileHandle.standardOutput.write(Data("flowsyncd: metrics on \(configuration.metricsHost):\(endpoint.port)\n".utf8))
+            } catch {
+                logger.critical("cannot open the metrics listener (set [metrics] enabled = false to run without)", metadata: ["error": "\(error)"])
+                throw ExitCode(1)
+            }
+        }
         // READY=1 only now: systemd starts dependent units (and a socket-activated
         // client's wait ends) once the listener accepts.
         let supervision = ServiceSupervision(server: server, notifier: SystemdNotifier(logger: logger))
@@ -95,6 +121,7 @@ struct FlowSyncDaemon: ParsableCommand {
                     // each watcher's callback, which breaks the watcher → closure →
                     // `watchers` cycle.
                     supervision.close()
+                    metricsEndpoint?.close()
                     for watcher in watchers { watcher.close() }
                     loop.stop()
                 }
@@ -136,6 +163,8 @@ struct FlowSyncDaemon: ParsableCommand {
         if let port { configuration.port = port }
         if let dataDir { configuration.dataDirectory = dataDir }
         if let logLevel { configuration.logLevel = logLevel }
+        if let metricsPort { configuration.metricsPort = metricsPort }
+        if noMetrics { configuration.metricsEnabled = false }
         if let (key, problem) = configuration.validate() { throw ConfigurationError(key: key, problem: problem) }
         return configuration
     }

@@ -56,7 +56,7 @@ import Glibc
         defer { unlink(configPath) }
         let process = Process()
         process.executableURL = try Self.binary()
-        process.arguments = ["--config", configPath]
+        process.arguments = ["--config", configPath, "--metrics-port", "0"]
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out

@@ -20,7 +20,7 @@ import Glibc
     @Test func notifiesReadyWatchdogReloadAndStopping() async throws {
         let path = NSTemporaryDirectory() + "flowsyncd-notify-\(UUID().uuidString.prefix(8)).sock"
         let socket = try NotifySocket(path: path)
-        let daemon = try Daemon.start(["--port", "0"], environment: ["NOTIFY_SOCKET": path, "WATCHDOG_USEC": "200000"])
+        let daemon = try Daemon.start(["--port", "0", "--metrics-port", "0"], environment: ["NOTIFY_SOCKET": path, "WATCHDOG_USEC": "200000"])
         defer { daemon.stop() }
 
         // READY=1 first, with a status line.
@@ -64,7 +64,7 @@ import Glibc
     @Test func abstractNotifySocketReceivesReady() async throws {
         let name = "flowsyncd-test-\(UUID().uuidString)"
         let socket = try NotifySocket(abstractName: name)
-        let daemon = try Daemon.start(["--port", "0"], environment: ["NOTIFY_SOCKET": "@" + name])
+        let daemon = try Daemon.start(["--port", "0", "--metrics-port", "0"], environment: ["NOTIFY_SOCKET": "@" + name])
         defer { daemon.stop() }
         let ready = await socket.collect(timeout: 10) { Self.assignments($0)["READY"] == "1" }
         #expect(ready.last.map(Self.assignments)?["READY"] == "1", "got \(ready); output: \(daemon.output.text)")
@@ -94,7 +94,7 @@ import Glibc
         let port = try Self.freePort()
         // --port 0: were the socket not adopted, the daemon would listen elsewhere and the
         // handshake below would time out instead of reaching a stray daemon on 7400.
-        let daemon = try Daemon.start(["-l", "127.0.0.1:\(port)", try DaemonProcessTests.binary().path, "--port", "0"], executable: tool)
+        let daemon = try Daemon.start(["-l", "127.0.0.1:\(port)", try DaemonProcessTests.binary().path, "--port", "0", "--metrics-port", "0"], executable: tool)
         defer { daemon.stop() }
         // systemd-socket-activate listens at once, but only execs flowsyncd when the
         // first connection arrives; TestClient.connect retries nothing, so wait for the

@@ -1,0 +1,53 @@
+import Metrics
+
+/// The daemon's metrics, through swift-metrics: the library only records; the
+/// executable chooses the backend (Prometheus in `flowsyncd`). Without a bootstrapped
+/// backend every call is a no-op. Names follow Prometheus conventions
+/// (`_total` for counters, base units).
+///
+/// Handles with labels are cached, so a hot path (a frame, a rejected mutation) does
+/// not look its counter up in the factory each time.
+final class ServerMetrics {
+    let connectionsAccepted = Counter(label: "flowsync_connections_accepted_total")
+    let connectionsRefused = Counter(label: "flowsync_connections_refused_total")
+    let connectionsOpen = Gauge(label: "flowsync_connections")
+    let lists = Gauge(label: "flowsync_lists")
+    let subscriptions = Gauge(label: "flowsync_subscriptions")
+    let batches = Counter(label: "flowsync_batches_total")
+    let mutationsCommitted = Counter(label: "flowsync_mutations_committed_total")
+    let framesSent = Counter(label: "flowsync_frames_sent_total")
+    let bytesSent = Counter(label: "flowsync_bytes_sent_total")
+    let slowConsumerEvents = Counter(label: "flowsync_slow_consumer_events_total")
+    let largestQueueBytes = Gauge(label: "flowsync_largest_queue_bytes")
+    /// How late the 100 ms sweep timer fires: a busy or blocked loop shows here first.
+    let loopLag = Timer(label: "flowsync_loop_lag_seconds")
+
+    private var closedByReason: [UInt16: Counter] = [:]
+    private var rejectedByCode: [UInt16: Counter] = [:]
+    private var resumes: [String: Counter] = [:]
+
+    func connectionClosed(code: UInt16?) {
+        let key = code ?? 0
+        if closedByReason[key] == nil {
+            closedByReason[key] = Counter(label: "flowsync_connections_closed_total", dimensions: [("reason", code.map { "\($0)" } ?? "peer")])
+        }
+        closedByReason[key]!.increment()
+    }
+
+    func mutationRejected(code: UInt16) {
+        if rejectedByCode[code] == nil {
+            rejectedByCode[code] = Counter(label: "flowsync_mutations_rejected_total", dimensions: [("code", "\(code)")])
+        }
+        rejectedByCode[code]!.increment()
+    }
+
+    /// A subscriber caught up: `outcome` is `diff` or `snapshot`; `cause` is `resume`
+    /// (a reconnect) or `lag` (back-pressure).
+    func catchUp(outcome: String, cause: String) {
+        let key = "\(outcome)/\(cause)"
+        if resumes[key] == nil {
+            resumes[key] = Counter(label: "flowsync_catchups_total", dimensions: [("outcome", outcome), ("cause", cause)])
+        }
+        resumes[key]!.increment()
+    }
+}
