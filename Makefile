@@ -10,11 +10,16 @@ SWIFT        ?= swift
 APT_PACKAGES := libuv1-dev zlib1g-dev pkg-config python3 systemd
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG       ?= config/flowsyncd.toml
+# `make install` destinations (DESTDIR for packaging and dry runs).
+PREFIX       ?= /usr/local
+SYSCONFDIR   ?= /etc
+UNITDIR      ?= /etc/systemd/system
+INSTALL      ?= install
 FUZZ_SECONDS ?= 60
 # The short fuzz run inside `make test` (CI): a release sanitizer build, then this many seconds.
 TEST_FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build release test run bench bench-quick bench-server fuzz clean
+.PHONY: all deps build release test run bench bench-quick bench-server fuzz install uninstall clean
 
 all: build
 
@@ -76,6 +81,22 @@ bench-server: deps
 # libFuzzer + AddressSanitizer on the protocol decoder, seeded from the golden vectors.
 fuzz: deps
 	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# Installs the release daemon, the unit files and (if none is there yet) the default
+# config; then: systemctl daemon-reload && systemctl enable --now flowsyncd.socket
+install: release
+	$(INSTALL) -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/flowsyncd
+	$(INSTALL) -m 0755 .build/release/flowsyncd $(DESTDIR)$(PREFIX)/bin/flowsyncd
+	$(INSTALL) -m 0644 systemd/flowsyncd.service systemd/flowsyncd.socket $(DESTDIR)$(UNITDIR)/
+	@if [ "$(PREFIX)" != "/usr/local" ]; then sed -i 's|/usr/local/bin/flowsyncd|$(PREFIX)/bin/flowsyncd|' $(DESTDIR)$(UNITDIR)/flowsyncd.service; fi
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/flowsyncd/flowsyncd.toml ]; then \
+		echo "keeping the existing $(SYSCONFDIR)/flowsyncd/flowsyncd.toml"; \
+	else \
+		$(INSTALL) -m 0644 config/flowsyncd.toml $(DESTDIR)$(SYSCONFDIR)/flowsyncd/flowsyncd.toml; \
+	fi
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/flowsyncd $(DESTDIR)$(UNITDIR)/flowsyncd.service $(DESTDIR)$(UNITDIR)/flowsyncd.socket
 
 clean:
 	rm -rf .build
