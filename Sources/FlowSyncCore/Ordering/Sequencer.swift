@@ -122,9 +122,11 @@ public struct Sequencer: Sendable {
     public mutating func seal() -> SealedBatch {
         let batch = pending
         pending = []
-        // The committed state before this batch, for rebuilding base states. A value
-        // copy: copy-on-write duplicates only the sections this batch edits.
-        let committed = director
+        // The committed state before this batch, for rebuilding base states — taken only
+        // when a mutation needs a rebase, and dropped before the batch applies: were it
+        // alive then, the batch's first edit would copy the live director's storage
+        // (its row index is O(n)). The fast path never takes it.
+        var committed: Director?
         var outcomes: [Outcome?] = Array(repeating: nil, count: batch.count)
         var groups: [BatchGroup] = []
         var groupOwner: [Int] = []                 // batch index of each group
@@ -161,7 +163,9 @@ public struct Sequencer: Sendable {
                 // mutations of this turn with that base: each replays on it and then
                 // undoes its replay, so no mutation pays for a copy.
                 if baseStates[request.base] == nil {
-                    baseStates[request.base] = request.base == position ? committed : state(at: request.base, from: committed)
+                    let before = committed ?? director
+                    committed = before
+                    baseStates[request.base] = request.base == position ? before : state(at: request.base, from: before)
                 }
                 guard var base = baseStates[request.base] ?? nil else {
                     outcomes[index] = Outcome(id: id, result: .failure(.staleBase(base: request.base, oldestKept: oldestResumable)), tag: item.tag)
@@ -192,6 +196,7 @@ public struct Sequencer: Sendable {
         // Drop the base states first, so the live director's storage is unique again and
         // applying the batch does not copy it.
         baseStates = [:]
+        committed = nil
         let outcome = director.applyBatch(groups: groups)
         var committedIDs: [MutationID] = []
         let next = position.next
