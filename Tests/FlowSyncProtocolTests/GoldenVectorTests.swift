@@ -71,7 +71,36 @@ import Testing
         vector("stats-request", "", raw, .statsRequest(StatsRequest(requestID: 1, listName: "inbox"))),
         vector("stats-reply", "values are signed 64-bit big-endian", raw,
                .statsReply(StatsReply(requestID: 1, entries: [.init(name: "connections", value: 3), .init(name: "list.version", value: 6), .init(name: "delta", value: -1)]))),
+        // Coverage added after an independent client was written from the spec: a
+        // section-level diff with a known before-state, the other snapshot reasons,
+        // notice kinds and error reactions.
+        vector("diff-sections-from-snapshot-small", "applies to the state of vector snapshot-small (version 5 → 6): a section deleted, one inserted with its rows, one moved, a row moved across sections, a header and a footer changed; digest is the real digest of the result", raw,
+               .diff(sectionsDiff)),
+        vector("snapshot-epoch-changed", "reason 2: the resume position was of another epoch", raw,
+               .snapshot(Snapshot(listName: "inbox", position: ListVersion(epoch: 9, version: 1), digest: try! Director(sections: snapshotSections).digest,
+                                  reason: .epochChanged, sections: snapshotSections))),
+        vector("snapshot-resync-requested", "reason 3: the Subscribe's digest did not match the server's at that position", raw,
+               .snapshot(Snapshot(listName: "inbox", position: ListVersion(epoch: 1, version: 5), digest: try! Director(sections: snapshotSections).digest,
+                                  reason: .resyncRequested, sections: snapshotSections))),
+        vector("notice-shutting-down", "", raw, .notice(Notice(kind: .shuttingDown, message: "server is shutting down", delayMilliseconds: 0))),
+        vector("stats-request-server-wide", "no list name: server-wide statistics only", raw, .statsRequest(StatsRequest(requestID: 2, listName: nil))),
+        vector("error-retry", "", raw, .error(ErrorMessage(code: .internalError, message: "try again", reaction: .retry))),
+        vector("error-resync", "", raw, .error(ErrorMessage(code: .staleBaseVersion, message: "resync", reaction: .resync, listName: "inbox", closesConnection: false))),
+        vector("error-refresh-token", "", raw, .error(ErrorMessage(code: .tokenExpired, message: "token expired", reaction: .refreshToken))),
     ]
+
+    /// From the state of `snapshotSections` to a new one, through every section-level
+    /// change kind (the changeset is the reference diff of the two states).
+    static let sectionsDiff: Diff = {
+        let old = try! Director(sections: snapshotSections)
+        let new = try! Director(sections: [
+            Section(id: "new", header: Array("New".utf8), rows: [Row(id: "n1", kind: "cell", text: "{\"t\":3}")]),
+            Section(id: "today", header: Array("Now".utf8), footer: Array("end".utf8), rows: [Row(id: "b")]),
+            Section(id: "archive", rows: [Row(id: "a", kind: "cell", text: "{\"t\":1}")]),
+        ])
+        return Diff(listName: "inbox", epoch: 1, fromVersion: 5, toVersion: 6, digest: new.digest,
+                    changeset: Changeset.diff(from: old, to: new), mutations: [MutationID(clientID: "c-3", seq: 7)])
+    }()
 
     static let snapshotSections = [
         Section(id: "today", header: Array("Today".utf8), rows: [Row(id: "a", kind: "cell", text: "{\"t\":1}"), Row(id: "b")]),

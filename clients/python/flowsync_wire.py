@@ -11,7 +11,7 @@ Data model (plain Python values):
   ListVersion    {"epoch": int, "version": int}
   MutationID     {"clientID": str, "seq": int}
   Operation      {"op": name, ...fields...}   (names as in the spec's Operations table)
-  Stage          {"sectionDeletes": [int], "sectionInserts": [{"section": int, "value": Section}],
+  Stage          {"sectionDeletes": [int], "sectionInserts": [{"index": int, "section": Section}],
                   "sectionMoves": [{"from": int, "to": int}],
                   "supplementaryUpdates": [{"section": int, "element": "header"|"footer", "value": bytes|None}],
                   "rowDeletes": [RowPath], "rowInserts": [{"path": RowPath, "row": Row}],
@@ -349,8 +349,8 @@ class Writer:
                 if key == "sectionDeletes":
                     self.index(e)
                 elif key == "sectionInserts":
-                    self.index(e["section"])
-                    self.section(e["value"])
+                    self.index(e["index"])
+                    self.section(e["section"])
                 elif key == "sectionMoves":
                     self.index(e["from"])
                     self.index(e["to"])
@@ -684,7 +684,7 @@ class Reader:
                     items.append(self.index())
                 elif key == "sectionInserts":
                     self.counts["sections"] += 1
-                    items.append({"section": self.index(), "value": self.section()})
+                    items.append({"index": self.index(), "section": self.section()})
                 elif key == "sectionMoves":
                     items.append({"from": self.index(), "to": self.index()})
                 elif key == "supplementaryUpdates":
@@ -915,7 +915,7 @@ def apply_stage(state, st):
     gone = set(st.get("sectionDeletes", [])) | set(moved_secs)
     state[:] = [sec for i, sec in enumerate(state) if i not in gone]
     # 4. put in inserted and moved sections, ascending after positions
-    ins = [(e["section"], _copy_section(e["value"])) for e in st.get("sectionInserts", [])]
+    ins = [(e["index"], _copy_section(e["section"])) for e in st.get("sectionInserts", [])]
     ins += [(m["to"], moved_secs[m["from"]]) for m in st.get("sectionMoves", [])]
     for at, sec in sorted(ins, key=lambda x: x[0]):
         state.insert(at, sec)
@@ -962,7 +962,7 @@ def describe_stage(st, before=None):
     parts = []
     parts += ["delete section %d%s" % (i, sid(i)) for i in st.get("sectionDeletes", [])]
     parts += ["delete [%d,%d]%s" % (p[0], p[1], rid(p)) for p in st.get("rowDeletes", [])]
-    parts += ["insert section %d %s (%d rows)" % (e["section"], e["value"]["id"], len(e["value"]["rows"]))
+    parts += ["insert section %d %s (%d rows)" % (e["index"], e["section"]["id"], len(e["section"]["rows"]))
               for e in st.get("sectionInserts", [])]
     parts += ["insert [%d,%d] %s" % (e["path"][0], e["path"][1], e["row"]["id"])
               for e in st.get("rowInserts", [])]

@@ -197,7 +197,7 @@ def test_changeset_application():
     ids = [[r["id"] for r in s["rows"]] for s in after]
     check("apply_changeset: diff-staged shape", ids == [["c", "a"], ["e", "d"]], repr(ids))
     # section-level ops
-    st = [{"sectionDeletes": [0], "sectionInserts": [{"section": 1, "value": {
+    st = [{"sectionDeletes": [0], "sectionInserts": [{"index": 1, "section": {
         "id": "n", "header": None, "footer": b"f", "rows": []}}], "sectionMoves": [{"from": 1, "to": 0}]},
         {"supplementaryUpdates": [{"section": 0, "element": "header", "value": b"H"}]}]
     after = fw.apply_changeset(after, st)
@@ -279,10 +279,25 @@ def test_vectors():
     notes.append("zlib runtime version: " + zlib.ZLIB_RUNTIME_VERSION)
 
 
+def test_diff_against_its_known_before_state():
+    """Vector diff-sections-from-snapshot-small applies to the state of vector
+    snapshot-small: applying it must give exactly the digest it carries."""
+    vectors = {v["name"]: v for v in json.load(open(VECTORS))["vectors"]}
+    snapshot, _ = fw.decode_frame(bytes.fromhex(vectors["snapshot-small"]["frame"]))
+    diff, _ = fw.decode_frame(bytes.fromhex(vectors["diff-sections-from-snapshot-small"]["frame"]))
+    check("diff-sections-from-snapshot-small: from the snapshot's version",
+          diff["fromVersion"] == snapshot["position"]["version"] and diff["epoch"] == snapshot["position"]["epoch"])
+    after = fw.apply_changeset(snapshot["sections"], diff["stages"])
+    got = fw.digest(after)
+    check("diff-sections-from-snapshot-small: applying it to snapshot-small gives its digest",
+          got == diff["digest"], "%016x != %016x" % (got, diff["digest"]))
+
+
 if __name__ == "__main__":
     test_spec_reference_values()
     test_changeset_application()
     test_vectors()
+    test_diff_against_its_known_before_state()
     for n in notes:
         print("note: " + n)
     print("%d passed, %d failed" % (passed, failed))
