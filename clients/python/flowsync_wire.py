@@ -782,8 +782,10 @@ def decode_body(mtype, body, limits=CLIENT_LIMITS):
         m["message"] = r.string("text")
     elif name == "notice":
         kind = r.u8()
-        # ASSUMPTION: unknown notice kinds are kept as ints (the spec does not say).
-        m["kind"] = NOTICE_KINDS.get(kind, kind)
+        # The spec (Notice): a kind other than 1 or 2 is malformed-frame.
+        if kind not in NOTICE_KINDS:
+            raise ProtocolError(MALFORMED, "unknown notice kind %d" % kind)
+        m["kind"] = NOTICE_KINDS[kind]
         m["message"] = r.string("text")
         m["delayMilliseconds"] = r.varint()
     elif name == "statsReply":
