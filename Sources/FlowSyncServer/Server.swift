@@ -31,6 +31,10 @@ public final class Server {
     private var lists: [String: ListHost] = [:]
     private var dirtyLists: Set<String> = []
     private var toFlush: Set<Int> = []
+    /// Connections with at least one lagging subscription. The end of every turn looks
+    /// only at these: scanning every connection's flows per turn would cost
+    /// O(connections) even when nobody lags.
+    private var laggingConnections: Set<Int> = []
     private var hook: LoopHook?
     private var sweep: LoopTimer?
     private var encoder: FrameEncoder
@@ -375,6 +379,7 @@ public final class Server {
     /// Removes a connection from every list and from the table.
     private func forget(_ connection: Connection) {
         guard connections.removeValue(forKey: connection.id) != nil else { return }
+        laggingConnections.remove(connection.id)
         for name in connection.flows.keys {
             if let list = lists[name] {
                 list.removeSubscriber(connection.id)
@@ -428,6 +433,7 @@ public final class Server {
         // No more list traffic for it.
         for name in connection.flows.keys { lists[name]?.removeSubscriber(connection.id) }
         connection.flows = [:]
+        laggingConnections.remove(connection.id)
         connection.beginClosing(now: loop.now, final: [encoder.encode(.error(error))])
         toFlush.insert(connection.id)
     }
@@ -440,7 +446,8 @@ public final class Server {
         // Lagging subscribers whose queue is already low (the flush wrote everything
         // without a uv_write, so no drain callback will come) are caught up now.
         var caughtUp = false
-        for connection in connections.values where connection.flows.values.contains(where: { $0.state == .lagging }) {
+        for id in laggingConnections {
+            guard let connection = connections[id] else { continue }
             caughtUp = catchUpLaggingFlows(of: connection) || caughtUp
         }
         if caughtUp { flushAll() }
@@ -478,6 +485,7 @@ public final class Server {
                     enqueue(frame, to: connection)
                 case .skip:
                     if wasLive {
+                        laggingConnections.insert(connection.id)
                         statistics.slowConsumerEvents += 1
                         metrics.slowConsumerEvents.increment()
                         connection.logger.info("subscriber lagging: per-batch frames paused", metadata: ["flowsync.list": "\(list.name)", "queued": "\(connection.queuedBytes)"])
@@ -525,6 +533,9 @@ public final class Server {
             enqueue(catchUp.frame, to: connection)
             queued = true
         }
+        if !connection.flows.values.contains(where: { $0.state == .lagging }) {
+            laggingConnections.remove(connection.id)
+        }
         return queued
     }
 
@@ -561,9 +572,10 @@ public final class Server {
         // The timer is due every 100 ms; anything later is time the loop spent elsewhere.
         if lastSweep != 0 { metrics.loopLag.recordMilliseconds(Int64(now > lastSweep + 100 ? now - lastSweep - 100 : 0)) }
         lastSweep = now
-        metrics.largestQueueBytes.record(largestQueue)
+        var largest = 0
         let writeDeadline = UInt64(configuration.writeDeadlineMilliseconds)
         for connection in Array(connections.values) {
+            largest = max(largest, connection.queuedBytes)
             if connection.isClosing {
                 // A peer that never reads keeps uv_shutdown pending forever: cut it.
                 if let since = connection.closingSince, now - since > 2_000 || shutdownDeadline.map({ now >= $0 }) == true {
@@ -576,6 +588,7 @@ public final class Server {
                 close(connection, code: .writeTimeout, message: "queue not drained for \(writeDeadline) ms")
             }
         }
+        metrics.largestQueueBytes.record(largest)
         flushAll()
         if let deadline = shutdownDeadline, now >= deadline {
             for connection in connections.values { connection.tcp.close() }

@@ -112,13 +112,13 @@ public struct DirectorGenerator {
             return .removeRows([ref])
         case 13, 14:
             guard let ref = rowRef(d) else { return .insertRows([row()], in: sectionRef(d, s), at: 0) }
-            guard let old = try? d.rowPath(for: ref) else { return .removeRows([ref]) }
+            guard let old = d.path(of: ref) else { return .removeRows([ref]) }
             let keepID = random.chance(0.85)
             let id = keepID ? d[old].id : freshID("r")
             return .replaceRow(ref, with: Row(id: id, kind: d[old].kind, payload: payload()))
         case 15, 16, 17:
             // Move within a section or across sections.
-            guard let ref = rowRef(d), let from = try? d.rowPath(for: ref) else { return .setHeader(sectionRef(d, s), header()) }
+            guard let ref = rowRef(d), let from = d.path(of: ref) else { return .setHeader(sectionRef(d, s), header()) }
             let target = random.chance(0.5) ? from.section : s
             let capacity = d.sections[target].rows.count - (target == from.section ? 1 : 0)
             return .moveRow(ref, toSection: sectionRef(d, target), at: random.int(0...capacity))
@@ -139,25 +139,5 @@ public struct DirectorGenerator {
             _ = try? scratch.apply([op])
         }
         return ops
-    }
-}
-
-extension Director {
-    /// Resolves a row reference (test helper; throws for a missing row).
-    public func rowPath(for ref: RowRef) throws -> RowPath {
-        switch ref {
-        case .id(let id):
-            guard let p = rowPath(id: id) else { throw MutationError(opIndex: 0, reason: .unknownRow, message: id) }
-            return p
-        case .index(let r, let s):
-            let section: Int
-            switch s {
-            case .id(let id):
-                guard let i = sectionIndex(id: id) else { throw MutationError(opIndex: 0, reason: .unknownSection, message: id) }
-                section = i
-            case .index(let i): section = i
-            }
-            return RowPath(section: section, row: r)
-        }
     }
 }

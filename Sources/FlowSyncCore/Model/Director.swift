@@ -70,6 +70,18 @@ public struct Director: Sendable {
         return RowPath(section: s, row: r)
     }
 
+    /// The index a section reference names in this state, or `nil` when it names none.
+    /// - Complexity: O(number of sections).
+    public func index(of ref: SectionRef) -> Int? {
+        try? resolve(ref, op: 0)
+    }
+
+    /// The path a row reference names in this state, or `nil` when it names none.
+    /// - Complexity: that of ``rowPath(id:)`` or ``index(of:)``.
+    public func path(of ref: RowRef) -> RowPath? {
+        try? resolve(ref, op: 0)
+    }
+
     /// The row at `path`.
     /// - Precondition: `path` is valid.
     public subscript(path: RowPath) -> Row {
