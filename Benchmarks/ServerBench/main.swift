@@ -34,13 +34,17 @@ final class Daemon {
         let out = Pipe()
         process.standardOutput = out
         try process.run()
-        var line = ""
+        // The daemon prints "listening on HOST:PORT" and "metrics on HOST:PORT"; they may
+        // arrive in one read, so take the port from the line that names the listener.
+        var text = ""
         let handle = out.fileHandleForReading
-        while !line.contains("\n") {
+        func listenLine() -> Substring? { text.split(separator: "\n").first { $0.contains("listening on") && text.contains("\n") } }
+        while listenLine() == nil {
             let data = handle.availableData
             if data.isEmpty { break }
-            line += String(decoding: data, as: UTF8.self)
+            text += String(decoding: data, as: UTF8.self)
         }
+        let line = listenLine().map(String.init) ?? text
         guard let portText = line.split(separator: ":").last?.trimmingCharacters(in: .whitespacesAndNewlines), let port = Int(portText) else {
             throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "daemon did not report its port: \(line)"])
         }
@@ -159,6 +163,8 @@ func format(_ x: Double) -> String {
 
 say("# flowsync-server-bench\(quick ? " (quick)" : "")\n")
 let daemon = try Daemon()
+// A thrown error must not leave the spawned daemon running.
+do {
 let writer = try await TestClient.connect(port: daemon.port, on: thread, clientID: "writer")
 
 // MARK: Fan-out
@@ -269,6 +275,11 @@ do {
     say("| \(established) | \(before) KiB | \(after) KiB | \(format(Double(after - before) * 1024 / Double(max(established, 1)))) bytes |")
 }
 
-daemon.stop()
 writer.close()
+} catch {
+    daemon.stop()
+    FileHandle.standardError.write(Data("flowsync-server-bench: \(error)\n".utf8))
+    exit(1)
+}
+daemon.stop()
 _ = thread.shutdown()
