@@ -11,7 +11,10 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "FlowSyncCore", targets: ["FlowSyncCore"]),
+        .library(name: "FlowSyncClient", targets: ["FlowSyncClient"]),
         .executable(name: "flowsyncd", targets: ["flowsyncd"]),
+        .executable(name: "flowsync", targets: ["flowsync"]),
+        .executable(name: "flowsync-load", targets: ["flowsync-load"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -19,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
         // MARK: C boundaries (thin; errors are translated once, in Swift)
@@ -85,6 +89,36 @@ let package = Package(
             ]
         ),
 
+        // MARK: The client SDK and what is built on it
+        .target(
+            name: "FlowSyncClient",
+            dependencies: [
+                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "flowsync",
+            dependencies: [
+                "FlowSyncClient", "FlowSyncCore", "FlowSyncProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // Mirrors a list and prints each change as a table view would apply it.
+        .executableTarget(
+            name: "flowsync-mirror",
+            dependencies: ["FlowSyncClient", "FlowSyncCore"],
+            path: "Examples/MirrorList"
+        ),
+        .executableTarget(
+            name: "flowsync-load",
+            dependencies: [
+                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
         // MARK: Test support and tests
         .target(
             name: "FlowSyncTestSupport",
@@ -100,6 +134,18 @@ let package = Package(
         ),
         .testTarget(name: "PlatformTests", dependencies: ["CLibUV", "CZlib"]),
         .testTarget(name: "FlowSyncLoopTests", dependencies: ["FlowSyncLoop"]),
+        .testTarget(
+            name: "FlowSyncClientTests",
+            dependencies: ["FlowSyncClient", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncLoop", "FlowSyncTestSupport"]
+        ),
+        .testTarget(
+            name: "FlowSyncStoreTests",
+            dependencies: ["FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncTestSupport"]
+        ),
+        .testTarget(
+            name: "FlowSyncLoadTests",
+            dependencies: ["FlowSyncCore", "FlowSyncProtocol", "FlowSyncTestSupport"]
+        ),
         .testTarget(
             name: "FlowSyncServerTests",
             dependencies: ["FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncLoop", "FlowSyncTestSupport"]

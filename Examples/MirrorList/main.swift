@@ -1,0 +1,1 @@
+print("flowsync-mirror: not yet built")

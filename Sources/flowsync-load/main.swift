@@ -1,0 +1,1 @@
+print("flowsync-load: not yet built")

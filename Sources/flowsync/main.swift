@@ -1,0 +1,1 @@
+print("flowsync: not yet built")

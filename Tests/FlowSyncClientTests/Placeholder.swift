@@ -1,0 +1,3 @@
+import Testing
+
+@Test func FlowSyncClientTestsPlaceholder() { #expect(Bool(true)) }
