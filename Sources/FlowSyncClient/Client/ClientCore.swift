@@ -1,0 +1,245 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import FlowSyncCore
+import FlowSyncProtocol
+import Logging
+import Foundation
+
+/// The I/O shell around ``ClientSession``: it owns the lock, the codec and the
+/// observers, feeds the session its inputs and carries out its actions.
+///
+/// Threading: every input — an app call on any thread, bytes from the transport thread,
+/// a timer — runs under one lock, and the actions it produces are carried out under that
+/// same lock. That is what keeps things in order: frames reach the transport in the
+/// order the session produced them (the transport's queue is FIFO), and changes reach
+/// each observer's queue in the order they happened. Nothing under the lock blocks:
+/// writes are queued to the transport, callbacks are dispatched to queues, never called.
+final class ClientCore: @unchecked Sendable {
+    let configuration: FlowSyncClient.Configuration
+    let transport: any ClientTransport
+    /// Guards ``state``; every access goes through ``withLock(_:)``. (A class with a
+    /// lock rather than `Mutex<State>`: the closures that run under it capture
+    /// continuations and handlers, which region isolation cannot see through.)
+    private let lock = NSLock()
+    private var _state: State
+
+    private func withLock<T>(_ body: (inout State) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&_state)
+    }
+
+    struct Observer {
+        let queue: DispatchQueue
+        let handler: @Sendable (ListChange) -> Void
+    }
+
+    struct State {
+        var session: ClientSession
+        var encoder = FrameEncoder()
+        var decoder = FrameDecoder(limits: .client)
+        var registry = ModelRegistry()
+        var snapshots: [String: ListSnapshot] = [:]
+        var failures: [String: FlowSyncError] = [:]
+        var tickets: [String: [UInt64: WriteTicket]] = [:]
+        var observers: [String: [UInt64: Observer]] = [:]
+        var streams: [String: [UInt64: AsyncThrowingStream<ListChange, any Error>.Continuation]] = [:]
+        var loadWaiters: [String: [CheckedContinuation<Result<Void, FlowSyncError>, Never>]] = [:]
+        var statsWaiters: [UInt64: CheckedContinuation<Result<StatsReply, FlowSyncError>, Never>] = [:]
+        var statusObservers: [UInt64: (DispatchQueue, @Sendable (ConnectionStatus) -> Void)] = [:]
+        var status: ConnectionStatus = .connecting
+        var nextObserverID: UInt64 = 1
+        var tickerRunning = false
+        var shutDown = false
+        /// Bumped per connection, so transport events of an old one are ignored.
+        var connection = 0
+    }
+
+    init(configuration: FlowSyncClient.Configuration, transport: any ClientTransport) {
+        self.configuration = configuration
+        self.transport = transport
+        let settings = ClientSession.Settings(
+            clientID: configuration.clientID, clientName: configuration.clientName, token: configuration.token,
+            reconnect: configuration.reconnect, pingIntervalMilliseconds: configuration.pingIntervalMilliseconds,
+            handshakeTimeoutMilliseconds: configuration.handshakeTimeoutMilliseconds,
+            firstSeq: configuration.firstSeq, randomSeed: configuration.randomSeed)
+        _state = State(session: ClientSession(settings: settings))
+    }
+
+    /// Milliseconds on the monotonic clock.
+    static func now() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1000 + UInt64(ts.tv_nsec) / 1_000_000
+    }
+
+    // MARK: Inputs
+
+    func start() {
+        input { $0.start(now: Self.now()) }
+        startTicker()
+    }
+
+    /// Runs one session input and carries out its actions, under the lock.
+    func input(_ body: (inout ClientSession) -> [SessionAction]) {
+        withLock { state in
+            let actions = body(&state.session)
+            perform(actions, &state)
+        }
+    }
+
+    /// Like ``input(_:)`` for inputs that return a value as well.
+    func input<T>(_ body: (inout State) -> (T, [SessionAction])) -> T {
+        withLock { state in
+            let (value, actions) = body(&state)
+            perform(actions, &state)
+            return value
+        }
+    }
+
+    func read<T>(_ body: (State) -> T) -> T {
+        withLock { body($0) }
+    }
+
+    func update<T>(_ body: (inout State) -> T) -> T {
+        withLock { body(&$0) }
+    }
+
+    private func transportEvent(_ event: TransportEvent, connection: Int) {
+        withLock { state in
+            guard state.connection == connection else { return }
+            let now = Self.now()
+            switch event {
+            case .connected:
+                perform(state.session.connected(now: now), &state)
+            case .received(let bytes):
+                state.decoder.feed(bytes)
+                // One message at a time: the Welcome changes how the next frame decodes
+                // (its dictionary), so each is handled before the next is decoded.
+                while state.connection == connection {
+                    let message: Message?
+                    do throws(ProtocolError) {
+                        message = try state.decoder.next()
+                    } catch {
+                        perform(state.session.decodingFailed(error), &state)
+                        break
+                    }
+                    guard let message else { break }
+                    perform(state.session.received(message, now: now), &state)
+                }
+            case .closed(let reason):
+                state.connection += 1   // ignore anything late from this connection
+                state.encoder = FrameEncoder()
+                state.decoder = FrameDecoder(limits: .client)
+                perform(state.session.transportClosed(reason: reason, now: now), &state)
+            }
+        }
+    }
+
+    private func startTicker() {
+        let due = withLock { state -> Bool in
+            guard !state.tickerRunning else { return false }
+            state.tickerRunning = true
+            return true
+        }
+        if due { scheduleTick() }
+    }
+
+    private func scheduleTick() {
+        transport.schedule(after: 1000) { [weak self] in
+            guard let self else { return }
+            let again = self.withLock { state -> Bool in
+                if state.session.phase == .closed { state.tickerRunning = false; return false }
+                self.perform(state.session.tick(now: Self.now()), &state)
+                return true
+            }
+            if again { self.scheduleTick() }
+        }
+    }
+
+    // MARK: Actions
+
+    private func perform(_ actions: [SessionAction], _ state: inout State) {
+        for action in actions {
+            switch action {
+            case .connect:
+                state.connection += 1
+                let connection = state.connection
+                state.encoder = FrameEncoder()
+                state.decoder = FrameDecoder(limits: .client)
+                transport.connect(host: configuration.host, port: configuration.port) { [weak self] event in
+                    self?.transportEvent(event, connection: connection)
+                }
+            case .send(let message):
+                transport.send([state.encoder.encode(message)])
+            case .disconnect(let reason):
+                configuration.logger.debug("disconnecting: \(reason)")
+                transport.disconnect()
+            case .scheduleReconnect(let ms):
+                transport.schedule(after: ms) { [weak self] in
+                    self?.input { $0.reconnectDue(now: Self.now()) }
+                }
+            case .useDictionary(let dictionary):
+                state.encoder.configuration.dictionary = dictionary
+                state.decoder.dictionary = dictionary
+            case .deliver(let list, let cause, let changeset, let view, let version, let pending):
+                deliver(list: list, cause: cause, changeset: changeset, view: view, version: version, pending: pending, &state)
+            case .complete(let list, let seq, let result):
+                if let ticket = state.tickets[list]?.removeValue(forKey: seq) { ticket.resolve(result) }
+            case .listFailed(let list, let error):
+                state.failures[list] = error
+                for (_, stream) in state.streams.removeValue(forKey: list) ?? [:] {
+                    // Closing the client ends the sequences normally; a failure throws.
+                    if error == .closed { stream.finish() } else { stream.finish(throwing: error) }
+                }
+                for waiter in state.loadWaiters.removeValue(forKey: list) ?? [] { waiter.resume(returning: .failure(error)) }
+            case .stats(let id, let result):
+                state.statsWaiters.removeValue(forKey: id)?.resume(returning: result)
+            case .status(let status):
+                state.status = status
+                configuration.logger.debug("status: \(status)")
+                for (_, (queue, handler)) in state.statusObservers {
+                    queue.async { handler(status) }
+                }
+            }
+        }
+    }
+
+    private func deliver(list: String, cause: ListChange.Cause, changeset: Changeset, view: Director,
+                         version: ListVersion?, pending: Int, _ state: inout State) {
+        let snapshot = ListSnapshot(name: list, director: view, version: version, pendingWrites: pending, registry: state.registry)
+        state.snapshots[list] = snapshot
+        if version != nil {
+            for waiter in state.loadWaiters.removeValue(forKey: list) ?? [] { waiter.resume(returning: .success(())) }
+        }
+        let change = ListChange(cause: cause, changeset: changeset, snapshot: snapshot)
+        for (_, observer) in state.observers[list] ?? [:] {
+            let handler = observer.handler
+            observer.queue.async { handler(change) }
+        }
+        for (_, stream) in state.streams[list] ?? [:] {
+            stream.yield(change)
+        }
+    }
+
+    // MARK: Shutdown
+
+    /// Closes the session (failing what is unanswered) and stops the transport.
+    func close() {
+        let streams = withLock { state -> [AsyncThrowingStream<ListChange, any Error>.Continuation]? in
+            guard !state.shutDown else { return nil }
+            state.shutDown = true
+            perform(state.session.close(), &state)
+            let all = state.streams.values.flatMap(\.values)
+            state.streams = [:]
+            for (_, waiters) in state.loadWaiters { for waiter in waiters { waiter.resume(returning: .failure(.closed)) } }
+            state.loadWaiters = [:]
+            return all
+        }
+        guard let streams else { return }
+        for stream in streams { stream.finish() }
+        transport.shutdown()
+    }
+}

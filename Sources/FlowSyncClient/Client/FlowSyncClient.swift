@@ -1,0 +1,164 @@
+import Dispatch
+import FlowSyncCore
+import FlowSyncProtocol
+import Foundation
+import Logging
+
+/// A connection to a FlowSync server holding live replicas of its lists.
+///
+/// ```swift
+/// let client = try FlowSyncClient(host: "sync.example.com", port: 7400)
+/// let contacts = client.director("contacts")
+/// try await contacts.waitUntilLoaded()
+/// try contacts.section(at: 0).add(models: [Contact(id: "42", name: "Ada")])
+/// contacts.observe { change in tableView.apply(change.changeset) }
+/// ```
+///
+/// The client connects at once and keeps reconnecting (with backoff and jitter) until
+/// ``close()``. Every list it was asked for is resubscribed from the replica's position
+/// after a reconnect, and the write in flight is resent with its `(clientID, seq)`, so
+/// the server applies it once.
+///
+/// Thread-safe: call it from any thread. Changes are delivered on the queue chosen in
+/// ``Configuration/callbackQueue`` (the main queue by default, for UI code).
+public final class FlowSyncClient: Sendable {
+    /// Everything that can be tuned; the defaults suit an app.
+    public struct Configuration: Sendable {
+        /// The server's host name or address.
+        public var host: String
+        /// The server's port.
+        public var port: Int
+        /// A bearer token sent in the Hello (a JWT once the server checks tokens).
+        public var token: String?
+        /// The writer identity. Stable across reconnects; by default a new random one
+        /// per client, which is always safe (see ``firstSeq``).
+        public var clientID: String
+        /// Free-form, for the server's logs.
+        public var clientName: String
+        /// When and how often to reconnect.
+        public var reconnect: ReconnectPolicy
+        /// Ping after this long without a frame from the server, and reconnect after
+        /// twice as long (a dead network path sends no FIN). 0 disables.
+        public var pingIntervalMilliseconds: UInt64
+        /// Give up a connection attempt that is not ready after this long.
+        public var handshakeTimeoutMilliseconds: UInt64
+        /// The first write's `seq`. It must be above every `seq` this `clientID` used
+        /// before (the server remembers committed pairs), so the default derives it from
+        /// the clock in microseconds: a restarted app with a fixed `clientID` stays safe.
+        public var firstSeq: UInt64
+        /// Where observers' closures run.
+        public var callbackQueue: DispatchQueue
+        /// The client's logger.
+        public var logger: Logger
+        /// Seed for the reconnect jitter (tests pin it).
+        public var randomSeed: UInt64
+
+        /// Creates a configuration.
+        public init(host: String = "127.0.0.1", port: Int = 7400, token: String? = nil,
+                    clientID: String = "swift-" + UUID().uuidString.lowercased(),
+                    clientName: String = "FlowSyncClient/1", reconnect: ReconnectPolicy = .default,
+                    pingIntervalMilliseconds: UInt64 = 15_000, handshakeTimeoutMilliseconds: UInt64 = 10_000,
+                    firstSeq: UInt64 = UInt64(Date().timeIntervalSince1970 * 1_000_000),
+                    callbackQueue: DispatchQueue = .main, logger: Logger = Logger(label: "FlowSyncClient"),
+                    randomSeed: UInt64 = UInt64.random(in: 0...UInt64.max)) {
+            self.host = host
+            self.port = port
+            self.token = token
+            self.clientID = clientID
+            self.clientName = clientName
+            self.reconnect = reconnect
+            self.pingIntervalMilliseconds = pingIntervalMilliseconds
+            self.handshakeTimeoutMilliseconds = handshakeTimeoutMilliseconds
+            self.firstSeq = firstSeq
+            self.callbackQueue = callbackQueue
+            self.logger = logger
+            self.randomSeed = randomSeed
+        }
+    }
+
+    let core: ClientCore
+
+    /// Connects with `configuration`, over `transport` (default: TCP on a libuv thread).
+    public init(configuration: Configuration, transport: (any ClientTransport)? = nil) throws {
+        let transport = try transport ?? LibUVTransport()
+        core = ClientCore(configuration: configuration, transport: transport)
+        core.start()
+    }
+
+    /// Connects to `host:port`.
+    public convenience init(host: String, port: Int, token: String? = nil) throws {
+        try self.init(configuration: Configuration(host: host, port: port, token: token))
+    }
+
+    deinit { core.close() }
+
+    /// The configuration in use.
+    public var configuration: Configuration { core.configuration }
+    /// The writer identity sent with every write.
+    public var clientID: String { core.configuration.clientID }
+
+    /// Reads rows of `M.flowKind` as `M` in heterogeneous reads
+    /// (``SectionSnapshot/models``) — like registering a FlowKit adapter.
+    public func register<M: FlowModel>(_ type: M.Type) {
+        core.update { $0.registry.register(type) }
+    }
+
+    /// The live replica of the list `name`; subscribes on the first call.
+    ///
+    /// The handle is usable at once: edits made before the first snapshot arrives are
+    /// shown on the empty list and re-applied by identity onto the server's state.
+    public func director(_ name: String) -> ListDirector {
+        core.input { $0.subscribe(name) }
+        return ListDirector(name: name, client: self)
+    }
+
+    /// The connection's status now.
+    public var status: ConnectionStatus { core.read { $0.status } }
+
+    /// Calls `handler` on `queue` (default: the callback queue) at every status change.
+    @discardableResult
+    public func observeStatus(on queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (ConnectionStatus) -> Void) -> Observation {
+        let queue = queue ?? core.configuration.callbackQueue
+        let id = core.update { state -> UInt64 in
+            let id = state.nextObserverID
+            state.nextObserverID += 1
+            state.statusObservers[id] = (queue, handler)
+            return id
+        }
+        return Observation { [weak core] in _ = core?.update { $0.statusObservers.removeValue(forKey: id) } }
+    }
+
+    /// The server's statistics (``StatsReply`` entries by name), server-wide or with the
+    /// entries of one list.
+    ///
+    /// - Throws: ``FlowSyncError/closed`` when not connected.
+    public func stats(list: String? = nil) async throws(FlowSyncError) -> [String: Int64] {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<StatsReply, FlowSyncError>, Never>) in
+            core.input { state -> (Void, [SessionAction]) in
+                let (id, actions) = state.session.requestStats(list: list)
+                state.statsWaiters[id] = continuation
+                return ((), actions)
+            }
+        }
+        let reply = try result.get()
+        var entries: [String: Int64] = [:]
+        for entry in reply.entries { entries[entry.name] = entry.value }
+        return entries
+    }
+
+    /// Closes the connection and stops reconnecting. Unanswered writes fail with
+    /// ``FlowSyncError/closed``; change sequences end. Idempotent.
+    public func close() {
+        core.close()
+    }
+}
+
+/// A registration that can be cancelled (an observer, a status handler).
+public final class Observation: Sendable {
+    private let onCancel: @Sendable () -> Void
+
+    init(_ onCancel: @escaping @Sendable () -> Void) { self.onCancel = onCancel }
+
+    /// Stops the deliveries; changes already queued may still arrive.
+    public func cancel() { onCancel() }
+}

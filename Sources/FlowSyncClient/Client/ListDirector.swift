@@ -1,0 +1,199 @@
+import Dispatch
+import FlowSyncCore
+
+/// The live replica of one list: read it like a FlowKit director, edit it like one, and
+/// observe its changes.
+///
+/// Reads return the current ``ListSnapshot`` (a value). Edits apply to the replica at
+/// once — the observers see them before the server answers — and return a
+/// ``WriteTicket`` for the server's verdict. Indices in an edit refer to the replica as
+/// it is when the edit is made; the server rebases the write by identity over whatever
+/// others committed meanwhile.
+public final class ListDirector: Sendable {
+    /// The list's name.
+    public let name: String
+    /// The client this replica belongs to (kept alive by the handle).
+    public let client: FlowSyncClient
+
+    init(name: String, client: FlowSyncClient) {
+        self.name = name
+        self.client = client
+    }
+
+    private var core: ClientCore { client.core }
+
+    // MARK: Reading
+
+    /// The list now: the server's state plus this client's pending writes.
+    public var snapshot: ListSnapshot {
+        core.read { state in
+            state.snapshots[name] ?? ListSnapshot(name: name, director: Director(limits: ListReplica.limits),
+                                                   version: nil, pendingWrites: 0, registry: state.registry)
+        }
+    }
+
+    /// Why the list stopped, if it did (the server refused the subscription, or the
+    /// client was closed).
+    public var failure: FlowSyncError? { core.read { $0.failures[name] } }
+
+    /// The number of sections.
+    public var numberOfSections: Int { snapshot.numberOfSections }
+    /// The number of models over all sections.
+    public var numberOfModels: Int { snapshot.numberOfModels }
+    /// The sections, in order.
+    public var sections: [SectionSnapshot] { snapshot.sections }
+
+    /// The section at `index`, for reading and editing (it is addressed by its ID from
+    /// then on, so it stays the same section whatever moves).
+    public func section(at index: Int) -> LiveSection {
+        LiveSection(director: self, id: snapshot.director.sections[index].id)
+    }
+
+    /// The section with that ID, if the list has it.
+    public func section(id: String) -> LiveSection? {
+        snapshot.director.containsSection(id: id) ? LiveSection(director: self, id: id) : nil
+    }
+
+    /// The first section, if any.
+    public var firstSection: LiveSection? { snapshot.director.sections.first.map { LiveSection(director: self, id: $0.id) } }
+    /// The last section, if any.
+    public var lastSection: LiveSection? { snapshot.director.sections.last.map { LiveSection(director: self, id: $0.id) } }
+
+    /// Waits until the server's first snapshot is in the replica.
+    ///
+    /// - Throws: The list's failure, or ``FlowSyncError/closed``.
+    public func waitUntilLoaded() async throws(FlowSyncError) {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, FlowSyncError>, Never>) in
+            let ready = core.update { state -> Result<Void, FlowSyncError>? in
+                if let failure = state.failures[name] { return .failure(failure) }
+                if state.snapshots[name]?.isLoaded == true { return .success(()) }
+                if state.shutDown { return .failure(.closed) }
+                state.loadWaiters[name, default: []].append(continuation)
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+        try result.get()
+    }
+
+    // MARK: Editing
+
+    /// Runs `body` and sends everything it did as one write (applied atomically; one
+    /// visible change) — FlowKit's `reloadData(after:)`.
+    ///
+    /// - Throws: The first edit that does not apply (nothing is shown or sent then).
+    @discardableResult
+    public func perform(_ body: (DirectorBatch) throws(FlowSyncError) -> Void) throws(FlowSyncError) -> WriteTicket {
+        let batch = DirectorBatch(working: snapshot.director)
+        try body(batch)
+        return try submit(batch.operations)
+    }
+
+    /// Sends raw operations as one write.
+    @discardableResult
+    public func submit(_ operations: [Operation]) throws(FlowSyncError) -> WriteTicket {
+        let name = self.name
+        let outcome: Result<WriteTicket, FlowSyncError> = core.input { state in
+            do throws(FlowSyncError) {
+                let (seq, actions) = try state.session.submit(operations, to: name)
+                let ticket = WriteTicket(listName: name, seq: seq)
+                // Registered before the actions run: one of them may already answer it.
+                state.tickets[name, default: [:]][seq] = ticket
+                return (.success(ticket), actions)
+            } catch {
+                return (.failure(error), [])
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// Inserts a section at `index` (default: at the end).
+    @discardableResult
+    public func add(section: NewSection, at index: Int? = nil) throws(FlowSyncError) -> WriteTicket {
+        try perform { batch throws(FlowSyncError) in try batch.add(section: section, at: index) }
+    }
+
+    /// Inserts sections, in order, at `index` (default: at the end).
+    @discardableResult
+    public func add(sections: [NewSection], at index: Int? = nil) throws(FlowSyncError) -> WriteTicket {
+        try perform { batch throws(FlowSyncError) in try batch.add(sections: sections, at: index) }
+    }
+
+    /// Removes the section at `index` with its models.
+    @discardableResult
+    public func remove(sectionAt index: Int) throws(FlowSyncError) -> WriteTicket {
+        try perform { batch throws(FlowSyncError) in try batch.remove(sectionAt: index) }
+    }
+
+    /// Removes the section with that ID with its models.
+    @discardableResult
+    public func remove(sectionID: String) throws(FlowSyncError) -> WriteTicket {
+        try perform { batch throws(FlowSyncError) in try batch.remove(sectionID: sectionID) }
+    }
+
+    /// Moves a section; `to` is its index afterwards.
+    @discardableResult
+    public func move(sectionAt from: Int, to: Int) throws(FlowSyncError) -> WriteTicket {
+        try perform { batch throws(FlowSyncError) in try batch.move(sectionAt: from, to: to) }
+    }
+
+    /// Replaces every section; the UI gets the minimal change, not a reload.
+    @discardableResult
+    public func set(sections: [NewSection]) throws(FlowSyncError) -> WriteTicket {
+        try perform { batch throws(FlowSyncError) in try batch.set(sections: sections) }
+    }
+
+    /// Removes every section.
+    @discardableResult
+    public func removeAll() throws(FlowSyncError) -> WriteTicket {
+        try perform { batch throws(FlowSyncError) in try batch.removeAll() }
+    }
+
+    /// Removes the model with that ID, wherever it is.
+    @discardableResult
+    public func remove(modelID: String) throws(FlowSyncError) -> WriteTicket {
+        try perform { batch throws(FlowSyncError) in try batch.remove(modelID: modelID) }
+    }
+
+    /// Replaces the model with the same ID, wherever it is.
+    @discardableResult
+    public func update(model: some FlowModel) throws(FlowSyncError) -> WriteTicket {
+        try perform { batch throws(FlowSyncError) in try batch.update(model: model) }
+    }
+
+    // MARK: Observing
+
+    /// Calls `handler` on `queue` (default: the client's callback queue) for every
+    /// visible change, in order, starting with the next one.
+    @discardableResult
+    public func observe(on queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (ListChange) -> Void) -> Observation {
+        let queue = queue ?? core.configuration.callbackQueue
+        let name = self.name
+        let id = core.update { state -> UInt64 in
+            let id = state.nextObserverID
+            state.nextObserverID += 1
+            state.observers[name, default: [:]][id] = ClientCore.Observer(queue: queue, handler: handler)
+            return id
+        }
+        return Observation { [weak core] in _ = core?.update { $0.observers[name]?.removeValue(forKey: id) } }
+    }
+
+    /// Every visible change from now on, in order. The sequence ends when the client
+    /// closes, and throws the list's failure if the server stops it.
+    public var changes: AsyncThrowingStream<ListChange, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<ListChange, any Error>.makeStream()
+        let name = self.name
+        let id = core.update { state -> UInt64? in
+            if let failure = state.failures[name] { continuation.finish(throwing: failure); return nil }
+            if state.shutDown { continuation.finish(); return nil }
+            let id = state.nextObserverID
+            state.nextObserverID += 1
+            state.streams[name, default: [:]][id] = continuation
+            return id
+        }
+        if let id {
+            continuation.onTermination = { [weak core] _ in _ = core?.update { $0.streams[name]?.removeValue(forKey: id) } }
+        }
+        return stream
+    }
+}

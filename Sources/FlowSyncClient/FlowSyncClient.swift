@@ -1,1 +1,0 @@
-// Placeholder until the SDK lands (issue #6).

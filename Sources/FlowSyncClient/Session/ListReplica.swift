@@ -1,0 +1,107 @@
+import FlowSyncCore
+import FlowSyncProtocol
+
+/// The client's state for one list: what the server confirmed, the writes it has not
+/// confirmed yet, and the view the app sees (confirmed + pending).
+///
+/// Pure: no I/O, no clock. ``ClientSession`` drives it.
+struct ListReplica: Sendable {
+    /// Where the subscription stands.
+    enum Phase: Sendable, Equatable {
+        /// Subscribe sent (or to be sent once connected); its answer is awaited.
+        case subscribing
+        /// Receiving batches.
+        case live
+        /// A fresh snapshot was asked for after the replica drifted; batches are ignored
+        /// until it arrives.
+        case resyncing(ListChange.ResyncReason)
+        /// The server refused the subscription; nothing more happens.
+        case failed(FlowSyncError)
+    }
+
+    /// Replicas accept whatever the server sends: the server enforces the limits.
+    static let limits = DirectorLimits(maxIDBytes: .max, maxKindBytes: .max, maxPayloadBytes: .max,
+                                       maxSections: .max, maxRows: .max, maxOpsPerMutation: .max)
+
+    let name: String
+    var phase: Phase = .subscribing
+    /// The server's state at ``position``.
+    var confirmed = Director(limits: limits)
+    /// `nil` until the first snapshot.
+    var position: ListVersion?
+    /// What the app sees: ``confirmed`` with the visible pending writes applied.
+    var view = Director(limits: limits)
+    /// Writes not contained in ``confirmed``, oldest first.
+    var pending: [PendingWrite] = []
+    /// The seq of the Mutate in flight (sent, not yet answered nor seen in a Diff).
+    var inFlight: UInt64?
+
+    init(name: String) { self.name = name }
+
+    /// Whether the view is exactly ``confirmed`` (nothing pending on top).
+    var viewIsConfirmed: Bool { pending.isEmpty }
+
+    // MARK: Local edits
+
+    /// Shows `operations` at once and queues them as write `seq`.
+    ///
+    /// - Returns: The changeset of the visible change.
+    /// - Throws: ``MutationError`` when they do not apply to the view; nothing changed.
+    mutating func edit(_ operations: [Operation], seq: UInt64) throws(MutationError) -> Changeset {
+        // Anchor first, where the app wrote them (the replay is undone), then apply.
+        let anchored = try view.anchor(operations)
+        let changeset = try view.apply(operations)
+        pending.append(PendingWrite(seq: seq, anchored: anchored))
+        return changeset
+    }
+
+    // MARK: Rebuilding the view
+
+    /// Re-applies the pending writes on the confirmed state, each by identity.
+    ///
+    /// - Returns: The view before the rebuild.
+    /// - Complexity: O(k) for the pending operations, plus one copy of the touched
+    ///   storage of the confirmed state.
+    mutating func rebuildView() -> Director {
+        let old = view
+        var next = confirmed
+        for index in pending.indices {
+            do {
+                try next.applyResolving(pending[index].anchored)
+                pending[index].visible = true
+            } catch {
+                pending[index].visible = false
+            }
+        }
+        view = next
+        return old
+    }
+
+    /// The staged changeset between two views; empty when they are equal.
+    ///
+    /// - Complexity: O(1) when equal (the digests say so), else the O(n) diff.
+    static func change(from old: Director, to new: Director) -> Changeset {
+        if old.digest == new.digest && old.rowCount == new.rowCount && old.sections.count == new.sections.count {
+            return Changeset()
+        }
+        return Changeset.diff(from: old, to: new)
+    }
+
+    /// Drops the pending writes the confirmed state now contains: those named in
+    /// `committed` (this client's IDs in a Diff) and those acked at or before the
+    /// confirmed position.
+    ///
+    /// - Returns: Whether any was dropped.
+    @discardableResult
+    mutating func dropConfirmed(seqs committed: Set<UInt64>) -> Bool {
+        let before = pending.count
+        let position = self.position
+        pending.removeAll { write in
+            if committed.contains(write.seq) { return true }
+            if let acked = write.ackedAt, let position, acked.epoch == position.epoch, acked <= position { return true }
+            return false
+        }
+        if let inFlight, committed.contains(inFlight) { self.inFlight = nil }
+        return pending.count != before
+    }
+}
