@@ -276,6 +276,7 @@ struct ClientSession: Sendable {
                                                           digest: list.position == nil ? nil : list.confirmed.digest))))
             }
             list.inFlight = nil
+            list.committedUnacked = []   // Acks of the old connection never come
             if let first = list.pending.first, let mutate = first.sent, first.ackedAt == nil {
                 list.inFlight = first.seq
                 actions.append(.send(.mutate(mutate)))
@@ -347,8 +348,14 @@ struct ClientSession: Sendable {
         list.position = diff.to
         let clientID = settings.clientID
         let mine = Set(diff.mutations.filter { $0.clientID == clientID }.map(\.seq))
-        list.dropConfirmed(seqs: mine)
         var actions: [SessionAction] = []
+        // Complete the writes the batch contains now: their Acks follow on this
+        // connection, but a cut could lose them, and the write is no longer pending
+        // (nothing would be resent to get a new Ack).
+        for seq in list.dropConfirmed(seqs: mine) {
+            list.committedUnacked.insert(seq)
+            actions.append(.complete(list: list.name, seq: seq, .success(diff.to)))
+        }
         if viewWasConfirmed && list.pending.isEmpty {
             // Nothing of ours on top: the server's changeset is the visible change.
             list.view = list.confirmed
@@ -366,12 +373,19 @@ struct ClientSession: Sendable {
     // MARK: Write answers
 
     private mutating func received(_ ack: Ack) -> [SessionAction] {
-        var actions: [SessionAction] = [.complete(list: ack.listName, seq: ack.seq, .success(ack.committed))]
-        guard var list = lists[ack.listName] else { return actions }
+        guard var list = lists[ack.listName] else {
+            return [.complete(list: ack.listName, seq: ack.seq, .success(ack.committed))]
+        }
+        var actions: [SessionAction] = []
+        if list.committedUnacked.remove(ack.seq) == nil {
+            actions.append(.complete(list: ack.listName, seq: ack.seq, .success(ack.committed)))
+        }
         if list.inFlight == ack.seq { list.inFlight = nil }
         if let index = list.pending.firstIndex(where: { $0.seq == ack.seq }) {
             list.pending[index].ackedAt = ack.committed
-            if list.dropConfirmed(seqs: []) {
+            let before = list.pending.count
+            list.dropConfirmed(seqs: [])
+            if list.pending.count != before {
                 let old = list.rebuildView()
                 let changeset = ListReplica.change(from: old, to: list.view)
                 if !changeset.isEmpty { actions.append(deliver(list, .remote, changeset)) }

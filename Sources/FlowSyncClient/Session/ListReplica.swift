@@ -35,6 +35,9 @@ struct ListReplica: Sendable {
     var pending: [PendingWrite] = []
     /// The seq of the Mutate in flight (sent, not yet answered nor seen in a Diff).
     var inFlight: UInt64?
+    /// Writes already completed because a Diff showed them committed, whose Ack is
+    /// still to come on this connection (it must not complete them twice).
+    var committedUnacked: Set<UInt64> = []
 
     init(name: String) { self.name = name }
 
@@ -91,17 +94,20 @@ struct ListReplica: Sendable {
     /// `committed` (this client's IDs in a Diff) and those acked at or before the
     /// confirmed position.
     ///
-    /// - Returns: Whether any was dropped.
+    /// - Returns: The dropped writes that were not acked yet (a Diff showed them first).
     @discardableResult
-    mutating func dropConfirmed(seqs committed: Set<UInt64>) -> Bool {
-        let before = pending.count
+    mutating func dropConfirmed(seqs committed: Set<UInt64>) -> [UInt64] {
         let position = self.position
+        var unacked: [UInt64] = []
         pending.removeAll { write in
-            if committed.contains(write.seq) { return true }
+            if committed.contains(write.seq) {
+                if write.ackedAt == nil { unacked.append(write.seq) }
+                return true
+            }
             if let acked = write.ackedAt, let position, acked.epoch == position.epoch, acked <= position { return true }
             return false
         }
         if let inFlight, committed.contains(inFlight) { self.inFlight = nil }
-        return pending.count != before
+        return unacked
     }
 }

@@ -1,0 +1,266 @@
+@testable import FlowSyncClient
+import FlowSyncCore
+import FlowSyncProtocol
+import FlowSyncTestSupport
+
+/// A whole deployment without sockets: one server list (the real ``Sequencer``), several
+/// ``ClientSession``s, and in-order message channels between them that a seeded random
+/// schedule drives — delivering, sealing batches, cutting connections, firing timers.
+///
+/// The server side follows the reference server's rules (docs/PROTOCOL.md): a Subscribe
+/// ends the batch early; a batch's Diff is queued to every subscriber before its Acks
+/// and Rejects; a resume gets a Diff or a Snapshot with the documented reason.
+struct SimulatedNetwork {
+    static let list = "sim"
+
+    struct Client {
+        var session: ClientSession
+        var recorder: ChangeRecorder
+        var connected = false
+        var connecting = false
+        var reconnectDue = false
+        /// Client → server, in order.
+        var up: [Message] = []
+        /// Server → client, in order.
+        var down: [Message] = []
+        /// Server side: handshake done, subscribed.
+        var ready = false
+        var subscribed = false
+        var completions: [UInt64: Result<ListVersion, FlowSyncError>] = [:]
+        var submitted: Set<UInt64> = []
+        var generator: DirectorGenerator
+        /// Server side: the connection's number; answers for an older one are dropped
+        /// (they would go to a closed socket).
+        var generation = 0
+    }
+
+    var sequencer = Sequencer(position: ListVersion(epoch: 7, version: 0))
+    var clients: [Client] = []
+    var random: SeededRandom
+    var now: UInt64 = 0
+    /// Every committed mutation, to prove none committed twice.
+    var committed: [MutationID: ListVersion] = [:]
+    var failures: [String] = []
+
+    init(seed: UInt64, clients count: Int) {
+        random = SeededRandom(seed: seed)
+        for index in 0..<count {
+            let settings = ClientSession.Settings(
+                clientID: "c\(index)", clientName: "sim", token: nil,
+                reconnect: ReconnectPolicy(initialDelayMilliseconds: 10, maxDelayMilliseconds: 100),
+                pingIntervalMilliseconds: 0, handshakeTimeoutMilliseconds: 1_000_000,
+                firstSeq: 1, randomSeed: seed &+ UInt64(index))
+            var client = Client(session: ClientSession(settings: settings), recorder: ChangeRecorder(),
+                                generator: DirectorGenerator(seed: seed &* 31 &+ UInt64(index), idPrefix: "c\(index)-"))
+            let start = client.session.start(now: 0)
+            clients.append(client)
+            apply(start, client: index)
+            _ = client
+            let subscribe = clients[index].session.subscribe(Self.list)
+            apply(subscribe, client: index)
+        }
+    }
+
+    // MARK: Client side
+
+    mutating func apply(_ actions: [SessionAction], client i: Int) {
+        for action in actions {
+            switch action {
+            case .connect:
+                clients[i].connecting = true
+            case .send(let message):
+                if clients[i].connected { clients[i].up.append(message) }
+            case .disconnect:
+                cut(i)
+            case .scheduleReconnect:
+                clients[i].reconnectDue = true
+            case .useDictionary, .status, .stats:
+                break
+            case .deliver(_, let cause, let changeset, let view, let version, _):
+                if let problem = clients[i].recorder.record(cause: cause, changeset: changeset, view: view, version: version) {
+                    failures.append("client \(i): \(problem)")
+                }
+            case .complete(_, let seq, let result):
+                if let first = clients[i].completions[seq] { failures.append("client \(i): write \(seq) completed twice: \(first), then \(result)") }
+                clients[i].completions[seq] = result
+            case .listFailed(_, let error):
+                failures.append("client \(i): list failed: \(error)")
+            }
+        }
+    }
+
+    /// The connection of client `i` breaks: whatever was in flight either way is lost.
+    mutating func cut(_ i: Int) {
+        guard clients[i].connected || clients[i].connecting else { return }
+        clients[i].connected = false
+        clients[i].connecting = false
+        clients[i].up = []
+        clients[i].down = []
+        clients[i].ready = false
+        clients[i].subscribed = false
+        clients[i].generation += 1
+        now += 1
+        let actions = clients[i].session.transportClosed(reason: "cut", now: now)
+        apply(actions, client: i)
+    }
+
+    /// One local edit by client `i`, valid against its view.
+    mutating func edit(_ i: Int) {
+        let view = clients[i].session.lists[Self.list]!.view
+        let ops = clients[i].generator.group(for: view, maxOps: 4)
+        do {
+            let (seq, actions) = try clients[i].session.submit(ops, to: Self.list)
+            clients[i].submitted.insert(seq)
+            apply(actions, client: i)
+        } catch {
+            // The generator's groups are valid only most of the time; a refused one
+            // must really not apply, and must change nothing.
+            var copy = view
+            if (try? copy.apply(ops)) != nil {
+                failures.append("client \(i): a valid edit was refused locally: \(error)")
+            }
+            if clients[i].session.lists[Self.list]!.view != view {
+                failures.append("client \(i): a refused edit changed the view")
+            }
+        }
+    }
+
+    // MARK: Server side
+
+    mutating func serverReceive(_ i: Int) {
+        guard !clients[i].up.isEmpty else { return }
+        let message = clients[i].up.removeFirst()
+        switch message {
+        case .hello:
+            clients[i].ready = true
+            send(.welcome(Welcome(version: 1, serverName: "sim", limits: ServerLimits(), heartbeatMilliseconds: 0, dictionary: [])), to: i)
+        case .subscribe(let subscribe):
+            seal()   // a Subscribe ends the batch early
+            clients[i].subscribed = true
+            send(answer(to: subscribe), to: i)
+        case .unsubscribe:
+            clients[i].subscribed = false
+        case .mutate(let mutate):
+            sequencer.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: i * 1_000_000 + clients[i].generation)
+        default:
+            failures.append("server: unexpected \(message.type) from client \(i)")
+        }
+    }
+
+    func answer(to subscribe: Subscribe) -> Message {
+        let position = sequencer.position
+        func snapshot(_ reason: Snapshot.Reason) -> Message {
+            .snapshot(Snapshot(listName: Self.list, position: position, digest: sequencer.director.digest, reason: reason, sections: sequencer.director.sections))
+        }
+        guard let from = subscribe.resumeFrom else { return snapshot(.freshSubscribe) }
+        if from.epoch != position.epoch { return snapshot(.epochChanged) }
+        if let digest = subscribe.digest, let past = sequencer.state(at: from), past.digest != digest { return snapshot(.resyncRequested) }
+        switch sequencer.catchUp(from: from) {
+        case .upToDate:
+            return .diff(Diff(listName: Self.list, epoch: position.epoch, fromVersion: from.version, toVersion: from.version, digest: sequencer.director.digest, changeset: Changeset()))
+        case .changeset(let changeset):
+            return .diff(Diff(listName: Self.list, epoch: position.epoch, fromVersion: from.version, toVersion: position.version, digest: sequencer.director.digest, changeset: changeset))
+        case .snapshot:
+            return snapshot(.resumeTooOld)
+        }
+    }
+
+    /// The end of a server loop turn: one batch, its Diff to every subscriber, then the
+    /// answers in arrival order.
+    mutating func seal() {
+        guard sequencer.hasPending else { return }
+        let batch = sequencer.seal()
+        if let commit = batch.commit {
+            for id in commit.mutations {
+                if committed[id] != nil { failures.append("server: \(id) committed twice") }
+                committed[id] = commit.to
+            }
+            let diff = Diff(listName: Self.list, epoch: commit.to.epoch, fromVersion: commit.from.version, toVersion: commit.to.version,
+                            digest: commit.digest, changeset: commit.changeset, mutations: commit.mutations)
+            for i in clients.indices where clients[i].subscribed { send(.diff(diff), to: i) }
+        }
+        for outcome in batch.outcomes {
+            let i = outcome.tag / 1_000_000
+            guard outcome.tag % 1_000_000 == clients[i].generation else { continue }
+            switch outcome.result {
+            case .success(let version):
+                send(.ack(Ack(listName: Self.list, seq: outcome.id.seq, committed: version)), to: i)
+            case .failure(let rejection):
+                let code: ErrorCode
+                if case .invalid(let error) = rejection { code = ErrorCode(for: error.reason) } else { code = .staleBaseVersion }
+                send(.reject(Reject(listName: Self.list, seq: outcome.id.seq, code: code, message: "\(rejection)")), to: i)
+            }
+        }
+    }
+
+    mutating func send(_ message: Message, to i: Int) {
+        if clients[i].connected { clients[i].down.append(message) }
+    }
+
+    mutating func clientReceive(_ i: Int) {
+        guard !clients[i].down.isEmpty else { return }
+        let message = clients[i].down.removeFirst()
+        now += 1
+        apply(clients[i].session.received(message, now: now), client: i)
+    }
+
+    // MARK: Schedule
+
+    /// One random step.
+    mutating func step(editChance: Double, cutChance: Double) {
+        let i = random.int(0..<clients.count)
+        let roll = random.int(0..<100)
+        now += 1
+        if clients[i].connecting && roll < 30 {
+            clients[i].connecting = false
+            clients[i].connected = true
+            apply(clients[i].session.connected(now: now), client: i)
+        } else if clients[i].reconnectDue && roll < 40 {
+            clients[i].reconnectDue = false
+            apply(clients[i].session.reconnectDue(now: now), client: i)
+        } else if random.chance(editChance) {
+            edit(i)
+        } else if random.chance(cutChance) {
+            cut(i)
+        } else if roll < 45 {
+            serverReceive(i)
+        } else if roll < 55 {
+            seal()
+        } else {
+            clientReceive(i)
+        }
+    }
+
+    /// Runs until every message is delivered, every client is connected and nothing is
+    /// pending, with no more edits or cuts. Bounded.
+    mutating func settle() -> Bool {
+        for _ in 0..<100_000 {
+            var busy = false
+            for i in clients.indices {
+                now += 1
+                if clients[i].reconnectDue {
+                    clients[i].reconnectDue = false
+                    apply(clients[i].session.reconnectDue(now: now), client: i)
+                    busy = true
+                }
+                if clients[i].connecting {
+                    clients[i].connecting = false
+                    clients[i].connected = true
+                    apply(clients[i].session.connected(now: now), client: i)
+                    busy = true
+                }
+                while !clients[i].up.isEmpty { serverReceive(i); busy = true }
+            }
+            if sequencer.hasPending { seal(); busy = true }
+            for i in clients.indices {
+                while !clients[i].down.isEmpty { clientReceive(i); busy = true }
+            }
+            let quiet = clients.allSatisfy { client in
+                let list = client.session.lists[Self.list]!
+                return list.pending.isEmpty && list.phase == .live && client.connected
+            }
+            if !busy && quiet { return true }
+        }
+        return false
+    }
+}
