@@ -522,3 +522,17 @@ struct ClientSession: Sendable {
         return Double(z >> 11) / Double(1 << 53)
     }
 }
+
+extension ClientSession {
+    /// Test hook: makes the replica of `name` drift from the server (a row the server
+    /// never sent), as a bug or a bit flip would, and reports it as a change so the
+    /// app's view stays consistent. The next batch's digest check must catch it.
+    mutating func injectDriftForTesting(_ name: String) -> [SessionAction] {
+        guard var list = lists[name] else { return [] }
+        let section = Section(id: "drift-\(list.confirmed.sections.count)", rows: [Row(id: "drift-row-\(list.confirmed.rowCount)")])
+        _ = try? list.confirmed.apply([.insertSections([section], at: list.confirmed.sections.count)])
+        let old = list.rebuildView()
+        lists[name] = list
+        return [deliver(list, .remote, ListReplica.change(from: old, to: list.view))]
+    }
+}
