@@ -19,6 +19,22 @@ extension Changeset {
         }
     }
 
+    /// Applies every stage like ``apply(to:)`` and returns how to undo it, so a batch
+    /// read back from a store (or any replayed changeset) can enter a history.
+    /// On error the director is left exactly as it was.
+    public func applyReversibly(to director: inout Director) throws(ChangesetApplyError) -> BatchReversal {
+        var ctx = EditContext(undo: [], tracker: nil)
+        for (index, stage) in stages.enumerated() {
+            do {
+                try director.apply(stage, &ctx)
+            } catch {
+                director.undo(ctx.undo ?? [])
+                throw ChangesetApplyError(stage: index, violation: error)
+            }
+        }
+        return BatchReversal(entries: ctx.undo ?? [])
+    }
+
     /// The result of applying this changeset to `director`.
     public func applied(to director: Director) throws(ChangesetApplyError) -> Director {
         var copy = director

@@ -41,12 +41,71 @@ public struct DedupeWindow: Sendable {
         }
     }
 
+    /// One client's remembered window, as a store persists it (``records(through:)``,
+    /// ``init(limits:restoring:)``).
+    public struct ClientRecord: Hashable, Sendable {
+        public struct Entry: Hashable, Sendable {
+            public var seq: UInt64
+            public var version: ListVersion
+            public init(seq: UInt64, version: ListVersion) { self.seq = seq; self.version = version }
+        }
+        public var clientID: String
+        /// Sequence numbers below this may have been committed and forgotten.
+        public var forgottenBelow: UInt64?
+        /// Remembered commits, oldest first.
+        public var entries: [Entry]
+        public init(clientID: String, forgottenBelow: UInt64?, entries: [Entry]) {
+            self.clientID = clientID
+            self.forgottenBelow = forgottenBelow
+            self.entries = entries
+        }
+    }
+
     public let limits: Limits
     private var clients: [String: Client] = [:]
     private var clock: UInt64 = 0
 
     public init(limits: Limits) {
         self.limits = limits
+    }
+
+    /// Rebuilds a window from persisted records, least recently active first (the
+    /// order ``records(through:)`` returns), so eviction order survives a restart.
+    public init(limits: Limits, restoring records: [ClientRecord]) {
+        self.limits = limits
+        for record in records {
+            clock += 1
+            var client = Client()
+            for entry in record.entries {
+                client.versions[entry.seq] = entry.version
+                client.order.append(entry.seq)
+            }
+            client.forgottenBelow = record.forgottenBelow
+            client.lastUse = clock
+            clients[record.clientID] = client
+        }
+    }
+
+    /// What the window remembers of commits up to and including `version` (all when
+    /// `nil`), least recently active client first. A store writes this in a snapshot
+    /// of that version; replaying the later batches records the rest again.
+    /// - Complexity: O(remembered entries).
+    public func records(through version: ListVersion? = nil) -> [ClientRecord] {
+        var result: [(UInt64, ClientRecord)] = []
+        result.reserveCapacity(clients.count)
+        for (clientID, client) in clients {
+            var entries: [ClientRecord.Entry] = []
+            entries.reserveCapacity(client.order.count)
+            for seq in client.order {
+                guard let committed = client.versions[seq] else { continue }
+                if let version, committed.epoch == version.epoch, committed.version > version.version { continue }
+                entries.append(ClientRecord.Entry(seq: seq, version: committed))
+            }
+            if entries.isEmpty && client.forgottenBelow == nil { continue }
+            result.append((client.lastUse, ClientRecord(clientID: clientID, forgottenBelow: client.forgottenBelow, entries: entries)))
+        }
+        result.sort { $0.0 < $1.0 }
+        return result.map(\.1)
     }
 
     /// The version a committed mutation was acknowledged with, if remembered.

@@ -40,6 +40,13 @@ public struct Sequencer: Sendable {
 
     /// A committed batch.
     public struct Commit: Sendable {
+        public init(from: ListVersion, to: ListVersion, changeset: Changeset, digest: StateDigest, mutations: [MutationID]) {
+            self.from = from
+            self.to = to
+            self.changeset = changeset
+            self.digest = digest
+            self.mutations = mutations
+        }
         public let from: ListVersion
         public let to: ListVersion
         public let changeset: Changeset
@@ -286,6 +293,53 @@ public struct Sequencer: Sendable {
     /// Changes the limits later mutations are checked against (a config reload).
     public mutating func setDirectorLimits(_ limits: DirectorLimits) {
         director.limits = limits
+    }
+
+    // MARK: Recovery from a store
+
+    /// What the idempotency window remembers of commits up to `version` (all when
+    /// `nil`), for a snapshot written by a store.
+    public func dedupeRecords(through version: ListVersion? = nil) -> [DedupeWindow.ClientRecord] {
+        dedupe.records(through: version)
+    }
+
+    /// A sequencer rebuilt from a stored snapshot: the state at `position` and the
+    /// idempotency window as it was then. Later batches come through ``replay(_:)``.
+    public init(director: Director, position: ListVersion, historyLimits: HistoryLimits, dedupeLimits: DedupeWindow.Limits,
+                restoring records: [DedupeWindow.ClientRecord]) {
+        self.init(director: director, position: position, historyLimits: historyLimits, dedupeLimits: dedupeLimits)
+        self.dedupe = DedupeWindow(limits: dedupeLimits, restoring: records)
+    }
+
+    /// Why a stored batch cannot be replayed: the log does not fit the state it is
+    /// replayed on (a gap, another epoch, a changeset that does not apply, or a digest
+    /// that differs) — corruption the store's checksums did not catch, or a bug.
+    public struct ReplayError: Error, Hashable, Sendable, CustomStringConvertible {
+        public let description: String
+        public init(description: String) { self.description = description }
+    }
+
+    /// Replays a committed batch read back from a store, exactly as it was committed:
+    /// the state, the version, the history (for resume) and the idempotency window all
+    /// advance as they did when the batch was sealed. On error nothing changes.
+    /// - Complexity: that of ``Changeset/apply(to:)``.
+    public mutating func replay(_ commit: Commit) throws(ReplayError) {
+        guard commit.from == position, commit.to == position.next else {
+            throw ReplayError(description: "batch \(commit.from)→\(commit.to) does not follow \(position)")
+        }
+        let reversal: BatchReversal
+        do {
+            reversal = try commit.changeset.applyReversibly(to: &director)
+        } catch {
+            throw ReplayError(description: "batch \(commit.from)→\(commit.to) does not apply: \(error)")
+        }
+        guard director.digest == commit.digest else {
+            director.revert(reversal)
+            throw ReplayError(description: "batch \(commit.from)→\(commit.to): digest \(director.digest) after replay, \(commit.digest) recorded")
+        }
+        position = commit.to
+        for id in commit.mutations { dedupe.record(id, version: commit.to) }
+        record(HistoryEntry(version: commit.to, reversal: reversal, bytes: reversal.approximateBytes + 64, mutations: commit.mutations))
     }
 
     /// Starts a new epoch (history lost or reset): the version restarts at 0 and every
