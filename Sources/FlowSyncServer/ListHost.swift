@@ -9,7 +9,7 @@ final class ListHost {
     /// Connection IDs subscribed to this list, in subscription order.
     private(set) var subscribers: [Int] = []
     /// Declared in the config (never dropped when idle).
-    let declared: Bool
+    var declared: Bool
 
     /// Encoded snapshot frames of ``cachedVersion``, one per reason (the reason is part
     /// of the frame). Why cache: every joiner at one version shares one encoding and
@@ -21,6 +21,13 @@ final class ListHost {
         self.name = name
         self.declared = declared
         sequencer = Sequencer(director: Director(limits: limits), position: ListVersion(epoch: epoch, version: 0), historyLimits: history, dedupeLimits: dedupe)
+    }
+
+    /// A list recovered from the store.
+    init(name: String, sequencer: Sequencer, declared: Bool) {
+        self.name = name
+        self.declared = declared
+        self.sequencer = sequencer
     }
 
     var position: ListVersion { sequencer.position }

@@ -47,11 +47,38 @@ public final class Server {
     /// `STATUS=` lines in systemd); optional.
     public var onStatusChange: (() -> Void)?
 
-    public init(configuration: ServerConfiguration, loop: EventLoop, logger: Logger) {
+    /// Where committed batches go (docs/STORAGE.md).
+    public let store: DirectorStore
+    /// Set once the store failed a write or an fsync: from then on nothing is sent.
+    public private(set) var storageFailure: StoreError?
+    /// Called once, on the loop thread, when the store fails a write or an fsync. The
+    /// batch in flight is never acknowledged, and the in-memory state is ahead of the
+    /// disk, so the only safe continuation is a restart: `flowsyncd` exits with
+    /// `EX_IOERR` (74) and systemd restarts it; tests observe it instead. Without a
+    /// handler the server just stops serving (every connection is closed).
+    public var onFatalStorageError: ((StoreError) -> Void)?
+    /// Lists that asked for a snapshot (compaction) this turn; done after the flush, so
+    /// no ack waits for it.
+    private var compactionsDue: Set<String> = []
+    private var syncTimer: LoopTimer?
+    private var recovered = false
+    private var closedAfterFailure = false
+
+    /// A server over `store`, or over the store `configuration` names (`[storage]`:
+    /// a ``FileStore`` in the data directory by default).
+    public init(configuration: ServerConfiguration, loop: EventLoop, logger: Logger, store: DirectorStore? = nil) {
         self.configuration = configuration
         self.loop = loop
         self.logger = logger
         self.encoder = FrameEncoder(configuration: Self.compression(configuration))
+        if let store {
+            self.store = store
+        } else {
+            switch configuration.storageEngine {
+            case .file: self.store = FileStore(directory: configuration.dataDirectory, options: configuration.fileStoreOptions)
+            case .memory: self.store = InMemoryStore(snapshotEveryBatches: configuration.snapshotEveryBatches)
+            }
+        }
     }
 
     /// Level 0 means "never compress" (zlib's own level 0 would still wrap stored
@@ -70,6 +97,14 @@ public final class Server {
     /// over by systemd) and starts serving. Returns the bound port.
     @discardableResult
     public func start(adoptingDescriptor descriptor: Int32? = nil) throws(UVError) -> Int {
+        if !recovered {
+            // Callers that want the recovery report (and --repair) call recover() first.
+            do {
+                try recover()
+            } catch {
+                throw UVError(code: -5, operation: "store recovery: \(error)")
+            }
+        }
         let listener: TCPListener
         if let descriptor {
             listener = try TCPListener(loop: loop, adoptingDescriptor: descriptor)
@@ -91,6 +126,14 @@ public final class Server {
         sweep.start(after: 100, repeat: 100) { [weak self] in self?.sweepConnections() }
         sweep.unref()
         self.sweep = sweep
+        if configuration.fsyncPolicy == .interval {
+            // Acks leave at once; this timer bounds what an OS crash can lose.
+            let timer = LoopTimer(loop: loop)
+            let interval = UInt64(configuration.fsyncIntervalMilliseconds)
+            timer.start(after: interval, repeat: interval) { [weak self] in self?.syncStore() }
+            timer.unref()
+            syncTimer = timer
+        }
         logger.info("listening", metadata: ["address": "\(configuration.host):\(listener.port)"])
         return listener.port
     }
@@ -126,8 +169,18 @@ public final class Server {
         shutdownCompletion = nil
         hook?.close()
         sweep?.close()
+        syncTimer?.close()
         hook = nil
         sweep = nil
+        syncTimer = nil
+        if storageFailure == nil {
+            do {
+                try store.close()
+            } catch {
+                storageFailed(error)
+            }
+        }
+        if storageFailure != nil { (store as? FileStore)?.abandon() }
         logger.info("stopped", metadata: ["batches": "\(statistics.batchesCommitted)"])
         completion()
     }
@@ -153,7 +206,17 @@ public final class Server {
         var ignored: [String] = []
         if new.host != configuration.host || new.port != configuration.port { ignored.append("server.host/port") }
         if new.dataDirectory != configuration.dataDirectory { ignored.append("server.data_dir") }
+        if new.storageEngine != configuration.storageEngine || new.fsyncPolicy != configuration.fsyncPolicy
+            || new.fsyncIntervalMilliseconds != configuration.fsyncIntervalMilliseconds
+            || new.snapshotEveryBatches != configuration.snapshotEveryBatches || new.snapshotEveryBytes != configuration.snapshotEveryBytes {
+            ignored.append("storage")
+        }
         var applied = new
+        applied.storageEngine = configuration.storageEngine
+        applied.fsyncPolicy = configuration.fsyncPolicy
+        applied.fsyncIntervalMilliseconds = configuration.fsyncIntervalMilliseconds
+        applied.snapshotEveryBatches = configuration.snapshotEveryBatches
+        applied.snapshotEveryBytes = configuration.snapshotEveryBytes
         applied.host = configuration.host
         applied.port = configuration.port
         applied.dataDirectory = configuration.dataDirectory
@@ -341,10 +404,13 @@ public final class Server {
     }
 
     private func host(for name: String, create: Bool, declared: Bool = false) -> ListHost? {
-        if let list = lists[name] { return list }
+        if let list = lists[name] {
+            if declared { list.declared = true }
+            return list
+        }
         guard create else { return nil }
-        // A fresh random epoch: without a durable store, a restarted daemon's lists are
-        // new histories, and clients must resync rather than trust old positions.
+        // A fresh random epoch: a list that is not in the store is a new history, and a
+        // client holding a position of an older list of that name must resync.
         defer { recordListGauges() }
         let list = ListHost(name: name, epoch: UInt64.random(in: 1...UInt64.max), limits: configuration.director, history: historyLimits,
                             dedupe: DedupeWindow.Limits(perClient: configuration.dedupePerClient, clients: configuration.dedupeClients), declared: declared)
@@ -403,7 +469,7 @@ public final class Server {
     }
 
     private func enqueue(_ frame: [UInt8], to connection: Connection) {
-        guard connection.enqueue(frame) else { return }
+        guard storageFailure == nil, connection.enqueue(frame) else { return }
         toFlush.insert(connection.id)
         if connection.queuedBytes > configuration.hardLimitBytes {
             statistics.slowConsumerEvents += 1
@@ -441,6 +507,10 @@ public final class Server {
     // MARK: End of turn
 
     private func endOfTurn() {
+        if storageFailure != nil {
+            closeEverythingAfterStorageFailure()
+            return
+        }
         sealDirtyLists()
         flushAll()
         // Lagging subscribers whose queue is already low (the flush wrote everything
@@ -451,10 +521,12 @@ public final class Server {
             caughtUp = catchUpLaggingFlows(of: connection) || caughtUp
         }
         if caughtUp { flushAll() }
+        if !compactionsDue.isEmpty { compactDueLists() }
+        if storageFailure != nil { closeEverythingAfterStorageFailure() }
     }
 
     private func sealDirtyLists() {
-        guard !dirtyLists.isEmpty else { return }
+        guard !dirtyLists.isEmpty, storageFailure == nil else { return }
         let names = dirtyLists
         dirtyLists = []
         for name in names {
@@ -474,6 +546,16 @@ public final class Server {
                             digest: commit.digest, changeset: commit.changeset,
                             mutations: commit.mutations)
             let frame = encoder.encode(.diff(diff))
+            // Into the store before anything is queued; the frames queued below leave
+            // only after flushAll() has synced it (fsync = always).
+            do {
+                if try store.append(StoredBatch(listName: list.name, commit: commit, encodedDiff: frame)) {
+                    compactionsDue.insert(list.name)
+                }
+            } catch {
+                storageFailed(error)
+                return
+            }
             let policy = backpressure
             for id in list.subscribers {
                 guard let connection = connections[id], var flow = connection.flows[list.name] else { continue }
@@ -540,6 +622,18 @@ public final class Server {
     }
 
     private func flushAll() {
+        // The durability rule: under fsync = always, no byte leaves while a batch
+        // appended to the store is not on disk — one sync covers every list written
+        // this turn (group commit), then the acks and diffs of all of them go out.
+        guard storageFailure == nil else { return }
+        if configuration.fsyncPolicy == .always && store.hasUnsyncedWrites {
+            do {
+                try store.sync()
+            } catch {
+                storageFailed(error)
+                return
+            }
+        }
         let now = loop.now
         let ids = toFlush
         toFlush = []
@@ -593,6 +687,93 @@ public final class Server {
         if let deadline = shutdownDeadline, now >= deadline {
             for connection in connections.values { connection.tcp.close() }
         }
+    }
+
+    // MARK: Storage
+
+    /// Rebuilds the lists from the store (before ``start(adoptingDescriptor:)``, which
+    /// calls it when nobody did). Lists whose stored history may not be what clients
+    /// saw (a repair, or an unclean stop under a lossy fsync policy) start a new epoch,
+    /// so their subscribers resync from a snapshot instead of trusting a gap.
+    /// - Throws: ``StoreError`` — corruption (refuse to start; `repair` keeps the
+    ///   valid prefix) or an I/O failure.
+    @discardableResult
+    public func recover(repair: Bool = false) throws(StoreError) -> RecoveryReport {
+        precondition(!recovered, "Internal inconsistency in Server: recover() called twice")
+        let options = RecoveryOptions(directorLimits: configuration.director, historyLimits: historyLimits,
+                                      dedupeLimits: DedupeWindow.Limits(perClient: configuration.dedupePerClient, clients: configuration.dedupeClients),
+                                      repair: repair)
+        let started = monotonicNanoseconds()
+        let report = try store.recover(options)
+        for var list in report.lists {
+            if list.needsNewEpoch {
+                let old = list.sequencer.position
+                list.sequencer.startEpoch(UInt64.random(in: 1...UInt64.max))
+                let sequencer = list.sequencer
+                try store.startEpoch(StoredSnapshot(listName: list.name, position: sequencer.position, digest: sequencer.director.digest,
+                                                    sections: sequencer.director.sections, dedupe: sequencer.dedupeRecords()))
+                logger.warning("list starts a new epoch: clients resync from a snapshot", metadata: ["flowsync.list": "\(list.name)", "was": "\(old)", "now": "\(sequencer.position)"])
+            }
+            lists[list.name] = ListHost(name: list.name, sequencer: list.sequencer, declared: false)
+        }
+        for note in report.notes { logger.warning("store: \(note)") }
+        recovered = true
+        recordListGauges()
+        if !report.lists.isEmpty || report.truncatedBytes > 0 {
+            logger.info("recovered", metadata: ["lists": "\(report.lists.count)", "batches": "\(report.replayedBatches)",
+                                                "truncatedBytes": "\(report.truncatedBytes)", "ms": "\((monotonicNanoseconds() - started) / 1_000_000)"])
+        }
+        return report
+    }
+
+    /// The `interval` policy's timer.
+    private func syncStore() {
+        guard storageFailure == nil else { return }
+        do {
+            try store.sync()
+        } catch {
+            storageFailed(error)
+        }
+    }
+
+    /// Snapshots of the lists that asked for one: the state at the oldest version the
+    /// history still holds, so every batch resumable now stays resumable after a
+    /// restart, and the log before it is dropped.
+    private func compactDueLists() {
+        let names = compactionsDue
+        compactionsDue = []
+        for name in names {
+            guard storageFailure == nil, let list = lists[name] else { continue }
+            let sequencer = list.sequencer
+            let base = sequencer.oldestResumable
+            guard let state = sequencer.state(at: base) else { continue }
+            do {
+                try store.compact(StoredSnapshot(listName: name, position: base, digest: state.digest, sections: state.sections,
+                                                 dedupe: sequencer.dedupeRecords(through: base)))
+            } catch {
+                storageFailed(error)
+            }
+        }
+    }
+
+    /// A write or fsync failed: nothing more leaves (the batch in flight is never
+    /// acknowledged), and the fatal handler runs. Connections are closed at the end of
+    /// the turn, never inside a callback.
+    private func storageFailed(_ error: StoreError) {
+        guard storageFailure == nil else { return }
+        storageFailure = error
+        logger.critical("storage failed; no further acknowledgement will be sent", metadata: ["error": "\(error)"])
+        toFlush = []
+        for connection in connections.values { connection.discardPending() }
+        onFatalStorageError?(error)
+    }
+
+    private func closeEverythingAfterStorageFailure() {
+        guard !closedAfterFailure else { return }
+        closedAfterFailure = true
+        listener?.close()
+        listener = nil
+        for connection in Array(connections.values) { peerEnded(connection, nil) }
     }
 
     // MARK: Stats

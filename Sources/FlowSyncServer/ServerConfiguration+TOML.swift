@@ -54,6 +54,11 @@ extension ServerConfiguration {
                 case ("backpressure", "high_watermark_bytes"): highWatermarkBytes = try value.int(1...(1 << 40))
                 case ("backpressure", "hard_limit_bytes"): hardLimitBytes = try value.int(1...(1 << 40))
                 case ("backpressure", "write_deadline_ms"): writeDeadlineMilliseconds = try value.int(1...86_400_000)
+                case ("storage", "engine"): storageEngine = try value.choice(StorageEngine.self)
+                case ("storage", "fsync"): fsyncPolicy = try value.choice(FsyncPolicy.self)
+                case ("storage", "fsync_interval_ms"): fsyncIntervalMilliseconds = try value.int(1...3_600_000)
+                case ("storage", "snapshot_every_batches"): snapshotEveryBatches = try value.int(0...1_000_000_000)
+                case ("storage", "snapshot_every_bytes"): snapshotEveryBytes = try value.int(0...(1 << 40))
                 case ("history", "max_batches"): historyMaxBatches = try value.int(0...100_000_000)
                 case ("history", "max_bytes"): historyMaxBytes = try value.int(0...(1 << 40))
                 case ("ordering", "dedupe_per_client"): dedupePerClient = try value.int(2...1_000_000)
@@ -64,7 +69,7 @@ extension ServerConfiguration {
                 case ("metrics", "host"): metricsHost = try value.string()
                 case ("metrics", "port"): metricsPort = try value.int(0...65_535)
                 case ("logging", "level"): logLevel = try value.string()
-                case ("server", _), ("limits", _), ("backpressure", _), ("history", _), ("ordering", _), ("compression", _), ("metrics", _), ("logging", _):
+                case ("server", _), ("storage", _), ("limits", _), ("backpressure", _), ("history", _), ("ordering", _), ("compression", _), ("metrics", _), ("logging", _):
                     throw ConfigurationError(key: value.key, problem: "unknown key")
                 default:
                     throw ConfigurationError(key: sectionName, problem: "unknown section [\(sectionName)]")
@@ -94,6 +99,14 @@ struct ConfigValue {
         guard let i = value.int else { throw ConfigurationError(key: key, problem: "expected an integer") }
         guard range.contains(i) else { throw ConfigurationError(key: key, problem: "\(i) is outside \(range.lowerBound)…\(range.upperBound)") }
         return i
+    }
+
+    func choice<T: RawRepresentable & CaseIterable>(_: T.Type) throws(ConfigurationError) -> T where T.RawValue == String {
+        let s = try string()
+        guard let v = T(rawValue: s) else {
+            throw ConfigurationError(key: key, problem: "\"\(s)\" is not one of \(T.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))")
+        }
+        return v
     }
 
     func strings() throws(ConfigurationError) -> [String] {

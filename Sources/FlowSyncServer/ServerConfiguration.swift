@@ -8,7 +8,8 @@ public struct ServerConfiguration: Hashable, Sendable {
     public var host = "127.0.0.1"
     /// TCP port; 0 lets the OS choose (tests). Default 7400.
     public var port = 7400
-    /// Directory for durable data (used by the store, issue #9). Default `/var/lib/flowsyncd`.
+    /// Directory for durable data: the file store's logs and snapshots
+    /// (docs/STORAGE.md). Default `/var/lib/flowsyncd`.
     public var dataDirectory = "/var/lib/flowsyncd"
     /// Lists that exist from the start, even before a write.
     public var declaredLists: [String] = []
@@ -48,6 +49,19 @@ public struct ServerConfiguration: Hashable, Sendable {
     /// A connection whose queue has not drained for this long is closed, ms. Default 30000.
     public var writeDeadlineMilliseconds = 30_000
 
+    // MARK: [storage]
+    /// Where committed batches are kept. Default `.file`.
+    public var storageEngine = StorageEngine.file
+    /// When batches reach the disk. Default `.always`.
+    public var fsyncPolicy = FsyncPolicy.always
+    /// Under `fsync = "interval"`: how often, ms. Default 1000.
+    public var fsyncIntervalMilliseconds = 1_000
+    /// A list's log is compacted into a snapshot after this many batches (0: never by
+    /// count). Default 10000.
+    public var snapshotEveryBatches = 10_000
+    /// … or after this many log bytes (0: never by size). Default 64 MiB.
+    public var snapshotEveryBytes = 64 << 20
+
     // MARK: [history]
     /// Batches kept per list for resume and catch-up. Default 10000.
     public var historyMaxBatches = 10_000
@@ -82,6 +96,11 @@ public struct ServerConfiguration: Hashable, Sendable {
 
     public init() {}
 
+    /// The file store's options from `[storage]`.
+    public var fileStoreOptions: FileStore.Options {
+        FileStore.Options(fsync: fsyncPolicy, snapshotEveryBatches: snapshotEveryBatches, snapshotEveryBytes: snapshotEveryBytes)
+    }
+
     /// Checks cross-field rules; returns the offending key and why.
     public func validate() -> (key: String, problem: String)? {
         if port < 0 || port > 65_535 { return ("server.port", "must be 0…65535") }
@@ -90,6 +109,7 @@ public struct ServerConfiguration: Hashable, Sendable {
         if highWatermarkBytes > hardLimitBytes { return ("backpressure.high_watermark_bytes", "must not exceed hard_limit_bytes") }
         if !(0...9).contains(compressionLevel) { return ("compression.level", "must be 0…9") }
         if preAuthMaxFrameBytes > maxFrameBytes { return ("limits.pre_auth_max_frame_bytes", "must not exceed max_frame_bytes") }
+        if storageEngine == .file && dataDirectory.isEmpty { return ("server.data_dir", "must not be empty with storage.engine = \"file\"") }
         if maxFrameBytes < 1_024 { return ("limits.max_frame_bytes", "must be at least 1024") }
         if !Self.logLevels.contains(logLevel) { return ("logging.level", "must be one of \(Self.logLevels.joined(separator: ", "))") }
         for name in declaredLists where name.isEmpty || name.utf8.count > maxListNameBytes {
@@ -100,4 +120,12 @@ public struct ServerConfiguration: Hashable, Sendable {
 
     /// The accepted log level names.
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+}
+
+/// The store a server keeps its lists in (`[storage] engine`).
+public enum StorageEngine: String, Hashable, Sendable, CaseIterable {
+    /// ``FileStore`` in `server.data_dir`: survives restarts and crashes.
+    case file
+    /// ``InMemoryStore``: nothing survives the process (tests, throw-away caches).
+    case memory
 }

@@ -20,7 +20,10 @@ struct FlowSyncDaemon: ParsableCommand {
         discussion: """
         Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT) or a valid --check-config;
         2 for a configuration error (the message names the key); 1 when the listener
-        cannot be opened or the loop fails.
+        cannot be opened or the loop fails; 65 (EX_DATAERR) when the store holds damaged
+        data at start (--repair keeps the valid prefix); 74 (EX_IOERR) when a write or an
+        fsync of the store fails (nothing unsynced was acknowledged; systemd restarts the
+        daemon, and recovery keeps every acknowledged batch).
         """
     )
 
@@ -47,6 +50,9 @@ struct FlowSyncDaemon: ParsableCommand {
 
     @Flag(name: .customLong("check-config"), help: "Validate the configuration and exit (0 valid, 2 invalid).")
     var checkConfig = false
+
+    @Flag(name: .long, help: "Start even when a stored log or snapshot is damaged: keep the valid prefix, set damaged files aside (*.damaged), start a new epoch for the lists concerned, and say what was dropped.")
+    var repair = false
 
     func run() throws {
         // A process started from a test runner thread (Foundation.Process) can inherit
@@ -81,6 +87,30 @@ struct FlowSyncDaemon: ParsableCommand {
 
         let loop = try EventLoop()
         let server = Server(configuration: configuration, loop: loop, logger: logger)
+        // A failed write or fsync: the batch was not acknowledged, and memory is now ahead
+        // of the disk. Exit at once (no graceful flush: nothing more may be sent) and let
+        // systemd restart us; recovery keeps every acknowledged batch. As Redis does
+        // under appendfsync always.
+        server.onFatalStorageError = { error in
+            logger.critical("storage failure, exiting for a restart", metadata: ["error": "\(error)"])
+            Glibc.exit(74)   // EX_IOERR
+        }
+        do {
+            let report = try server.recover(repair: repair)
+            if repair {
+                let dropped = report.repairedBytes == 0 ? "nothing was damaged" : "dropped \(report.repairedBytes) damaged bytes"
+                FileHandle.standardOutput.write(Data("flowsyncd: repair: \(dropped)\(report.notes.isEmpty ? "" : "; " + report.notes.joined(separator: "; "))\n".utf8))
+            }
+        } catch {
+            if error.isCorruption {
+                logger.critical("refusing to start: the store holds damaged data", metadata: ["error": "\(error)"])
+                FileHandle.standardError.write(Data("flowsyncd: refusing to start: \(error)\n".utf8))
+                throw ExitCode(65)   // EX_DATAERR
+            }
+            logger.critical("cannot open the store", metadata: ["error": "\(error)", "data_dir": "\(configuration.dataDirectory)"])
+            FileHandle.standardError.write(Data("flowsyncd: cannot open the store in \(configuration.dataDirectory): \(error)\n".utf8))
+            throw ExitCode(error.errno == nil ? 1 : 74)
+        }
         do {
             try server.start(adoptingDescriptor: Self.activationDescriptor())
         } catch {

@@ -1,0 +1,180 @@
+import FlowSyncCore
+
+/// Where committed batches go so that an acknowledged write survives a crash, and where
+/// they come back from at start. Two implementations share one conformance suite
+/// (`Tests/FlowSyncStoreTests`): ``InMemoryStore`` (tests, and `engine = "memory"`) and
+/// ``FileStore`` (the default: logs and snapshots in the data directory,
+/// docs/STORAGE.md).
+///
+/// Loop-confined like the server that drives it. The contract, per loop turn:
+/// 1. ``append(_:)`` each list's sealed batch (a write, no fsync);
+/// 2. ``sync()`` once, before any ack or diff of those batches leaves (fsync policy
+///    `always`; under `interval` a timer calls it, under `never` nobody does);
+/// 3. when ``append(_:)`` said a snapshot is due, ``compact(_:)`` after the flush.
+///
+/// Any error from 1–3 is fatal for the daemon: the batch must not be acknowledged, and
+/// the in-memory state is now ahead of the disk.
+public protocol DirectorStore: AnyObject {
+    /// Reads every stored list back: the newest valid snapshot, then the log replayed
+    /// over it, with the history (for resume) and the idempotency window rebuilt.
+    /// Call once, before the first append.
+    func recover(_ options: RecoveryOptions) throws(StoreError) -> RecoveryReport
+
+    /// Appends a committed batch; returns true when the list is due a snapshot.
+    /// Not durable before ``sync()``.
+    func append(_ batch: StoredBatch) throws(StoreError) -> Bool
+
+    /// True when appended batches wait for ``sync()``.
+    var hasUnsyncedWrites: Bool { get }
+
+    /// Makes every batch appended so far durable — one call covers every list written
+    /// this turn (group commit).
+    func sync() throws(StoreError)
+
+    /// Writes `snapshot` (the state of its list at `snapshot.position`, which is at
+    /// most the current version) and drops the log wholly before it. Batches after the
+    /// snapshot's version stay in the log, so they remain resumable after a restart.
+    func compact(_ snapshot: StoredSnapshot) throws(StoreError)
+
+    /// Replaces everything stored for the list with `snapshot`, the first state of a
+    /// new epoch (after a repair or a lost history).
+    func startEpoch(_ snapshot: StoredSnapshot) throws(StoreError)
+
+    /// Syncs and releases files; marks a clean shutdown.
+    func close() throws(StoreError)
+}
+
+/// fsync policy: when appended batches reach the disk (`[storage] fsync`).
+public enum FsyncPolicy: String, Hashable, Sendable, CaseIterable {
+    /// Before any ack or diff of a batch leaves (one fsync per list written per loop
+    /// turn). A crash loses nothing acknowledged.
+    case always
+    /// Every `fsync_interval_ms`; acks leave at once. An OS crash or power loss loses
+    /// at most that interval (a killed process loses nothing: the page cache survives).
+    case interval
+    /// Never explicitly (the kernel writes back within ~30 s). For tests and caches.
+    case never
+}
+
+/// A committed batch as stored.
+public struct StoredBatch: Sendable {
+    public var listName: String
+    public var commit: Sequencer.Commit
+    /// The batch's `Diff` frame as encoded for subscribers, which the file store reuses
+    /// as the record body (no second encode); `nil` lets the store encode it.
+    public var encodedDiff: [UInt8]?
+
+    public init(listName: String, commit: Sequencer.Commit, encodedDiff: [UInt8]? = nil) {
+        self.listName = listName
+        self.commit = commit
+        self.encodedDiff = encodedDiff
+    }
+}
+
+/// A list's state at one version, as a snapshot stores it.
+public struct StoredSnapshot: Sendable {
+    public var listName: String
+    public var position: ListVersion
+    public var digest: StateDigest
+    public var sections: [Section]
+    /// The idempotency window as of ``position``.
+    public var dedupe: [DedupeWindow.ClientRecord]
+
+    public init(listName: String, position: ListVersion, digest: StateDigest, sections: [Section], dedupe: [DedupeWindow.ClientRecord]) {
+        self.listName = listName
+        self.position = position
+        self.digest = digest
+        self.sections = sections
+        self.dedupe = dedupe
+    }
+}
+
+/// How recovery rebuilds lists.
+public struct RecoveryOptions: Sendable {
+    public var directorLimits: DirectorLimits
+    public var historyLimits: Sequencer.HistoryLimits
+    public var dedupeLimits: DedupeWindow.Limits
+    /// Keep the valid prefix of a damaged log instead of refusing to start.
+    public var repair: Bool
+
+    public init(directorLimits: DirectorLimits = DirectorLimits(), historyLimits: Sequencer.HistoryLimits = .init(),
+                dedupeLimits: DedupeWindow.Limits = .init(), repair: Bool = false) {
+        self.directorLimits = directorLimits
+        self.historyLimits = historyLimits
+        self.dedupeLimits = dedupeLimits
+        self.repair = repair
+    }
+}
+
+/// One list as recovery rebuilt it.
+public struct RecoveredList: Sendable {
+    public var name: String
+    public var sequencer: Sequencer
+    /// True when what is stored may not be everything clients saw (a repair dropped
+    /// data, or a policy other than `always` after an unclean stop): the server starts
+    /// a new epoch, so clients resync from a snapshot instead of trusting a gap.
+    public var needsNewEpoch: Bool
+
+    public init(name: String, sequencer: Sequencer, needsNewEpoch: Bool = false) {
+        self.name = name
+        self.sequencer = sequencer
+        self.needsNewEpoch = needsNewEpoch
+    }
+}
+
+/// What recovery found.
+public struct RecoveryReport: Sendable {
+    public var lists: [RecoveredList] = []
+    /// One line per notable event (a torn tail truncated, a repair, a new epoch).
+    public var notes: [String] = []
+    /// Bytes cut from torn tails.
+    public var truncatedBytes = 0
+    /// Bytes a repair dropped (damaged records and everything after them).
+    public var repairedBytes = 0
+    /// Batches replayed from logs.
+    public var replayedBatches = 0
+
+    public init() {}
+}
+
+/// Rebuilds one list: a snapshot (or the empty state), then batches in order. Shared by
+/// both stores so they cannot disagree on what a stored list means.
+struct ListRebuilder {
+    var sequencer: Sequencer
+
+    /// Starts from a snapshot; throws a description when it does not load.
+    init(snapshot: StoredSnapshot, options: RecoveryOptions) throws(Sequencer.ReplayError) {
+        // Loaded without limits (a lowered limit must not make stored data unreadable);
+        // the configured ones apply to later mutations.
+        let director: Director
+        do {
+            director = try Director(sections: snapshot.sections, limits: .unlimited)
+        } catch {
+            throw Sequencer.ReplayError(description: "snapshot of \(snapshot.position) does not load: \(error)")
+        }
+        guard director.digest == snapshot.digest else {
+            throw Sequencer.ReplayError(description: "snapshot of \(snapshot.position): digest \(director.digest), \(snapshot.digest) recorded")
+        }
+        sequencer = Sequencer(director: director, position: snapshot.position, historyLimits: options.historyLimits,
+                              dedupeLimits: options.dedupeLimits, restoring: snapshot.dedupe)
+        sequencer.setDirectorLimits(options.directorLimits)
+    }
+
+    /// Starts from the empty state at version 0 of `epoch`.
+    init(epoch: UInt64, options: RecoveryOptions) {
+        var director = Director(limits: .unlimited)
+        director.limits = options.directorLimits
+        sequencer = Sequencer(director: director, position: ListVersion(epoch: epoch, version: 0), historyLimits: options.historyLimits,
+                              dedupeLimits: options.dedupeLimits)
+    }
+
+    mutating func replay(_ commit: Sequencer.Commit) throws(Sequencer.ReplayError) {
+        try sequencer.replay(commit)
+    }
+}
+
+extension DirectorLimits {
+    /// No limit at all: for loading stored data.
+    static let unlimited = DirectorLimits(maxIDBytes: .max, maxKindBytes: .max, maxPayloadBytes: .max, maxSections: .max,
+                                          maxRows: .max, maxOpsPerMutation: .max)
+}

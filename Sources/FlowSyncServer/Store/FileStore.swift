@@ -1,0 +1,292 @@
+import FlowSyncCore
+import FlowSyncProtocol
+
+/// The default ``DirectorStore``: per list, append-only log segments of committed
+/// batches (a length and a CRC-32C per record) plus periodic snapshots, in
+/// `<data_dir>/lists/<list>/`. Format, fsync policies, recovery, repair and compaction:
+/// docs/STORAGE.md.
+///
+/// Loop-confined. Every call does blocking file I/O on the calling (loop) thread — see
+/// docs/ARCHITECTURE.md, "Storage", for why that is the chosen trade-off and what it
+/// costs. One descriptor stays open per list written since start (the active segment).
+public final class FileStore: DirectorStore {
+    /// Tunables (`[storage]` in the config).
+    public struct Options: Hashable, Sendable {
+        /// The policy the server syncs with. Recorded while running, so the next start
+        /// knows whether an unclean stop may have lost acknowledged batches.
+        public var fsync: FsyncPolicy
+        /// A snapshot is due after this many batches since the last one (0: never).
+        public var snapshotEveryBatches: Int
+        /// … or after this many log bytes since the last one (0: never).
+        public var snapshotEveryBytes: Int
+
+        public init(fsync: FsyncPolicy = .always, snapshotEveryBatches: Int = 10_000, snapshotEveryBytes: Int = 64 << 20) {
+            self.fsync = fsync
+            self.snapshotEveryBatches = snapshotEveryBatches
+            self.snapshotEveryBytes = snapshotEveryBytes
+        }
+    }
+
+    struct Segment {
+        var generation: UInt64
+        var path: String
+        var epoch: UInt64
+        var firstVersion: UInt64
+        /// The version of its last record (firstVersion − 1 when it has none).
+        var lastVersion: UInt64
+    }
+
+    /// One list's files.
+    final class ListFiles {
+        let name: String
+        let directory: String
+        var segments: [Segment] = []
+        /// Snapshot files, oldest first (normally one).
+        var snapshots: [(generation: UInt64, path: String)] = []
+        /// The descriptor of the last segment, open for appending.
+        var activeFD: Int32?
+        var nextGeneration: UInt64 = 1
+        var batchesSinceSnapshot = 0
+        var bytesSinceSnapshot = 0
+        var unsynced = false
+
+        init(name: String, directory: String) {
+            self.name = name
+            self.directory = directory
+        }
+
+        func takeGeneration() -> UInt64 {
+            defer { nextGeneration += 1 }
+            return nextGeneration
+        }
+    }
+
+    public let directory: String
+    public var options: Options
+    let io: FileIO
+    var lists: [String: ListFiles] = [:]
+    private var dirty: [ListFiles] = []
+    private var lockFD: Int32?
+    let encoder = FrameEncoder(configuration: StoreFormat.compression)
+    /// Times ``sync()`` found something to sync (one per loop turn with writes, under
+    /// `always`): for tests and metrics.
+    public private(set) var syncCount = 0
+    /// Bytes appended to logs since start (records and segment headers).
+    public private(set) var bytesAppended = 0
+    /// Called after each sync with how long it took, in nanoseconds (metrics).
+    public var onSync: ((UInt64) -> Void)?
+
+    var listsDirectory: String { directory + "/lists" }
+    var runningMarker: String { directory + "/RUNNING" }
+
+    /// A store in `directory` (created when missing). Nothing is read before
+    /// ``recover(_:)``, which must come first.
+    public init(directory: String, options: Options = Options(), io: FileIO = PosixFileIO()) {
+        self.directory = directory.hasSuffix("/") && directory.count > 1 ? String(directory.dropLast()) : directory
+        self.options = options
+        self.io = io
+    }
+
+    deinit {
+        for list in lists.values { if let fd = list.activeFD { io.close(fd) } }
+        if let lockFD { io.close(lockFD) }
+    }
+
+    // MARK: Appending
+
+    public func append(_ batch: StoredBatch) throws(StoreError) -> Bool {
+        let files = try files(for: batch.listName)
+        let commit = batch.commit
+        if files.activeFD == nil || files.segments.last?.epoch != commit.to.epoch || files.segments.last.map({ $0.lastVersion + 1 }) != commit.to.version {
+            try openSegment(files, epoch: commit.to.epoch, firstVersion: commit.to.version)
+        }
+        let frame = batch.encodedDiff ?? encoder.encode(.diff(Diff(listName: batch.listName, epoch: commit.to.epoch, fromVersion: commit.from.version,
+                                                                   toVersion: commit.to.version, digest: commit.digest, changeset: commit.changeset,
+                                                                   mutations: commit.mutations)))
+        let record = StoreFormat.record(frame: frame)
+        let last = files.segments.count - 1
+        try io.write(files.activeFD!, record, path: files.segments[last].path)
+        files.segments[last].lastVersion = commit.to.version
+        if !files.unsynced {
+            files.unsynced = true
+            dirty.append(files)
+        }
+        files.batchesSinceSnapshot += 1
+        files.bytesSinceSnapshot += record.count
+        bytesAppended += record.count
+        return (options.snapshotEveryBatches > 0 && files.batchesSinceSnapshot >= options.snapshotEveryBatches)
+            || (options.snapshotEveryBytes > 0 && files.bytesSinceSnapshot >= options.snapshotEveryBytes)
+    }
+
+    public var hasUnsyncedWrites: Bool { !dirty.isEmpty }
+
+    public func sync() throws(StoreError) {
+        guard !dirty.isEmpty else { return }
+        let started = monotonicNanoseconds()
+        let lists = dirty
+        dirty = []
+        for files in lists {
+            files.unsynced = false
+            guard let fd = files.activeFD, let segment = files.segments.last else { continue }
+            try io.sync(fd, path: segment.path)
+        }
+        syncCount += 1
+        onSync?(monotonicNanoseconds() - started)
+    }
+
+    // MARK: Snapshots
+
+    public func compact(_ snapshot: StoredSnapshot) throws(StoreError) {
+        let files = try files(for: snapshot.listName)
+        try writeSnapshot(snapshot, in: files)
+        // Roll the log: the next batch starts a new segment, so every older segment is
+        // eventually wholly before some snapshot and can be deleted whole.
+        try closeActiveSegment(files)
+        let base = snapshot.position
+        var kept: [Segment] = []
+        for segment in files.segments {
+            if segment.epoch != base.epoch || segment.lastVersion <= base.version {
+                try io.remove(segment.path)
+            } else {
+                kept.append(segment)
+            }
+        }
+        files.segments = kept
+        try io.syncDirectory(files.directory)
+        files.batchesSinceSnapshot = 0
+        files.bytesSinceSnapshot = 0
+    }
+
+    public func startEpoch(_ snapshot: StoredSnapshot) throws(StoreError) {
+        let files = try files(for: snapshot.listName)
+        try writeSnapshot(snapshot, in: files)
+        try closeActiveSegment(files)
+        for segment in files.segments { try io.remove(segment.path) }
+        files.segments = []
+        try io.syncDirectory(files.directory)
+        files.batchesSinceSnapshot = 0
+        files.bytesSinceSnapshot = 0
+    }
+
+    /// Writes a snapshot atomically (temporary file, fsync, rename, fsync the
+    /// directory), then deletes the older snapshots.
+    private func writeSnapshot(_ snapshot: StoredSnapshot, in files: ListFiles) throws(StoreError) {
+        let generation = files.takeGeneration()
+        let path = files.directory + "/" + StoreFormat.snapshotName(generation)
+        let temporary = path + ".tmp"
+        let bytes = StoreFormat.encode(snapshot, encoder: encoder)
+        let fd = try io.openForAppend(temporary, create: true, truncate: true)
+        do throws(StoreError) {
+            try io.write(fd, bytes, path: temporary)
+            try io.sync(fd, path: temporary)
+        } catch {
+            io.close(fd)
+            throw error
+        }
+        io.close(fd)
+        try io.rename(temporary, to: path)
+        try io.syncDirectory(files.directory)
+        for old in files.snapshots { try io.remove(old.path) }
+        files.snapshots = [(generation, path)]
+    }
+
+    // MARK: Closing
+
+    public func close() throws(StoreError) {
+        try sync()
+        for files in lists.values { try closeActiveSegment(files) }
+        if io.exists(runningMarker) {
+            try io.remove(runningMarker)
+            try io.syncDirectory(directory)
+        }
+        if let lockFD {
+            io.close(lockFD)
+            self.lockFD = nil
+        }
+    }
+
+    /// Releases every descriptor and the lock without syncing or marking a clean stop —
+    /// what a killed process leaves behind (after a fatal storage error, and in crash
+    /// tests).
+    public func abandon() {
+        for files in lists.values {
+            if let fd = files.activeFD { io.close(fd) }
+            files.activeFD = nil
+        }
+        lists = [:]
+        dirty = []
+        if let lockFD { io.close(lockFD) }
+        lockFD = nil
+    }
+
+    // MARK: Files
+
+    func files(for list: String) throws(StoreError) -> ListFiles {
+        if let files = lists[list] { return files }
+        let path = listsDirectory + "/" + StoreFormat.directoryName(for: list)
+        try io.makeDirectory(path)
+        try io.syncDirectory(listsDirectory)
+        let files = ListFiles(name: list, directory: path)
+        lists[list] = files
+        return files
+    }
+
+    /// Starts a segment: header written and synced, and its directory entry made
+    /// durable, before any record goes in (so a record is never in a file that a crash
+    /// could make vanish).
+    private func openSegment(_ files: ListFiles, epoch: UInt64, firstVersion: UInt64) throws(StoreError) {
+        try closeActiveSegment(files)
+        let generation = files.takeGeneration()
+        let path = files.directory + "/" + StoreFormat.segmentName(generation)
+        let fd = try io.openForAppend(path, create: true, truncate: true)
+        files.activeFD = fd
+        files.segments.append(Segment(generation: generation, path: path, epoch: epoch, firstVersion: firstVersion, lastVersion: firstVersion - 1))
+        let header = StoreFormat.encode(StoreFormat.SegmentHeader(epoch: epoch, firstVersion: firstVersion, listName: files.name))
+        try io.write(fd, header, path: path)
+        try io.sync(fd, path: path)
+        try io.syncDirectory(files.directory)
+        bytesAppended += header.count
+    }
+
+    private func closeActiveSegment(_ files: ListFiles) throws(StoreError) {
+        guard let fd = files.activeFD else { return }
+        if files.unsynced, let segment = files.segments.last {
+            try io.sync(fd, path: segment.path)
+            files.unsynced = false
+            dirty.removeAll { $0 === files }
+        }
+        io.close(fd)
+        files.activeFD = nil
+    }
+
+    func takeLock() throws(StoreError) {
+        guard lockFD == nil else { return }
+        try io.makeDirectory(listsDirectory)
+        lockFD = try io.lock(directory + "/LOCK")
+    }
+
+    func writeRunningMarker() throws(StoreError) {
+        let path = runningMarker
+        let text = Array("fsync=\(options.fsync.rawValue)\n".utf8)
+        let fd = try io.openForAppend(path, create: true, truncate: true)
+        do throws(StoreError) {
+            try io.write(fd, text, path: path)
+            try io.sync(fd, path: path)
+        } catch {
+            io.close(fd)
+            throw error
+        }
+        io.close(fd)
+        try io.syncDirectory(directory)
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+func monotonicNanoseconds() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
