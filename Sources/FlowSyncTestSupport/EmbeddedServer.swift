@@ -2,6 +2,9 @@ import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncServer
 import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A real `Server` on its own loop thread, listening on 127.0.0.1 port 0, for
 /// end-to-end tests. ``stop()`` shuts it down gracefully and reports whether the loop
@@ -11,20 +14,53 @@ public final class EmbeddedServer: Sendable {
     public let port: Int
     private let server: LoopConfined<Server>
 
-    /// Starts a server with `configuration` (host and port are forced to 127.0.0.1:0).
-    public init(configuration: ServerConfiguration = ServerConfiguration(), logLevel: Logger.Level = .warning) async throws {
+    /// The store a test server uses.
+    public enum Storage: Sendable {
+        /// A fresh ``InMemoryStore`` (the default: fast, nothing on disk).
+        case memory
+        /// A ``FileStore`` in `directory` (the configuration's `[storage]` policy),
+        /// through `io` when given (fault injection).
+        case file(directory: String, io: (@Sendable () -> FileIO)? = nil)
+        /// The store built by `make` on the loop thread — e.g. one ``InMemoryStore``
+        /// handed from one server to the next to simulate a restart.
+        case custom(@Sendable () -> DirectorStore)
+    }
+
+    /// The first store failure the server reported (its fatal hook), if any; the
+    /// daemon would have exited with EX_IOERR here.
+    public var storageFailure: StoreError? { failure.get() }
+    private let failure = Shared<StoreError?>(nil)
+    /// What recovery found at start.
+    public let recoveryNotes: [String]
+
+    /// Starts a server with `configuration` (host and port are forced to 127.0.0.1:0)
+    /// over `storage`; recovery runs first (`repair` as `flowsyncd --repair`).
+    public init(configuration: ServerConfiguration = ServerConfiguration(), storage: Storage = .memory, repair: Bool = false,
+                logLevel: Logger.Level = .warning) async throws {
         var configuration = configuration
         configuration.host = "127.0.0.1"
         configuration.port = 0
         let thread = try EventLoopThread()
-        let started = Shared<Result<Int, UVError>?>(nil)
+        let started = Shared<Result<Int, Error>?>(nil)
         let box = LoopConfined<Server?>(nil)
+        let failure = self.failure
+        let notes = Shared<[String]>([])
         thread.loop.execute { [configuration] in
             var logger = Logger(label: "flowsyncd-test")
             logger.logLevel = logLevel
-            let server = Server(configuration: configuration, loop: thread.loop, logger: logger)
+            let store: DirectorStore
+            switch storage {
+            case .memory: store = InMemoryStore(snapshotEveryBatches: configuration.snapshotEveryBatches)
+            case .file(let directory, let io):
+                store = FileStore(directory: directory, options: configuration.fileStoreOptions, io: io?() ?? PosixFileIO())
+            case .custom(let make): store = make()
+            }
+            let server = Server(configuration: configuration, loop: thread.loop, logger: logger, store: store)
+            server.onFatalStorageError = { error in failure.set(error) }
             box.value = server
-            do throws(UVError) {
+            do {
+                let report = try server.recover(repair: repair)
+                notes.set(report.notes)
                 started.set(.success(try server.start()))
             } catch {
                 started.set(.failure(error))
@@ -34,8 +70,14 @@ public final class EmbeddedServer: Sendable {
             _ = thread.shutdown()
             throw UVError(code: -1, operation: "embedded server did not start")
         }
+        if case .failure = result {
+            // Close the server's store (its lock) with the loop.
+            thread.loop.execute { box.value = nil }
+            _ = thread.shutdown()
+        }
         self.thread = thread
         self.port = try result.get()
+        self.recoveryNotes = notes.get()
         self.server = LoopConfined(box.value!)
     }
 
@@ -46,6 +88,19 @@ public final class EmbeddedServer: Sendable {
         thread.loop.execute { result.set(body(server.value)) }
         _ = await eventually(timeout: 30) { result.get() != nil }
         return result.get()!
+    }
+
+    /// Stops like a killed process: the store's files are released without a sync or a
+    /// clean-stop mark, the loop stops, clients see their connections drop.
+    public func crash() {
+        let server = self.server
+        let done = Shared(false)
+        thread.loop.execute {
+            (server.value.store as? FileStore)?.abandon()
+            done.set(true)
+        }
+        for _ in 0..<5_000 where !done.get() { usleep(1_000) }
+        _ = thread.shutdown(timeout: 10)
     }
 
     /// Graceful shutdown; returns `true` when the loop closed with no handle left open.

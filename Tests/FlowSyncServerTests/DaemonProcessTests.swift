@@ -9,11 +9,15 @@ import Glibc
 @Suite(.serialized) struct DaemonProcessTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// The debug binary next to the test bundle (`swift build` builds it; make test does).
+    /// The debug binary next to the test bundle (`swift build` builds it; make test does),
+    /// else in `.build/debug` or any `.build-*/debug` scratch path.
     static func binary() throws -> URL {
         let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [bundle.appendingPathComponent("flowsyncd"), root.appendingPathComponent(".build/debug/flowsyncd")]
-            where FileManager.default.isExecutableFile(atPath: candidate.path) {
+        var candidates = [bundle.appendingPathComponent("flowsyncd"), bundle.deletingLastPathComponent().appendingPathComponent("flowsyncd"),
+                          root.appendingPathComponent(".build/debug/flowsyncd")]
+        let scratch = (try? FileManager.default.contentsOfDirectory(atPath: root.path))?.filter { $0.hasPrefix(".build-") }.sorted() ?? []
+        candidates += scratch.map { root.appendingPathComponent("\($0)/debug/flowsyncd") }
+        for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate.path) {
             return candidate
         }
         throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "flowsyncd not built: run `swift build` first"])
@@ -30,6 +34,11 @@ import Glibc
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    /// A fresh directory for a spawned daemon's store (`--data-dir`); the caller removes it.
+    static func temporaryDataDirectory() -> String {
+        NSTemporaryDirectory() + "flowsyncd-data-\(UUID().uuidString)"
     }
 
     static func temporaryFile(_ text: String) throws -> String {
@@ -56,7 +65,9 @@ import Glibc
         defer { unlink(configPath) }
         let process = Process()
         process.executableURL = try Self.binary()
-        process.arguments = ["--config", configPath, "--metrics-port", "0"]
+        let dataDirectory = Self.temporaryDataDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
+        process.arguments = ["--config", configPath, "--metrics-port", "0", "--data-dir", dataDirectory]
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out

@@ -49,7 +49,9 @@ import Glibc
     @Test func scrapeShowsNamesTypesAndMovingCounters() async throws {
         let process = Process()
         process.executableURL = try DaemonProcessTests.binary()
-        process.arguments = ["--port", "0", "--metrics-port", "0", "--log-level", "warning"]
+        let dataDirectory = DaemonProcessTests.temporaryDataDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
+        process.arguments = ["--port", "0", "--metrics-port", "0", "--log-level", "warning", "--data-dir", dataDirectory]
         let out = Pipe()
         process.standardOutput = out
         try process.run()

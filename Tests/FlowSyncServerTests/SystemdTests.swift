@@ -232,6 +232,8 @@ final class Daemon: @unchecked Sendable {
     let process: Process
     let output = LockedText()
     private let pipes: [Pipe]
+    /// The daemon's own data directory (the file store), removed at stop.
+    let dataDirectory = DaemonProcessTests.temporaryDataDirectory()
 
     private init(process: Process, pipes: [Pipe]) {
         self.process = process
@@ -256,6 +258,9 @@ final class Daemon: @unchecked Sendable {
         process.standardOutput = out
         process.standardError = err
         let daemon = Daemon(process: process, pipes: [out, err])
+        // Every daemon gets its own store (the default data directory is shared and
+        // locked); appended last, so it reaches flowsyncd behind systemd-socket-activate too.
+        if !arguments.contains("--data-dir") { process.arguments = arguments + ["--data-dir", daemon.dataDirectory] }
         for pipe in daemon.pipes {
             pipe.fileHandleForReading.readabilityHandler = { [output = daemon.output] handle in
                 output.append(String(decoding: handle.availableData, as: UTF8.self))
@@ -278,6 +283,7 @@ final class Daemon: @unchecked Sendable {
     /// Ends the process if it still runs (SIGTERM, then SIGKILL after 5 s) and stops
     /// reading its output. Synchronous, so it can run in a `defer`.
     func stop() {
+        defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
         if process.isRunning {
             kill(process.processIdentifier, SIGTERM)
             for _ in 0..<500 where process.isRunning { usleep(10_000) }
