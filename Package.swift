@@ -110,10 +110,19 @@ let package = Package(
             dependencies: ["FlowSyncClient", "FlowSyncCore"],
             path: "Examples/MirrorList"
         ),
+        // The load tester: its pieces (options, scenarios, op generator, lean load
+        // clients, metrics, report) are a library so FlowSyncLoadTests can reach them.
+        .target(
+            name: "FlowSyncLoad",
+            dependencies: [
+                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ]
+        ),
         .executableTarget(
             name: "flowsync-load",
             dependencies: [
-                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop",
+                "FlowSyncLoad", "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -144,7 +153,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FlowSyncLoadTests",
-            dependencies: ["FlowSyncCore", "FlowSyncProtocol", "FlowSyncTestSupport"]
+            dependencies: ["FlowSyncLoad", "FlowSyncCore", "FlowSyncProtocol", "FlowSyncTestSupport"]
         ),
         .testTarget(
             name: "FlowSyncServerTests",

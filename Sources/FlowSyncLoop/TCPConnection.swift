@@ -49,8 +49,20 @@ public final class TCPConnection: LoopHandle {
 
     /// Connects to `address`; `completion` runs on the loop thread with the connection
     /// or the error. Call on the loop thread.
-    public static func connect(loop: EventLoop, to address: SocketAddress, _ completion: @escaping (Result<TCPConnection, UVError>) -> Void) {
+    ///
+    /// `source`, when given, is bound first (port 0: any free port): a client that needs
+    /// more connections to one address than one source address has ephemeral ports
+    /// (the load tester) spreads them over 127.0.0.2, 127.0.0.3, ….
+    public static func connect(loop: EventLoop, to address: SocketAddress, from source: SocketAddress? = nil, _ completion: @escaping (Result<TCPConnection, UVError>) -> Void) {
         let connection = TCPConnection(loop: loop)
+        if let source {
+            let bound = source.withSockaddr { uv_tcp_bind(connection.tcp, $0, 0) }
+            if bound < 0 {
+                connection.close()
+                completion(.failure(UVError(code: bound, operation: "uv_tcp_bind")))
+                return
+            }
+        }
         final class Context {
             let connection: TCPConnection
             let completion: (Result<TCPConnection, UVError>) -> Void

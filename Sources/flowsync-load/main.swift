@@ -1,1 +1,99 @@
-print("flowsync-load: not yet built")
+// flowsync-load: the load tester (issue #8). Options, defaults per scenario, and exit
+// codes; the work is in the FlowSyncLoad library (docs/BENCHMARKS.md, "Load tests").
+import ArgumentParser
+import FlowSyncLoad
+import Foundation
+
+struct FlowSyncLoadCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "flowsync-load",
+        abstract: "Load-tests a flowsyncd: many subscribers and writers, latency, throughput, and a divergence check.",
+        discussion: """
+        Scenarios (--scenario): \(Scenario.allCases.map { "\n  \($0.rawValue): \($0.summary)" }.joined())
+
+        Options given explicitly override the scenario's. Exit code: 0 passed, 1 a \
+        divergence, lost ack, Reject, protocol error or failed connection, 2 the run \
+        could not start.
+        """
+    )
+
+    @Option(help: "Daemon host.") var host: String?
+    @Option(help: "Daemon port.") var port: Int?
+    @Flag(help: "Start a flowsyncd on a free loopback port with a temporary data dir, and stop it at the end.") var spawn = false
+    @Option(help: "flowsyncd binary for --spawn.") var daemon: String?
+    @Option(help: "A named scenario: \(Scenario.allCases.map(\.rawValue).joined(separator: "|")).") var scenario: String?
+    @Option(help: "Lists.") var lists: Int?
+    @Option(help: "Subscribers per list.") var subscribers: Int?
+    @Option(name: .customLong("full-replicas"), help: "Subscribers per list keeping a full replica (default: all; the others check versions and digests only).") var fullReplicas: Int?
+    @Option(help: "Writer connections.") var writers: Int?
+    @Option(help: "Mutations per second in total, open loop (0: closed loop, as fast as the in-flight window allows).") var rate: Double?
+    @Option(name: .customLong("max-in-flight"), help: "Unanswered mutations per writer.") var maxInFlight: Int?
+    @Option(name: .customLong("ops-per-mutation"), help: "Operations per mutation.") var opsPerMutation: Int?
+    @Option(name: .customLong("initial-rows"), help: "Rows per list before the run.") var initialRows: Int?
+    @Option(help: "Sections per list before the run.") var sections: Int?
+    @Option(name: .customLong("payload-bytes"), help: "Bytes per row payload.") var payloadBytes: Int?
+    @Option(help: "Operation mix in percent, e.g. insert=35,remove=35,move=10,update=15,cross=5,section=0.") var mix: String?
+    @Option(help: "Measured seconds.") var duration: Double?
+    @Option(help: "Warm-up seconds (not measured).") var warmup: Double?
+    @Option(help: "Random seed.") var seed: UInt64?
+    @Option(name: .customLong("resume-storm"), help: "Subscribers dropped and resumed mid-run.") var resumeStorm: Int?
+    @Option(name: .customLong("slow-consumers"), help: "Subscribers that periodically stop reading.") var slowConsumers: Int?
+    @Option(name: .customLong("slow-pause-ms"), help: "How long a slow consumer stops reading.") var slowPause: Int?
+    @Option(name: .customLong("slow-period-ms"), help: "How often a slow consumer stops reading.") var slowPeriod: Int?
+    @Option(name: .customLong("source-addresses"), help: "Loopback source addresses to spread connections over (127.0.0.1…n).") var sourceAddresses: Int?
+    @Flag(help: "Print the report as JSON (every figure) instead of the table.") var json = false
+    @Flag(help: "No progress lines on stderr.") var quiet = false
+
+    func run() throws {
+        var c: LoadConfiguration
+        var scenarioName: String?
+        if let scenario {
+            guard let named = Scenario(rawValue: scenario) else {
+                throw ValidationError("unknown scenario '\(scenario)' (\(Scenario.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            c = named.configuration
+            scenarioName = named.rawValue
+        } else {
+            c = LoadConfiguration()
+        }
+        if let host { c.host = host }
+        if let port { c.port = port }
+        if spawn { c.spawn = true }
+        if let daemon { c.daemonPath = daemon }
+        if let lists { c.lists = lists }
+        if let subscribers { c.subscribersPerList = subscribers }
+        if let fullReplicas { c.fullReplicasPerList = fullReplicas }
+        if let writers { c.writers = writers }
+        if let rate { c.rate = rate }
+        if let maxInFlight { c.maxInFlightPerWriter = maxInFlight }
+        if let opsPerMutation { c.opsPerMutation = opsPerMutation }
+        if let initialRows { c.initialRows = initialRows }
+        if let sections { c.sectionsPerList = sections }
+        if let payloadBytes { c.payloadBytes = payloadBytes }
+        if let mix {
+            do { c.mix = try OperationMix(parsing: mix) } catch { throw ValidationError(error.description) }
+        }
+        if let duration { c.duration = duration }
+        if let warmup { c.warmup = warmup }
+        if let seed { c.seed = seed }
+        if let resumeStorm { c.resumeStormSubscribers = resumeStorm }
+        if let slowConsumers { c.slowConsumers = slowConsumers }
+        if let slowPause { c.slowPauseMilliseconds = slowPause }
+        if let slowPeriod { c.slowPeriodMilliseconds = slowPeriod }
+        if let sourceAddresses { c.sourceAddresses = sourceAddresses }
+        let problems = c.validationErrors()
+        guard problems.isEmpty else { throw ValidationError(problems.joined(separator: "; ")) }
+
+        let report: LoadReport
+        do {
+            report = try LoadRunner(configuration: c, scenario: scenarioName, progress: !quiet).run()
+        } catch {
+            FileHandle.standardError.write(Data("flowsync-load: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        print(json ? report.json() : report.table())
+        if !report.passed { throw ExitCode(1) }
+    }
+}
+
+FlowSyncLoadCommand.main()

@@ -1,0 +1,122 @@
+/// Everything one load run does: the daemon to reach, the clients to open, the writes
+/// to make and the events to inject. A ``Scenario`` fills it in; command-line options
+/// override single fields.
+public struct LoadConfiguration: Hashable, Sendable, Codable {
+    // MARK: Daemon
+    /// Daemon host (numeric, or `localhost`). Ignored with ``spawn``.
+    public var host = "127.0.0.1"
+    /// Daemon port. Ignored with ``spawn``.
+    public var port = 7400
+    /// Start a `flowsyncd` on a free loopback port with a temporary data directory, and
+    /// stop it at the end.
+    public var spawn = false
+    /// The daemon binary for ``spawn``.
+    public var daemonPath = ".build/release/flowsyncd"
+
+    // MARK: Clients
+    /// Lists written and subscribed (`load-0` … `load-(n-1)`).
+    public var lists = 1
+    /// Subscribers per list (one connection each).
+    public var subscribersPerList = 100
+    /// Subscribers per list that keep a full replica (apply every Snapshot and Diff and
+    /// check the digest); the others check version contiguity and the server's digest
+    /// only. `nil`: all of them.
+    public var fullReplicasPerList: Int? = nil
+    /// Writer connections in total; writer `w` writes the lists `l` with `l % writers == w`
+    /// (or, with more writers than lists, list `w % lists`).
+    public var writers = 1
+    /// Loopback source addresses to spread client connections over (127.0.0.1 …
+    /// 127.0.0.n); more than one only matters past one address's ephemeral ports.
+    public var sourceAddresses = 1
+
+    // MARK: Writes
+    /// Mutations per second over all writers, open loop (sent on a schedule whatever the
+    /// answers; latency counts from the scheduled time). 0: closed loop, as fast as the
+    /// in-flight window allows (saturation).
+    public var rate: Double = 1_000
+    /// Mutations a writer may have sent and not had answered. Open loop: when the window
+    /// is full the schedule slips, and the slip shows in the latency (from the intended
+    /// time). Writes are "at head" with references by ID, so pipelining is safe.
+    public var maxInFlightPerWriter = 32
+    /// Operations per Mutate.
+    public var opsPerMutation = 1
+    /// Rows put in each list before the run (spread over ``sectionsPerList``).
+    public var initialRows = 1_000
+    /// Sections created in each list before the run.
+    public var sectionsPerList = 10
+    /// Bytes of each generated row payload (JSON-like).
+    public var payloadBytes = 100
+    /// Shares of the generated operation kinds.
+    public var mix = OperationMix.default
+
+    // MARK: Timing
+    /// Measured seconds (after the warm-up).
+    public var duration: Double = 10
+    /// Seconds of load before measuring starts (figures of that time are discarded).
+    public var warmup: Double = 2
+    /// Seed of every random choice (same seed and configuration, same operations).
+    public var seed: UInt64 = 1
+
+    // MARK: Injected events
+    /// Subscribers dropped and reconnected (with resume) in the middle of the measured
+    /// time, while writes go on. 0: none.
+    public var resumeStormSubscribers = 0
+    /// Subscribers that stop reading for ``slowPauseMilliseconds`` every
+    /// ``slowPeriodMilliseconds`` (the daemon's back-pressure then pauses them and
+    /// sends a catch-up). 0: none.
+    public var slowConsumers = 0
+    /// How long a slow consumer stops reading.
+    public var slowPauseMilliseconds = 1_500
+    /// How often a slow consumer stops reading.
+    public var slowPeriodMilliseconds = 3_000
+
+    // MARK: Checks
+    /// Lists whose replicas are compared row by row with a fresh verifier's Snapshot.
+    public var fullCompareLists = 3
+    /// Replicas per sampled list compared row by row.
+    public var fullCompareReplicas = 5
+
+    /// Creates the default configuration (the `mixed` shape at a small size).
+    public init() {}
+
+    /// Total subscriber connections.
+    public var subscriberCount: Int { lists * subscribersPerList }
+
+    /// Problems that make the configuration unusable, for the command line.
+    public func validationErrors() -> [String] {
+        var errors: [String] = []
+        if lists < 1 { errors.append("--lists must be at least 1") }
+        if subscribersPerList < 0 { errors.append("--subscribers must not be negative") }
+        if writers < 0 { errors.append("--writers must not be negative") }
+        if rate < 0 { errors.append("--rate must not be negative (0: closed loop)") }
+        if opsPerMutation < 1 || opsPerMutation > 1_000 { errors.append("--ops-per-mutation must be within 1…1000") }
+        if initialRows < 0 { errors.append("--initial-rows must not be negative") }
+        if sectionsPerList < 1 { errors.append("--sections must be at least 1") }
+        if payloadBytes < 2 || payloadBytes > 65_536 { errors.append("--payload-bytes must be within 2…65536") }
+        if duration <= 0 { errors.append("--duration must be positive") }
+        if warmup < 0 { errors.append("--warmup must not be negative") }
+        if maxInFlightPerWriter < 1 { errors.append("--max-in-flight must be at least 1") }
+        if sourceAddresses < 1 || sourceAddresses > 254 { errors.append("--source-addresses must be within 1…254") }
+        if resumeStormSubscribers > subscriberCount { errors.append("--resume-storm exceeds the subscribers (\(subscriberCount))") }
+        if slowConsumers > subscriberCount { errors.append("--slow-consumers exceeds the subscribers (\(subscriberCount))") }
+        return errors
+    }
+
+    /// The lists writer `writer` writes to (every list gets at least one writer when
+    /// there are writers; a writer may write several lists).
+    public func lists(ofWriter writer: Int) -> [Int] {
+        guard writers > 0 else { return [] }
+        if writers >= lists { return [writer % lists] }
+        return Array(stride(from: writer, to: lists, by: writers))
+    }
+
+    /// The writers of list `list` (the inverse of ``lists(ofWriter:)``).
+    public func writers(ofList list: Int) -> [Int] {
+        guard writers > 0 else { return [] }
+        if writers >= lists { return Array(stride(from: list, to: writers, by: lists)) }
+        return [list % writers]
+    }
+
+    /// The name of list `index`.
+    public static func listName(_ index: Int) -> String { "load-\(index)" }
+}

@@ -1,0 +1,247 @@
+import FlowSyncCore
+import FlowSyncLoop
+import FlowSyncProtocol
+
+/// What every load client shares: the configuration, the metrics, the frame cache, the
+/// encoder and the table of intended send times. Loop-confined.
+///
+/// Why the load tester speaks the protocol directly instead of using the SDK
+/// (FlowSyncClient): the SDK runs one thread per client, which is right for an app and
+/// far too heavy for thousands of connections on a 2-core machine. Here every client
+/// is a small object on **one** libuv loop thread, so the shared tables need no lock.
+public final class LoadContext {
+    let configuration: LoadConfiguration
+    let loop: EventLoop
+    let target: SocketAddress
+    let sources: [SocketAddress]
+    private var sourceCursor = 0
+    /// Counters and latencies.
+    public let metrics = LoadMetrics()
+    /// Shared decodes of identical frames.
+    public let cache = FrameCache()
+    /// Hello and other frames sent before a Welcome: never compressed.
+    let plainEncoder = FrameEncoder(configuration: .disabled)
+    /// Mutates, compressed like the SDK does, with the Welcome's dictionary.
+    var encoder = FrameEncoder()
+    private var dictionaryKnown = false
+    /// Intended send time (monotonic ns) of each writer's mutation, indexed by
+    /// `[writer][seq]`: a subscriber maps a Diff's `mutations` to send times in O(1).
+    var intendedTimes: [[UInt64]] = []
+    var writerIndex: [String: Int] = [:]
+
+    // Connection pacing: at most this many handshakes at once, so a listen backlog never
+    // overflows (a dropped SYN costs a 1 s retransmit and would show as latency).
+    private let maxConnecting = 200
+    private var connecting = 0
+    private var connectQueue: [LoadConnection] = []
+
+    init(configuration: LoadConfiguration, loop: EventLoop, target: SocketAddress, sources: [SocketAddress]) {
+        self.configuration = configuration
+        self.loop = loop
+        self.target = target
+        self.sources = sources
+    }
+
+    /// The source address for the next connection (round robin), or nil for "any".
+    func nextSource() -> SocketAddress? {
+        guard sources.count > 1 else { return nil }
+        defer { sourceCursor = (sourceCursor + 1) % sources.count }
+        return sources[sourceCursor]
+    }
+
+    /// Queues `connection` to connect when a handshake slot is free.
+    func enqueueConnect(_ connection: LoadConnection) {
+        connectQueue.append(connection)
+        startQueuedConnects()
+    }
+
+    /// A handshake finished (ready or failed): start the next queued one.
+    func handshakeFinished() {
+        connecting -= 1
+        startQueuedConnects()
+    }
+
+    private func startQueuedConnects() {
+        while connecting < maxConnecting, !connectQueue.isEmpty {
+            let next = connectQueue.removeFirst()
+            connecting += 1
+            next.connect()
+        }
+    }
+
+    /// Adopts the Welcome's dictionary (the same for every connection to one server).
+    func adopt(_ welcome: Welcome) {
+        guard !dictionaryKnown else { return }
+        dictionaryKnown = true
+        let dictionary = CompressionDictionary(welcomeBytes: welcome.dictionary)
+        cache.dictionary = dictionary
+        encoder = FrameEncoder(configuration: CompressionConfiguration(dictionary: dictionary))
+    }
+
+    /// Records a writer's intended send time for `seq`.
+    func recordIntended(writer: Int, seq: UInt64, at time: UInt64) {
+        let index = Int(seq)
+        if intendedTimes[writer].count <= index {
+            intendedTimes[writer].append(contentsOf: repeatElement(0, count: index + 1 - intendedTimes[writer].count))
+        }
+        intendedTimes[writer][index] = time
+    }
+
+    /// The intended send times of the mutations `ids` (0 for ones this process did not write).
+    func intendedTimes(of ids: [MutationID]) -> [UInt64] {
+        ids.map { id in
+            guard let w = writerIndex[id.clientID] else { return 0 }
+            let table = intendedTimes[w]
+            return Int(id.seq) < table.count ? table[Int(id.seq)] : 0
+        }
+    }
+}
+
+/// One load-client connection: connect, Hello, Welcome, then frames to its role.
+/// Subclasses (``SubscriberClient``, ``WriterClient``, ``ControlClient``) override the
+/// `did…` hooks. Loop-confined; callbacks hold it weakly.
+public class LoadConnection {
+    let context: LoadContext
+    /// The Hello's client ID.
+    public let clientID: String
+    private(set) var tcp: TCPConnection?
+    private(set) var machine = LoadConnectionStateMachine()
+    private var splitter = FrameSplitter()
+    private var countedHandshake = false
+
+    init(context: LoadContext, clientID: String) {
+        self.context = context
+        self.clientID = clientID
+    }
+
+    /// True between the Welcome and the end of the connection.
+    public var isReady: Bool { machine.isReady }
+    /// True after the connection ended or failed.
+    public var isClosed: Bool { machine.isClosed }
+
+    /// Opens the connection now (prefer ``LoadContext/enqueueConnect(_:)``).
+    func connect() {
+        guard machine.connectRequested() == .connect else { return }
+        countedHandshake = true
+        splitter = FrameSplitter()
+        TCPConnection.connect(loop: context.loop, to: context.target, from: context.nextSource()) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .failure(let error):
+                self.perform(self.machine.connectFailed("\(error)"))
+            case .success(let tcp):
+                self.tcp = tcp
+                tcp.onRead = { [weak self] bytes in self?.read(bytes) }
+                tcp.onEnd = { [weak self] error in
+                    guard let self else { return }
+                    self.perform(self.machine.ended(error.map { "\($0)" } ?? "closed"))
+                }
+                do {
+                    try tcp.startReading()
+                } catch {
+                    self.perform(self.machine.ended("\(error)"))
+                    return
+                }
+                self.perform(self.machine.connected())
+            }
+        }
+    }
+
+    /// Closes the connection (no error recorded).
+    func close() {
+        tcp?.close()
+        tcp = nil
+    }
+
+    /// Stops / restarts reading (slow-consumer simulation).
+    func pauseReading() { tcp?.stopReading() }
+    func resumeReading() { try? tcp?.startReading() }
+
+    /// Writes frames; a broken stream closes the connection.
+    func send(_ frames: [[UInt8]]) {
+        guard let tcp else { return }
+        do {
+            _ = try tcp.write(frames)
+        } catch {
+            perform(machine.ended("write: \(error)"))
+            close()
+        }
+    }
+
+    private func read(_ bytes: UnsafeRawBufferPointer) {
+        do {
+            try splitter.split(bytes) { frame in
+                guard !machine.isClosed else { return }
+                let decoded: DecodedFrame
+                do {
+                    decoded = try context.cache.decode(frame)
+                } catch {
+                    perform(machine.undecodable("\(error)"))
+                    return
+                }
+                var isError = false
+                if case .error = decoded.message { isError = true }
+                var isWelcome = false
+                if case .welcome = decoded.message { isWelcome = true }
+                let action = machine.received(isWelcome: isWelcome, isError: isError)
+                switch action {
+                case .becomeReady:
+                    if case .welcome(let welcome) = decoded.message { context.adopt(welcome) }
+                    finishHandshake()
+                    didBecomeReady()
+                case .deliver:
+                    didReceive(decoded)
+                case .protocolError:
+                    if case .error(let e) = decoded.message {
+                        perform(.protocolError("\(clientID): \(e.code) \(e.message)"))
+                    } else {
+                        perform(action)
+                    }
+                default:
+                    perform(action)
+                }
+            }
+        } catch {
+            perform(machine.undecodable("\(error)"))
+        }
+    }
+
+    private func finishHandshake() {
+        if countedHandshake {
+            countedHandshake = false
+            context.handshakeFinished()
+        }
+    }
+
+    private func perform(_ action: LoadConnectionStateMachine.Action) {
+        switch action {
+        case .sendHello:
+            send([context.plainEncoder.encode(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "flowsync-load", clientID: clientID, authToken: nil)))])
+        case .connectionFailed(let text):
+            finishHandshake()
+            context.metrics.connectionFailed("\(clientID): \(text)")
+            tcp = nil
+            didEnd(failed: true)
+        case .protocolError(let text):
+            finishHandshake()
+            context.metrics.protocolError("\(clientID): \(text)")
+            close()
+            didEnd(failed: true)
+        case .ended:
+            finishHandshake()
+            tcp = nil
+            didEnd(failed: false)
+        case .becomeReady, .deliver, .connect, .none:
+            break
+        }
+    }
+
+    // MARK: Hooks
+
+    /// The Welcome arrived.
+    func didBecomeReady() {}
+    /// A message arrived after the Welcome.
+    func didReceive(_ frame: DecodedFrame) {}
+    /// The connection ended (`failed`: an error, not a close).
+    func didEnd(failed: Bool) {}
+}

@@ -1,0 +1,106 @@
+/// The standard runs, named so a team can repeat them (`--scenario NAME`); the figures
+/// in docs/BENCHMARKS.md are these with the options shown there.
+public enum Scenario: String, CaseIterable, Sendable, Codable {
+    /// One list, many subscribers, one writer: fan-out throughput and latency.
+    case fanout
+    /// One list, many concurrent writers, some subscribers: commit throughput, ack latency.
+    case writers
+    /// A small run of everything (every op kind, several lists, section ops): the smoke test.
+    case mixed
+    /// Many subscribers dropped and reconnected with resume while writes go on.
+    case resumeStorm = "resume-storm"
+    /// Subscribers that stop reading for a while: the daemon's back-pressure pauses and
+    /// catches them up.
+    case slowConsumers = "slow-consumers"
+    /// Many lists with a few subscribers each.
+    case manyLists = "many-lists"
+    /// Many idle subscribed connections and a trickle of writes: memory per connection.
+    case connections
+
+    /// What the scenario measures, for `--help` and the report.
+    public var summary: String {
+        switch self {
+        case .fanout: return "1 list, 1,000 subscribers, 1 writer; row changes delivered/s and write→delivery latency"
+        case .writers: return "1 list, 50 writers, 50 subscribers; committed mutations/s and write→ack latency"
+        case .mixed: return "4 lists × 20 subscribers, 8 writers, every op kind incl. section ops"
+        case .resumeStorm: return "1 list, 1,000 subscribers; all dropped and resumed mid-run while writes go on"
+        case .slowConsumers: return "1 list, 200 subscribers of which 20 stop reading 1.5 s out of every 3 s"
+        case .manyLists: return "1,000 lists × 10 subscribers, 100 writers"
+        case .connections: return "5,000 idle subscribed connections on 50 lists, 1 writer at 10 mutations/s"
+        }
+    }
+
+    /// The configuration this scenario starts from.
+    public var configuration: LoadConfiguration {
+        var c = LoadConfiguration()
+        switch self {
+        case .fanout:
+            c.lists = 1
+            c.subscribersPerList = 1_000
+            c.fullReplicasPerList = 50
+            c.writers = 1
+            c.rate = 0
+            c.maxInFlightPerWriter = 8
+            c.opsPerMutation = 10
+            c.initialRows = 1_000
+            c.mix = .updatesOnly
+        case .writers:
+            c.lists = 1
+            c.subscribersPerList = 50
+            c.writers = 50
+            c.rate = 0
+            c.maxInFlightPerWriter = 1
+            c.opsPerMutation = 1
+            c.initialRows = 1_000
+            c.mix = .default
+        case .mixed:
+            c.lists = 4
+            c.subscribersPerList = 20
+            c.writers = 8
+            c.rate = 400
+            c.opsPerMutation = 3
+            c.initialRows = 200
+            c.sectionsPerList = 5
+            c.mix = .everything
+            c.duration = 5
+            c.warmup = 1
+        case .resumeStorm:
+            c.lists = 1
+            c.subscribersPerList = 1_000
+            c.fullReplicasPerList = 100
+            c.writers = 4
+            c.rate = 200
+            c.opsPerMutation = 2
+            c.resumeStormSubscribers = 1_000
+            c.duration = 10
+        case .slowConsumers:
+            c.lists = 1
+            c.subscribersPerList = 200
+            c.writers = 4
+            c.rate = 2_000
+            c.opsPerMutation = 5
+            c.payloadBytes = 400
+            c.slowConsumers = 20
+            c.duration = 10
+        case .manyLists:
+            c.lists = 1_000
+            c.subscribersPerList = 10
+            c.writers = 100
+            c.rate = 5_000
+            c.opsPerMutation = 2
+            c.initialRows = 100
+            c.sectionsPerList = 2
+        case .connections:
+            c.lists = 50
+            c.subscribersPerList = 100
+            c.fullReplicasPerList = 2
+            c.writers = 1
+            c.rate = 10
+            c.initialRows = 20
+            c.sectionsPerList = 2
+            c.duration = 5
+            c.fullCompareLists = 1
+        }
+        return c
+    }
+}
