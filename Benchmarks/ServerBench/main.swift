@@ -28,9 +28,11 @@ func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 final class Daemon {
     let process = Process()
     let port: Int
+    /// Its own store (the default data directory is shared and locked), removed at stop.
+    let dataDirectory = NSTemporaryDirectory() + "flowsync-server-bench-\(UUID().uuidString)"
     init() throws {
         process.executableURL = URL(fileURLWithPath: daemonPath)
-        process.arguments = ["--port", "0", "--metrics-port", "0", "--log-level", "warning"]
+        process.arguments = ["--port", "0", "--metrics-port", "0", "--log-level", "warning", "--data-dir", dataDirectory]
         let out = Pipe()
         process.standardOutput = out
         try process.run()
@@ -63,6 +65,7 @@ final class Daemon {
     func stop() {
         process.terminate()
         process.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: dataDirectory)
     }
 }
 
@@ -159,6 +162,11 @@ func commit(_ client: TestClient, list: String, seq: UInt64, base: ListVersion, 
 
 func format(_ x: Double) -> String {
     x >= 100 ? String(Int(x.rounded())) : String(format: "%.2f", x)
+}
+
+// The storage figures (--storage) and the crash test (--crash-test) are their own runs.
+if arguments.contains("--storage") || arguments.contains("--crash-test") {
+    exit(try await StorageBench.run(arguments: arguments, daemonPath: daemonPath, quick: quick))
 }
 
 say("# flowsync-server-bench\(quick ? " (quick)" : "")\n")

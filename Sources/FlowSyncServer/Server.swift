@@ -627,12 +627,8 @@ public final class Server {
         // this turn (group commit), then the acks and diffs of all of them go out.
         guard storageFailure == nil else { return }
         if configuration.fsyncPolicy == .always && store.hasUnsyncedWrites {
-            do {
-                try store.sync()
-            } catch {
-                storageFailed(error)
-                return
-            }
+            syncStore()
+            guard storageFailure == nil else { return }
         }
         let now = loop.now
         let ids = toFlush
@@ -728,12 +724,16 @@ public final class Server {
 
     /// The `interval` policy's timer.
     private func syncStore() {
-        guard storageFailure == nil else { return }
+        guard storageFailure == nil, store.hasUnsyncedWrites else { return }
+        let started = monotonicNanoseconds()
         do {
             try store.sync()
         } catch {
             storageFailed(error)
+            return
         }
+        statistics.storeSyncs += 1
+        metrics.storeSync.recordNanoseconds(Int64(monotonicNanoseconds() - started))
     }
 
     /// Snapshots of the lists that asked for one: the state at the oldest version the
@@ -747,12 +747,17 @@ public final class Server {
             let sequencer = list.sequencer
             let base = sequencer.oldestResumable
             guard let state = sequencer.state(at: base) else { continue }
+            let started = monotonicNanoseconds()
             do {
                 try store.compact(StoredSnapshot(listName: name, position: base, digest: state.digest, sections: state.sections,
                                                  dedupe: sequencer.dedupeRecords(through: base)))
             } catch {
                 storageFailed(error)
+                continue
             }
+            statistics.storeSnapshots += 1
+            metrics.storeSnapshot.recordNanoseconds(Int64(monotonicNanoseconds() - started))
+            logger.debug("snapshot written", metadata: ["flowsync.list": "\(name)", "at": "\(base)", "ms": "\((monotonicNanoseconds() - started) / 1_000_000)"])
         }
     }
 
@@ -796,6 +801,8 @@ public final class Server {
             ("subscribers.paused", Int64(statistics.slowConsumerEvents)),
             ("catchup.diffs", Int64(statistics.catchUpDiffs)),
             ("catchup.snapshots", Int64(statistics.catchUpSnapshots)),
+            ("store.syncs", Int64(statistics.storeSyncs)),
+            ("store.snapshots", Int64(statistics.storeSnapshots)),
         ]
         if let name, let list = lists[name] {
             entries += [

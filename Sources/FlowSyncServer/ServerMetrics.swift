@@ -21,6 +21,10 @@ final class ServerMetrics {
     let largestQueueBytes = Gauge(label: "flowsync_largest_queue_bytes")
     /// How late the 100 ms sweep timer fires: a busy or blocked loop shows here first.
     let loopLag = Timer(label: "flowsync_loop_lag_seconds")
+    /// One store sync (a group commit: every list written this turn), on the loop thread.
+    let storeSync = Timer(label: "flowsync_store_sync_seconds")
+    /// Compaction: a snapshot written and the log before it dropped, on the loop thread.
+    let storeSnapshot = Timer(label: "flowsync_store_snapshot_seconds")
 
     private var closedByReason: [UInt16: Counter] = [:]
     private var rejectedByCode: [UInt16: Counter] = [:]

@@ -16,6 +16,10 @@ public struct ServerStatistics: Sendable {
     public var catchUpDiffs = 0
     public var catchUpSnapshots = 0
     public var snapshotsSent = 0
+    /// Store syncs (fsync rounds: one per loop turn with writes under `always`).
+    public var storeSyncs = 0
+    /// Store snapshots written by compaction.
+    public var storeSnapshots = 0
 
     public init() {}
 }

@@ -73,65 +73,6 @@ public final class CrashTestDriver: @unchecked Sendable {
         random = SeededRandom(seed: options.seed)
     }
 
-    // MARK: The daemon
-
-    final class Daemon: @unchecked Sendable {
-        let process: Process
-        let output: Shared<String>
-        let port: Int
-
-        private init(process: Process, output: Shared<String>, port: Int) {
-            self.process = process
-            self.output = output
-            self.port = port
-        }
-
-        /// Starts the daemon and waits (without blocking a thread of the cooperative
-        /// pool: it has as many threads as cores) for its "listening on" line.
-        static func start(binary: String, dataDirectory: String, config: String) async throws -> Daemon {
-            let process = Process()
-            let output = Shared("")
-            process.executableURL = URL(fileURLWithPath: binary)
-            process.arguments = ["--config", config, "--port", "0", "--no-metrics", "--log-level", "warning", "--data-dir", dataDirectory]
-            var environment = ProcessInfo.processInfo.environment
-            environment["SWIFT_BACKTRACE"] = "enable=no"
-            for key in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "LISTEN_FDS", "LISTEN_PID"] { environment[key] = nil }
-            process.environment = environment
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = pipe
-            pipe.fileHandleForReading.readabilityHandler = { handle in
-                let text = String(decoding: handle.availableData, as: UTF8.self)
-                output.update { $0 += text }
-            }
-            try process.run()
-            var port: Int?
-            for _ in 0..<3_000 {
-                let text = output.get()
-                if let range = text.range(of: "listening on 127.0.0.1:") {
-                    let digits = text[range.upperBound...].prefix { $0.isNumber }
-                    if let p = Int(digits), text[range.upperBound...].dropFirst(digits.count).first == "\n" { port = p; break }
-                }
-                if !process.isRunning { break }
-                try? await Task.sleep(for: .milliseconds(10))
-            }
-            guard let port else {
-                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-                process.waitUntilExit()
-                pipe.fileHandleForReading.readabilityHandler = nil
-                throw CrashTestError("flowsyncd did not start: \(output.get())")
-            }
-            return Daemon(process: process, output: output, port: port)
-        }
-
-        func kill9() async {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            for _ in 0..<2_000 where process.isRunning { try? await Task.sleep(for: .milliseconds(5)) }
-            process.waitUntilExit()
-            (process.standardOutput as? Pipe)?.fileHandleForReading.readabilityHandler = nil
-        }
-    }
-
     // MARK: Running
 
     public func run() async throws -> Result {
@@ -142,7 +83,7 @@ public final class CrashTestDriver: @unchecked Sendable {
         let thread = try EventLoopThread()
         defer { _ = thread.shutdown() }
         for cycle in 0..<options.cycles {
-            let daemon = try await Daemon.start(binary: options.binary, dataDirectory: options.dataDirectory, config: config)
+            let daemon = try await DaemonProcess.start(binary: options.binary, dataDirectory: options.dataDirectory, config: config)
             do {
                 try await runCycle(cycle, daemon: daemon, thread: thread)
             } catch {
@@ -168,7 +109,7 @@ public final class CrashTestDriver: @unchecked Sendable {
         options.log("PROBLEM: \(text)")
     }
 
-    private func runCycle(_ cycle: Int, daemon: Daemon, thread: EventLoopThread) async throws {
+    private func runCycle(_ cycle: Int, daemon: DaemonProcess, thread: EventLoopThread) async throws {
         // 1. Check: a fresh snapshot of every list holds every acknowledged row.
         let checker = try await TestClient.connect(port: daemon.port, on: thread, clientID: "checker")
         for list in options.lists {
