@@ -1,3 +1,6 @@
+import FlowSyncCore
+import FlowSyncLoop
+import FlowSyncProtocol
 import FlowSyncTestSupport
 import Foundation
 import Testing
@@ -36,5 +39,63 @@ import Testing
         #expect(result.problems.isEmpty, "\(result.problems)")
         #expect(result.ackedMutations > cycles * 5, "\(result)")
         #expect(result.resumesAsDiff >= (cycles - 1) * options.subscribers * options.lists.count, "\(result)")
+    }
+}
+
+/// The flowsyncd binary and damaged data: refuses to start (exit 65, the file named),
+/// then `--repair` keeps the valid prefix and starts a new epoch.
+@Suite(.serialized) struct DaemonRepairTests {
+    @Test func refusesDamagedDataThenRepairs() async throws {
+        let directory = TemporaryDirectory("repair")
+        defer { directory.remove() }
+        let binary = try CrashTests.binary()
+        let thread = try EventLoopThread()
+        defer { _ = thread.shutdown() }
+        let daemon = try await DaemonProcess.start(binary: binary, dataDirectory: directory.path, config: nil)
+        let writer = try await TestClient.connect(port: daemon.port, on: thread, clientID: "writer")
+        #expect(await commit(writer, "r", seq: 1, [.insertSections([Section(id: "s")], at: 0)]) != nil)
+        var last: ListVersion?
+        for seq in 2...12 { last = await commit(writer, "r", seq: UInt64(seq), insertRow("row\(seq)")) }
+        let before = try #require(last)
+        writer.close()
+        daemon.stop()
+        #expect(daemon.process.terminationStatus == 0)
+
+        // Damage one byte in the middle of the log.
+        let listDirectory = directory.path + "/lists/r"
+        let segment = listDirectory + "/" + (try #require(try FileManager.default.contentsOfDirectory(atPath: listDirectory).first { $0.hasSuffix(".fsl") }))
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: segment)))
+        bytes[bytes.count / 2] ^= 0x10
+        try Data(bytes).write(to: URL(fileURLWithPath: segment))
+
+        let refused = Process()
+        refused.executableURL = URL(fileURLWithPath: binary)
+        refused.arguments = ["--port", "0", "--no-metrics", "--data-dir", directory.path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        refused.environment = environment
+        let pipe = Pipe()
+        refused.standardOutput = pipe
+        refused.standardError = pipe
+        try refused.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        refused.waitUntilExit()
+        #expect(refused.terminationStatus == 65, "\(output)")
+        #expect(output.contains("refusing to start") && output.contains(segment) && output.contains("--repair"), "\(output)")
+
+        let repaired = try await DaemonProcess.start(binary: binary, dataDirectory: directory.path, config: nil, extraArguments: ["--repair"])
+        #expect(repaired.output.get().contains("repair:"), "\(repaired.output.get())")
+        let reader = try await TestClient.connect(port: repaired.port, on: thread, clientID: "reader")
+        reader.send(.subscribe(Subscribe(listName: "r")))
+        guard case .snapshot(let snapshot)? = await reader.waitFor({ if case .snapshot = $0 { return true } else { return false } }) else {
+            Issue.record("no snapshot after repair")
+            return
+        }
+        #expect(snapshot.position.epoch != before.epoch && snapshot.position.version == 0, "a repaired list starts a new epoch: \(snapshot.position)")
+        let rows = snapshot.sections.first?.rows.count ?? 0
+        #expect(rows >= 1 && rows < 11, "the valid prefix is kept: \(rows) rows")
+        reader.close()
+        repaired.stop()
+        #expect(repaired.process.terminationStatus == 0)
     }
 }

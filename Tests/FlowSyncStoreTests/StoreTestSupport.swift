@@ -90,3 +90,28 @@ struct CommitDriver {
 extension RecoveryReport {
     func list(_ name: String) -> RecoveredList? { lists.first { $0.name == name } }
 }
+
+@Suite struct StorageConfigurationTests {
+    @Test func storageSectionParsesAndRefusesBadValues() throws {
+        let parsed = try ServerConfiguration(toml: """
+            [storage]
+            engine = "memory"
+            fsync = "interval"
+            fsync_interval_ms = 250
+            snapshot_every_batches = 0
+            snapshot_every_bytes = 1048576
+            """)
+        #expect(parsed.storageEngine == .memory)
+        #expect(parsed.fsyncPolicy == .interval)
+        #expect(parsed.fsyncIntervalMilliseconds == 250)
+        #expect(parsed.snapshotEveryBatches == 0 && parsed.snapshotEveryBytes == 1 << 20)
+        #expect(ServerConfiguration().fsyncPolicy == .always && ServerConfiguration().storageEngine == .file)
+        do {
+            _ = try ServerConfiguration(toml: "[storage]\nfsync = \"sometimes\"\n")
+            Issue.record("a bad policy was accepted")
+        } catch {
+            #expect(error.key == "storage.fsync" && error.problem.contains("\"always\""), "\(error)")
+        }
+        #expect(throws: ConfigurationError.self) { try ServerConfiguration(toml: "[storage]\nfsync_every = 3\n") }
+    }
+}
