@@ -23,11 +23,16 @@ final class ListHost {
         sequencer = Sequencer(director: Director(limits: limits), position: ListVersion(epoch: epoch, version: 0), historyLimits: history, dedupeLimits: dedupe)
     }
 
+    /// Recovered from the store: never dropped, even at version 0 of a new epoch (its
+    /// state and its files are still there).
+    private(set) var stored = false
+
     /// A list recovered from the store.
     init(name: String, sequencer: Sequencer, declared: Bool) {
         self.name = name
         self.declared = declared
         self.sequencer = sequencer
+        self.stored = true
     }
 
     var position: ListVersion { sequencer.position }
@@ -35,7 +40,7 @@ final class ListHost {
     /// A list that nobody subscribes to, was never written and is not declared can be
     /// forgotten (subscribing to a name must not leak memory forever).
     var isDisposable: Bool {
-        !declared && subscribers.isEmpty && sequencer.position.version == 0 && !sequencer.hasPending
+        !declared && !stored && subscribers.isEmpty && sequencer.position.version == 0 && !sequencer.hasPending
     }
 
     func addSubscriber(_ connection: Int) {

@@ -138,6 +138,14 @@ func insertRow(_ id: String) -> [FlowSyncCore.Operation] {
         #expect(position.version == 0 && position.epoch != last?.epoch, "new epoch after an unclean stop under interval: \(position)")
         #expect(await restarted.withServer { $0.state(of: "i")?.director.rowCount } == 19)
         #expect(restarted.recoveryNotes.contains { $0.contains("new epoch") })
+        // At version 0 of its new epoch, the list still holds its rows: a subscriber
+        // leaving must not make it look disposable.
+        let visitor = try await TestClient.connect(port: restarted.port, on: clients, clientID: "visitor")
+        visitor.send(.subscribe(Subscribe(listName: "i")))
+        _ = await visitor.waitFor { if case .snapshot = $0 { return true } else { return false } }
+        visitor.close()
+        #expect(await eventually(timeout: 5) { await restarted.withServer { $0.connectionCount } == 0 })
+        #expect(await restarted.withServer { $0.state(of: "i")?.director.rowCount } == 19)
         #expect(await restarted.stop())
         // A clean stop keeps the epoch.
         let third = try await EmbeddedServer(configuration: Self.fileConfiguration(.interval), storage: .file(directory: directory.path))
