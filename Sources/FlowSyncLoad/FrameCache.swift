@@ -1,5 +1,8 @@
 import FlowSyncCore
 import FlowSyncProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One decoded server frame, shared by every load client that received the same bytes.
 public final class DecodedFrame {
@@ -68,7 +71,8 @@ public final class FrameCache {
     /// - Throws: the ``ProtocolError`` the reference decoder finds.
     public func decode(_ frame: UnsafeRawBufferPointer) throws(ProtocolError) -> DecodedFrame {
         let key = XXH64.hash(frame)
-        if let entry = entries[key], entry.bytes.elementsEqual(frame) {
+        if let entry = entries[key], entry.bytes.count == frame.count,
+           entry.bytes.withUnsafeBytes({ memcmp($0.baseAddress!, frame.baseAddress!, frame.count) == 0 }) {
             hits += 1
             return entry.frame
         }

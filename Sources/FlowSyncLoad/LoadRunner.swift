@@ -125,7 +125,7 @@ public final class LoadRunner {
 
         // Warm-up, then the measured window.
         onLoop(loop) { engine.startWriters() }
-        usleep(UInt32(c.warmup * 1e6))
+        sleep(until: monotonicNanoseconds() + UInt64(c.warmup * 1e9))
         let windowStart = onLoop(loop) { () -> UInt64 in
             let now = monotonicNanoseconds()
             engine.metrics.startWindow(at: now)
@@ -203,8 +203,11 @@ public final class LoadRunner {
     }
 
     private func sleep(until deadline: UInt64) {
-        let now = monotonicNanoseconds()
-        if deadline > now { usleep(UInt32(min(deadline - now, UInt64(UInt32.max / 1000) * 1000) / 1000)) }
+        while true {
+            let now = monotonicNanoseconds()
+            guard deadline > now else { return }
+            usleep(UInt32(min(deadline - now, 1_000_000_000) / 1_000))   // ≤ 1 s per call
+        }
     }
 
     /// The daemon's server-wide counters (StatsRequest without a list).
