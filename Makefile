@@ -19,7 +19,7 @@ FUZZ_SECONDS ?= 60
 # The short fuzz run inside `make test` (CI): a release sanitizer build, then this many seconds.
 TEST_FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build release test run bench bench-quick bench-server fuzz install uninstall clean
+.PHONY: all deps build release test run bench bench-quick bench-server fuzz install uninstall clean load compare-redis
 
 all: build
 
@@ -54,6 +54,8 @@ test: deps
 	$(SWIFT) build -c release --product flowsyncd
 	$(SWIFT) build -c release --product flowsync-server-bench
 	.build/release/flowsync-server-bench --quick > /dev/null
+	$(SWIFT) build -c release --product flowsync-load
+	.build/release/flowsync-load --spawn --daemon .build/release/flowsyncd --scenario mixed --duration 3 --warmup 1 --quiet > .build/load-smoke.txt || { cat .build/load-smoke.txt; exit 1; }
 	python3 clients/python/test_vectors.py
 	scripts/fuzz.sh $(TEST_FUZZ_SECONDS)
 	@scripts/test-summary.sh .build/test-output.txt
@@ -71,6 +73,19 @@ bench: deps
 bench-quick: deps
 	$(SWIFT) build -c release --product flowsync-bench
 	.build/release/flowsync-bench --quick
+
+# The load tester against a daemon it starts (docs/BENCHMARKS.md, "Load tests"):
+# make load SCENARIO=fanout LOAD_ARGS="--duration 20"
+SCENARIO  ?= mixed
+LOAD_ARGS ?=
+load: deps
+	$(SWIFT) build -c release --product flowsyncd
+	$(SWIFT) build -c release --product flowsync-load
+	.build/release/flowsync-load --spawn --daemon .build/release/flowsyncd --scenario $(SCENARIO) $(LOAD_ARGS)
+
+# FlowSync fan-out vs Redis pub/sub fan-out in one run (installs redis-server if missing).
+compare-redis: deps
+	SCRATCH=.build Benchmarks/compare-redis.sh
 
 # Daemon figures against a release flowsyncd process (docs/BENCHMARKS.md).
 bench-server: deps
