@@ -18,6 +18,7 @@ public final class FaultInjectingFileIO: FileIO, @unchecked Sendable {
     }
 
     private let base = PosixFileIO()
+    private let lock = Shared(0)
     private var fault: Fault?
     private var writes = 0
     private var syncs = 0
@@ -70,8 +71,13 @@ public final class FaultInjectingFileIO: FileIO, @unchecked Sendable {
     }
 
     private func countSync(_ path: String) throws(StoreError) {
-        syncs += 1
-        if case .sync(let nth, let code) = fault, nth == syncs {
+        // Syncs of several lists may run concurrently: count under the lock.
+        let fail = lock.update { _ -> Bool in
+            syncs += 1
+            if case .sync(let nth, _) = fault, nth == syncs { return true }
+            return false
+        }
+        if fail, case .sync(_, let code) = fault {
             fired = true
             throw .io("fdatasync", path: path, errno: code)
         }

@@ -7,8 +7,9 @@ import Glibc
 /// FlowSyncTestSupport) and check that no acknowledgement leaves for that batch.
 ///
 /// Every method either does all it says or throws; `write` never returns after a short
-/// write. Paths are plain POSIX paths.
-public protocol FileIO: AnyObject {
+/// write. Paths are plain POSIX paths. `sync` may be called from several threads at
+/// once (for different descriptors); everything else from one thread.
+public protocol FileIO: AnyObject, Sendable {
     /// Creates `path` and missing parents (`mkdir -p`).
     func makeDirectory(_ path: String) throws(StoreError)
     /// Names of the entries of a directory (not `.`/`..`).
@@ -51,7 +52,7 @@ extension FileIO {
 }
 
 /// ``FileIO`` over the POSIX calls.
-public final class PosixFileIO: FileIO {
+public final class PosixFileIO: FileIO, Sendable {
     public init() {}
 
     public func makeDirectory(_ path: String) throws(StoreError) {

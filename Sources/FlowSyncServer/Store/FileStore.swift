@@ -1,3 +1,4 @@
+import Dispatch
 import FlowSyncCore
 import FlowSyncProtocol
 
@@ -19,11 +20,15 @@ public final class FileStore: DirectorStore {
         public var snapshotEveryBatches: Int
         /// … or after this many log bytes since the last one (0: never).
         public var snapshotEveryBytes: Int
+        /// Sync the files of several lists concurrently (the libdispatch pool; the
+        /// calling thread waits for all). Default true.
+        public var parallelSync: Bool
 
-        public init(fsync: FsyncPolicy = .always, snapshotEveryBatches: Int = 10_000, snapshotEveryBytes: Int = 64 << 20) {
+        public init(fsync: FsyncPolicy = .always, snapshotEveryBatches: Int = 10_000, snapshotEveryBytes: Int = 64 << 20, parallelSync: Bool = true) {
             self.fsync = fsync
             self.snapshotEveryBatches = snapshotEveryBatches
             self.snapshotEveryBytes = snapshotEveryBytes
+            self.parallelSync = parallelSync
         }
     }
 
@@ -125,10 +130,29 @@ public final class FileStore: DirectorStore {
         let started = monotonicNanoseconds()
         let lists = dirty
         dirty = []
+        var targets: [(fd: Int32, path: String)] = []
+        targets.reserveCapacity(lists.count)
         for files in lists {
             files.unsynced = false
             guard let fd = files.activeFD, let segment = files.segments.last else { continue }
-            try io.sync(fd, path: segment.path)
+            targets.append((fd, segment.path))
+        }
+        if targets.count == 1 || !options.parallelSync {
+            for target in targets { try io.sync(target.fd, path: target.path) }
+        } else {
+            // Several lists written this turn: their fdatasyncs run at once (the loop
+            // thread takes part and waits for all). One list file per call would cost
+            // one journal commit after another; concurrent ones share commits.
+            var failures = [StoreError?](repeating: nil, count: targets.count)
+            let io = self.io
+            let targets = targets
+            failures.withUnsafeMutableBufferPointer { slots in
+                let slots = UnsafeSendableSlots(slots)
+                DispatchQueue.concurrentPerform(iterations: targets.count) { k in
+                    do throws(StoreError) { try io.sync(targets[k].fd, path: targets[k].path) } catch { slots.buffer[k] = error }
+                }
+            }
+            if let failure = failures.first(where: { $0 != nil }) ?? nil { throw failure }
         }
         syncCount += 1
         onSync?(monotonicNanoseconds() - started)
@@ -289,4 +313,11 @@ func monotonicNanoseconds() -> UInt64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
+/// Each concurrent iteration writes only its own slot, and the buffer outlives
+/// `concurrentPerform` (which returns after every iteration).
+private struct UnsafeSendableSlots: @unchecked Sendable {
+    let buffer: UnsafeMutableBufferPointer<StoreError?>
+    init(_ buffer: UnsafeMutableBufferPointer<StoreError?>) { self.buffer = buffer }
 }
