@@ -48,18 +48,26 @@ public final class DaemonProcess: @unchecked Sendable {
     private let directory: URL
 
     /// Starts the daemon at `path` and waits (up to 20 s) for its listening line.
-    public init(path: String) throws {
+    /// `storage` and `fsync` set `[storage] engine` and `fsync` (nil: the daemon's defaults).
+    public init(path: String, storage: String? = nil, fsync: String? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw LoadError("no daemon binary at \(path) (build it: swift build -c release --product flowsyncd)")
         }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("flowsync-load-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let config = directory.appendingPathComponent("flowsyncd.toml")
-        try """
+        var toml = """
         # Written by flowsync-load --spawn.
         [limits]
         max_connections = 1000000
-        """.write(to: config, atomically: true, encoding: .utf8)
+
+        """
+        if storage != nil || fsync != nil {
+            toml += "[storage]\n"
+            if let storage { toml += "engine = \"\(storage)\"\n" }
+            if let fsync { toml += "fsync = \"\(fsync)\"\n" }
+        }
+        try toml.write(to: config, atomically: true, encoding: .utf8)
         let data = directory.appendingPathComponent("data")
         try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
         let arguments = ["--config", config.path, "--host", "127.0.0.1", "--port", "0", "--metrics-port", "0",

@@ -12,6 +12,10 @@ public struct LoadConfiguration: Hashable, Sendable, Codable {
     public var spawn = false
     /// The daemon binary for ``spawn``.
     public var daemonPath = ".build/release/flowsyncd"
+    /// With ``spawn``: the daemon's `[storage] engine` ("file" or "memory"); nil: its default.
+    public var daemonStorage: String? = nil
+    /// With ``spawn``: the daemon's `[storage] fsync` ("always", "interval", "never"); nil: its default.
+    public var daemonFsync: String? = nil
 
     // MARK: Clients
     /// Lists written and subscribed (`load-0` … `load-(n-1)`).
@@ -96,6 +100,8 @@ public struct LoadConfiguration: Hashable, Sendable, Codable {
         if duration <= 0 { errors.append("--duration must be positive") }
         if warmup < 0 { errors.append("--warmup must not be negative") }
         if maxInFlightPerWriter < 1 { errors.append("--max-in-flight must be at least 1") }
+        if let daemonStorage, !["file", "memory"].contains(daemonStorage) { errors.append("--storage must be file or memory") }
+        if let daemonFsync, !["always", "interval", "never"].contains(daemonFsync) { errors.append("--fsync must be always, interval or never") }
         if sourceAddresses < 1 || sourceAddresses > 254 { errors.append("--source-addresses must be within 1…254") }
         if resumeStormSubscribers > subscriberCount { errors.append("--resume-storm exceeds the subscribers (\(subscriberCount))") }
         if slowConsumers > subscriberCount { errors.append("--slow-consumers exceeds the subscribers (\(subscriberCount))") }

@@ -153,7 +153,7 @@ final class LoadEngine: @unchecked Sendable {
         let rows = current.rows >= last.rows ? current.rows - last.rows : current.rows
         let slip = writers.map { $0.slip(now: now) }.max() ?? 0
         let open = subscribers.filter(\.isReady).count
-        let phase = m.measuring ? "measure" : "warm-up"
+        let phase = m.measuring ? "measure" : (m.windowStart == 0 ? "warm-up" : "drain")
         let line = "[\(phase)] sent \(LoadReport.number(Double(current.sent - last.sent) / dt))/s, answered \(LoadReport.number(Double(current.acked - last.acked) / dt))/s, deliveries \(LoadReport.number(Double(frames) / dt))/s, row changes \(LoadReport.number(Double(rows) / dt))/s, p99 write→delivery \(LoadReport.fixed(m.writeToDelivery.microseconds(atPercentile: 99) / 1000, 2)) ms, p99 write→ack \(LoadReport.fixed(m.writeToAck.microseconds(atPercentile: 99) / 1000, 2)) ms, lag \(LoadReport.fixed(Double(slip) / 1e6, 1)) ms, in flight \(answersOutstanding), subscribers \(open)/\(subscribers.count)\n"
         line.utf8CString.withUnsafeBufferPointer { _ = write(2, $0.baseAddress, $0.count - 1) }
     }

@@ -70,8 +70,8 @@ public final class LoadRunner {
         box.report.startedAt = ISO8601DateFormatter().string(from: Date())
         var daemon: DaemonProcess?
         if c.spawn {
-            daemon = try DaemonProcess(path: c.daemonPath)
-            note("spawned \(c.daemonPath) (pid \(daemon!.pid)) on 127.0.0.1:\(daemon!.port)")
+            daemon = try DaemonProcess(path: c.daemonPath, storage: c.daemonStorage, fsync: c.daemonFsync)
+            note("spawned \(c.daemonPath) (pid \(daemon!.pid)) on 127.0.0.1:\(daemon!.port), storage \(c.daemonStorage ?? "default"), fsync \(c.daemonFsync ?? "default")")
         }
         defer { daemon?.stop() }
         let host = c.spawn ? "127.0.0.1" : c.host

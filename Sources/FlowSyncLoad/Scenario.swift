@@ -24,7 +24,7 @@ public enum Scenario: String, CaseIterable, Sendable, Codable {
         case .writers: return "1 list, 50 writers, 50 subscribers; committed mutations/s and write→ack latency"
         case .mixed: return "4 lists × 20 subscribers, 8 writers, every op kind incl. section ops"
         case .resumeStorm: return "1 list, 1,000 subscribers; all dropped and resumed mid-run while writes go on"
-        case .slowConsumers: return "1 list, 200 subscribers of which 20 stop reading 1.5 s out of every 3 s"
+        case .slowConsumers: return "1 list, 100 subscribers of which 10 stop reading 7 s out of every 9 s; 1,500 mutations/s of 5 × 1 KB rows"
         case .manyLists: return "1,000 lists × 10 subscribers, 100 writers"
         case .connections: return "5,000 idle subscribed connections on 50 lists, 1 writer at 10 mutations/s"
         }
@@ -76,14 +76,20 @@ public enum Scenario: String, CaseIterable, Sendable, Codable {
             c.resumeStormSubscribers = 1_000
             c.duration = 10
         case .slowConsumers:
+            // About 2 MB/s of frames per subscriber: a 7 s pause outgrows the kernel's
+            // loopback socket buffers (up to ~10 MB) and then the daemon's 4 MiB high
+            // watermark, so the daemon pauses the subscription and catches it up.
             c.lists = 1
-            c.subscribersPerList = 200
+            c.subscribersPerList = 100
+            c.fullReplicasPerList = 20
             c.writers = 4
-            c.rate = 2_000
+            c.rate = 1_500
             c.opsPerMutation = 5
-            c.payloadBytes = 400
-            c.slowConsumers = 20
-            c.duration = 10
+            c.payloadBytes = 1_000
+            c.slowConsumers = 10
+            c.slowPauseMilliseconds = 7_000
+            c.slowPeriodMilliseconds = 9_000
+            c.duration = 18
         case .manyLists:
             c.lists = 1_000
             c.subscribersPerList = 10

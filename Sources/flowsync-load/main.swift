@@ -21,6 +21,8 @@ struct FlowSyncLoadCommand: ParsableCommand {
     @Option(help: "Daemon port.") var port: Int?
     @Flag(help: "Start a flowsyncd on a free loopback port with a temporary data dir, and stop it at the end.") var spawn = false
     @Option(help: "flowsyncd binary for --spawn.") var daemon: String?
+    @Option(help: "With --spawn: the daemon's storage engine, file|memory (default: the daemon's, file).") var storage: String?
+    @Option(help: "With --spawn: the daemon's fsync policy, always|interval|never (default: the daemon's, always).") var fsync: String?
     @Option(help: "A named scenario: \(Scenario.allCases.map(\.rawValue).joined(separator: "|")).") var scenario: String?
     @Option(help: "Lists.") var lists: Int?
     @Option(help: "Subscribers per list.") var subscribers: Int?
@@ -60,6 +62,8 @@ struct FlowSyncLoadCommand: ParsableCommand {
         if let port { c.port = port }
         if spawn { c.spawn = true }
         if let daemon { c.daemonPath = daemon }
+        if let storage { c.daemonStorage = storage }
+        if let fsync { c.daemonFsync = fsync }
         if let lists { c.lists = lists }
         if let subscribers { c.subscribersPerList = subscribers }
         if let fullReplicas { c.fullReplicasPerList = fullReplicas }
