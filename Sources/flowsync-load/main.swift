@@ -44,6 +44,7 @@ struct FlowSyncLoadCommand: ParsableCommand {
     @Option(name: .customLong("slow-period-ms"), help: "How often a slow consumer stops reading.") var slowPeriod: Int?
     @Option(name: .customLong("source-addresses"), help: "Loopback source addresses to spread connections over (127.0.0.1…n).") var sourceAddresses: Int?
     @Flag(help: "Print the report as JSON (every figure) instead of the table.") var json = false
+    @Option(name: .customLong("json-file"), help: "Also write the JSON report to this file.") var jsonFile: String?
     @Flag(help: "No progress lines on stderr.") var quiet = false
 
     func run() throws {
@@ -96,6 +97,14 @@ struct FlowSyncLoadCommand: ParsableCommand {
             throw ExitCode(2)
         }
         print(json ? report.json() : report.table())
+        if let jsonFile {
+            do {
+                try report.json().write(toFile: jsonFile, atomically: true, encoding: .utf8)
+            } catch {
+                FileHandle.standardError.write(Data("flowsync-load: cannot write \(jsonFile): \(error)\n".utf8))
+                throw ExitCode(2)
+            }
+        }
         if !report.passed { throw ExitCode(1) }
     }
 }

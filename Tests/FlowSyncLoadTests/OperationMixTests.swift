@@ -78,7 +78,11 @@ import Testing
         c.opsPerMutation = 0
         c.payloadBytes = 1
         c.resumeStormSubscribers = 1_000_000
+        c.daemonStorage = "tape"
+        c.daemonFsync = "sometimes"
         let errors = c.validationErrors().joined(separator: "\n")
+        #expect(errors.contains("--storage"))
+        #expect(errors.contains("--fsync"))
         #expect(errors.contains("--lists"))
         #expect(errors.contains("--ops-per-mutation"))
         #expect(errors.contains("--payload-bytes"))
