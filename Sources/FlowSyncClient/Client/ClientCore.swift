@@ -27,8 +27,21 @@ final class ClientCore: @unchecked Sendable {
 
     private func withLock<T>(_ body: (inout State) throws -> T) rethrows -> T {
         lock.lock()
-        defer { lock.unlock() }
-        return try body(&_state)
+        let result: T
+        do {
+            result = try body(&_state)
+        } catch {
+            lock.unlock()
+            throw error
+        }
+        // Work that may call back into the client (finishing a stream runs its
+        // termination handler synchronously) runs after the unlock: the lock is not
+        // recursive.
+        let deferred = _state.afterUnlock
+        _state.afterUnlock = []
+        lock.unlock()
+        for work in deferred { work() }
+        return result
     }
 
     struct Observer {
@@ -53,6 +66,8 @@ final class ClientCore: @unchecked Sendable {
         var nextObserverID: UInt64 = 1
         var tickerRunning = false
         var shutDown = false
+        /// Run by ``withLock(_:)`` once the lock is released.
+        var afterUnlock: [@Sendable () -> Void] = []
         /// Bumped per connection, so transport events of an old one are ignored.
         var connection = 0
     }
@@ -162,6 +177,7 @@ final class ClientCore: @unchecked Sendable {
     // MARK: Actions
 
     private func perform(_ actions: [SessionAction], _ state: inout State) {
+        defer { refreshSnapshots(&state) }
         for action in actions {
             switch action {
             case .connect:
@@ -192,7 +208,7 @@ final class ClientCore: @unchecked Sendable {
                 state.failures[list] = error
                 for (_, stream) in state.streams.removeValue(forKey: list) ?? [:] {
                     // Closing the client ends the sequences normally; a failure throws.
-                    if error == .closed { stream.finish() } else { stream.finish(throwing: error) }
+                    state.afterUnlock.append { if error == .closed { stream.finish() } else { stream.finish(throwing: error) } }
                 }
                 for waiter in state.loadWaiters.removeValue(forKey: list) ?? [] { waiter.resume(returning: .failure(error)) }
             case .stats(let id, let result):
@@ -204,6 +220,19 @@ final class ClientCore: @unchecked Sendable {
                     queue.async { handler(status) }
                 }
             }
+        }
+    }
+
+    /// Keeps each list's published snapshot at the replica's version and pending count
+    /// also when a batch changed nothing visible (the server confirming an optimistic
+    /// write), so readers see the version move. The content is the same by then.
+    private func refreshSnapshots(_ state: inout State) {
+        for (name, list) in state.session.lists {
+            let current = state.snapshots[name]
+            guard current?.version != list.position || current?.pendingWrites != list.pending.count else { continue }
+            guard current != nil || list.position != nil else { continue }
+            state.snapshots[name] = ListSnapshot(name: name, director: list.view, version: list.position,
+                                                 pendingWrites: list.pending.count, registry: state.registry)
         }
     }
 

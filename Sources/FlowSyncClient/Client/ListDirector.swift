@@ -184,8 +184,11 @@ public final class ListDirector: Sendable {
         let (stream, continuation) = AsyncThrowingStream<ListChange, any Error>.makeStream()
         let name = self.name
         let id = core.update { state -> UInt64? in
-            if let failure = state.failures[name] { continuation.finish(throwing: failure); return nil }
-            if state.shutDown { continuation.finish(); return nil }
+            if let failure = state.failures[name] {
+                state.afterUnlock.append { if failure == .closed { continuation.finish() } else { continuation.finish(throwing: failure) } }
+                return nil
+            }
+            if state.shutDown { state.afterUnlock.append { continuation.finish() }; return nil }
             let id = state.nextObserverID
             state.nextObserverID += 1
             state.streams[name, default: [:]][id] = continuation

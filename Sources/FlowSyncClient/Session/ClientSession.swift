@@ -63,6 +63,15 @@ struct ClientSession: Sendable {
     private var random: UInt64
     private(set) var serverLimits: ServerLimits?
 
+    /// The server's limits on one write, as director limits (counts stay unlimited:
+    /// the server judges those against the whole list).
+    var writeLimits: DirectorLimits? {
+        guard let limits = serverLimits else { return nil }
+        return DirectorLimits(maxIDBytes: Int(limits.maxIDBytes), maxKindBytes: ListReplica.limits.maxKindBytes,
+                              maxPayloadBytes: Int(limits.maxPayloadBytes), maxSections: .max, maxRows: .max,
+                              maxOpsPerMutation: Int(limits.maxOpsPerMutation))
+    }
+
     init(settings: Settings) {
         self.settings = settings
         self.nextSeq = settings.firstSeq
@@ -98,7 +107,7 @@ struct ClientSession: Sendable {
         let seq = nextSeq
         let changeset: Changeset
         do {
-            changeset = try list.edit(operations, seq: seq)
+            changeset = try list.edit(operations, seq: seq, limits: writeLimits)
         } catch {
             throw .invalidEdit(error)
         }

@@ -50,10 +50,22 @@ struct ListReplica: Sendable {
     ///
     /// - Returns: The changeset of the visible change.
     /// - Throws: ``MutationError`` when they do not apply to the view; nothing changed.
-    mutating func edit(_ operations: [Operation], seq: UInt64) throws(MutationError) -> Changeset {
+    /// - Parameter limits: The server's per-write limits (from its Welcome): a write
+    ///   over them is refused here with a clear error, rather than sent and answered
+    ///   by the server closing the connection (an oversized payload is a frame fault).
+    mutating func edit(_ operations: [Operation], seq: UInt64, limits: DirectorLimits? = nil) throws(MutationError) -> Changeset {
         // Anchor first, where the app wrote them (the replay is undone), then apply.
         let anchored = try view.anchor(operations)
-        let changeset = try view.apply(operations)
+        let changeset: Changeset
+        if let limits {
+            // Only this edit is held to them; what the server sent is its own business.
+            let saved = view.limits
+            view.limits = limits
+            defer { view.limits = saved }
+            changeset = try view.apply(operations)
+        } else {
+            changeset = try view.apply(operations)
+        }
         pending.append(PendingWrite(seq: seq, anchored: anchored))
         return changeset
     }
