@@ -27,7 +27,7 @@ enum StorageBench {
             return result.problems.isEmpty && result.cycles == cycles ? 0 : 1
         }
         say("# flowsync-server-bench --storage\(quick ? " (quick)" : "")\n")
-        try await policies(daemonPath: daemonPath, quick: quick)
+        if !arguments.contains("--recovery-only") { try await policies(daemonPath: daemonPath, quick: quick) }
         try await recovery(daemonPath: daemonPath, mutations: quick ? 50_000 : value("--recovery-mutations").flatMap(Int.init) ?? 1_000_000)
         return 0
     }
@@ -45,11 +45,11 @@ enum StorageBench {
         say("| --- | --- | --- | --- | --- | --- | --- | --- |")
         let thread = try EventLoopThread()
         defer { _ = thread.shutdown() }
-        for policy in ["always", "interval", "never"] {
+        for (policy, parallel) in [("always", true), ("always", false), ("interval", true), ("never", true)] {
             let directory = NSTemporaryDirectory() + "flowsync-storage-bench-\(UUID().uuidString)"
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let config = directory + ".toml"
-            try "[storage]\nfsync = \"\(policy)\"\nfsync_interval_ms = 1000\n".write(toFile: config, atomically: true, encoding: .utf8)
+            try "[storage]\nfsync = \"\(policy)\"\nfsync_interval_ms = 1000\nparallel_sync = \(parallel)\n".write(toFile: config, atomically: true, encoding: .utf8)
             defer { unlink(config) }
             let daemon = try await DaemonProcess.start(binary: daemonPath, dataDirectory: directory, config: config)
             defer { daemon.stop() }
@@ -95,7 +95,7 @@ enum StorageBench {
             daemon.stop()
             let bytes = directorySize(directory)
             func pct(_ p: Double) -> String { count == 0 ? "-" : String(format: "%.2f ms", sorted[min(count - 1, Int(Double(count) * p))] * 1000) }
-            say("| \(policy) | \(Int(Double(count) / elapsed)) | \(Int(Double(batches) / elapsed)) | \(String(format: "%.2f", batches > 0 ? Double(count) / Double(batches) : 0)) | \(pct(0.5)) | \(pct(0.99)) | \(Int(Double(syncs) / elapsed)) | \(count > 0 ? bytes / count : 0) |")
+            say("| \(policy)\(policy == "always" ? (parallel ? " (parallel_sync)" : " (serial sync)") : "") | \(Int(Double(count) / elapsed)) | \(Int(Double(batches) / elapsed)) | \(String(format: "%.2f", batches > 0 ? Double(count) / Double(batches) : 0)) | \(pct(0.5)) | \(pct(0.99)) | \(Int(Double(syncs) / elapsed)) | \(count > 0 ? bytes / count : 0) |")
         }
         say("")
     }
@@ -160,6 +160,24 @@ enum StorageBench {
         let t = now() - t0
         daemon.stop()
         say("| flowsyncd start to \"listening on\" (process start + recovery) | \(String(format: "%.2f s", t)) |")
+        // Compaction of that list (what the loop thread pays when a snapshot is due),
+        // then a start from the snapshot alone.
+        do {
+            let store = FileStore(directory: directory)
+            let report = try store.recover(RecoveryOptions(historyLimits: .init(maxBatches: 0)))
+            let sequencer = report.lists[0].sequencer
+            let t0 = now()
+            try store.compact(StoredSnapshot(listName: "big", position: sequencer.position, digest: sequencer.director.digest,
+                                             sections: sequencer.director.sections, dedupe: sequencer.dedupeRecords()))
+            let t = now() - t0
+            try store.close()
+            say("| compaction: snapshot of the final state (\(sequencer.director.rowCount) rows, \(directorySize(directory)) bytes) written, log dropped | \(String(format: "%.2f s", t)) |")
+            let again = FileStore(directory: directory)
+            let t1 = now()
+            _ = try again.recover(RecoveryOptions())
+            say("| FileStore.recover from that snapshot | \(String(format: "%.2f s", now() - t1)) |")
+            again.abandon()
+        }
         say("")
     }
 

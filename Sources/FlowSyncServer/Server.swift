@@ -208,7 +208,8 @@ public final class Server {
         if new.dataDirectory != configuration.dataDirectory { ignored.append("server.data_dir") }
         if new.storageEngine != configuration.storageEngine || new.fsyncPolicy != configuration.fsyncPolicy
             || new.fsyncIntervalMilliseconds != configuration.fsyncIntervalMilliseconds
-            || new.snapshotEveryBatches != configuration.snapshotEveryBatches || new.snapshotEveryBytes != configuration.snapshotEveryBytes {
+            || new.snapshotEveryBatches != configuration.snapshotEveryBatches || new.snapshotEveryBytes != configuration.snapshotEveryBytes
+            || new.parallelSync != configuration.parallelSync {
             ignored.append("storage")
         }
         var applied = new
@@ -217,6 +218,7 @@ public final class Server {
         applied.fsyncIntervalMilliseconds = configuration.fsyncIntervalMilliseconds
         applied.snapshotEveryBatches = configuration.snapshotEveryBatches
         applied.snapshotEveryBytes = configuration.snapshotEveryBytes
+        applied.parallelSync = configuration.parallelSync
         applied.host = configuration.host
         applied.port = configuration.port
         applied.dataDirectory = configuration.dataDirectory

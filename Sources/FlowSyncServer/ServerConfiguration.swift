@@ -61,6 +61,8 @@ public struct ServerConfiguration: Hashable, Sendable {
     public var snapshotEveryBatches = 10_000
     /// … or after this many log bytes (0: never by size). Default 64 MiB.
     public var snapshotEveryBytes = 64 << 20
+    /// Sync the files of several lists written in one turn concurrently. Default true.
+    public var parallelSync = true
 
     // MARK: [history]
     /// Batches kept per list for resume and catch-up. Default 10000.
@@ -98,7 +100,7 @@ public struct ServerConfiguration: Hashable, Sendable {
 
     /// The file store's options from `[storage]`.
     public var fileStoreOptions: FileStore.Options {
-        FileStore.Options(fsync: fsyncPolicy, snapshotEveryBatches: snapshotEveryBatches, snapshotEveryBytes: snapshotEveryBytes)
+        FileStore.Options(fsync: fsyncPolicy, snapshotEveryBatches: snapshotEveryBatches, snapshotEveryBytes: snapshotEveryBytes, parallelSync: parallelSync)
     }
 
     /// Checks cross-field rules; returns the offending key and why.

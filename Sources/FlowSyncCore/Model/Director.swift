@@ -95,7 +95,9 @@ public struct Director: Sendable {
     public func containsRow(id: String) -> Bool { rowSectionIDs[id] != nil }
 
     /// Rows per section, in order: what a UIKit data source reports.
-    public var rowCounts: [Int] { sections.map(\.rows.count) }
+    // A closure, not the key path `\.rows.count`: a two-component key path is projected
+    // generically per element, and this runs for every changeset stage applied.
+    public var rowCounts: [Int] { sections.map { $0.rows.count } }
 
     /// Verifies every invariant from scratch and traps on a violation. For tests and
     /// debug checks; O(total rows).
