@@ -5,8 +5,8 @@
 #   Benchmarks/load-figures.sh [--no-redis]
 #
 # Builds flowsyncd and flowsync-load in release mode (scratch path $SCRATCH, default
-# .build-load), then runs: fan-out at saturation, fan-out open loop at half that rate,
-# the fan-out's in-flight sweep, writers, many lists, resume storm, slow consumers,
+# .build-load), then runs: fan-out at saturation and open loop at half that rate (daemon
+# storage in memory, then durable), the fan-out's in-flight sweep (memory), writers, many lists, resume storm, slow consumers,
 # connections, and (unless --no-redis) Benchmarks/compare-redis.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,12 +35,16 @@ for k in sys.argv[2].split("."): v=v[k]
 print(v)' "$WORK/$1.json" "$2"; }
 
 echo "## Load-test figures, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
-run fanout --scenario fanout --duration 10
-SATURATED=$(field fanout mutations.committedPerSecond)
-HALF=$(python3 -c "print(round($SATURATED / 2))")
-run fanout-half --scenario fanout --rate "$HALF" --max-in-flight 256 --duration 10
+# Fan-out with the daemon's storage in memory (delivery-bound), then with its durable
+# default (file store, fsync always: one fdatasync per loop turn before the batch leaves).
+for storage in memory file; do
+    run "fanout-$storage" --scenario fanout --storage "$storage" --duration 10
+    SATURATED=$(field "fanout-$storage" mutations.committedPerSecond)
+    HALF=$(python3 -c "print(round($SATURATED / 2))")
+    run "fanout-$storage-half" --scenario fanout --storage "$storage" --rate "$HALF" --max-in-flight 256 --duration 10
+done
 for window in 1 4 64; do
-    run "fanout-window-$window" --scenario fanout --max-in-flight "$window" --duration 5
+    run "fanout-window-$window" --scenario fanout --storage memory --max-in-flight "$window" --duration 5
 done
 run writers --scenario writers --duration 10
 run many-lists --scenario many-lists --duration 10

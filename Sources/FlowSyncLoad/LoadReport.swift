@@ -198,7 +198,8 @@ public struct LoadReport: Codable, Sendable {
         func row(_ name: String, _ value: String) { lines.append("  " + name.padding(toLength: 38, withPad: " ", startingAt: 0) + value) }
         let c = configuration
         lines.append("flowsync-load\(scenario.map { " — scenario \($0)" } ?? ""): \(c.lists) list(s) × \(c.subscribersPerList) subscriber(s), \(c.writers) writer(s), rate \(c.rate == 0 ? "closed loop" : Self.number(c.rate) + "/s"), \(c.opsPerMutation) op(s)/mutation, mix \(c.mix), \(c.payloadBytes)-byte payloads")
-        lines.append("measured \(Self.fixed(measuredSeconds, 1)) s after \(Self.fixed(c.warmup, 1)) s warm-up, seed \(c.seed)")
+        let target = c.spawn ? "spawned daemon (storage \(c.daemonStorage ?? "default"), fsync \(c.daemonFsync ?? "default"))" : "daemon at \(c.host):\(c.port)"
+        lines.append("measured \(Self.fixed(measuredSeconds, 1)) s after \(Self.fixed(c.warmup, 1)) s warm-up, seed \(c.seed), \(target)")
         lines.append("")
         row("connections", "\(connections.subscribers) subscribers, \(connections.writers) writers, \(connections.failed) failed, \(connections.reconnects) reconnects")
         row("mutations", "sent \(mutations.sent) (\(Self.number(mutations.sentPerSecond))/s), acked \(mutations.acked) (\(Self.number(mutations.ackedPerSecond))/s), rejected \(mutations.rejected)\(mutations.rejectedByCode.isEmpty ? "" : " " + mutations.rejectedByCode.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " ")), lost acks \(mutations.lostAcks)")

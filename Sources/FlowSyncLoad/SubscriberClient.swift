@@ -37,7 +37,7 @@ final class SubscriberClient: LoadConnection {
     }
 
     override func didBecomeReady() {
-        if context.metrics.subscribersEstablished >= 0, droppedAt == nil { context.metrics.subscribersEstablished += 1 }
+        if droppedAt == nil { context.metrics.subscribersEstablished += 1 }   // reconnects are counted apart
         if let position {
             awaitingAnswer = position
             awaitingFresh = false
