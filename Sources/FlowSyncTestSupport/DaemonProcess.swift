@@ -19,12 +19,14 @@ public final class DaemonProcess: @unchecked Sendable {
     }
 
     /// Starts `binary` with `--port 0 --no-metrics --data-dir dataDirectory` (and
-    /// `--config config` when given) plus `extraArguments`.
-    public static func start(binary: String, dataDirectory: String, config: String?, extraArguments: [String] = []) async throws -> DaemonProcess {
+    /// `--config config` when given) plus `extraArguments`; `prefixArguments` come first
+    /// (when `binary` is a wrapper that execs the daemon).
+    public static func start(binary: String, dataDirectory: String, config: String?, extraArguments: [String] = [],
+                             prefixArguments: [String] = []) async throws -> DaemonProcess {
         let process = Process()
         let output = Shared("")
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = (config.map { ["--config", $0] } ?? []) + ["--port", "0", "--no-metrics", "--log-level", "warning", "--data-dir", dataDirectory] + extraArguments
+        process.arguments = prefixArguments + (config.map { ["--config", $0] } ?? []) + ["--port", "0", "--no-metrics", "--log-level", "warning", "--data-dir", dataDirectory] + extraArguments
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = "enable=no"
         for key in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "LISTEN_FDS", "LISTEN_PID"] { environment[key] = nil }

@@ -99,3 +99,67 @@ import Testing
         #expect(repaired.process.terminationStatus == 0)
     }
 }
+
+/// The flowsyncd binary and a failing disk: a file-size limit (`prlimit --fsize`, with
+/// SIGXFSZ ignored so the write fails with EFBIG instead of killing the process) makes
+/// a log write fail mid-run. No ack for that batch, exit 74 (EX_IOERR), and the next
+/// start recovers every acknowledged batch.
+@Suite(.serialized) struct DaemonStorageFailureTests {
+    @Test func failedWriteExits74AndRestartKeepsEveryAck() async throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit") else {
+            Issue.record("/usr/bin/prlimit is missing (util-linux)")
+            return
+        }
+        let directory = TemporaryDirectory("eio")
+        defer { directory.remove() }
+        let binary = try CrashTests.binary()
+        let thread = try EventLoopThread()
+        defer { _ = thread.shutdown() }
+        // `trap "" XFSZ` ignores the signal; the disposition survives the exec.
+        let wrapper = directory.path + "/run.sh"
+        try "#!/bin/bash\ntrap '' XFSZ\nexec /usr/bin/prlimit --fsize=65536 \"$@\"\n".write(toFile: wrapper, atomically: true, encoding: .utf8)
+        chmod(wrapper, 0o755)
+        let data = directory.path + "/data"
+        let daemon = try await DaemonProcess.start(binary: wrapper, dataDirectory: data, config: nil, prefixArguments: [binary])
+        let writer = try await TestClient.connect(port: daemon.port, on: thread, clientID: "writer")
+        #expect(await commit(writer, "big", seq: 1, [.insertSections([Section(id: "s")], at: 0)]) != nil)
+        var acked: [String] = []
+        var unacked: String?
+        // Incompressible payloads, so the log really grows.
+        var random = SeededRandom(seed: 74)
+        let payload = (0..<2_000).map { _ in UInt8.random(in: 0...255, using: &random) }
+        for seq in 2...200 {
+            let id = "row\(seq)"
+            writer.send(.mutate(Mutate(listName: "big", clientID: "writer", seq: UInt64(seq), base: ListVersion(epoch: 0, version: 0),
+                                       operations: [.insertRows([Row(id: id, kind: "t", payload: payload + Array("\(seq)".utf8))], in: .index(0), at: 0)])))
+            let reply = await writer.waitFor(timeout: 2) { ackOrReject($0, seq: UInt64(seq)) }
+            guard case .ack? = reply else { unacked = id; break }
+            acked.append(id)
+        }
+        #expect(unacked != nil, "the file size limit was never hit")
+        for _ in 0..<500 where daemon.process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
+        guard !daemon.process.isRunning else {
+            Issue.record("flowsyncd still runs after the failed write: \(daemon.output.get())")
+            await daemon.kill9()
+            return
+        }
+        #expect(daemon.process.terminationStatus == 74, "exit \(daemon.process.terminationStatus): \(daemon.output.get())")
+        #expect(daemon.output.get().contains("File too large"), "\(daemon.output.get())")
+        writer.close()
+
+        let restarted = try await DaemonProcess.start(binary: binary, dataDirectory: data, config: nil)
+        let reader = try await TestClient.connect(port: restarted.port, on: thread, clientID: "reader")
+        reader.send(.subscribe(Subscribe(listName: "big")))
+        guard case .snapshot(let snapshot)? = await reader.waitFor({ if case .snapshot = $0 { return true } else { return false } }) else {
+            Issue.record("no snapshot after the restart: \(restarted.output.get())")
+            restarted.stop()
+            return
+        }
+        let rows = Set(snapshot.sections.flatMap { $0.rows.map(\.id) })
+        #expect(Set(acked).isSubset(of: rows), "acknowledged rows lost: \(Set(acked).subtracting(rows).sorted())")
+        #expect(snapshot.position.version == UInt64(acked.count + 1), "\(snapshot.position) after \(acked.count + 1) acked batches")
+        reader.close()
+        restarted.stop()
+        #expect(restarted.process.terminationStatus == 0)
+    }
+}
