@@ -73,6 +73,9 @@ public struct LoadConfiguration: Hashable, Sendable, Codable {
     public var slowPauseMilliseconds = 1_500
     /// How often a slow consumer stops reading.
     public var slowPeriodMilliseconds = 3_000
+    /// A slow consumer's socket receive buffer (`SO_RCVBUF`), like a constrained client;
+    /// 0 keeps the kernel's autotuned one (up to 32 MB on loopback here).
+    public var slowReceiveBufferBytes = 64 * 1024
 
     // MARK: Checks
     /// Lists whose replicas are compared row by row with a fresh verifier's Snapshot.

@@ -28,6 +28,8 @@ public final class LoadContext {
     /// `[writer][seq]`: a subscriber maps a Diff's `mutations` to send times in O(1).
     var intendedTimes: [[UInt64]] = []
     var writerIndex: [String: Int] = [:]
+    /// Set when the run closes its clients: no more reconnects.
+    var shuttingDown = false
 
     // Connection pacing: at most this many handshakes at once, so a listen backlog never
     // overflows (a dropped SYN costs a 1 s retransmit and would show as latency).
@@ -131,6 +133,7 @@ public class LoadConnection {
                 self.perform(self.machine.connectFailed("\(error)"))
             case .success(let tcp):
                 self.tcp = tcp
+                if self.receiveBufferBytes > 0 { tcp.setReceiveBufferSize(self.receiveBufferBytes) }
                 tcp.onRead = { [weak self] bytes in self?.read(bytes) }
                 tcp.onEnd = { [weak self] error in
                     guard let self else { return }
@@ -155,6 +158,10 @@ public class LoadConnection {
 
     /// Stops / restarts reading (slow-consumer simulation).
     func pauseReading() { tcp?.stopReading() }
+    /// A receive buffer size to keep on this connection and its reconnections (0: the kernel's).
+    var receiveBufferBytes = 0 {
+        didSet { if receiveBufferBytes > 0 { tcp?.setReceiveBufferSize(receiveBufferBytes) } }
+    }
     func resumeReading() { try? tcp?.startReading() }
 
     /// Writes frames; a broken stream closes the connection.

@@ -172,6 +172,9 @@ final class LoadEngine: @unchecked Sendable {
         guard count > 0 else { return }
         let c = configuration
         slowSet = Array(subscribers.suffix(count))
+        if c.slowReceiveBufferBytes > 0 {
+            for s in slowSet { s.receiveBufferBytes = c.slowReceiveBufferBytes }
+        }
         let pause = LoopTimer(loop: context.loop)
         let resume = LoopTimer(loop: context.loop)
         pause.start(after: 1, repeat: UInt64(c.slowPeriodMilliseconds)) { [weak self] in
@@ -196,6 +199,7 @@ final class LoadEngine: @unchecked Sendable {
     // MARK: End
 
     func closeAll() {
+        context.shuttingDown = true
         stopWriters()
         stopSlowConsumers()
         progressTimer?.close()

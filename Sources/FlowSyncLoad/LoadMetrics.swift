@@ -29,6 +29,11 @@ public final class LoadMetrics {
     public var connectionsFailed = 0
     public var connectionFailureExamples: [String] = []
     public var reconnects = 0
+    /// Subscriber connections the daemon ended (they back off and resume).
+    public var unexpectedDisconnects = 0
+    /// Of those, the ones announced by an Error (3009 slow consumer, 3010 write timeout,
+    /// 5000 shutting down).
+    public var serverCloses = 0
 
     // Writes (window).
     public var mutationsSent = 0

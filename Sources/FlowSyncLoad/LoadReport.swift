@@ -10,6 +10,8 @@ public struct LoadReport: Codable, Sendable {
         public var failed = 0
         public var failureExamples: [String] = []
         public var reconnects = 0
+        /// Subscriber connections the daemon ended during the run (they resumed).
+        public var closedByDaemon = 0
     }
     public struct Mutations: Codable, Sendable {
         public init() {}
@@ -201,7 +203,7 @@ public struct LoadReport: Codable, Sendable {
         let target = c.spawn ? "spawned daemon (storage \(c.daemonStorage ?? "default"), fsync \(c.daemonFsync ?? "default"))" : "daemon at \(c.host):\(c.port)"
         lines.append("measured \(Self.fixed(measuredSeconds, 1)) s after \(Self.fixed(c.warmup, 1)) s warm-up, seed \(c.seed), \(target)")
         lines.append("")
-        row("connections", "\(connections.subscribers) subscribers, \(connections.writers) writers, \(connections.failed) failed, \(connections.reconnects) reconnects")
+        row("connections", "\(connections.subscribers) subscribers, \(connections.writers) writers, \(connections.failed) failed, \(connections.closedByDaemon) closed by the daemon, \(connections.reconnects) reconnects")
         row("mutations", "sent \(mutations.sent) (\(Self.number(mutations.sentPerSecond))/s), acked \(mutations.acked) (\(Self.number(mutations.ackedPerSecond))/s), rejected \(mutations.rejected)\(mutations.rejectedByCode.isEmpty ? "" : " " + mutations.rejectedByCode.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " ")), lost acks \(mutations.lostAcks)")
         row("committed (daemon)", "\(Self.number(mutations.committedPerSecond)) mutations/s in \(deliveries.batches) batches (\(Self.number(deliveries.batchesPerSecond))/s)")
         row("deliveries (frames × subscribers)", "\(deliveries.frames) (\(Self.number(deliveries.framesPerSecond))/s), catch-up diffs \(deliveries.catchUpDiffs), snapshots \(deliveries.snapshots)")

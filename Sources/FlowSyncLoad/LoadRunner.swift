@@ -193,6 +193,8 @@ public final class LoadRunner {
         // Errors found during verification count too.
         onLoop(loop) {
             let m = engine.metrics
+            box.report.connections.closedByDaemon = m.unexpectedDisconnects
+            box.report.connections.reconnects = m.reconnects
             box.report.checks.protocolErrors = m.protocolErrors
             box.report.checks.protocolErrorExamples = m.protocolErrorExamples
             box.report.connections.failed = m.connectionsFailed
@@ -227,6 +229,7 @@ public final class LoadRunner {
         report.connections.subscribers = m.subscribersEstablished
         report.connections.writers = m.writersEstablished
         report.connections.reconnects = m.reconnects
+        report.connections.closedByDaemon = m.unexpectedDisconnects
         report.mutations.sent = m.mutationsSent
         report.mutations.acked = m.mutationsAcked
         report.mutations.rejected = m.mutationsRejected
@@ -269,7 +272,7 @@ public final class LoadRunner {
         guard wait(loop, timeout: 30, { finals.pending == 0 }) else { throw LoadError("the daemon did not answer the final StatsRequests") }
         // Every live subscriber should reach its list's final version.
         wait(loop, timeout: 30) {
-            engine.subscribers.allSatisfy { s in s.isClosed || (finals.byList[s.listName].map { s.position == $0.0 } ?? true) }
+            engine.subscribers.allSatisfy { s in (s.isClosed && !s.isRecovering) || (finals.byList[s.listName].map { s.position == $0.0 } ?? true) }
         }
         onLoop(loop) {
             var divergences = 0

@@ -1,4 +1,5 @@
 import FlowSyncCore
+import FlowSyncLoop
 import FlowSyncProtocol
 
 /// A subscriber of one list. It keeps the list's position and digest and checks that
@@ -51,10 +52,19 @@ final class SubscriberClient: LoadConnection {
     func dropAndResume() {
         guard isReady else { return }
         droppedAt = monotonicNanoseconds()
+        isRecovering = true
+        droppingOnPurpose = true
         close()
+        droppingOnPurpose = false
         context.metrics.reconnects += 1
         context.enqueueConnect(self)
     }
+
+    private var droppingOnPurpose = false
+    private var reconnectTimer: LoopTimer?
+    /// True from an unexpected end until the resubscription is answered: the final check
+    /// waits for it rather than counting the subscriber as gone.
+    private(set) var isRecovering = false
 
     override func didReceive(_ frame: DecodedFrame) {
         let metrics = context.metrics
@@ -116,13 +126,21 @@ final class SubscriberClient: LoadConnection {
                 metrics.writeToDelivery.record(nanoseconds: Int64(bitPattern: now &- t))
             }
         case .error(let error):
-            metrics.protocolError("\(clientID) (\(listName)): \(error.code) \(error.message)")
+            // The daemon closing a subscriber it cannot keep up with (or shutting down) is
+            // a documented reaction, not a protocol error: back off and resume (below).
+            if [.slowConsumer, .writeTimeout, .serverShuttingDown].contains(error.code), error.closesConnection {
+                metrics.serverCloses += 1
+                metrics.problem("\(clientID) (\(listName)): closed by the daemon: \(error.code) \(error.message)")
+            } else {
+                metrics.protocolError("\(clientID) (\(listName)): \(error.code) \(error.message)")
+            }
         default:
             break
         }
     }
 
     private func recovered(viaDiff: Bool) {
+        isRecovering = false
         guard let droppedAt else { return }
         self.droppedAt = nil
         onRecovered?(viaDiff, monotonicNanoseconds() &- droppedAt)
@@ -137,8 +155,23 @@ final class SubscriberClient: LoadConnection {
         metrics.problem("\(clientID) (\(listName)): \(text)")
     }
 
+    /// An end we did not ask for (the daemon closed us: back-pressure's hard limit, a
+    /// write timeout, a restart): as the protocol tells clients, back off 1 s and
+    /// resubscribe from the replica's position. Not after a protocol error (the run
+    /// fails anyway) nor once the run is shutting its clients down.
     override func didEnd(failed: Bool) {
-        // An unexpected end during the run is counted by the caller's final check (the
-        // replica will not reach the final version); nothing to do here.
+        guard !failed, !droppingOnPurpose, !context.shuttingDown, reconnectTimer == nil else { return }
+        context.metrics.unexpectedDisconnects += 1
+        isRecovering = true
+        let timer = LoopTimer(loop: context.loop)
+        reconnectTimer = timer
+        timer.start(after: 1_000) { [weak self] in
+            guard let self else { return }
+            self.reconnectTimer?.close()
+            self.reconnectTimer = nil
+            guard !self.context.shuttingDown else { return }
+            self.context.metrics.reconnects += 1
+            self.context.enqueueConnect(self)
+        }
     }
 }

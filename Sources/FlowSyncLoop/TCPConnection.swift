@@ -94,6 +94,15 @@ public final class TCPConnection: LoopHandle {
     /// adds latency.
     func setNoDelay() { uv_tcp_nodelay(tcp, 1) }
 
+    /// Sets the kernel's receive buffer (`SO_RCVBUF`, which also turns Linux's receive
+    /// autotuning off for this socket). The load tester gives its slow consumers a small
+    /// one, like a constrained client, so a pause reaches the server's back-pressure
+    /// instead of vanishing into tens of megabytes of loopback buffers.
+    public func setReceiveBufferSize(_ bytes: Int) {
+        var value = Int32(clamping: bytes)
+        _ = uv_recv_buffer_size(handle, &value)
+    }
+
     /// The peer's address, if known.
     public var peer: String {
         var storage = sockaddr_storage()

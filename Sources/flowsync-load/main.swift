@@ -42,6 +42,7 @@ struct FlowSyncLoadCommand: ParsableCommand {
     @Option(name: .customLong("slow-consumers"), help: "Subscribers that periodically stop reading.") var slowConsumers: Int?
     @Option(name: .customLong("slow-pause-ms"), help: "How long a slow consumer stops reading.") var slowPause: Int?
     @Option(name: .customLong("slow-period-ms"), help: "How often a slow consumer stops reading.") var slowPeriod: Int?
+    @Option(name: .customLong("slow-receive-buffer"), help: "A slow consumer's socket receive buffer in bytes (0: the kernel's autotuned one).") var slowReceiveBuffer: Int?
     @Option(name: .customLong("source-addresses"), help: "Loopback source addresses to spread connections over (127.0.0.1…n).") var sourceAddresses: Int?
     @Flag(help: "Print the report as JSON (every figure) instead of the table.") var json = false
     @Option(name: .customLong("json-file"), help: "Also write the JSON report to this file.") var jsonFile: String?
@@ -85,6 +86,7 @@ struct FlowSyncLoadCommand: ParsableCommand {
         if let slowConsumers { c.slowConsumers = slowConsumers }
         if let slowPause { c.slowPauseMilliseconds = slowPause }
         if let slowPeriod { c.slowPeriodMilliseconds = slowPeriod }
+        if let slowReceiveBuffer { c.slowReceiveBufferBytes = slowReceiveBuffer }
         if let sourceAddresses { c.sourceAddresses = sourceAddresses }
         let problems = c.validationErrors()
         guard problems.isEmpty else { throw ValidationError(problems.joined(separator: "; ")) }

@@ -1,4 +1,5 @@
 import FlowSyncLoad
+import FlowSyncServer
 import FlowSyncTestSupport
 import Testing
 
@@ -75,5 +76,37 @@ import Testing
         await #expect(throws: LoadError.self) {
             try await Task.detached { try LoadRunner(configuration: configuration, scenario: nil, progress: false).run() }.value
         }
+    }
+}
+
+/// Subscribers the daemon closes for being too slow (here its write deadline) back off,
+/// resume from their position, and end consistent: the run still passes.
+@Suite struct SlowConsumerRecoveryTests {
+    @Test func closedSlowConsumersResumeAndEndConsistent() async throws {
+        var server = ServerConfiguration()
+        // A stalled socket is closed after 500 ms (write-timeout, 3010).
+        server.writeDeadlineMilliseconds = 500
+        let embedded = try await EmbeddedServer(configuration: server)
+        var c = Scenario.slowConsumers.configuration
+        c.host = "127.0.0.1"
+        c.port = embedded.port
+        c.subscribersPerList = 4
+        c.fullReplicasPerList = 4
+        c.slowConsumers = 2
+        c.writers = 2
+        c.rate = 400
+        c.payloadBytes = 8_000
+        c.initialRows = 50
+        c.slowPauseMilliseconds = 2_000
+        c.slowPeriodMilliseconds = 2_500
+        c.warmup = 0.2
+        c.duration = 3
+        let configuration = c
+        let report = try await Task.detached { try LoadRunner(configuration: configuration, scenario: "test", progress: false).run() }.value
+        _ = await embedded.stop()
+        #expect(report.passed, "\(report.failures)\n\(report.table())")
+        #expect(report.connections.closedByDaemon > 0, "the daemon closed no one:\n\(report.table())\n\(report.daemon.counters)")
+        #expect(report.connections.reconnects >= report.connections.closedByDaemon)
+        #expect(report.checks.divergences == 0)
     }
 }
