@@ -24,7 +24,7 @@ public enum Scenario: String, CaseIterable, Sendable, Codable {
         case .writers: return "1 list, 50 writers, 50 subscribers; committed mutations/s and write→ack latency"
         case .mixed: return "4 lists × 20 subscribers, 8 writers, every op kind incl. section ops"
         case .resumeStorm: return "1 list, 1,000 subscribers; all dropped and resumed mid-run while writes go on"
-        case .slowConsumers: return "1 list, 100 subscribers of which 10 stop reading 7 s out of every 9 s; 1,500 mutations/s of 5 × 1 KB rows"
+        case .slowConsumers: return "1 list, 100 subscribers of which 10 (64 KiB receive buffers) stop reading 4 s out of every 6 s; 1,500 mutations/s of 5 × 1 KB rows"
         case .manyLists: return "1,000 lists × 10 subscribers, 100 writers"
         case .connections: return "5,000 idle subscribed connections on 50 lists, 1 writer at 10 mutations/s"
         }
@@ -76,9 +76,10 @@ public enum Scenario: String, CaseIterable, Sendable, Codable {
             c.resumeStormSubscribers = 1_000
             c.duration = 10
         case .slowConsumers:
-            // About 2 MB/s of frames per subscriber: a 7 s pause outgrows the kernel's
-            // loopback socket buffers (up to ~10 MB) and then the daemon's 4 MiB high
-            // watermark, so the daemon pauses the subscription and catches it up.
+            // About 2 MB/s of frames per subscriber and a 64 KiB receive buffer on the
+            // slow ones: a 4 s pause outgrows the daemon's socket send buffer (up to
+            // 4 MB) and then its 4 MiB high watermark, so the daemon pauses the
+            // subscription and later catches it up.
             c.lists = 1
             c.subscribersPerList = 100
             c.fullReplicasPerList = 20
@@ -87,9 +88,9 @@ public enum Scenario: String, CaseIterable, Sendable, Codable {
             c.opsPerMutation = 5
             c.payloadBytes = 1_000
             c.slowConsumers = 10
-            c.slowPauseMilliseconds = 7_000
-            c.slowPeriodMilliseconds = 9_000
-            c.duration = 18
+            c.slowPauseMilliseconds = 4_000
+            c.slowPeriodMilliseconds = 6_000
+            c.duration = 12
         case .manyLists:
             c.lists = 1_000
             c.subscribersPerList = 10
