@@ -9,7 +9,7 @@ import FlowSyncProtocol
 /// (FlowSyncClient): the SDK runs one thread per client, which is right for an app and
 /// far too heavy for thousands of connections on a 2-core machine. Here every client
 /// is a small object on **one** libuv loop thread, so the shared tables need no lock.
-public final class LoadContext {
+final class LoadContext {
     let configuration: LoadConfiguration
     let loop: EventLoop
     let target: SocketAddress
@@ -102,7 +102,7 @@ public final class LoadContext {
 /// One load-client connection: connect, Hello, Welcome, then frames to its role.
 /// Subclasses (``SubscriberClient``, ``WriterClient``, ``ControlClient``) override the
 /// `did…` hooks. Loop-confined; callbacks hold it weakly.
-public class LoadConnection {
+class LoadConnection {
     let context: LoadContext
     /// The Hello's client ID.
     public let clientID: String

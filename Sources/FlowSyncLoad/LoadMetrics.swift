@@ -17,7 +17,7 @@ public func monotonicNanoseconds() -> UInt64 {
 /// of the warm-up and the end of the measured time); latencies only for mutations whose
 /// intended send time falls in that window. Correctness counts (errors, gaps, digest
 /// mismatches) are kept for the whole run.
-public final class LoadMetrics {
+final class LoadMetrics {
     /// True inside the measured window.
     public var measuring = false
     /// Start of the measured window (monotonic ns).
