@@ -17,7 +17,7 @@ struct FlowSyncLoadCommand: ParsableCommand {
         """
     )
 
-    @Option(help: "Daemon host.") var host: String?
+    @Option(help: "Daemon host (a numeric address or localhost).") var host: String?
     @Option(help: "Daemon port.") var port: Int?
     @Flag(help: "Start a flowsyncd on a free loopback port with a temporary data dir, and stop it at the end.") var spawn = false
     @Option(help: "flowsyncd binary for --spawn.") var daemon: String?
