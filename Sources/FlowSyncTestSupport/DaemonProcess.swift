@@ -66,7 +66,15 @@ public final class DaemonProcess: @unchecked Sendable {
         (process.standardOutput as? Pipe)?.fileHandleForReading.readabilityHandler = nil
     }
 
-    /// SIGTERM (graceful), then wait for the exit.
+    /// SIGTERM (graceful), then wait for the exit without blocking a thread of the
+    /// cooperative pool (a graceful stop can take the shutdown grace period).
+    public func terminate() async {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        for _ in 0..<3_000 where process.isRunning { try? await Task.sleep(for: .milliseconds(5)) }
+        stop()
+    }
+
+    /// SIGTERM (graceful), then wait for the exit (blocking: for synchronous callers).
     public func stop() {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
         process.waitUntilExit()

@@ -58,7 +58,7 @@ import Testing
         for seq in 2...12 { last = await commit(writer, "r", seq: UInt64(seq), insertRow("row\(seq)")) }
         let before = try #require(last)
         writer.close()
-        daemon.stop()
+        await daemon.terminate()
         #expect(daemon.process.terminationStatus == 0)
 
         // Damage one byte in the middle of the log.
@@ -95,7 +95,7 @@ import Testing
         let rows = snapshot.sections.first?.rows.count ?? 0
         #expect(rows >= 1 && rows < 11, "the valid prefix is kept: \(rows) rows")
         reader.close()
-        repaired.stop()
+        await repaired.terminate()
         #expect(repaired.process.terminationStatus == 0)
     }
 }
@@ -152,14 +152,14 @@ import Testing
         reader.send(.subscribe(Subscribe(listName: "big")))
         guard case .snapshot(let snapshot)? = await reader.waitFor({ if case .snapshot = $0 { return true } else { return false } }) else {
             Issue.record("no snapshot after the restart: \(restarted.output.get())")
-            restarted.stop()
+            await restarted.terminate()
             return
         }
         let rows = Set(snapshot.sections.flatMap { $0.rows.map(\.id) })
         #expect(Set(acked).isSubset(of: rows), "acknowledged rows lost: \(Set(acked).subtracting(rows).sorted())")
         #expect(snapshot.position.version == UInt64(acked.count + 1), "\(snapshot.position) after \(acked.count + 1) acked batches")
         reader.close()
-        restarted.stop()
+        await restarted.terminate()
         #expect(restarted.process.terminationStatus == 0)
     }
 }
