@@ -36,9 +36,9 @@ public enum FlowSyncError: Error, Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .invalidEdit(let error): return "invalid edit: \(error)"
-        case .rejected(let code, let message): return "rejected (\(code.rawValue) \(code)): \(message)"
-        case .listFailed(let code, let message): return "list failed (\(code.rawValue) \(code)): \(message)"
-        case .connectionRefused(let code, let message): return "connection refused (\(code.rawValue) \(code)): \(message)"
+        case .rejected(let code, let message): return "rejected (\(code)): \(message)"
+        case .listFailed(let code, let message): return "list failed (\(code)): \(message)"
+        case .connectionRefused(let code, let message): return "connection refused (\(code)): \(message)"
         case .modelCoding(let detail): return "model coding: \(detail)"
         case .closed: return "closed"
         }

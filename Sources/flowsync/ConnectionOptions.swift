@@ -1,0 +1,95 @@
+import ArgumentParser
+import Dispatch
+import FlowSyncClient
+import Foundation
+import Logging
+
+/// `--host`, `--port`, `--token`, `--timeout`, shared by every command; each falls back
+/// to an environment variable (FLOWSYNC_HOST, FLOWSYNC_PORT, FLOWSYNC_TOKEN).
+struct ConnectionOptions: ParsableArguments {
+    @Option(help: "Server host (env FLOWSYNC_HOST; default 127.0.0.1).")
+    var host: String?
+
+    @Option(help: "Server port (env FLOWSYNC_PORT; default 7400).")
+    var port: Int?
+
+    @Option(help: "Auth token sent in the handshake (env FLOWSYNC_TOKEN).")
+    var token: String?
+
+    @Option(help: "Seconds to wait for the server before giving up (exit 2).")
+    var timeout: Double = 10
+
+    var resolvedHost: String { host ?? ProcessInfo.processInfo.environment["FLOWSYNC_HOST"] ?? "127.0.0.1" }
+    var resolvedPort: Int { port ?? ProcessInfo.processInfo.environment["FLOWSYNC_PORT"].flatMap(Int.init) ?? 7400 }
+    var resolvedToken: String? { token ?? ProcessInfo.processInfo.environment["FLOWSYNC_TOKEN"] }
+
+    /// A client that gives up (instead of retrying forever) when the server is not there.
+    func makeClient() throws -> FlowSyncClient {
+        var logger = Logger(label: "flowsync")
+        logger.logLevel = .critical
+        return try FlowSyncClient(configuration: .init(
+            host: resolvedHost, port: resolvedPort, token: resolvedToken,
+            clientName: "flowsync-cli/1",
+            reconnect: ReconnectPolicy(initialDelayMilliseconds: 100, maxDelayMilliseconds: 1_000),
+            callbackQueue: DispatchQueue(label: "flowsync.callbacks"), logger: logger))
+    }
+
+    /// Opens `list` and waits for its first snapshot, within the timeout.
+    func open(_ list: String, on client: FlowSyncClient) async throws -> ListDirector {
+        let director = client.director(list)
+        try await withDeadline(timeout, "no snapshot of \(list) from \(resolvedHost):\(resolvedPort) within \(timeout) s (\(client.status))") {
+            do throws(FlowSyncError) { try await director.waitUntilLoaded() } catch { throw CLIError.from(error) }
+        }
+        return director
+    }
+}
+
+/// Runs `body`, failing with exit code 2 when it takes longer than `seconds`.
+///
+/// A race rather than a task group: the SDK's waits do not end on cancellation, and a
+/// group would wait for them before returning. The loser keeps running; the CLI exits.
+func withDeadline<T: Sendable>(_ seconds: Double, _ message: @autoclosure @escaping @Sendable () -> String,
+                               _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    let race = DeadlineRace<T>()
+    return try await withCheckedThrowingContinuation { continuation in
+        race.continuation = continuation
+        Task { race.finish(await Result(catching: body)) }
+        Task {
+            try? await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
+            race.finish(.failure(CLIError.timeout(message())))
+        }
+    }
+}
+
+/// The first of a body and a timer to finish resumes the waiter; the other is ignored.
+final class DeadlineRace<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    var continuation: CheckedContinuation<T, any Error>?
+
+    func finish(_ result: Result<T, any Error>) {
+        lock.lock()
+        let waiter = continuation
+        continuation = nil
+        lock.unlock()
+        waiter?.resume(with: result)
+    }
+}
+
+extension Result where Failure == any Error {
+    init(catching body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}
+
+/// Runs a command body, turning every error into the documented exit code.
+func runCommand(_ body: () async throws -> Void) async {
+    do {
+        try await body()
+    } catch let error as CLIError {
+        error.exit()
+    } catch let error as FlowSyncError {
+        CLIError.from(error).exit()
+    } catch {
+        CLIError.input("\(error)").exit()
+    }
+}

@@ -1,0 +1,31 @@
+import ArgumentParser
+
+/// `flowsync`: look inside a FlowSync server and write to its lists, in the spirit of
+/// `redis-cli`. Built on the client SDK (FlowSyncClient).
+@main
+struct FlowSyncCLI: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "flowsync",
+        abstract: "Watch, read and write the lists of a FlowSync server.",
+        discussion: """
+        Connection: --host, --port, --token (or FLOWSYNC_HOST, FLOWSYNC_PORT, FLOWSYNC_TOKEN); \
+        --timeout bounds the wait for the server.
+
+        Exit codes: 0 success; 1 bad input (arguments, JSON, an edit that does not apply); \
+        2 no connection within --timeout; 3 the server refused the write (its error code is \
+        in the message); 4 the server refused the list or the connection; 64 usage error.
+
+        Examples:
+          flowsync add-section contacts --id friends --header '{"title":"Friends"}'
+          flowsync insert contacts --section friends --id ada --kind contact --json '{"id":"ada","name":"Ada"}'
+          echo '{"id":"bob","name":"Bob"}' | flowsync insert contacts --section friends --id bob --kind contact --json -
+          flowsync move contacts --id bob --to-section friends --at 0
+          flowsync get contacts
+          flowsync watch contacts --json
+          flowsync apply contacts ops.json
+          flowsync stats contacts
+        """,
+        subcommands: [Watch.self, Get.self, Lists.self, Stats.self, AddSection.self, Insert.self, Update.self,
+                      Remove.self, Move.self, Apply.self]
+    )
+}

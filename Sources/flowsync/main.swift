@@ -1,1 +1,0 @@
-print("flowsync: not yet built")
