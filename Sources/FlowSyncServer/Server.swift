@@ -806,6 +806,11 @@ public final class Server {
             ("store.syncs", Int64(statistics.storeSyncs)),
             ("store.snapshots", Int64(statistics.storeSnapshots)),
         ]
+        // Each hosted list by name with its version (`flowsync lists`), the first
+        // `maxListedInStats` by name: a bounded reply whatever the server holds.
+        for name in lists.keys.sorted().prefix(Self.maxListedInStats) {
+            entries.append(("list:" + name, Int64(lists[name]!.position.version)))
+        }
         if let name, let list = lists[name] {
             entries += [
                 ("list.epoch", Int64(bitPattern: list.position.epoch)),
@@ -819,8 +824,14 @@ public final class Server {
         return entries.map { StatsReply.Entry(name: $0.0, value: $0.1) }
     }
 
+    /// How many lists a server-wide StatsReply names (`list:NAME` entries).
+    static let maxListedInStats = 1_000
+
     /// The names of the lists currently hosted (for tests and the CLI).
     public var listNames: [String] { lists.keys.sorted() }
+
+    /// The connections subscribed to `list` (0 when it is not hosted).
+    public func subscriberCount(of list: String) -> Int { lists[list]?.subscribers.count ?? 0 }
 
     /// The current director and position of a list (for tests and tools).
     public func state(of list: String) -> (director: Director, position: ListVersion)? {
