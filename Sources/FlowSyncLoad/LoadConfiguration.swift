@@ -44,6 +44,18 @@ public struct LoadConfiguration: Hashable, Sendable, Codable {
     public var maxInFlightPerWriter = 32
     /// Operations per Mutate.
     public var opsPerMutation = 1
+    /// What each Mutate names as its base (docs/PROTOCOL.md, "Base").
+    public enum WriteBase: String, Hashable, Sendable, Codable, CaseIterable {
+        /// Epoch 0, "at head": applied to the current state as written.
+        case head
+        /// The version of the writer's last Ack on that list (its first Mutate: at head).
+        /// Other writers' commits since then make the daemon **rebase** it by identity.
+        /// Needs one mutation in flight per writer (a pipelined one would refer to rows
+        /// its base does not have yet).
+        case acked
+    }
+    /// The base of every Mutate.
+    public var writeBase = WriteBase.head
     /// Rows put in each list before the run (spread over ``sectionsPerList``).
     public var initialRows = 1_000
     /// Sections created in each list before the run.
@@ -103,6 +115,7 @@ public struct LoadConfiguration: Hashable, Sendable, Codable {
         if duration <= 0 { errors.append("--duration must be positive") }
         if warmup < 0 { errors.append("--warmup must not be negative") }
         if maxInFlightPerWriter < 1 { errors.append("--max-in-flight must be at least 1") }
+        if writeBase == .acked, maxInFlightPerWriter != 1 { errors.append("--base acked needs --max-in-flight 1 (one mutation in flight per writer)") }
         if let daemonStorage, !["file", "memory"].contains(daemonStorage) { errors.append("--storage must be file or memory") }
         if let daemonFsync, !["always", "interval", "never"].contains(daemonFsync) { errors.append("--fsync must be always, interval or never") }
         if sourceAddresses < 1 || sourceAddresses > 254 { errors.append("--source-addresses must be within 1…254") }

@@ -199,7 +199,7 @@ public struct LoadReport: Codable, Sendable {
         var lines: [String] = []
         func row(_ name: String, _ value: String) { lines.append("  " + name.padding(toLength: 38, withPad: " ", startingAt: 0) + value) }
         let c = configuration
-        lines.append("flowsync-load\(scenario.map { " — scenario \($0)" } ?? ""): \(c.lists) list(s) × \(c.subscribersPerList) subscriber(s), \(c.writers) writer(s), rate \(c.rate == 0 ? "closed loop" : Self.number(c.rate) + "/s"), \(c.opsPerMutation) op(s)/mutation, mix \(c.mix), \(c.payloadBytes)-byte payloads")
+        lines.append("flowsync-load\(scenario.map { " — scenario \($0)" } ?? ""): \(c.lists) list(s) × \(c.subscribersPerList) subscriber(s), \(c.writers) writer(s), rate \(c.rate == 0 ? "closed loop" : Self.number(c.rate) + "/s"), \(c.maxInFlightPerWriter) in flight, base \(c.writeBase.rawValue), \(c.opsPerMutation) op(s)/mutation, mix \(c.mix), \(c.payloadBytes)-byte payloads")
         let target = c.spawn ? "spawned daemon (storage \(c.daemonStorage ?? "default"), fsync \(c.daemonFsync ?? "default"))" : "daemon at \(c.host):\(c.port)"
         lines.append("measured \(Self.fixed(measuredSeconds, 1)) s after \(Self.fixed(c.warmup, 1)) s warm-up, seed \(c.seed), \(target)")
         lines.append("")

@@ -18,6 +18,8 @@ final class WriterClient: LoadConnection {
     /// The next due time (open loop).
     private(set) var nextDue: UInt64 = 0
     private var interval: UInt64 = 0
+    /// The version of the last Ack per list (the base with `--base acked`).
+    private var lastCommitted: [String: ListVersion] = [:]
     private(set) var running = false
 
     init(context: LoadContext, index: Int, generators: [(list: String, generator: OperationGenerator)]) {
@@ -68,7 +70,10 @@ final class WriterClient: LoadConnection {
         let slot = listCursor
         listCursor = (listCursor + 1) % generators.count
         let operations = generators[slot].generator.nextOperations(count: context.configuration.opsPerMutation)
-        let mutate = Mutate(listName: generators[slot].list, clientID: clientID, seq: seq, base: ListVersion(epoch: 0, version: 0), operations: operations)
+        let list = generators[slot].list
+        let atHead = ListVersion(epoch: 0, version: 0)
+        let base = context.configuration.writeBase == .acked ? lastCommitted[list] ?? atHead : atHead
+        let mutate = Mutate(listName: list, clientID: clientID, seq: seq, base: base, operations: operations)
         context.recordIntended(writer: index, seq: seq, at: intended)
         inFlight[seq] = (intended, now)
         let metrics = context.metrics
@@ -86,6 +91,7 @@ final class WriterClient: LoadConnection {
                 return
             }
             metrics.totalAnswered += 1
+            lastCommitted[ack.listName] = ack.committed
             let now = monotonicNanoseconds()
             if metrics.measuring, record.intended >= metrics.windowStart {
                 metrics.mutationsAcked += 1

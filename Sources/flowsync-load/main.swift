@@ -31,6 +31,7 @@ struct FlowSyncLoadCommand: ParsableCommand {
     @Option(help: "Mutations per second in total, open loop (0: closed loop, as fast as the in-flight window allows).") var rate: Double?
     @Option(name: .customLong("max-in-flight"), help: "Unanswered mutations per writer.") var maxInFlight: Int?
     @Option(name: .customLong("ops-per-mutation"), help: "Operations per mutation.") var opsPerMutation: Int?
+    @Option(help: "Each Mutate's base: head (epoch 0) or acked (the writer's last Ack version: the daemon rebases; needs --max-in-flight 1).") var base: String?
     @Option(name: .customLong("initial-rows"), help: "Rows per list before the run.") var initialRows: Int?
     @Option(help: "Sections per list before the run.") var sections: Int?
     @Option(name: .customLong("payload-bytes"), help: "Bytes per row payload.") var payloadBytes: Int?
@@ -73,6 +74,10 @@ struct FlowSyncLoadCommand: ParsableCommand {
         if let rate { c.rate = rate }
         if let maxInFlight { c.maxInFlightPerWriter = maxInFlight }
         if let opsPerMutation { c.opsPerMutation = opsPerMutation }
+        if let base {
+            guard let parsed = LoadConfiguration.WriteBase(rawValue: base) else { throw ValidationError("--base must be head or acked") }
+            c.writeBase = parsed
+        }
         if let initialRows { c.initialRows = initialRows }
         if let sections { c.sectionsPerList = sections }
         if let payloadBytes { c.payloadBytes = payloadBytes }

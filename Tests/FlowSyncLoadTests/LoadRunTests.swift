@@ -110,3 +110,38 @@ import Testing
         #expect(report.checks.divergences == 0)
     }
 }
+
+/// Writers whose base is their last Ack's version: other writers' commits since make the
+/// daemon rebase every such mutation by identity, and none may be rejected.
+@Suite struct RebasedWritesTests {
+    @Test func rebasedWritesCommitWithoutRejectsOrDivergence() async throws {
+        let server = try await EmbeddedServer()
+        var c = Scenario.writers.configuration
+        c.host = "127.0.0.1"
+        c.port = server.port
+        c.writers = 6
+        c.subscribersPerList = 3
+        c.initialRows = 60
+        c.sectionsPerList = 3
+        c.mix = .everything
+        c.opsPerMutation = 3
+        c.writeBase = .acked
+        c.warmup = 0.2
+        c.duration = 1.5
+        let configuration = c
+        let report = try await Task.detached { try LoadRunner(configuration: configuration, scenario: "test", progress: false).run() }.value
+        _ = await server.stop()
+        #expect(report.passed, "\(report.failures)\n\(report.table())")
+        #expect(report.mutations.acked > 50)
+        #expect(report.mutations.rejected == 0)
+    }
+
+    @Test func ackedBaseNeedsOneInFlight() {
+        var c = LoadConfiguration()
+        c.writeBase = .acked
+        c.maxInFlightPerWriter = 4
+        #expect(c.validationErrors().contains { $0.contains("--base acked") })
+        c.maxInFlightPerWriter = 1
+        #expect(c.validationErrors().isEmpty)
+    }
+}
