@@ -167,6 +167,11 @@ let package = Package(
             path: "Benchmarks/ServerBench"
         ),
         .executableTarget(
+            name: "flowsync-client-bench",
+            dependencies: ["FlowSyncClient", "FlowSyncCore", "FlowSyncServer", "FlowSyncTestSupport"],
+            path: "Benchmarks/ClientBench"
+        ),
+        .executableTarget(
             name: "flowsync-bench",
             dependencies: ["FlowSyncCore", "FlowSyncTestSupport"],
             path: "Benchmarks/FlowSyncBench"

@@ -1,0 +1,145 @@
+// flowsync-client-bench: the SDK's figures for docs/BENCHMARKS.md.
+//
+//   swift build -c release --product flowsync-client-bench
+//   .build/release/flowsync-client-bench [--quick]
+//
+// 1. Local edit → visible: the time an edit call takes to show in the replica (it
+//    returns once the snapshot has it), and to reach an observer on its queue.
+// 2. Edit → server ack on loopback: one write at a time, p50/p99.
+// 3. Memory of a replica of 100,000 rows (process RSS before/after loading it).
+//
+// The server runs in this process (EmbeddedServer, same code as flowsyncd) on its own
+// loop thread; the client runs its own loop thread, as in an app.
+import Dispatch
+import FlowSyncClient
+import FlowSyncCore
+import FlowSyncServer
+import FlowSyncTestSupport
+import Foundation
+
+struct Item: FlowModel {
+    static let flowKind = "item"
+    var id: String
+    var title: String
+}
+
+let quick = CommandLine.arguments.contains("--quick")
+
+func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+func percentile(_ values: [Double], _ p: Double) -> Double {
+    let sorted = values.sorted()
+    return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * p))]
+}
+
+func rssKiB() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+        return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+    }
+    return 0
+}
+
+func client(port: Int) throws -> FlowSyncClient {
+    try FlowSyncClient(configuration: .init(port: port, callbackQueue: DispatchQueue(label: "bench")))
+}
+
+/// Fills `list` with `rows` rows in sections of at most 10,000, in writes of 1,000.
+func fill(_ list: ListDirector, rows: Int) async throws {
+    var written = 0
+    var section = 0
+    while written < rows {
+        let id = "s\(section)"
+        try await list.add(section: NewSection(id: id)).committed()
+        var inSection = 0
+        while inSection < 10_000 && written < rows {
+            let n = min(1_000, rows - written, 10_000 - inSection)
+            let models: [any FlowModel] = (0..<n).map { Item(id: "r\(written + $0)", title: "Row number \(written + $0)") }
+            try await list.section(id: id)!.add(models: models).committed()
+            written += n
+            inSection += n
+        }
+        section += 1
+    }
+}
+
+let server = try await EmbeddedServer()
+print("flowsync-client-bench\(quick ? " (quick)" : "")")
+
+// MARK: 1. Local edit → visible
+
+for rows in quick ? [100] : [100, 10_000, 100_000] {
+    let writer = try client(port: server.port)
+    let list = writer.director("visible-\(rows)")
+    try await list.waitUntilLoaded()
+    try await fill(list, rows: rows)
+    let seen = DispatchSemaphore(value: 0)
+    let observation = list.observe(on: DispatchQueue(label: "observer")) { change in
+        if case .local = change.cause { seen.signal() }
+    }
+    var call: [Double] = [], observed: [Double] = []
+    var tickets: [WriteTicket] = []
+    let iterations = quick ? 50 : 500
+    for i in 0..<iterations {
+        let start = now()
+        let ticket = try list.section(at: 0).add(model: Item(id: "v\(i)", title: "visible"), at: 0)
+        let shown = now()
+        seen.wait()
+        let delivered = now()
+        call.append(Double(shown - start) / 1000)
+        observed.append(Double(delivered - start) / 1000)
+        tickets.append(ticket)
+        if i % 50 == 49 { for t in tickets { _ = try await t.committed() }; tickets = [] }
+    }
+    for t in tickets { _ = try await t.committed() }
+    observation.cancel()
+    print(String(format: "local edit → visible, %7d rows: call p50 %.1f µs p99 %.1f µs; observer p50 %.1f µs p99 %.1f µs",
+                 rows, percentile(call, 0.5), percentile(call, 0.99), percentile(observed, 0.5), percentile(observed, 0.99)))
+    writer.close()
+}
+
+// MARK: 2. Edit → ack on loopback
+
+do {
+    let writer = try client(port: server.port)
+    let list = writer.director("ack")
+    try await list.waitUntilLoaded()
+    try await list.add(section: NewSection(id: "s")).committed()
+    var latencies: [Double] = []
+    let iterations = quick ? 100 : 2_000
+    for i in 0..<iterations {
+        let start = now()
+        _ = try await list.section(at: 0).add(model: Item(id: "a\(i)", title: "acked"), at: 0).committed()
+        latencies.append(Double(now() - start) / 1000)
+    }
+    print(String(format: "edit → ack (loopback, one in flight, %d writes): p50 %.0f µs p90 %.0f µs p99 %.0f µs max %.0f µs",
+                 iterations, percentile(latencies, 0.5), percentile(latencies, 0.9), percentile(latencies, 0.99), latencies.max()!))
+    writer.close()
+}
+
+// MARK: 3. Memory of a 100,000-row replica
+
+do {
+    let rows = quick ? 10_000 : 100_000
+    let writer = try client(port: server.port)
+    let source = writer.director("memory")
+    try await source.waitUntilLoaded()
+    try await fill(source, rows: rows)
+    writer.close()
+    // Settle the allocator, then load the list in a fresh client.
+    try await Task.sleep(nanoseconds: 200_000_000)
+    let before = rssKiB()
+    let reader = try client(port: server.port)
+    let replica = reader.director("memory")
+    let start = now()
+    try await replica.waitUntilLoaded()
+    let loaded = Double(now() - start) / 1e6
+    let after = rssKiB()
+    precondition(replica.numberOfModels == rows)
+    let payload = replica.snapshot.director.sections.reduce(0) { $0 + $1.rows.reduce(0) { $0 + $1.payload.count + $1.id.utf8.count + $1.kind.utf8.count } }
+    print(String(format: "replica of %d rows (%.1f MB of ids+kinds+payloads): RSS +%.1f MB (%.0f bytes/row), loaded in %.0f ms",
+                 rows, Double(payload) / 1e6, Double(after - before) / 1024, Double((after - before) * 1024) / Double(rows), loaded))
+    reader.close()
+}
+
+_ = await server.stop()
