@@ -5,7 +5,6 @@
 import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProtocol
-import FlowSyncServer
 import FlowSyncTestSupport
 import Foundation
 
@@ -112,50 +111,17 @@ enum StorageBench {
         say("One list, no snapshot (snapshot_every_batches = 0): \(mutations / perBatch) batches of \(perBatch) mutations, each one op on a list of 256 sections "
             + "(70% insert a ~60-byte row at a random index, 20% replace a row, 10% remove one), written through FileStore as the daemon writes them.\n")
         var generate = now()
-        do {
-            let store = FileStore(directory: directory, options: .init(fsync: .never, snapshotEveryBatches: 0, snapshotEveryBytes: 0))
-            _ = try store.recover(RecoveryOptions())
-            var sequencer = Sequencer(director: Director(limits: DirectorLimits(maxRows: 100_000_000)), position: ListVersion(epoch: 42, version: 0))
-            var random = SeededRandom(seed: 99)
-            sequencer.submit(MutationRequest(clientID: "gen", seq: 1, base: sequencer.position, operations: [.setSections((0..<256).map { Section(id: "s\($0)") })]), tag: 0)
-            if let commit = sequencer.seal().commit { _ = try store.append(StoredBatch(listName: "big", commit: commit)) }
-            var seq: UInt64 = 2
-            var done = 1
-            while done < mutations {
-                for _ in 0..<perBatch {
-                    let s = random.int(0..<256)
-                    let rows = sequencer.director.sections[s].rows.count
-                    let roll = random.int(0..<10)
-                    let op: FlowSyncCore.Operation
-                    if rows == 0 || roll < 7 {
-                        op = .insertRows([Row(id: "r\(seq)", kind: "item", payload: Array("{\"title\":\"row \(seq)\",\"done\":false}".utf8))], in: .index(s), at: random.int(0...rows))
-                    } else if roll < 9 {
-                        let r = random.int(0..<rows)
-                        op = .replaceRow(.index(r, in: .index(s)), with: Row(id: sequencer.director.sections[s].rows[r].id, kind: "item", payload: Array("{\"title\":\"edited \(seq)\"}".utf8)))
-                    } else {
-                        op = .removeRows([.index(random.int(0..<rows), in: .index(s))])
-                    }
-                    sequencer.submit(MutationRequest(clientID: "gen-\(seq % 100)", seq: seq, base: ListVersion(epoch: 0, version: 0), operations: [op]), tag: 0)
-                    seq += 1
-                }
-                let sealed = sequencer.seal()
-                done += sealed.outcomes.count
-                if let commit = sealed.commit { _ = try store.append(StoredBatch(listName: "big", commit: commit)) }
-            }
-            try store.close()
-            generate = now() - generate
-            let bytes = directorySize(directory)
-            say("Generated in \(String(format: "%.1f", generate)) s: \(sequencer.position.version) batches, \(sequencer.director.rowCount) rows at the end, log \(bytes) bytes (\(bytes / mutations) bytes per mutation).\n")
-        }
+        let log = try StoreBenchmarks.writeSyntheticLog(directory: directory, mutations: mutations, perBatch: perBatch)
+        generate = now() - generate
+        let bytes = directorySize(directory)
+        say("Generated in \(String(format: "%.1f", generate)) s: \(log.batches) batches, \(log.rows) rows at the end, log \(bytes) bytes (\(bytes / mutations) bytes per mutation).\n")
         say("| measured | time |")
         say("| --- | --- |")
         for run in 1...2 {
-            let store = FileStore(directory: directory)
             let t0 = now()
-            let report = try store.recover(RecoveryOptions())
+            let replayed = try StoreBenchmarks.recover(directory: directory)
             let t = now() - t0
-            store.abandon()
-            say("| FileStore.recover, in process (run \(run); \(report.replayedBatches) batches replayed) | \(String(format: "%.2f s", t)) |")
+            say("| FileStore.recover, in process (run \(run); \(replayed) batches replayed) | \(String(format: "%.2f s", t)) |")
         }
         let t0 = now()
         let daemon = try await DaemonProcess.start(binary: daemonPath, dataDirectory: directory, config: nil)
@@ -164,22 +130,11 @@ enum StorageBench {
         say("| flowsyncd start to \"listening on\" (process start + recovery) | \(String(format: "%.2f s", t)) |")
         // Compaction of that list (what the loop thread pays when a snapshot is due),
         // then a start from the snapshot alone.
-        do {
-            let store = FileStore(directory: directory)
-            let report = try store.recover(RecoveryOptions(historyLimits: .init(maxBatches: 0)))
-            let sequencer = report.lists[0].sequencer
-            let t0 = now()
-            try store.compact(StoredSnapshot(listName: "big", position: sequencer.position, digest: sequencer.director.digest,
-                                             sections: sequencer.director.sections, dedupe: sequencer.dedupeRecords()))
-            let t = now() - t0
-            try store.close()
-            say("| compaction: snapshot of the final state (\(sequencer.director.rowCount) rows, \(directorySize(directory)) bytes) written, log dropped | \(String(format: "%.2f s", t)) |")
-            let again = FileStore(directory: directory)
-            let t1 = now()
-            _ = try again.recover(RecoveryOptions())
-            say("| FileStore.recover from that snapshot | \(String(format: "%.2f s", now() - t1)) |")
-            again.abandon()
-        }
+        let compaction = try StoreBenchmarks.compactAll(directory: directory, clock: now)
+        say("| compaction: snapshot of the final state (\(compaction.rows) rows, \(directorySize(directory)) bytes) written, log dropped | \(String(format: "%.2f s", compaction.seconds)) |")
+        let t1 = now()
+        _ = try StoreBenchmarks.recover(directory: directory)
+        say("| FileStore.recover from that snapshot | \(String(format: "%.2f s", now() - t1)) |")
         say("")
     }
 

@@ -209,7 +209,7 @@ public final class Server {
         if new.storageEngine != configuration.storageEngine || new.fsyncPolicy != configuration.fsyncPolicy
             || new.fsyncIntervalMilliseconds != configuration.fsyncIntervalMilliseconds
             || new.snapshotEveryBatches != configuration.snapshotEveryBatches || new.snapshotEveryBytes != configuration.snapshotEveryBytes
-            || new.parallelSync != configuration.parallelSync {
+            || new.parallelSync != configuration.parallelSync || new.maxOpenLogs != configuration.maxOpenLogs {
             ignored.append("storage")
         }
         var applied = new
@@ -219,6 +219,7 @@ public final class Server {
         applied.snapshotEveryBatches = configuration.snapshotEveryBatches
         applied.snapshotEveryBytes = configuration.snapshotEveryBytes
         applied.parallelSync = configuration.parallelSync
+        applied.maxOpenLogs = configuration.maxOpenLogs
         applied.host = configuration.host
         applied.port = configuration.port
         applied.dataDirectory = configuration.dataDirectory

@@ -60,6 +60,7 @@ extension ServerConfiguration {
                 case ("storage", "snapshot_every_batches"): snapshotEveryBatches = try value.int(0...1_000_000_000)
                 case ("storage", "snapshot_every_bytes"): snapshotEveryBytes = try value.int(0...(1 << 40))
                 case ("storage", "parallel_sync"): parallelSync = try value.bool()
+                case ("storage", "max_open_logs"): maxOpenLogs = try value.int(1...1_000_000)
                 case ("history", "max_batches"): historyMaxBatches = try value.int(0...100_000_000)
                 case ("history", "max_bytes"): historyMaxBytes = try value.int(0...(1 << 40))
                 case ("ordering", "dedupe_per_client"): dedupePerClient = try value.int(2...1_000_000)

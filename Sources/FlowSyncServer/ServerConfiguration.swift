@@ -63,6 +63,8 @@ public struct ServerConfiguration: Hashable, Sendable {
     public var snapshotEveryBytes = 64 << 20
     /// Sync the files of several lists written in one turn concurrently. Default true.
     public var parallelSync = true
+    /// Most log files held open at once (least recently written closed first). Default 1024.
+    public var maxOpenLogs = 1_024
 
     // MARK: [history]
     /// Batches kept per list for resume and catch-up. Default 10000.
@@ -100,7 +102,8 @@ public struct ServerConfiguration: Hashable, Sendable {
 
     /// The file store's options from `[storage]`.
     public var fileStoreOptions: FileStore.Options {
-        FileStore.Options(fsync: fsyncPolicy, snapshotEveryBatches: snapshotEveryBatches, snapshotEveryBytes: snapshotEveryBytes, parallelSync: parallelSync)
+        FileStore.Options(fsync: fsyncPolicy, snapshotEveryBatches: snapshotEveryBatches, snapshotEveryBytes: snapshotEveryBytes, parallelSync: parallelSync,
+                          maxOpenLogs: maxOpenLogs)
     }
 
     /// Checks cross-field rules; returns the offending key and why.

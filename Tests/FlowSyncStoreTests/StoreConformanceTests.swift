@@ -1,6 +1,7 @@
 import FlowSyncCore
 import FlowSyncServer
 import FlowSyncTestSupport
+import Foundation
 import Testing
 
 /// One suite, both stores: what is appended and synced comes back after a "restart"
@@ -165,5 +166,39 @@ final class StoreHarness {
         _ = try h.store.append(StoredBatch(listName: "d", commit: forged))
         try h.store.sync()
         #expect(throws: StoreError.self) { try h.reopen() }
+    }
+}
+
+/// File-store specifics: descriptors are bounded, and a restart continues the last
+/// segment instead of starting a new one.
+@Suite struct FileStoreDescriptorTests {
+    @Test func manyListsWithFewDescriptorsAndContinuedSegments() throws {
+        let directory = TemporaryDirectory("fds")
+        defer { directory.remove() }
+        let options = FileStore.Options(fsync: .always, snapshotEveryBatches: 0, snapshotEveryBytes: 0, maxOpenLogs: 2)
+        var store = FileStore(directory: directory.path, options: options)
+        _ = try store.recover(RecoveryOptions())
+        var drivers = (0..<5).map { CommitDriver(name: "list-\($0)", seed: UInt64(100 + $0)) }
+        for round in 0..<6 {
+            for k in drivers.indices { try drivers[k].commit(3, to: store) }
+            if round == 2 {
+                // A crash in the middle: the next start continues each list's segment.
+                store.abandon()
+                store = FileStore(directory: directory.path, options: options)
+                let report = try store.recover(RecoveryOptions())
+                #expect(report.lists.count == 5)
+            }
+        }
+        try store.close()
+        let reopened = FileStore(directory: directory.path, options: options)
+        defer { reopened.abandon() }
+        let report = try reopened.recover(RecoveryOptions())
+        for driver in drivers {
+            let list = try #require(report.list(driver.name))
+            #expect(list.sequencer.position == driver.sequencer.position)
+            #expect(list.sequencer.director == driver.sequencer.director)
+            let files = try FileManager.default.contentsOfDirectory(atPath: directory.path + "/lists/" + driver.name).filter { $0.hasSuffix(".fsl") }
+            #expect(files.count == 1, "\(driver.name): \(files)")
+        }
     }
 }

@@ -253,9 +253,10 @@ extension FileStore {
         files.nextGeneration = max(snapshotGeneration, segmentFiles.last?.0 ?? 0) + 1
         files.batchesSinceSnapshot = batchesAfterSnapshot
         files.bytesSinceSnapshot = bytesAfterSnapshot
-        // Appends continue the last segment when it continues the recovered state.
-        if !repaired, let last = segments.last, last.epoch == rebuilder.sequencer.position.epoch, last.lastVersion == rebuilder.sequencer.position.version {
-            files.activeFD = try io.openForAppend(last.path, create: false, truncate: false)
+        // Appends continue the last segment when it continues the recovered state; it is
+        // opened by the first append (a daemon with many lists must not open them all).
+        if repaired || segments.last.map({ $0.epoch != rebuilder.sequencer.position.epoch || $0.lastVersion != rebuilder.sequencer.position.version }) ?? true {
+            files.lastSegmentClosedForGood = true
         }
         lists[listName] = files
         if repaired { report.notes.append("list \"\(listName)\": recovered through \(rebuilder.sequencer.position) after repair; a new epoch starts") }

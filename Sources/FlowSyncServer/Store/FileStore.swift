@@ -23,12 +23,18 @@ public final class FileStore: DirectorStore {
         /// Sync the files of several lists concurrently (the libdispatch pool; the
         /// calling thread waits for all). Default true.
         public var parallelSync: Bool
+        /// Most log segments held open at once; the least recently written is closed
+        /// (and reopened when its list is written again). Default 1024: a daemon with
+        /// many lists must not run out of descriptors (a failed open is fatal).
+        public var maxOpenLogs: Int
 
-        public init(fsync: FsyncPolicy = .always, snapshotEveryBatches: Int = 10_000, snapshotEveryBytes: Int = 64 << 20, parallelSync: Bool = true) {
+        public init(fsync: FsyncPolicy = .always, snapshotEveryBatches: Int = 10_000, snapshotEveryBytes: Int = 64 << 20, parallelSync: Bool = true,
+                    maxOpenLogs: Int = 1_024) {
             self.fsync = fsync
             self.snapshotEveryBatches = snapshotEveryBatches
             self.snapshotEveryBytes = snapshotEveryBytes
             self.parallelSync = parallelSync
+            self.maxOpenLogs = max(1, maxOpenLogs)
         }
     }
 
@@ -48,8 +54,14 @@ public final class FileStore: DirectorStore {
         var segments: [Segment] = []
         /// Snapshot files, oldest first (normally one).
         var snapshots: [(generation: UInt64, path: String)] = []
-        /// The descriptor of the last segment, open for appending.
+        /// The descriptor of the last segment, open for appending (nil when closed: it is
+        /// reopened by the next append, unless ``lastSegmentClosedForGood``).
         var activeFD: Int32?
+        /// The last segment takes no more records (rolled at compaction, or from before a
+        /// new epoch): the next append starts a new segment.
+        var lastSegmentClosedForGood = false
+        /// When this list last wrote (for closing the least recently used descriptor).
+        var lastUse: UInt64 = 0
         var nextGeneration: UInt64 = 1
         var batchesSinceSnapshot = 0
         var bytesSinceSnapshot = 0
@@ -72,6 +84,9 @@ public final class FileStore: DirectorStore {
     var lists: [String: ListFiles] = [:]
     private var dirty: [ListFiles] = []
     private var lockFD: Int32?
+    /// Descriptors of segments currently open, and a clock for their last use.
+    private var openLogs = 0
+    private var useClock: UInt64 = 0
     let encoder = FrameEncoder(configuration: StoreFormat.compression)
     /// Times ``sync()`` found something to sync (one per loop turn with writes, under
     /// `always`): for tests and metrics.
@@ -102,9 +117,14 @@ public final class FileStore: DirectorStore {
     public func append(_ batch: StoredBatch) throws(StoreError) -> Bool {
         let files = try files(for: batch.listName)
         let commit = batch.commit
-        if files.activeFD == nil || files.segments.last?.epoch != commit.to.epoch || files.segments.last.map({ $0.lastVersion + 1 }) != commit.to.version {
+        let continues = files.segments.last.map { $0.epoch == commit.to.epoch && $0.lastVersion + 1 == commit.to.version } ?? false
+        if !continues || files.lastSegmentClosedForGood {
             try openSegment(files, epoch: commit.to.epoch, firstVersion: commit.to.version)
+        } else if files.activeFD == nil {
+            try reopenLastSegment(files)
         }
+        useClock += 1
+        files.lastUse = useClock
         let frame = batch.encodedDiff ?? encoder.encode(.diff(Diff(listName: batch.listName, epoch: commit.to.epoch, fromVersion: commit.from.version,
                                                                    toVersion: commit.to.version, digest: commit.digest, changeset: commit.changeset,
                                                                    mutations: commit.mutations)))
@@ -166,6 +186,7 @@ public final class FileStore: DirectorStore {
         // Roll the log: the next batch starts a new segment, so every older segment is
         // eventually wholly before some snapshot and can be deleted whole.
         try closeActiveSegment(files)
+        files.lastSegmentClosedForGood = true
         let base = snapshot.position
         var kept: [Segment] = []
         for segment in files.segments {
@@ -185,6 +206,7 @@ public final class FileStore: DirectorStore {
         let files = try files(for: snapshot.listName)
         try writeSnapshot(snapshot, in: files)
         try closeActiveSegment(files)
+        files.lastSegmentClosedForGood = true
         for segment in files.segments { try io.remove(segment.path) }
         files.segments = []
         try io.syncDirectory(files.directory)
@@ -237,6 +259,7 @@ public final class FileStore: DirectorStore {
             if let fd = files.activeFD { io.close(fd) }
             files.activeFD = nil
         }
+        openLogs = 0
         lists = [:]
         dirty = []
         if let lockFD { io.close(lockFD) }
@@ -260,10 +283,13 @@ public final class FileStore: DirectorStore {
     /// could make vanish).
     private func openSegment(_ files: ListFiles, epoch: UInt64, firstVersion: UInt64) throws(StoreError) {
         try closeActiveSegment(files)
+        try makeRoomForADescriptor()
         let generation = files.takeGeneration()
         let path = files.directory + "/" + StoreFormat.segmentName(generation)
         let fd = try io.openForAppend(path, create: true, truncate: true)
         files.activeFD = fd
+        files.lastSegmentClosedForGood = false
+        openLogs += 1
         files.segments.append(Segment(generation: generation, path: path, epoch: epoch, firstVersion: firstVersion, lastVersion: firstVersion - 1))
         let header = StoreFormat.encode(StoreFormat.SegmentHeader(epoch: epoch, firstVersion: firstVersion, listName: files.name))
         try io.write(fd, header, path: path)
@@ -281,6 +307,27 @@ public final class FileStore: DirectorStore {
         }
         io.close(fd)
         files.activeFD = nil
+        openLogs -= 1
+    }
+
+    /// Reopens the last segment of a list to continue it (after a restart, or after its
+    /// descriptor was closed to make room).
+    private func reopenLastSegment(_ files: ListFiles) throws(StoreError) {
+        guard let segment = files.segments.last else { return }
+        try makeRoomForADescriptor()
+        files.activeFD = try io.openForAppend(segment.path, create: false, truncate: false)
+        openLogs += 1
+    }
+
+    /// Closes the least recently written segment when ``Options/maxOpenLogs`` are open
+    /// (syncing it first if it holds unsynced records). O(lists), only when full.
+    private func makeRoomForADescriptor() throws(StoreError) {
+        guard openLogs >= options.maxOpenLogs else { return }
+        var victim: ListFiles?
+        for files in lists.values where files.activeFD != nil {
+            if victim == nil || files.lastUse < victim!.lastUse { victim = files }
+        }
+        if let victim { try closeActiveSegment(victim) }
     }
 
     func takeLock() throws(StoreError) {
