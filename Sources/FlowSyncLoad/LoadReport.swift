@@ -107,6 +107,8 @@ public struct LoadReport: Codable, Sendable {
         public var problemExamples: [String] = []
         public var protocolErrors = 0
         public var protocolErrorExamples: [String] = []
+        /// Why the final check could not be made (the daemon went away, …).
+        public var verificationErrors: [String] = []
     }
 
     public var tool = "flowsync-load"
@@ -133,7 +135,7 @@ public struct LoadReport: Codable, Sendable {
     /// Rejects (the generator never makes an invalid mutation, so a Reject is a bug) and
     /// failed connections.
     public mutating func judge() {
-        failures = []
+        failures = checks.verificationErrors
         if checks.divergences > 0 { failures.append("\(checks.divergences) divergent subscriber(s)") }
         if checks.fullCompareMismatches > 0 { failures.append("\(checks.fullCompareMismatches) replica(s) differ from a fresh snapshot") }
         if mutations.lostAcks > 0 { failures.append("\(mutations.lostAcks) mutation(s) never answered") }

@@ -152,7 +152,8 @@ public final class LoadRunner {
             engine.stopWriters()
             engine.stopSlowConsumers()
         }
-        wait(loop, timeout: 15) { engine.answersOutstanding == 0 }
+        // Every answer, unless no writer is left to receive one (the daemon went away).
+        wait(loop, timeout: 15) { engine.answersOutstanding == 0 || engine.writers.allSatisfy(\.isClosed) }
         let seconds = Double(windowEnd - windowStart) / 1e9
         box.report.measuredSeconds = seconds
 
@@ -173,7 +174,7 @@ public final class LoadRunner {
         }
         box.report.mutations.lostAcks = onLoop(loop) { engine.answersOutstanding }
 
-        try verify(box, loop: loop, engine: engine)
+        verify(box, loop: loop, engine: engine)
         if c.resumeStormSubscribers > 0 {
             onLoop(loop) {
                 var storm = LoadReport.ResumeStorm()
@@ -216,7 +217,7 @@ public final class LoadRunner {
     private func serverCounters(_ loop: EventLoop, _ engine: LoadEngine) -> [String: Int64] {
         let slot = Slot<[String: Int64]>()
         onLoop(loop) { engine.control.stats(list: nil) { slot.value = $0 } }
-        wait(loop, timeout: 10) { slot.value != nil }
+        wait(loop, timeout: 10) { slot.value != nil || engine.control.isClosed }
         return onLoop(loop) { slot.value ?? [:] }
     }
 
@@ -254,7 +255,7 @@ public final class LoadRunner {
 
     /// Steps 6 of the run: final positions and digests against the daemon's, then a
     /// row-by-row compare of a sample of replicas with a fresh Snapshot.
-    private func verify(_ box: ReportBox, loop: EventLoop, engine: LoadEngine) throws {
+    private func verify(_ box: ReportBox, loop: EventLoop, engine: LoadEngine) {
         let c = configuration
         final class Finals: @unchecked Sendable { var byList: [String: (ListVersion, UInt64)] = [:]; var pending = 0 }
         let finals = Finals()
@@ -269,7 +270,12 @@ public final class LoadRunner {
                 }
             }
         }
-        guard wait(loop, timeout: 30, { finals.pending == 0 }) else { throw LoadError("the daemon did not answer the final StatsRequests") }
+        // A daemon that went away (or stopped answering) fails the run with a report,
+        // not an exception: the figures so far are still worth printing.
+        guard wait(loop, timeout: 30, { finals.pending == 0 || engine.control.isClosed }), onLoop(loop, { finals.pending == 0 }) else {
+            box.report.checks.verificationErrors.append("the daemon did not answer the final StatsRequests: nothing could be verified")
+            return
+        }
         // Every live subscriber should reach its list's final version.
         wait(loop, timeout: 30) {
             engine.subscribers.allSatisfy { s in (s.isClosed && !s.isRecovering) || (finals.byList[s.listName].map { s.position == $0.0 } ?? true) }
@@ -305,7 +311,7 @@ public final class LoadRunner {
         final class Snapshots: @unchecked Sendable { var byList: [String: Snapshot] = [:] }
         let snapshots = Snapshots()
         onLoop(loop) { for list in sample { engine.control.snapshot(list: list) { snapshots.byList[list] = $0 } } }
-        wait(loop, timeout: 30) { snapshots.byList.count == sample.count }
+        wait(loop, timeout: 30) { snapshots.byList.count == sample.count || engine.control.isClosed }
         onLoop(loop) {
             var compared = 0
             var mismatches = 0
