@@ -9,7 +9,9 @@ import FlowSyncProtocol
 ///
 /// Loop-confined. Every call does blocking file I/O on the calling (loop) thread — see
 /// docs/ARCHITECTURE.md, "Storage", for why that is the chosen trade-off and what it
-/// costs. One descriptor stays open per list written since start (the active segment).
+/// costs. A list's active segment stays open between writes, for at most
+/// ``Options/maxOpenLogs`` lists (the least recently written is closed first and
+/// reopened by its next write).
 public final class FileStore: DirectorStore {
     /// Tunables (`[storage]` in the config).
     public struct Options: Hashable, Sendable {
