@@ -145,3 +145,31 @@ import Testing
         #expect(c.validationErrors().isEmpty)
     }
 }
+
+/// A daemon that goes away mid-run: the run ends within seconds with a failing report
+/// (it cannot verify anything), not with a hang or an exception.
+@Suite struct DaemonGoneTests {
+    @Test func aDaemonStoppedMidRunFailsTheRunPromptly() async throws {
+        let server = try await EmbeddedServer()
+        var c = Scenario.mixed.configuration
+        c.host = "127.0.0.1"
+        c.port = server.port
+        c.lists = 1
+        c.subscribersPerList = 3
+        c.writers = 2
+        c.rate = 200
+        c.initialRows = 20
+        c.warmup = 0.2
+        c.duration = 2
+        let configuration = c
+        let started = monotonicNanoseconds()
+        let run = Task.detached { try LoadRunner(configuration: configuration, scenario: "test", progress: false).run() }
+        try await Task.sleep(for: .milliseconds(1_200))
+        _ = await server.stop()
+        let report = try await run.value
+        let seconds = Double(monotonicNanoseconds() - started) / 1e9
+        #expect(!report.passed)
+        #expect(report.failures.contains { $0.contains("nothing could be verified") }, "\(report.failures)")
+        #expect(seconds < 25, "took \(seconds) s")
+    }
+}
