@@ -50,11 +50,19 @@ final class ClientCore: @unchecked Sendable {
     }
 
     struct State {
+        /// The list as the app sees it now. Built on each read rather than cached: a
+        /// cached copy would share the replica's storage, and the next edit would have
+        /// to copy the whole list.
+        func snapshot(of name: String) -> ListSnapshot? {
+            guard let list = session.lists[name] else { return nil }
+            return ListSnapshot(name: name, director: list.view, version: list.position,
+                                pendingWrites: list.pending.count, registry: registry)
+        }
+
         var session: ClientSession
         var encoder = FrameEncoder()
         var decoder = FrameDecoder(limits: .client)
         var registry = ModelRegistry()
-        var snapshots: [String: ListSnapshot] = [:]
         var failures: [String: FlowSyncError] = [:]
         var tickets: [String: [UInt64: WriteTicket]] = [:]
         var observers: [String: [UInt64: Observer]] = [:]
@@ -177,7 +185,6 @@ final class ClientCore: @unchecked Sendable {
     // MARK: Actions
 
     private func perform(_ actions: [SessionAction], _ state: inout State) {
-        defer { refreshSnapshots(&state) }
         for action in actions {
             switch action {
             case .connect:
@@ -223,23 +230,9 @@ final class ClientCore: @unchecked Sendable {
         }
     }
 
-    /// Keeps each list's published snapshot at the replica's version and pending count
-    /// also when a batch changed nothing visible (the server confirming an optimistic
-    /// write), so readers see the version move. The content is the same by then.
-    private func refreshSnapshots(_ state: inout State) {
-        for (name, list) in state.session.lists {
-            let current = state.snapshots[name]
-            guard current?.version != list.position || current?.pendingWrites != list.pending.count else { continue }
-            guard current != nil || list.position != nil else { continue }
-            state.snapshots[name] = ListSnapshot(name: name, director: list.view, version: list.position,
-                                                 pendingWrites: list.pending.count, registry: state.registry)
-        }
-    }
-
     private func deliver(list: String, cause: ListChange.Cause, changeset: Changeset, view: Director,
                          version: ListVersion?, pending: Int, _ state: inout State) {
         let snapshot = ListSnapshot(name: list, director: view, version: version, pendingWrites: pending, registry: state.registry)
-        state.snapshots[list] = snapshot
         if version != nil {
             for waiter in state.loadWaiters.removeValue(forKey: list) ?? [] { waiter.resume(returning: .success(())) }
         }

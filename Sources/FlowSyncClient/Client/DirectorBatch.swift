@@ -4,24 +4,54 @@ import FlowSyncCore
 /// `reloadData(after:)` block does: every edit inside the block reaches the server as one
 /// mutation, applied atomically, and the app sees one change.
 ///
-/// Each edit applies at once to a working copy of the list, so later edits see earlier
-/// ones (indices, counts) and a bad edit throws where it is made.
+/// From the second edit on, each one applies at once to a working copy of the list, so
+/// later edits see earlier ones (indices, counts) and a bad edit throws where it is made.
+/// The first edit is only recorded: a batch of one edit (every convenience edit of
+/// ``ListDirector`` and ``LiveSection``) never copies the list — the replica checks it
+/// when it applies it, in place.
 public final class DirectorBatch {
-    /// The list as the edits so far leave it.
-    public private(set) var working: Director
+    /// The list as the edits so far leave it (the first edit is applied on demand).
+    public var working: Director {
+        settle()
+        return state
+    }
     /// The edits so far, as protocol operations.
     public private(set) var operations: [Operation] = []
 
-    init(working: Director) { self.working = working }
+    private var state: Director
+    /// How many of ``operations`` are applied to ``state``.
+    private var applied = 0
+
+    init(working: Director) { self.state = working }
+
+    /// The list before any edit of the batch, or after them all: reads that do not
+    /// need to copy it.
+    var current: Director { applied == operations.count ? state : working }
+
+    private func settle() {
+        while applied < operations.count {
+            // Recorded edits were valid when recorded or are re-checked here; a failure
+            // leaves them for the replica to refuse.
+            _ = try? state.apply([operations[applied]])
+            applied += 1
+        }
+    }
 
     /// Applies one raw operation (the escape hatch under the typed edits).
     public func apply(_ operation: Operation) throws(FlowSyncError) {
+        if operations.isEmpty {
+            // Recorded only; the replica validates it.
+            operations.append(operation)
+            return
+        }
+        settle()
         do {
-            try working.apply([operation])
+            try state.apply([operation])
         } catch {
             throw .invalidEdit(MutationError(opIndex: operations.count, reason: error.reason, message: error.message))
         }
         operations.append(operation)
+        applied = operations.count
     }
 
     // MARK: Sections
@@ -35,7 +65,7 @@ public final class DirectorBatch {
     public func add(sections: [NewSection], at index: Int? = nil) throws(FlowSyncError) {
         var encoded: [Section] = []
         for section in sections { encoded.append(try section.encoded()) }
-        try apply(.insertSections(encoded, at: index ?? working.sections.count))
+        try apply(.insertSections(encoded, at: index ?? current.sections.count))
     }
 
     /// Removes the section at `index` with its rows.
@@ -75,10 +105,11 @@ public final class DirectorBatch {
 
     /// The section at `index`, for row edits.
     public func section(at index: Int) throws(FlowSyncError) -> BatchSection {
-        guard working.sections.indices.contains(index) else {
-            throw .invalidEdit(MutationError(opIndex: operations.count, reason: .indexOutOfRange, message: "section index \(index) not in 0..<\(working.sections.count)"))
+        let current = self.current
+        guard current.sections.indices.contains(index) else {
+            throw .invalidEdit(MutationError(opIndex: operations.count, reason: .indexOutOfRange, message: "section index \(index) not in 0..<\(current.sections.count)"))
         }
-        return BatchSection(batch: self, ref: .id(working.sections[index].id))
+        return BatchSection(batch: self, ref: .id(current.sections[index].id))
     }
 }
 
@@ -88,14 +119,14 @@ public struct BatchSection {
     let ref: SectionRef
 
     private func sectionIndex() throws(FlowSyncError) -> Int {
-        guard let index = batch.working.index(of: ref) else {
+        guard let index = batch.current.index(of: ref) else {
             throw .invalidEdit(MutationError(opIndex: batch.operations.count, reason: .unknownSection, message: "no \(ref)"))
         }
         return index
     }
 
     /// The number of rows now.
-    public var count: Int { (try? sectionIndex()).map { batch.working.sections[$0].rows.count } ?? 0 }
+    public var count: Int { (try? sectionIndex()).map { batch.current.sections[$0].rows.count } ?? 0 }
 
     /// Inserts a model at `index` (default: at the end).
     public func add(model: some FlowModel, at index: Int? = nil) throws(FlowSyncError) {
@@ -112,7 +143,7 @@ public struct BatchSection {
     /// Inserts raw rows at `index` (default: at the end).
     public func add(rows: [Row], at index: Int? = nil) throws(FlowSyncError) {
         let s = try sectionIndex()
-        try batch.apply(.insertRows(rows, in: ref, at: index ?? batch.working.sections[s].rows.count))
+        try batch.apply(.insertRows(rows, in: ref, at: index ?? batch.current.sections[s].rows.count))
     }
 
     /// Removes the row at `index`.
@@ -181,6 +212,7 @@ extension DirectorBatch {
 
     /// Moves the model with that ID to `section`, at `index` there (default: the end).
     public func move(modelID: String, toSection section: String, at index: Int? = nil) throws(FlowSyncError) {
+        let working = current
         guard let s = working.sectionIndex(id: section) else {
             throw .invalidEdit(MutationError(opIndex: operations.count, reason: .unknownSection, message: "no section \(section)"))
         }

@@ -27,7 +27,7 @@ public final class ListDirector: Sendable {
     /// The list now: the server's state plus this client's pending writes.
     public var snapshot: ListSnapshot {
         core.read { state in
-            state.snapshots[name] ?? ListSnapshot(name: name, director: Director(limits: ListReplica.limits),
+            state.snapshot(of: name) ?? ListSnapshot(name: name, director: Director(limits: ListReplica.limits),
                                                    version: nil, pendingWrites: 0, registry: state.registry)
         }
     }
@@ -66,7 +66,7 @@ public final class ListDirector: Sendable {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, FlowSyncError>, Never>) in
             let ready = core.update { state -> Result<Void, FlowSyncError>? in
                 if let failure = state.failures[name] { return .failure(failure) }
-                if state.snapshots[name]?.isLoaded == true { return .success(()) }
+                if state.session.lists[name]?.position != nil { return .success(()) }
                 if state.shutDown { return .failure(.closed) }
                 state.loadWaiters[name, default: []].append(continuation)
                 return nil
@@ -84,9 +84,14 @@ public final class ListDirector: Sendable {
     /// - Throws: The first edit that does not apply (nothing is shown or sent then).
     @discardableResult
     public func perform(_ body: (DirectorBatch) throws(FlowSyncError) -> Void) throws(FlowSyncError) -> WriteTicket {
-        let batch = DirectorBatch(working: snapshot.director)
-        try body(batch)
-        return try submit(batch.operations)
+        // The batch (and its view of the list) is gone before the write applies, so the
+        // replica is edited in place, not copied.
+        let operations = try { () throws(FlowSyncError) -> [Operation] in
+            let batch = DirectorBatch(working: snapshot.director)
+            try body(batch)
+            return batch.operations
+        }()
+        return try submit(operations)
     }
 
     /// Sends raw operations as one write.

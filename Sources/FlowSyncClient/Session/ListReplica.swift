@@ -5,7 +5,12 @@ import FlowSyncProtocol
 /// confirmed yet, and the view the app sees (confirmed + pending).
 ///
 /// Pure: no I/O, no clock. ``ClientSession`` drives it.
-struct ListReplica: Sendable {
+///
+/// A class, not a struct, for one reason: copying a replica out of the session's
+/// dictionary to edit it would give its directors a second owner, and the next edit
+/// would copy the whole list (copy-on-write) — an O(n) cost on every O(1) edit. Only
+/// the session holds replicas, under the client's lock.
+final class ListReplica: @unchecked Sendable {
     /// Where the subscription stands.
     enum Phase: Sendable, Equatable {
         /// Subscribe sent (or to be sent once connected); its answer is awaited.
@@ -53,7 +58,7 @@ struct ListReplica: Sendable {
     /// - Parameter limits: The server's per-write limits (from its Welcome): a write
     ///   over them is refused here with a clear error, rather than sent and answered
     ///   by the server closing the connection (an oversized payload is a frame fault).
-    mutating func edit(_ operations: [Operation], seq: UInt64, limits: DirectorLimits? = nil) throws(MutationError) -> Changeset {
+    func edit(_ operations: [Operation], seq: UInt64, limits: DirectorLimits? = nil) throws(MutationError) -> Changeset {
         // Anchor first, where the app wrote them (the replay is undone), then apply.
         let anchored = try view.anchor(operations)
         let changeset: Changeset
@@ -77,7 +82,7 @@ struct ListReplica: Sendable {
     /// - Returns: The view before the rebuild.
     /// - Complexity: O(k) for the pending operations, plus one copy of the touched
     ///   storage of the confirmed state.
-    mutating func rebuildView() -> Director {
+    func rebuildView() -> Director {
         let old = view
         var next = confirmed
         for index in pending.indices {
@@ -108,7 +113,7 @@ struct ListReplica: Sendable {
     ///
     /// - Returns: The dropped writes that were not acked yet (a Diff showed them first).
     @discardableResult
-    mutating func dropConfirmed(seqs committed: Set<UInt64>) -> [UInt64] {
+    func dropConfirmed(seqs committed: Set<UInt64>) -> [UInt64] {
         let position = self.position
         var unacked: [UInt64] = []
         pending.removeAll { write in
