@@ -24,7 +24,7 @@ import Testing
         c.fullCompareReplicas = 3
         adjust(&c)
         let configuration = c
-        let report = try await Task.detached { try LoadRunner(configuration: configuration, scenario: "test", progress: false).run() }.value
+        let report = try await runLoad(configuration)
         _ = await server.stop()
         return report
     }
@@ -74,7 +74,7 @@ import Testing
         c.port = 1   // nothing listens there
         let configuration = c
         await #expect(throws: LoadError.self) {
-            try await Task.detached { try LoadRunner(configuration: configuration, scenario: nil, progress: false).run() }.value
+            try await runLoad(configuration, scenario: nil)
         }
     }
 }
@@ -102,7 +102,7 @@ import Testing
         c.warmup = 0.2
         c.duration = 3
         let configuration = c
-        let report = try await Task.detached { try LoadRunner(configuration: configuration, scenario: "test", progress: false).run() }.value
+        let report = try await runLoad(configuration)
         _ = await embedded.stop()
         #expect(report.passed, "\(report.failures)\n\(report.table())")
         #expect(report.connections.closedByDaemon > 0, "the daemon closed no one:\n\(report.table())\n\(report.daemon.counters)")
@@ -129,7 +129,7 @@ import Testing
         c.warmup = 0.2
         c.duration = 1.5
         let configuration = c
-        let report = try await Task.detached { try LoadRunner(configuration: configuration, scenario: "test", progress: false).run() }.value
+        let report = try await runLoad(configuration)
         _ = await server.stop()
         #expect(report.passed, "\(report.failures)\n\(report.table())")
         #expect(report.mutations.acked > 50)
@@ -163,7 +163,7 @@ import Testing
         c.duration = 2
         let configuration = c
         let started = monotonicNanoseconds()
-        let run = Task.detached { try LoadRunner(configuration: configuration, scenario: "test", progress: false).run() }
+        let run = Task { try await runLoad(configuration) }
         try await Task.sleep(for: .milliseconds(1_200))
         _ = await server.stop()
         let report = try await run.value

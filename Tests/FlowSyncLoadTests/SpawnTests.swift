@@ -31,7 +31,7 @@ import Testing
         c.warmup = 0.2
         c.duration = 1
         let configuration = c
-        let report = try await Task.detached { try LoadRunner(configuration: configuration, scenario: "test", progress: false).run() }.value
+        let report = try await runLoad(configuration)
         #expect(report.passed, "\(report.failures)\n\(report.table())")
         let process = try #require(report.daemon.process)
         #expect(process.rssKiB > 0 && process.peakRSSKiB >= process.rssKiB)
@@ -50,7 +50,7 @@ import Testing
         c.daemonPath = "/nonexistent/flowsyncd"
         let configuration = c
         await #expect {
-            try await Task.detached { try LoadRunner(configuration: configuration, scenario: nil, progress: false).run() }.value
+            try await runLoad(configuration, scenario: nil)
         } throws: { error in
             "\(error)".contains("no daemon binary at /nonexistent/flowsyncd")
         }
