@@ -9,12 +9,12 @@ import Testing
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// The debug binary next to the test bundle (`swift build` builds it; make test does).
-    static func binary() throws -> URL {
+    static func binary(_ name: String = "flowsync") throws -> URL {
         let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let candidates = [bundle.appendingPathComponent("flowsync"), bundle.deletingLastPathComponent().appendingPathComponent("flowsync"),
-                          root.appendingPathComponent(".build/debug/flowsync")]
+        let candidates = [bundle.appendingPathComponent(name), bundle.deletingLastPathComponent().appendingPathComponent(name),
+                          root.appendingPathComponent(".build/debug/\(name)")]
         for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "flowsync not built: run `swift build` first"])
+        throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "\(name) not built: run `swift build` first"])
     }
 
     struct Run {
@@ -24,10 +24,11 @@ import Testing
     }
 
     /// Runs `flowsync` with `arguments` (and `input` on stdin), at most 30 s.
-    static func run(_ arguments: [String], port: Int, input: String? = nil) throws -> Run {
+    static func run(_ arguments: [String], port: Int, input: String? = nil, executable: String = "flowsync") throws -> Run {
         let process = Process()
-        process.executableURL = try binary()
-        process.arguments = arguments + ["--port", "\(port)"] + (arguments.contains("--timeout") ? [] : ["--timeout", "10"])
+        process.executableURL = try binary(executable)
+        let timeout = arguments.contains("--timeout") || executable != "flowsync" ? [] : ["--timeout", "10"]
+        process.arguments = arguments + ["--port", "\(port)"] + timeout
         let out = Pipe(), err = Pipe(), inPipe = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -128,6 +129,20 @@ import Testing
         #expect((insert.first?["row"] as? [String: Any])?["id"] as? String == "a")
         let delete = try #require((changes[2]["stages"] as? [[String: Any]])?.first?["rowDeletes"] as? [[Int]])
         #expect(delete == [[0, 0]])
+        #expect(await server.stop())
+    }
+
+    @Test func mirrorExamplePrintsBatchUpdates() async throws {
+        let server = try await EmbeddedServer()
+        let p = server.port
+        #expect(try Self.run(["insert", "demo", "--section", "s", "--id", "ada", "--kind", "contact", "--json", #"{"id":"ada","name":"Ada"}"#], port: p).status == 0)
+        let mirror = Task.detached { try Self.run(["demo", "--count", "2"], port: p, executable: "flowsync-mirror") }
+        #expect(await ClientTests.until { await server.withServer { $0.subscriberCount(of: "demo") } >= 1 })
+        #expect(try Self.run(["insert", "demo", "--section", "s", "--id", "bob", "--kind", "contact", "--json", #"{"id":"bob","name":"Bob"}"#, "--at", "0"], port: p).status == 0)
+        let output = try await mirror.value
+        #expect(output.status == 0, "\(output)")
+        #expect(output.stdout.contains("insertSections([0])"), "\(output.stdout)")
+        #expect(output.stdout.contains("insertRows(at: [0,0])  // Bob (bob)"), "\(output.stdout)")
         #expect(await server.stop())
     }
 
