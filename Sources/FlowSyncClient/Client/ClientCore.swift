@@ -85,6 +85,7 @@ final class ClientCore: @unchecked Sendable {
         self.transport = transport
         let settings = ClientSession.Settings(
             clientID: configuration.clientID, clientName: configuration.clientName, token: configuration.token,
+            refreshesTokens: configuration.tokenProvider != nil, maxTokenRefreshes: configuration.maxTokenRefreshes,
             reconnect: configuration.reconnect, pingIntervalMilliseconds: configuration.pingIntervalMilliseconds,
             handshakeTimeoutMilliseconds: configuration.handshakeTimeoutMilliseconds,
             firstSeq: configuration.firstSeq, randomSeed: configuration.randomSeed)
@@ -100,8 +101,18 @@ final class ClientCore: @unchecked Sendable {
 
     // MARK: Inputs
 
+    /// The token provider's answer (`nil` without a provider: the configured token stays).
+    private func freshToken() -> String?? {
+        guard let provider = configuration.tokenProvider else { return nil }
+        return .some(provider())
+    }
+
     func start() {
-        input { $0.start(now: Self.now()) }
+        let token = freshToken()
+        input { session in
+            if let token { session.useToken(token) }
+            return session.start(now: Self.now())
+        }
         startTicker()
     }
 
@@ -202,7 +213,14 @@ final class ClientCore: @unchecked Sendable {
                 transport.disconnect()
             case .scheduleReconnect(let ms):
                 transport.schedule(after: ms) { [weak self] in
-                    self?.input { $0.reconnectDue(now: Self.now()) }
+                    guard let self else { return }
+                    // The provider runs here, outside the lock (it may be slow or
+                    // re-enter the client); the session only ever sees its answer.
+                    let token = freshToken()
+                    input { session in
+                        if let token { session.useToken(token) }
+                        return session.reconnectDue(now: Self.now())
+                    }
                 }
             case .useDictionary(let dictionary):
                 state.encoder.configuration.dictionary = dictionary

@@ -28,8 +28,18 @@ public final class FlowSyncClient: Sendable {
         public var host: String
         /// The server's port.
         public var port: Int
-        /// A bearer token sent in the Hello (a JWT once the server checks tokens).
+        /// A bearer token (a JWT) sent in the Hello; see ``tokenProvider`` for tokens
+        /// that expire.
         public var token: String?
+        /// Called before every connection attempt (on the client's own thread, never under
+        /// its lock) for the token to send; when set, it replaces ``token``. With a
+        /// provider, a server's "refresh token" close (auth-required, invalid-token,
+        /// token-expired: 2000–2002) makes the client fetch a new token and reconnect
+        /// instead of stopping. Keep it quick: cache the token and refresh it ahead of `exp`.
+        public var tokenProvider: (@Sendable () -> String?)?
+        /// Consecutive "refresh token" refusals (without a Welcome in between) after which
+        /// the client stops with ``FlowSyncError/connectionRefused(code:message:)``. Default 3.
+        public var maxTokenRefreshes: Int
         /// The writer identity. Stable across reconnects; by default a new random one
         /// per client, which is always safe (see ``firstSeq``).
         public var clientID: String
@@ -60,7 +70,10 @@ public final class FlowSyncClient: Sendable {
                     pingIntervalMilliseconds: UInt64 = 15_000, handshakeTimeoutMilliseconds: UInt64 = 10_000,
                     firstSeq: UInt64 = UInt64(Date().timeIntervalSince1970 * 1_000_000),
                     callbackQueue: DispatchQueue = .main, logger: Logger = Logger(label: "FlowSyncClient"),
-                    randomSeed: UInt64 = UInt64.random(in: 0...UInt64.max)) {
+                    randomSeed: UInt64 = UInt64.random(in: 0...UInt64.max),
+                    tokenProvider: (@Sendable () -> String?)? = nil, maxTokenRefreshes: Int = 3) {
+            self.tokenProvider = tokenProvider
+            self.maxTokenRefreshes = maxTokenRefreshes
             self.host = host
             self.port = port
             self.token = token

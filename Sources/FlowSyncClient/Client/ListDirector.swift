@@ -81,9 +81,23 @@ public final class ListDirector: Sendable {
     /// Runs `body` and sends everything it did as one write (applied atomically; one
     /// visible change) — FlowKit's `reloadData(after:)`.
     ///
-    /// - Throws: The first edit that does not apply (nothing is shown or sent then).
+    /// - Throws: The first edit that does not apply (a ``FlowSyncError``), or whatever
+    ///   `body` throws; nothing is shown or sent then.
     @discardableResult
-    public func perform(_ body: (DirectorBatch) throws(FlowSyncError) -> Void) throws(FlowSyncError) -> WriteTicket {
+    public func perform(_ body: (DirectorBatch) throws -> Void) throws -> WriteTicket {
+        // Untyped on purpose: a closure literal's thrown type is not inferred from a
+        // typed-throws parameter, so a typed signature would make every caller spell
+        // out `batch throws(FlowSyncError) in`.
+        let operations = try { () throws -> [Operation] in
+            let batch = DirectorBatch(working: snapshot.director)
+            try body(batch)
+            return batch.operations
+        }()
+        return try submit(operations)
+    }
+
+    /// ``perform(_:)`` with a typed error, for the edits below.
+    func edit(_ body: (DirectorBatch) throws(FlowSyncError) -> Void) throws(FlowSyncError) -> WriteTicket {
         // The batch (and its view of the list) is gone before the write applies, so the
         // replica is edited in place, not copied.
         let operations = try { () throws(FlowSyncError) -> [Operation] in
@@ -115,55 +129,55 @@ public final class ListDirector: Sendable {
     /// Inserts a section at `index` (default: at the end).
     @discardableResult
     public func add(section: NewSection, at index: Int? = nil) throws(FlowSyncError) -> WriteTicket {
-        try perform { batch throws(FlowSyncError) in try batch.add(section: section, at: index) }
+        try edit { batch throws(FlowSyncError) in try batch.add(section: section, at: index) }
     }
 
     /// Inserts sections, in order, at `index` (default: at the end).
     @discardableResult
     public func add(sections: [NewSection], at index: Int? = nil) throws(FlowSyncError) -> WriteTicket {
-        try perform { batch throws(FlowSyncError) in try batch.add(sections: sections, at: index) }
+        try edit { batch throws(FlowSyncError) in try batch.add(sections: sections, at: index) }
     }
 
     /// Removes the section at `index` with its models.
     @discardableResult
     public func remove(sectionAt index: Int) throws(FlowSyncError) -> WriteTicket {
-        try perform { batch throws(FlowSyncError) in try batch.remove(sectionAt: index) }
+        try edit { batch throws(FlowSyncError) in try batch.remove(sectionAt: index) }
     }
 
     /// Removes the section with that ID with its models.
     @discardableResult
     public func remove(sectionID: String) throws(FlowSyncError) -> WriteTicket {
-        try perform { batch throws(FlowSyncError) in try batch.remove(sectionID: sectionID) }
+        try edit { batch throws(FlowSyncError) in try batch.remove(sectionID: sectionID) }
     }
 
     /// Moves a section; `to` is its index afterwards.
     @discardableResult
     public func move(sectionAt from: Int, to: Int) throws(FlowSyncError) -> WriteTicket {
-        try perform { batch throws(FlowSyncError) in try batch.move(sectionAt: from, to: to) }
+        try edit { batch throws(FlowSyncError) in try batch.move(sectionAt: from, to: to) }
     }
 
     /// Replaces every section; the UI gets the minimal change, not a reload.
     @discardableResult
     public func set(sections: [NewSection]) throws(FlowSyncError) -> WriteTicket {
-        try perform { batch throws(FlowSyncError) in try batch.set(sections: sections) }
+        try edit { batch throws(FlowSyncError) in try batch.set(sections: sections) }
     }
 
     /// Removes every section.
     @discardableResult
     public func removeAll() throws(FlowSyncError) -> WriteTicket {
-        try perform { batch throws(FlowSyncError) in try batch.removeAll() }
+        try edit { batch throws(FlowSyncError) in try batch.removeAll() }
     }
 
     /// Removes the model with that ID, wherever it is.
     @discardableResult
     public func remove(modelID: String) throws(FlowSyncError) -> WriteTicket {
-        try perform { batch throws(FlowSyncError) in try batch.remove(modelID: modelID) }
+        try edit { batch throws(FlowSyncError) in try batch.remove(modelID: modelID) }
     }
 
     /// Replaces the model with the same ID, wherever it is.
     @discardableResult
     public func update(model: some FlowModel) throws(FlowSyncError) -> WriteTicket {
-        try perform { batch throws(FlowSyncError) in try batch.update(model: model) }
+        try edit { batch throws(FlowSyncError) in try batch.update(model: model) }
     }
 
     // MARK: Observing

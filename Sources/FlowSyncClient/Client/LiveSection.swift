@@ -27,7 +27,7 @@ public struct LiveSection: Sendable, Identifiable {
 
     private func edit(_ body: (BatchSection) throws(FlowSyncError) -> Void) throws(FlowSyncError) -> WriteTicket {
         let id = self.id
-        return try director.perform { batch throws(FlowSyncError) in try body(batch.section(id)) }
+        return try director.edit { batch throws(FlowSyncError) in try body(batch.section(id)) }
     }
 
     /// Inserts a model at `index` (default: at the end).

@@ -34,6 +34,12 @@ struct ClientSession: Sendable {
         var clientID: String
         var clientName: String
         var token: String?
+        /// Whether the shell can fetch a new token (a token provider is configured): then
+        /// a "refresh token" error (2000–2002) reconnects with a fresh token instead of
+        /// ending the client.
+        var refreshesTokens = false
+        /// Consecutive "refresh token" refusals after which the client gives up.
+        var maxTokenRefreshes = 3
         var reconnect: ReconnectPolicy
         /// Ping when nothing arrived for this long; drop the connection after twice as
         /// long. 0 disables.
@@ -50,6 +56,11 @@ struct ClientSession: Sendable {
     private(set) var lists: [String: ListReplica] = [:]
     private var nextSeq: UInt64
     private var failedAttempts = 0
+    /// The token the next Hello carries (the shell replaces it before each connect when
+    /// a token provider is configured).
+    private(set) var token: String?
+    /// "Refresh token" closes since the last Welcome.
+    private var tokenRefusals = 0
     /// A delay the server asked for (an Error's back-off, a Notice).
     private var serverDelay: UInt64 = 0
     /// Set when the server refused the connection for good.
@@ -75,6 +86,7 @@ struct ClientSession: Sendable {
     init(settings: Settings) {
         self.settings = settings
         self.nextSeq = settings.firstSeq
+        self.token = settings.token
         self.heartbeat = settings.pingIntervalMilliseconds
         self.random = settings.randomSeed
     }
@@ -149,7 +161,7 @@ struct ClientSession: Sendable {
         phaseSince = now
         lastReceived = now
         return [.send(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: settings.clientName,
-                                   clientID: settings.clientID, authToken: settings.token)))]
+                                   clientID: settings.clientID, authToken: token)))]
     }
 
     /// The connection closed (or never opened): back off, then reconnect — unless the
@@ -185,6 +197,12 @@ struct ClientSession: Sendable {
         actions.append(.status(.disconnected(reason: reason, retryInMilliseconds: delay)))
         actions.append(.scheduleReconnect(milliseconds: delay))
         return actions
+    }
+
+    /// The token for the next Hello (fetched by the shell from the token provider,
+    /// outside the lock, before each connection attempt).
+    mutating func useToken(_ token: String?) {
+        self.token = token
     }
 
     /// The reconnect timer fired.
@@ -263,6 +281,7 @@ struct ClientSession: Sendable {
 
     private mutating func welcomed(_ welcome: Welcome) -> [SessionAction] {
         phase = .ready
+        tokenRefusals = 0
         serverLimits = welcome.limits
         let serverBeat = UInt64(welcome.heartbeatMilliseconds)
         heartbeat = [settings.pingIntervalMilliseconds, serverBeat].filter { $0 > 0 }.min() ?? 0
@@ -441,8 +460,12 @@ struct ClientSession: Sendable {
         }
         guard error.closesConnection else { return [] }
         switch error.reaction {
+        case .refreshToken where settings.refreshesTokens && tokenRefusals < settings.maxTokenRefreshes:
+            // Expired or refused token: the shell asks the provider for a new one before
+            // the reconnect (bounded: a provider that keeps handing out bad tokens ends
+            // the client after maxTokenRefreshes tries).
+            tokenRefusals += 1
         case .giveUp, .refreshToken:
-            // No token refresh yet (issue #10): a refused token is final too.
             refusal = .connectionRefused(code: error.code, message: error.message)
         case .backoff(let ms):
             serverDelay = max(serverDelay, UInt64(ms))
