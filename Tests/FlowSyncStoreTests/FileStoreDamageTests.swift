@@ -45,7 +45,7 @@ import Testing
             let length = Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3]) << 24
             offset += 8 + length
         }
-        #expect(offset == bytes.count)
+        guard offset == bytes.count else { throw CrashTestError("records do not end at the end of the file") }
         return Fixture(directory: directory, driver: driver, segment: segment, recordStarts: starts, fileLength: bytes.count)
     }
 
@@ -64,7 +64,16 @@ import Testing
 
     /// Truncating the log at every offset inside its last three records: recovery keeps
     /// exactly the complete records, truncates the rest and says how many bytes.
-    @Test func tornTailAtEveryOffset() throws {
+    @Test func tornTailAtEveryOffset() async throws {
+        let problems = try await offThePool { () throws -> [String] in
+            let p = Problems()
+            try Self.tornTailAtEveryOffsetBody(p)
+            return p.list
+        }
+        #expect(problems.isEmpty, "\(problems)")
+    }
+
+    static func tornTailAtEveryOffsetBody(_ p: Problems) throws {
         let f = try Self.fixture(batches: 12, seed: 11)
         defer { f.directory.remove() }
         let firstCut = f.recordStarts[f.recordStarts.count - 3]
@@ -74,25 +83,34 @@ import Testing
             let copy = try Self.copy(f)
             defer { copy.remove() }
             let path = copy.path + segmentName
-            #expect(truncate(path, off_t(cut)) == 0)
+            p.check(truncate(path, off_t(cut)) == 0)
             let ends = Array(f.recordStarts.dropFirst()) + [f.fileLength]
             let complete = ends.filter { $0 <= cut }.count
             let report = try Self.recover(copy.path)
-            let list = try #require(report.list("list"))
-            #expect(list.sequencer.position.version == UInt64(complete), "cut at \(cut)")
-            #expect(list.sequencer.director == f.driver.state(afterCommits: complete), "cut at \(cut)")
-            #expect(report.truncatedBytes == cut - (complete == 0 ? f.recordStarts[0] : ends[complete - 1]), "cut at \(cut)")
-            #expect(!list.needsNewEpoch, "a torn tail under `always` was never acknowledged")
+            let list = try required(report.list("list"))
+            p.check(list.sequencer.position.version == UInt64(complete), "cut at \(cut)")
+            p.check(list.sequencer.director == f.driver.state(afterCommits: complete), "cut at \(cut)")
+            p.check(report.truncatedBytes == cut - (complete == 0 ? f.recordStarts[0] : ends[complete - 1]), "cut at \(cut)")
+            p.check(!list.needsNewEpoch, "a torn tail under `always` was never acknowledged")
             // The truncation is durable: a second recovery finds nothing to cut.
-            #expect(try Self.recover(copy.path).truncatedBytes == 0)
+            try p.check(Self.recover(copy.path).truncatedBytes == 0)
             checked += 1
         }
-        #expect(checked > 100)
+        p.check(checked > 100)
     }
 
     /// Random bit flips anywhere in the log: refused (corruption), or — only in the last
     /// record — truncated as a torn tail; the state is always an exact prefix.
-    @Test func bitFlipsInRecordsAreDetected() throws {
+    @Test func bitFlipsInRecordsAreDetected() async throws {
+        let problems = try await offThePool { () throws -> [String] in
+            let p = Problems()
+            try Self.bitFlipsInRecordsAreDetectedBody(p)
+            return p.list
+        }
+        #expect(problems.isEmpty, "\(problems)")
+    }
+
+    static func bitFlipsInRecordsAreDetectedBody(_ p: Problems) throws {
         let f = try Self.fixture(batches: 15, seed: 12)
         defer { f.directory.remove() }
         let segmentName = String(f.segment.dropFirst(f.directory.path.count))
@@ -108,29 +126,38 @@ import Testing
             try Data(bytes).write(to: URL(fileURLWithPath: path))
             do {
                 let report = try Self.recover(copy.path)
-                let list = try #require(report.list("list"))
+                let list = try required(report.list("list"))
                 // Accepted only as a torn tail: the flip was in the last record.
-                #expect(position >= f.recordStarts.last!, "trial \(trial): flip at \(position) accepted silently")
-                #expect(list.sequencer.position.version == UInt64(f.recordStarts.count - 1))
-                #expect(list.sequencer.director == f.driver.state(afterCommits: f.recordStarts.count - 1))
-                #expect(report.truncatedBytes > 0)
+                p.check(position >= f.recordStarts.last!, "trial \(trial): flip at \(position) accepted silently")
+                p.check(list.sequencer.position.version == UInt64(f.recordStarts.count - 1))
+                p.check(list.sequencer.director == f.driver.state(afterCommits: f.recordStarts.count - 1))
+                p.check(report.truncatedBytes > 0)
                 truncated += 1
             } catch let error as StoreError {
-                #expect(error.isCorruption, "trial \(trial): \(error)")
-                #expect(error.description.contains(path) || error.description.contains(copy.path), "the message names the file: \(error)")
+                p.check(error.isCorruption, "trial \(trial): \(error)")
+                p.check(error.description.contains(path) || error.description.contains(copy.path), "the message names the file: \(error)")
                 refused += 1
             }
         }
-        #expect(refused > 100 && truncated > 0, "refused \(refused), truncated \(truncated)")
+        p.check(refused > 100 && truncated > 0, "refused \(refused), truncated \(truncated)")
     }
 
     /// Flips in a snapshot are refused; `repair` then keeps what is valid and asks for a
     /// new epoch.
-    @Test func bitFlipsInSnapshotsAreDetected() throws {
+    @Test func bitFlipsInSnapshotsAreDetected() async throws {
+        let problems = try await offThePool { () throws -> [String] in
+            let p = Problems()
+            try Self.bitFlipsInSnapshotsAreDetectedBody(p)
+            return p.list
+        }
+        #expect(problems.isEmpty, "\(problems)")
+    }
+
+    static func bitFlipsInSnapshotsAreDetectedBody(_ p: Problems) throws {
         let f = try Self.fixture(batches: 20, seed: 13, snapshotAfter: 10)
         defer { f.directory.remove() }
         let listDirectory = f.directory.path + "/lists/list/"
-        let snapshotName = try #require(try FileManager.default.contentsOfDirectory(atPath: listDirectory).first { $0.hasSuffix(".fss") })
+        let snapshotName = try required(try FileManager.default.contentsOfDirectory(atPath: listDirectory).first { $0.hasSuffix(".fss") })
         var random = SeededRandom(seed: 1313)
         for trial in 0..<40 {
             let copy = try Self.copy(f)
@@ -139,21 +166,34 @@ import Testing
             var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
             bytes[random.int(0..<bytes.count)] ^= UInt8(1 << random.int(0..<8))
             try Data(bytes).write(to: URL(fileURLWithPath: path))
-            #expect(throws: StoreError.self, "trial \(trial)") { try Self.recover(copy.path) }
+            do {
+                _ = try Self.recover(copy.path)
+                p.fail("trial \(trial): a damaged snapshot was accepted")
+            } catch is StoreError {
+            }
             if trial < 3 {
                 let report = try Self.recover(copy.path, repair: true)
                 // The snapshot is gone and the log starts after it: nothing usable is
                 // left, which the report says; the files are set aside.
-                #expect(report.notes.contains { $0.contains("repair") }, "\(report.notes)")
-                #expect(FileManager.default.fileExists(atPath: path + ".damaged"))
-                #expect(report.list("list")?.needsNewEpoch ?? true)
+                p.check(report.notes.contains { $0.contains("repair") }, "\(report.notes)")
+                p.check(FileManager.default.fileExists(atPath: path + ".damaged"))
+                p.check(report.list("list")?.needsNewEpoch ?? true)
             }
         }
     }
 
     /// Damage in the middle: refused with a message naming file and offset; `repair`
     /// keeps the valid prefix, sets the original aside and starts a new epoch.
-    @Test func midFileCorruptionRefusesThenRepairKeepsThePrefix() throws {
+    @Test func midFileCorruptionRefusesThenRepairKeepsThePrefix() async throws {
+        let problems = try await offThePool { () throws -> [String] in
+            let p = Problems()
+            try Self.midFileCorruptionRefusesThenRepairKeepsThePrefixBody(p)
+            return p.list
+        }
+        #expect(problems.isEmpty, "\(problems)")
+    }
+
+    static func midFileCorruptionRefusesThenRepairKeepsThePrefixBody(_ p: Problems) throws {
         let f = try Self.fixture(batches: 10, seed: 14)
         defer { f.directory.remove() }
         let segmentName = String(f.segment.dropFirst(f.directory.path.count))
@@ -164,21 +204,21 @@ import Testing
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         do {
             _ = try Self.recover(f.directory.path)
-            Issue.record("mid-file corruption accepted")
+            p.fail("mid-file corruption accepted")
         } catch let error as StoreError {
-            #expect(error.isCorruption)
-            #expect(error.description.contains("at byte \(f.recordStarts[4])"), "\(error)")
-            #expect(error.description.contains("--repair"), "\(error)")
+            p.check(error.isCorruption)
+            p.check(error.description.contains("at byte \(f.recordStarts[4])"), "\(error)")
+            p.check(error.description.contains("--repair"), "\(error)")
         }
         let report = try Self.recover(f.directory.path, repair: true)
-        let list = try #require(report.list("list"))
-        #expect(list.sequencer.position.version == 4)
-        #expect(list.sequencer.director == f.driver.state(afterCommits: 4))
-        #expect(list.needsNewEpoch)
-        #expect(report.repairedBytes == f.fileLength - f.recordStarts[4])
-        #expect(FileManager.default.fileExists(atPath: path + ".damaged"))
+        let list = try required(report.list("list"))
+        p.check(list.sequencer.position.version == 4)
+        p.check(list.sequencer.director == f.driver.state(afterCommits: 4))
+        p.check(list.needsNewEpoch)
+        p.check(report.repairedBytes == f.fileLength - f.recordStarts[4])
+        p.check(FileManager.default.fileExists(atPath: path + ".damaged"))
         // After the repair, the store starts clean.
         let again = try Self.recover(f.directory.path)
-        #expect(again.list("list")?.sequencer.position.version == 4)
+        p.check(again.list("list")?.sequencer.position.version == 4)
     }
 }

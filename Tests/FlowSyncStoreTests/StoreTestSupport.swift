@@ -115,3 +115,35 @@ extension RecoveryReport {
         #expect(throws: ConfigurationError.self) { try ServerConfiguration(toml: "[storage]\nfsync_every = 3\n") }
     }
 }
+
+/// Runs CPU- and disk-heavy synchronous test work on a thread of its own, so it never
+/// holds one of the cooperative pool's threads (as many as cores: 2 here) for seconds
+/// while other suites' async tests wait on timeouts.
+func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread {
+            do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
+        }
+        thread.stackSize = 8 << 20
+        thread.start()
+    }
+}
+
+/// Failures collected by test work that runs off the pool (``offThePool(_:)``), where
+/// `#expect` has no current test to record against; the test expects the list empty.
+final class Problems: @unchecked Sendable {
+    private(set) var list: [String] = []
+    func check(_ condition: @autoclosure () throws -> Bool, _ message: @autoclosure () -> String = "",
+               file: String = #fileID, line: Int = #line) rethrows {
+        if try !condition() { list.append("\(file):\(line): \(message())") }
+    }
+    func fail(_ message: String, file: String = #fileID, line: Int = #line) { list.append("\(file):\(line): \(message)") }
+}
+
+struct Missing: Error {}
+
+/// `#require` for work off the pool.
+func required<T>(_ value: T?) throws -> T {
+    guard let value else { throw Missing() }
+    return value
+}
