@@ -133,6 +133,29 @@ import Testing
         #expect(await server.stop())
     }
 
+    @Test func writeOverTheServersFrameLimitIsRolledBackNotSent() async throws {
+        var configuration = ServerConfiguration()
+        configuration.maxFrameBytes = 32 << 10
+        configuration.preAuthMaxFrameBytes = 16 << 10
+        let server = try await EmbeddedServer(configuration: configuration)
+        let client = try ClientTests.client(port: server.port)
+        defer { client.close() }
+        let list = client.director("frames")
+        let recorder = LiveRecorder(list)
+        try await list.waitUntilLoaded()
+        // 2,000 rows of random-ish text: far over 32 KiB even compressed.
+        var random = SeededRandom(seed: 5)
+        let models: [any FlowModel] = (0..<2_000).map { i in Contact(id: "c\(i)", name: String((0..<24).map { _ in Character(UnicodeScalar(UInt8(97 + random.int(0..<26)))) })) }
+        let ticket = try list.add(section: NewSection(id: "big", models: models))
+        await #expect(throws: FlowSyncError.self) { _ = try await ticket.committed() }
+        if case .failure(let error) = ticket.result { #expect(error.code == .frameTooLarge, "\(error)") } else { Issue.record("not refused") }
+        #expect(list.snapshot.numberOfSections == 0, "rolled back")
+        _ = try await list.add(section: NewSection(id: "small")).committed()
+        #expect(client.status == .connected(server: "flowsyncd"), "the connection was never at risk")
+        #expect(recorder.failures.isEmpty, "\(recorder.failures.prefix(1))")
+        #expect(await server.stop())
+    }
+
     @Test func cutConnectionsResumeWithoutGapsAndWritesApplyOnce() async throws {
         let server = try await EmbeddedServer()
         let proxy = try await ChaosProxy(upstreamPort: server.port)
@@ -144,6 +167,7 @@ import Testing
         try await source.waitUntilLoaded()
         try await source.add(section: NewSection(id: "items")).committed()
         try await mirror.waitUntilLoaded()
+        #expect(await ClientTests.settled(mirror, server: server))
 
         var mine: [WriteTicket] = []
         for round in 0..<6 {

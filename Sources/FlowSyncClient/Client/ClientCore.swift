@@ -207,7 +207,18 @@ final class ClientCore: @unchecked Sendable {
                     self?.transportEvent(event, connection: connection)
                 }
             case .send(let message):
-                transport.send([state.encoder.encode(message)])
+                let frame = state.encoder.encode(message)
+                if case .mutate(let mutate) = message, let limits = state.session.serverLimits,
+                   frame.count - 4 > Int(limits.maxFrameBytes) {
+                    // Sent, it would be a frame fault that closes the connection (and,
+                    // resent after every reconnect, forever). Refuse it here with the
+                    // code the server would use; the session rolls it back.
+                    let reject = Reject(listName: mutate.listName, seq: mutate.seq, code: .frameTooLarge,
+                                        message: "the write is \(frame.count - 4) bytes on the wire, the server accepts \(limits.maxFrameBytes) (refused before sending; split it)")
+                    perform(state.session.received(.reject(reject), now: Self.now()), &state)
+                    continue
+                }
+                transport.send([frame])
             case .disconnect(let reason):
                 configuration.logger.debug("disconnecting: \(reason)")
                 transport.disconnect()
