@@ -19,7 +19,7 @@ FUZZ_SECONDS ?= 60
 # The short fuzz run inside `make test` (CI): a release sanitizer build, then this many seconds.
 TEST_FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build release test run bench bench-quick bench-server fuzz install uninstall clean load compare-redis
+.PHONY: all deps build release test run bench bench-quick bench-client bench-server fuzz install uninstall clean load compare-redis
 
 all: build
 
@@ -54,6 +54,8 @@ test: deps
 	$(SWIFT) build -c release --product flowsyncd
 	$(SWIFT) build -c release --product flowsync-server-bench
 	.build/release/flowsync-server-bench --quick > /dev/null
+	$(SWIFT) build -c release --product flowsync-client-bench
+	.build/release/flowsync-client-bench --quick > /dev/null
 	$(SWIFT) build -c release --product flowsync-load
 	.build/release/flowsync-load --spawn --daemon .build/release/flowsyncd --scenario mixed --duration 3 --warmup 1 --quiet > .build/load-smoke.txt || { cat .build/load-smoke.txt; exit 1; }
 	python3 clients/python/test_vectors.py
@@ -88,6 +90,11 @@ compare-redis: deps
 	SCRATCH=.build Benchmarks/compare-redis.sh
 
 # Daemon figures against a release flowsyncd process (docs/BENCHMARKS.md).
+# SDK figures: local edit → visible, edit → ack, replica memory (docs/BENCHMARKS.md).
+bench-client: deps
+	$(SWIFT) build -c release --product flowsync-client-bench
+	.build/release/flowsync-client-bench
+
 bench-server: deps
 	$(SWIFT) build -c release --product flowsyncd
 	$(SWIFT) build -c release --product flowsync-server-bench
