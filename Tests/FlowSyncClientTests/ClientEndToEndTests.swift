@@ -231,6 +231,33 @@ import Testing
         #expect(await second.stop())
     }
 
+    @Test func durableDaemonRestartResumesWithADiffAndNoDuplicates() async throws {
+        let directory = NSTemporaryDirectory() + "flowsync-sdk-restart-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try await EmbeddedServer(storage: .file(directory: directory))
+        let proxy = try await ChaosProxy(upstreamPort: first.port)
+        let client = try ClientTests.client(port: proxy.port)
+        defer { client.close(); proxy.stop() }
+        let list = client.director("durable")
+        let recorder = LiveRecorder(list)
+        try await list.waitUntilLoaded()
+        try await list.add(section: NewSection(id: "s", models: [Contact(id: "a", name: "A")])).committed()
+        let before = try #require(list.snapshot.version)
+        // The daemon stops (its store is on disk) and a new one starts on the same data.
+        #expect(await first.stop())
+        await proxy.cutAll()
+        let offline = try list.section(at: 0).add(model: Contact(id: "b", name: "B"), at: 0)
+        let second = try await EmbeddedServer(storage: .file(directory: directory))
+        await proxy.redirect(to: second.port)
+        let version = try await offline.committed()
+        #expect(await ClientTests.settled(list, server: second))
+        #expect(version == before.next, "the same epoch, the next version: history survived")
+        #expect(list.snapshot.director.sections[0].rows.map(\.id) == ["b", "a"])
+        #expect(!recorder.causes.contains { if case .resync = $0 { true } else { false } }, "resumed, not reloaded: \(recorder.causes)")
+        #expect(recorder.failures.isEmpty, "\(recorder.failures.prefix(2))")
+        #expect(await second.stop())
+    }
+
     @Test func injectedDigestMismatchTriggersAResync() async throws {
         let server = try await EmbeddedServer()
         let writer = try ClientTests.client(port: server.port, id: "w")
