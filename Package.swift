@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        // Token verification (issue #10): HS256/ES256/RS256 JWTs, checked at handshake and refresh.
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
     ],
     targets: [
         // MARK: C boundaries (thin; errors are translated once, in Swift)
@@ -76,6 +78,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),
         .executableTarget(
@@ -102,6 +105,8 @@ let package = Package(
             dependencies: [
                 "FlowSyncClient", "FlowSyncCore", "FlowSyncProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
             ]
         ),
         // Mirrors a list and prints each change as a table view would apply it.
@@ -134,6 +139,7 @@ let package = Package(
             dependencies: [
                 "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncServer",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),
         .testTarget(

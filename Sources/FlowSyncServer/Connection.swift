@@ -28,6 +28,8 @@ final class Connection {
     private(set) var closingSince: UInt64?
     /// Why the server closed it (for the log and the statistics).
     var closeReason: ErrorCode?
+    /// Counted in the server's pending handshakes until its Welcome (or its end).
+    var countsAsPendingHandshake = true
 
     init(id: Int, tcp: TCPConnection, machine: ConnectionStateMachine, decoder: FrameDecoder, logger: Logger) {
         self.id = id

@@ -11,6 +11,8 @@ struct ConnectionStateMachine {
         var clientName: String
         var protocolVersion: UInt16
         var subscriptions: Set<String> = []
+        /// What the client's token grants (``AccessGrant/unrestricted`` with auth off).
+        var grant: AccessGrant = .unrestricted
     }
 
     private enum State {
@@ -26,6 +28,8 @@ struct ConnectionStateMachine {
         /// Send `Welcome` (with the server limits) for this protocol version.
         case welcome(version: UInt16)
         case subscribe(Subscribe)
+        /// Refuse a write (the token does not grant it); nothing else happens.
+        case reject(Reject)
         case unsubscribe(listName: String)
         case mutate(Mutate)
         case pong(nonce: UInt64)
@@ -41,15 +45,20 @@ struct ConnectionStateMachine {
         var maxListNameBytes: Int
     }
 
+    /// Checks the Hello's token; `nil` when `[auth] mode = "off"` (every client gets
+    /// ``AccessGrant/unrestricted``).
+    let verifier: TokenVerifier?
+
     /// Protocol versions this server speaks.
     static let supportedVersions: ClosedRange<UInt16> = 1...1
 
     private var state: State
     let limits: Limits
 
-    init(now: UInt64, handshakeTimeout: UInt64, limits: Limits) {
+    init(now: UInt64, handshakeTimeout: UInt64, limits: Limits, verifier: TokenVerifier? = nil) {
         state = .awaitingHello(deadline: now + handshakeTimeout)
         self.limits = limits
+        self.verifier = verifier
     }
 
     /// The session, once the handshake completed.
@@ -79,12 +88,24 @@ struct ConnectionStateMachine {
             guard !hello.clientID.isEmpty else {
                 return close(.malformedFrame, "Hello needs a non-empty client ID (it makes retried writes idempotent)")
             }
-            state = .ready(Session(clientID: hello.clientID, clientName: hello.clientName, protocolVersion: high))
+            var grant = AccessGrant.unrestricted
+            if let verifier {
+                // Verified before any claim is used (TokenVerifier's order of checks).
+                switch verifier.verify(hello.authToken) {
+                case .success(let verified): grant = verified
+                case .failure(let rejection): return close(rejection.code, rejection.message)
+                }
+            }
+            state = .ready(Session(clientID: hello.clientID, clientName: hello.clientName, protocolVersion: high, grant: grant))
             return .welcome(version: high)
         case .ready(var session):
             switch message {
             case .subscribe(let request):
                 if let problem = checkListName(request.listName) { return .sendError(problem) }
+                // Deny by default, and before anything else is learnt about the list.
+                guard session.grant.mayRead(request.listName) else {
+                    return .sendError(ErrorMessage(code: .forbidden, message: "the token does not grant reading \"\(request.listName)\"", listName: request.listName, closesConnection: false))
+                }
                 if session.subscriptions.contains(request.listName) {
                     return .sendError(ErrorMessage(code: .alreadySubscribed, message: "already subscribed to \"\(request.listName)\"", listName: request.listName, closesConnection: false))
                 }
@@ -105,12 +126,19 @@ struct ConnectionStateMachine {
                 guard mutate.clientID == session.clientID else {
                     return .sendError(ErrorMessage(code: .forbidden, message: "mutation client ID \"\(mutate.clientID)\" differs from the handshake's \"\(session.clientID)\"", listName: mutate.listName, closesConnection: false))
                 }
+                guard session.grant.mayWrite(mutate.listName) else {
+                    // A Reject (not an Error) so the writer learns which write failed.
+                    return .reject(Reject(listName: mutate.listName, seq: mutate.seq, code: .forbidden, message: "the token does not grant writing \"\(mutate.listName)\""))
+                }
                 return .mutate(mutate)
             case .ping(let ping):
                 return .pong(nonce: ping.nonce)
             case .pong:
                 return .none
             case .statsRequest(let request):
+                if let name = request.listName, !session.grant.mayRead(name) {
+                    return .sendError(ErrorMessage(code: .forbidden, message: "the token does not grant reading \"\(name)\"", listName: name, closesConnection: false))
+                }
                 return .stats(request)
             case .hello:
                 return close(.unexpectedMessage, "Hello after the handshake")
@@ -130,6 +158,10 @@ struct ConnectionStateMachine {
     mutating func tick(now: UInt64) -> Action {
         if case .awaitingHello(let deadline) = state, now >= deadline {
             return close(.handshakeTimeout, "no Hello within the handshake timeout")
+        }
+        if case .ready(let session) = state, let expiresAt = session.grant.expiresAt, let verifier, verifier.now >= expiresAt {
+            // Reaction "refresh token": the SDK fetches a new token and reconnects.
+            return close(.tokenExpired, "the token expired")
         }
         return .none
     }

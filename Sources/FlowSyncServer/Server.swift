@@ -39,6 +39,11 @@ public final class Server {
     private var sweep: LoopTimer?
     private var encoder: FrameEncoder
     private var nextConnectionID = 1
+    /// Checks Hello tokens; `nil` with `[auth] mode = "off"` (docs/SECURITY.md).
+    private var verifier: TokenVerifier?
+    /// Connections that have not completed the handshake (capped by
+    /// `auth.max_pending_handshakes`: excess connections are closed at accept).
+    private var pendingHandshakes = 0
     private var startedAt: UInt64 = 0
     private var shutdownCompletion: (() -> Void)?
     private var shutdownDeadline: UInt64?
@@ -103,6 +108,20 @@ public final class Server {
                 try recover()
             } catch {
                 throw UVError(code: -5, operation: "store recovery: \(error)")
+            }
+        }
+        switch configuration.auth.effectiveMode(host: configuration.host) {
+        case .required:
+            do {
+                verifier = try TokenVerifier(configuration: configuration.auth)
+            } catch {
+                throw UVError(code: -22, operation: "auth keys: \(error)")
+            }
+        case .off:
+            verifier = nil
+            if !AuthConfiguration.isLoopback(configuration.host) {
+                logger.warning("auth is OFF on a non-loopback address (auth.allow_off_beyond_loopback): anyone who reaches the port can read and write every list",
+                               metadata: ["host": "\(configuration.host)"])
             }
         }
         let listener: TCPListener
@@ -223,6 +242,23 @@ public final class Server {
         applied.host = configuration.host
         applied.port = configuration.port
         applied.dataDirectory = configuration.dataDirectory
+        if new.auth != configuration.auth {
+            // New keys (rotation) apply to handshakes from now on; ready connections
+            // keep the grant of the token they were admitted with until it expires.
+            switch new.auth.effectiveMode(host: configuration.host) {
+            case .off:
+                verifier = nil
+                changes.append("auth: off")
+            case .required:
+                do {
+                    verifier = try TokenVerifier(configuration: new.auth)
+                    changes.append("auth: keys \(new.auth.keys.map(\.kid).joined(separator: ", "))")
+                } catch {
+                    logger.error("reload: auth keys refused, the old ones stay", metadata: ["error": "\(error)"])
+                    applied.auth = configuration.auth
+                }
+            }
+        }
         configuration = applied
         encoder = FrameEncoder(configuration: Self.compression(applied))
         for list in lists.values {
@@ -283,7 +319,8 @@ public final class Server {
     // MARK: Connections
 
     private func accept(_ tcp: TCPConnection) {
-        guard shutdownCompletion == nil, connections.count < configuration.maxConnections else {
+        guard shutdownCompletion == nil, connections.count < configuration.maxConnections,
+              pendingHandshakes < configuration.auth.maxPendingHandshakes else {
             statistics.connectionsRefused += 1
             metrics.connectionsRefused.increment()
             tcp.close()
@@ -294,10 +331,12 @@ public final class Server {
         let machine = ConnectionStateMachine(
             now: loop.now,
             handshakeTimeout: UInt64(configuration.handshakeTimeoutMilliseconds),
-            limits: .init(maxListsPerConnection: configuration.maxListsPerConnection, maxListNameBytes: configuration.maxListNameBytes)
+            limits: .init(maxListsPerConnection: configuration.maxListsPerConnection, maxListNameBytes: configuration.maxListNameBytes),
+            verifier: verifier
         )
         let connection = Connection(id: id, tcp: tcp, machine: machine, decoder: FrameDecoder(limits: preAuthDecoderLimits), logger: logger)
         connections[id] = connection
+        pendingHandshakes += 1
         statistics.connectionsAccepted += 1
         statistics.connectionsCurrent = connections.count
         metrics.connectionsAccepted.increment()
@@ -348,12 +387,20 @@ public final class Server {
             // After Welcome, compressed frames in both directions use the dictionary it
             // announces (docs/PROTOCOL.md, "Preset dictionary").
             let dictionary = encoder.configuration.dictionary
+            if connection.countsAsPendingHandshake {
+                connection.countsAsPendingHandshake = false
+                pendingHandshakes -= 1
+            }
             connection.decoder.limits = readyDecoderLimits
             connection.decoder.dictionary = dictionary
             send(.welcome(Welcome(version: version, serverName: configuration.serverName, limits: serverLimits, heartbeatMilliseconds: 0, dictionary: dictionary?.bytes ?? [])), to: connection)
             connection.logger.debug("handshake", metadata: ["client": "\(connection.machine.session?.clientName ?? "")", "clientID": "\(connection.machine.session?.clientID ?? "")"])
         case .subscribe(let request):
             subscribe(connection, request)
+        case .reject(let reject):
+            send(.reject(reject), to: connection)
+            statistics.mutationsRejected += 1
+            metrics.mutationRejected(code: reject.code.rawValue)
         case .unsubscribe(let name):
             connection.flows[name] = nil
             if let list = lists[name] {
@@ -372,7 +419,8 @@ public final class Server {
         case .pong(let nonce):
             send(.pong(Pong(nonce: nonce)), to: connection)
         case .stats(let request):
-            send(.statsReply(StatsReply(requestID: request.requestID, entries: statsEntries(list: request.listName))), to: connection)
+            let grant = connection.machine.session?.grant ?? .unrestricted
+            send(.statsReply(StatsReply(requestID: request.requestID, entries: statsEntries(list: request.listName, grant: grant))), to: connection)
         case .sendError(let error):
             send(.error(error), to: connection)
         case .close(let error):
@@ -448,6 +496,10 @@ public final class Server {
     /// Removes a connection from every list and from the table.
     private func forget(_ connection: Connection) {
         guard connections.removeValue(forKey: connection.id) != nil else { return }
+        if connection.countsAsPendingHandshake {
+            connection.countsAsPendingHandshake = false
+            pendingHandshakes -= 1
+        }
         laggingConnections.remove(connection.id)
         for name in connection.flows.keys {
             if let list = lists[name] {
@@ -786,7 +838,7 @@ public final class Server {
 
     // MARK: Stats
 
-    private func statsEntries(list name: String?) -> [StatsReply.Entry] {
+    private func statsEntries(list name: String?, grant: AccessGrant = .unrestricted) -> [StatsReply.Entry] {
         // Names as docs/PROTOCOL.md lists them (dotted; the set may grow). Epochs and
         // digests are u64 values carried in the i64 field (two's complement).
         var entries: [(String, Int64)] = [
@@ -809,7 +861,8 @@ public final class Server {
         ]
         // Each hosted list by name with its version (`flowsync lists`), the first
         // `maxListedInStats` by name: a bounded reply whatever the server holds.
-        for name in lists.keys.sorted().prefix(Self.maxListedInStats) {
+        // Only the lists the token may read are named (auth off: all of them).
+        for name in lists.keys.sorted().lazy.filter({ grant.mayRead($0) }).prefix(Self.maxListedInStats) {
             entries.append(("list:" + name, Int64(lists[name]!.position.version)))
         }
         if let name, let list = lists[name] {

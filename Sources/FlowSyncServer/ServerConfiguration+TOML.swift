@@ -71,6 +71,7 @@ extension ServerConfiguration {
                 case ("metrics", "host"): metricsHost = try value.string()
                 case ("metrics", "port"): metricsPort = try value.int(0...65_535)
                 case ("logging", "level"): logLevel = try value.string()
+                case ("auth", _): try auth.parse(key: key, value: value)
                 case ("server", _), ("storage", _), ("limits", _), ("backpressure", _), ("history", _), ("ordering", _), ("compression", _), ("metrics", _), ("logging", _):
                     throw ConfigurationError(key: value.key, problem: "unknown key")
                 default:

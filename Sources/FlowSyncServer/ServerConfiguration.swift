@@ -94,6 +94,10 @@ public struct ServerConfiguration: Hashable, Sendable {
     /// Admin listener port; 0 lets the OS choose. Default 7401.
     public var metricsPort = 7401
 
+    // MARK: [auth]
+    /// Tokens, permissions and the pre-auth connection cap (docs/SECURITY.md).
+    public var auth = AuthConfiguration()
+
     // MARK: [logging]
     /// One of trace, debug, info, notice, warning, error, critical. Default info.
     public var logLevel = "info"
@@ -117,6 +121,7 @@ public struct ServerConfiguration: Hashable, Sendable {
         if storageEngine == .file && dataDirectory.isEmpty { return ("server.data_dir", "must not be empty with storage.engine = \"file\"") }
         if maxFrameBytes < 1_024 { return ("limits.max_frame_bytes", "must be at least 1024") }
         if !Self.logLevels.contains(logLevel) { return ("logging.level", "must be one of \(Self.logLevels.joined(separator: ", "))") }
+        if let problem = auth.validate(host: host) { return problem }
         for name in declaredLists where name.isEmpty || name.utf8.count > maxListNameBytes {
             return ("server.lists", "list name \"\(name)\" is empty or longer than \(maxListNameBytes) bytes")
         }

@@ -32,7 +32,8 @@ public final class TestClient: Sendable {
     }
 
     /// Connects to 127.0.0.1:`port`; with `handshake`, sends Hello and waits for Welcome.
-    public static func connect(port: Int, on thread: EventLoopThread, clientID: String = "client-\(UInt32.random(in: 0...UInt32.max))", handshake: Bool = true) async throws -> TestClient {
+    public static func connect(port: Int, on thread: EventLoopThread, clientID: String = "client-\(UInt32.random(in: 0...UInt32.max))", handshake: Bool = true,
+                               authToken: String? = nil) async throws -> TestClient {
         let result = Shared<Result<Void, UVError>?>(nil)
         let client = TestClient(thread: thread, clientID: clientID, connection: nil)
         thread.loop.execute {
@@ -55,7 +56,7 @@ public final class TestClient: Sendable {
         }
         try outcome.get()
         if handshake {
-            client.send(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "test", clientID: clientID, authToken: nil)))
+            client.send(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "test", clientID: clientID, authToken: authToken)))
             guard await client.waitFor({ if case .welcome = $0 { return true } else { return false } }) != nil else {
                 throw UVError(code: -1, operation: "no Welcome")
             }
