@@ -26,6 +26,6 @@ struct FlowSyncCLI: AsyncParsableCommand {
           flowsync stats contacts
         """,
         subcommands: [Watch.self, Get.self, Lists.self, Stats.self, AddSection.self, Insert.self, Update.self,
-                      Remove.self, Move.self, Apply.self]
+                      Remove.self, Move.self, Apply.self, Token.self]
     )
 }
