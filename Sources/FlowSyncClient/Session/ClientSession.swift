@@ -389,9 +389,7 @@ struct ClientSession: Sendable {
             list.view = list.confirmed
             actions.append(deliver(list, .remote, diff.changeset))
         } else {
-            let old = list.rebuildView()
-            let changeset = ListReplica.change(from: old, to: list.view)
-            if !changeset.isEmpty { actions.append(deliver(list, .remote, changeset)) }
+            actions += rebuildView(list, .remote)
         }
         actions += sendNext(&list)
         lists[diff.listName] = list
@@ -414,9 +412,7 @@ struct ClientSession: Sendable {
             let before = list.pending.count
             list.dropConfirmed(seqs: [])
             if list.pending.count != before {
-                let old = list.rebuildView()
-                let changeset = ListReplica.change(from: old, to: list.view)
-                if !changeset.isEmpty { actions.append(deliver(list, .remote, changeset)) }
+                actions += rebuildView(list, .remote)
             }
         }
         actions += sendNext(&list)
@@ -431,9 +427,7 @@ struct ClientSession: Sendable {
         if list.inFlight == reject.seq { list.inFlight = nil }
         if let index = list.pending.firstIndex(where: { $0.seq == reject.seq }) {
             list.pending.remove(at: index)
-            let old = list.rebuildView()
-            let changeset = ListReplica.change(from: old, to: list.view)
-            if !changeset.isEmpty { actions.append(deliver(list, .rollback(seq: reject.seq, error: error), changeset)) }
+            actions += rebuildView(list, .rollback(seq: reject.seq, error: error))
         }
         actions += sendNext(&list)
         lists[reject.listName] = list
@@ -451,9 +445,7 @@ struct ClientSession: Sendable {
             var actions: [SessionAction] = list.pending.map { .complete(list: name, seq: $0.seq, .failure(failure)) }
             list.pending = []
             list.inFlight = nil
-            let old = list.rebuildView()
-            let changeset = ListReplica.change(from: old, to: list.view)
-            if !changeset.isEmpty { actions.append(deliver(list, .remote, changeset)) }
+            actions += rebuildView(list, .remote)
             actions.append(.listFailed(list: name, failure))
             lists[name] = list
             return actions
@@ -494,9 +486,7 @@ struct ClientSession: Sendable {
                 let failure = FlowSyncError.rejected(code: ErrorCode(for: error.reason), message: "\(error.message) (found before sending)")
                 list.pending.removeFirst()
                 actions.append(.complete(list: list.name, seq: first.seq, .failure(failure)))
-                let old = list.rebuildView()
-                let changeset = ListReplica.change(from: old, to: list.view)
-                if !changeset.isEmpty { actions.append(deliver(list, .rollback(seq: first.seq, error: failure), changeset)) }
+                actions += rebuildView(list, .rollback(seq: first.seq, error: failure))
                 continue
             }
             if operations.isEmpty {
@@ -525,6 +515,14 @@ struct ClientSession: Sendable {
             .send(.unsubscribe(Unsubscribe(listName: list.name))),
             .send(.subscribe(Subscribe(listName: list.name, resumeFrom: nil, digest: nil))),
         ]
+    }
+
+    /// Rebuilds the list's view on its confirmed state and reports the visible change,
+    /// if there is one.
+    private func rebuildView(_ list: ListReplica, _ cause: ListChange.Cause) -> [SessionAction] {
+        let old = list.rebuildView()
+        let changeset = ListReplica.change(from: old, to: list.view)
+        return changeset.isEmpty ? [] : [deliver(list, cause, changeset)]
     }
 
     private func deliver(_ list: ListReplica, _ cause: ListChange.Cause, _ changeset: Changeset) -> SessionAction {
