@@ -110,7 +110,14 @@ public final class Server {
                 throw UVError(code: -5, operation: "store recovery: \(error)")
             }
         }
-        switch configuration.auth.effectiveMode(host: configuration.host) {
+        // A socket handed over by systemd may listen elsewhere than server.host: judge
+        // the default mode (and "off beyond loopback") by the address really bound.
+        var listenHost = configuration.host
+        if let descriptor { listenHost = AuthConfiguration.boundHost(ofDescriptor: descriptor) ?? "unknown address" }
+        if let (key, problem) = configuration.auth.validate(host: listenHost) {
+            throw UVError(code: -22, operation: "\(key): \(problem) (listening on \(listenHost))")
+        }
+        switch configuration.auth.effectiveMode(host: listenHost) {
         case .required:
             do {
                 verifier = try TokenVerifier(configuration: configuration.auth)
@@ -119,9 +126,9 @@ public final class Server {
             }
         case .off:
             verifier = nil
-            if !AuthConfiguration.isLoopback(configuration.host) {
+            if !AuthConfiguration.isLoopback(listenHost) {
                 logger.warning("auth is OFF on a non-loopback address (auth.allow_off_beyond_loopback): anyone who reaches the port can read and write every list",
-                               metadata: ["host": "\(configuration.host)"])
+                               metadata: ["host": "\(listenHost)"])
             }
         }
         let listener: TCPListener

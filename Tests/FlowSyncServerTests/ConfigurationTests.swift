@@ -38,6 +38,9 @@ import Testing
         level = 1
         [logging]
         level = "debug"
+        [auth]
+        mode = "off"
+        allow_off_beyond_loopback = true
         """)
         #expect(c.host == "0.0.0.0" && c.port == 9000 && c.declaredLists == ["a", "b"] && !c.autoCreateLists)
         #expect(c.director.maxOpsPerMutation == 10 && c.director.maxRows == 500)

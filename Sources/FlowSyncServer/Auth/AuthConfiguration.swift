@@ -64,6 +64,29 @@ public struct AuthConfiguration: Hashable, Sendable {
         mode ?? (Self.isLoopback(host) ? .off : .required)
     }
 
+    /// The numeric address a listening socket is bound to (for a socket handed over by
+    /// systemd, whose address the configuration does not know); `nil` when unknown.
+    public static func boundHost(ofDescriptor fd: Int32) -> String? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let ok = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) == 0 }
+        }
+        guard ok else { return nil }
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        switch Int32(storage.ss_family) {
+        case AF_INET:
+            var address = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr } }
+            guard inet_ntop(AF_INET, &address, &buffer, socklen_t(buffer.count)) != nil else { return nil }
+        case AF_INET6:
+            var address = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr } }
+            guard inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count)) != nil else { return nil }
+        default:
+            return nil
+        }
+        return String(cString: buffer)
+    }
+
     /// Whether `host` is a loopback address (`127.0.0.0/8`, `::1`, `localhost`).
     public static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
