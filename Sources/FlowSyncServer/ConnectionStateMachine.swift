@@ -30,6 +30,9 @@ struct ConnectionStateMachine {
         case subscribe(Subscribe)
         /// Refuse a write (the token does not grant it); nothing else happens.
         case reject(Reject)
+        /// A RefreshToken was accepted: end these subscriptions (the new token does not
+        /// grant them) with a non-fatal `forbidden` each.
+        case refreshed(dropped: [String])
         case unsubscribe(listName: String)
         case mutate(Mutate)
         case pong(nonce: UInt64)
@@ -135,6 +138,23 @@ struct ConnectionStateMachine {
                 return .pong(nonce: ping.nonce)
             case .pong:
                 return .none
+            case .refreshToken(let refresh):
+                // In-band refresh: verified exactly like a Hello's token. A bad one ends
+                // the connection (reaction "refresh token": the client reconnects).
+                guard let verifier else { return .none }   // auth off: nothing to refresh
+                switch verifier.verify(refresh.token) {
+                case .failure(let rejection):
+                    return close(rejection.code, "refresh refused: \(rejection.message)")
+                case .success(let grant):
+                    guard grant.subject == session.grant.subject else {
+                        return close(.forbidden, "a refreshed token must have the same sub (\"\(grant.subject)\" is not \"\(session.grant.subject)\")")
+                    }
+                    let dropped = session.subscriptions.filter { !grant.mayRead($0) }.sorted()
+                    session.subscriptions.subtract(dropped)
+                    session.grant = grant
+                    state = .ready(session)
+                    return .refreshed(dropped: dropped)
+                }
             case .statsRequest(let request):
                 if let name = request.listName, !session.grant.mayRead(name) {
                     return .sendError(ErrorMessage(code: .forbidden, message: "the token does not grant reading \"\(name)\"", listName: name, closesConnection: false))

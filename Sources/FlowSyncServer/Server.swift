@@ -404,6 +404,16 @@ public final class Server {
             connection.logger.debug("handshake", metadata: ["client": "\(connection.machine.session?.clientName ?? "")", "clientID": "\(connection.machine.session?.clientID ?? "")"])
         case .subscribe(let request):
             subscribe(connection, request)
+        case .refreshed(let dropped):
+            for name in dropped {
+                connection.flows[name] = nil
+                if let list = lists[name] {
+                    list.removeSubscriber(connection.id)
+                    dropIfDisposable(list)
+                }
+                send(.error(ErrorMessage(code: .forbidden, message: "the refreshed token does not grant reading \"\(name)\"", listName: name, closesConnection: false)), to: connection)
+            }
+            connection.logger.debug("token refreshed", metadata: ["dropped": "\(dropped)"])
         case .reject(let reject):
             send(.reject(reject), to: connection)
             statistics.mutationsRejected += 1

@@ -20,11 +20,37 @@ import Testing
         return try await EmbeddedServer(configuration: c)
     }
 
-    static func client(port: Int, token: String? = nil, provider: (@Sendable () -> String?)?) throws -> FlowSyncClient {
+    static func client(port: Int, token: String? = nil, inBand: Bool = false, provider: (@Sendable () -> String?)?) throws -> FlowSyncClient {
         try FlowSyncClient(configuration: .init(
             port: port, token: token, clientID: "sdk-\(UInt32.random(in: 0...UInt32.max))",
             reconnect: ReconnectPolicy(initialDelayMilliseconds: 20, maxDelayMilliseconds: 200),
-            callbackQueue: DispatchQueue(label: "token-tests"), randomSeed: 1, tokenProvider: provider))
+            callbackQueue: DispatchQueue(label: "token-tests"), randomSeed: 1, tokenProvider: provider,
+            refreshesTokenInBand: inBand, tokenRefreshMarginSeconds: 2))
+    }
+
+    @Test func theClientRefreshesItsTokenInBandBeforeExpiryWithoutDisconnecting() async throws {
+        let server = try await Self.server()
+        let short = try await TestTokens.make(kid: "dev", signer: .hs256(Self.secret), sub: "ada", ttl: 3, read: ["team/1/*"], write: ["team/1/*"])
+        let long = try await TestTokens.make(kid: "dev", signer: .hs256(Self.secret), sub: "ada", ttl: 3_600, read: ["team/1/*"], write: ["team/1/*"])
+        let calls = Shared(0)
+        let client = try Self.client(port: server.port, inBand: true) {
+            let n = calls.update { $0 += 1; return $0 }
+            return n == 1 ? short : long
+        }
+        let statuses = Shared<[String]>([])
+        let observation = client.observeStatus(on: DispatchQueue(label: "status")) { status in statuses.update { $0.append("\(status)") } }
+        defer { _ = observation }
+        let list = client.director("team/1/a")
+        try await list.waitUntilLoaded()
+        _ = try await list.add(section: NewSection(id: "before")).committed()
+        // Past the short token's exp: the connection is still the first one.
+        try await Task.sleep(for: .milliseconds(4_500))
+        _ = try await list.add(section: NewSection(id: "after")).committed()
+        #expect(calls.get() == 2, "provider called \(calls.get()) times")
+        #expect(!statuses.get().contains { $0.hasPrefix("disconnected") || $0.hasPrefix("closed") }, "\(statuses.get())")
+        #expect(client.status == .connected(server: "flowsyncd"))
+        client.close()
+        #expect(await server.stop())
     }
 
     @Test func theClientReconnectsWithARefreshedTokenAfterAnExpiryClose() async throws {

@@ -69,6 +69,7 @@ import Testing
         vector("pong", "", raw, .pong(Pong(nonce: 1_234_567_890))),
         vector("notice-draining", "", raw, .notice(Notice(kind: .draining, message: "deploy", delayMilliseconds: 30_000))),
         vector("stats-request", "", raw, .statsRequest(StatsRequest(requestID: 1, listName: "inbox"))),
+        vector("refresh-token", "in-band token refresh on a ready connection (issue #10)", raw, .refreshToken(RefreshToken(token: "eyJhbGciOiJIUzI1NiJ9.e30.sig"))),
         vector("stats-reply", "values are signed 64-bit big-endian", raw,
                .statsReply(StatsReply(requestID: 1, entries: [.init(name: "connections", value: 3), .init(name: "list.version", value: 6), .init(name: "delta", value: -1)]))),
         // Coverage added after an independent client was written from the spec: a

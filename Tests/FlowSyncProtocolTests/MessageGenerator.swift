@@ -173,6 +173,8 @@ struct MessageGenerator {
             return .notice(Notice(kind: Notice.Kind.allCases[random.int(0..<2)], message: string(max: 30), delayMilliseconds: u32()))
         case .statsRequest:
             return .statsRequest(StatsRequest(requestID: u64(), listName: random.chance(0.5) ? string() : nil))
+        case .refreshToken:
+            return .refreshToken(RefreshToken(token: string(max: 60)))
         case .statsReply:
             return .statsReply(StatsReply(requestID: u64(), entries: (0..<random.int(0...5)).map { _ in
                 StatsReply.Entry(name: string(), value: Int64(bitPattern: u64()))

@@ -180,6 +180,7 @@ enum MeaningRenderer {
         case .pong(let p): return o([("nonce", .int(p.nonce))])
         case .notice(let n): return o([("kind", .string("\(n.kind)")), ("message", .string(n.message)), ("delayMilliseconds", .int(n.delayMilliseconds))])
         case .statsRequest(let r): return o([("requestID", .int(r.requestID)), ("listName", optionalString(r.listName))])
+        case .refreshToken(let r): return o([("token", .string(r.token))])
         case .statsReply(let r):
             return o([("requestID", .int(r.requestID)), ("entries", .array(r.entries.map { .object([("name", .string($0.name)), ("value", .int($0.value))]) }))])
         }

@@ -232,6 +232,45 @@ import Testing
         _ = thread.shutdown()
     }
 
+    @Test func inBandRefreshKeepsTheConnectionAndNarrowsItsGrant() async throws {
+        let server = try await EmbeddedServer(configuration: Self.configuration())
+        let thread = try EventLoopThread()
+        let first = try await Self.token(read: ["team/1/*", "team/2/*"], write: [], ttl: 2)
+        let client = try await TestClient.connect(port: server.port, on: thread, authToken: first)
+        #expect(await subscribe(client, "team/1/a").map(isSnapshot) == true)
+        #expect(await subscribe(client, "team/2/b").map(isSnapshot) == true)
+        // The refreshed token no longer grants team/2: that subscription ends, forbidden.
+        client.send(.refreshToken(RefreshToken(token: try await Self.token(read: ["team/1/*"], write: [], ttl: 3_600))))
+        let dropped = await client.waitFor(timeout: 5) { errorMessage($0)?.listName == "team/2/b" }.flatMap(errorMessage)
+        #expect(dropped?.code == .forbidden && dropped?.closesConnection == false)
+        #expect(await server.withServer { $0.subscriberCount(of: "team/2/b") } == 0)
+        #expect(await server.withServer { $0.subscriberCount(of: "team/1/a") } == 1)
+        // Past the first token's exp the connection is still open and served.
+        try await Task.sleep(for: .milliseconds(3_000))
+        #expect(!client.isClosed)
+        #expect(!client.messages.contains { errorMessage($0)?.code == .tokenExpired })
+        client.send(.ping(Ping(nonce: 7)))
+        #expect(await client.waitFor(timeout: 5) { if case .pong(let p) = $0 { return p.nonce == 7 } else { return false } } != nil)
+        client.close()
+
+        // Bad refreshes close the connection with their code.
+        let bad: [(String, String, ErrorCode)] = [
+            ("garbage", "x.y.z", .invalidToken),
+            ("expired", try await Self.token(ttl: -60), .tokenExpired),
+            ("another sub", try await Self.token(sub: "mallory"), .forbidden),
+        ]
+        for (name, token, code) in bad {
+            let c = try await TestClient.connect(port: server.port, on: thread, authToken: try await Self.token())
+            c.send(.refreshToken(RefreshToken(token: token)))
+            let error = await c.waitFor(timeout: 5) { errorMessage($0) != nil }.flatMap(errorMessage)
+            #expect(error?.code == code && error?.closesConnection == true, "\(name): \(String(describing: error))")
+            #expect(await eventually(timeout: 5) { c.isClosed }, "\(name)")
+            c.close()
+        }
+        #expect(await server.stop())
+        _ = thread.shutdown()
+    }
+
     // MARK: Pre-auth budget
 
     @Test func aThousandIdleAndSlowLorisSocketsAreClosedByTheDeadlineWhileAnAuthenticatedClientCarriesOn() async throws {

@@ -385,7 +385,7 @@ NOTICE_KINDS = {1: "draining", 2: "shuttingDown"}
 
 MESSAGE_TYPES = {
     0x01: "hello", 0x02: "welcome", 0x10: "subscribe", 0x11: "unsubscribe", 0x12: "mutate",
-    0x13: "statsRequest", 0x20: "snapshot", 0x21: "diff", 0x22: "ack", 0x23: "reject",
+    0x13: "statsRequest", 0x14: "refreshToken", 0x20: "snapshot", 0x21: "diff", 0x22: "ack", 0x23: "reject",
     0x24: "notice", 0x25: "statsReply", 0x30: "error", 0x31: "ping", 0x32: "pong",
 }
 TYPE_CODES = {v: k for k, v in MESSAGE_TYPES.items()}
@@ -426,6 +426,8 @@ def encode_body(msg):
     elif t == "statsRequest":
         w.varint(msg["requestID"])
         w.optional(msg.get("listName"), w.string)
+    elif t == "refreshToken":
+        w.string(msg["token"])
     elif t == "snapshot":
         w.string(msg["listName"])
         w.list_version(msg["position"])
@@ -751,6 +753,8 @@ def decode_body(mtype, body, limits=CLIENT_LIMITS):
     elif name == "statsRequest":
         m["requestID"] = r.varint()
         m["listName"] = r.optional(lambda: r.string("listName"))
+    elif name == "refreshToken":
+        m["token"] = r.string("text")
     elif name == "snapshot":
         m["listName"] = r.string("listName")
         m["position"] = r.list_version()

@@ -40,6 +40,14 @@ public final class FlowSyncClient: Sendable {
         /// Consecutive "refresh token" refusals (without a Welcome in between) after which
         /// the client stops with ``FlowSyncError/connectionRefused(code:message:)``. Default 3.
         public var maxTokenRefreshes: Int
+        /// With a ``tokenProvider``: refresh the token of a live connection in-band (a
+        /// RefreshToken message) when its `exp` is within ``tokenRefreshMarginSeconds``,
+        /// so the server never has to close it. Default true. When false, or when the
+        /// token's `exp` cannot be read, the client refreshes by reconnecting after the
+        /// server's token-expired close.
+        public var refreshesTokenInBand: Bool
+        /// How long before `exp` the in-band refresh happens, seconds. Default 30.
+        public var tokenRefreshMarginSeconds: Double
         /// The writer identity. Stable across reconnects; by default a new random one
         /// per client, which is always safe (see ``firstSeq``).
         public var clientID: String
@@ -71,7 +79,10 @@ public final class FlowSyncClient: Sendable {
                     firstSeq: UInt64 = UInt64(Date().timeIntervalSince1970 * 1_000_000),
                     callbackQueue: DispatchQueue = .main, logger: Logger = Logger(label: "FlowSyncClient"),
                     randomSeed: UInt64 = UInt64.random(in: 0...UInt64.max),
-                    tokenProvider: (@Sendable () -> String?)? = nil, maxTokenRefreshes: Int = 3) {
+                    tokenProvider: (@Sendable () -> String?)? = nil, maxTokenRefreshes: Int = 3,
+                    refreshesTokenInBand: Bool = true, tokenRefreshMarginSeconds: Double = 30) {
+            self.refreshesTokenInBand = refreshesTokenInBand
+            self.tokenRefreshMarginSeconds = tokenRefreshMarginSeconds
             self.tokenProvider = tokenProvider
             self.maxTokenRefreshes = maxTokenRefreshes
             self.host = host
@@ -104,6 +115,14 @@ public final class FlowSyncClient: Sendable {
     }
 
     deinit { core.close() }
+
+    /// Replaces the token: a live connection gets it at once in a RefreshToken (it stays
+    /// open, and lists the new token no longer grants fail with `forbidden`); every
+    /// later connection attempt sends it in its Hello. Ignored with a ``Configuration/tokenProvider``
+    /// on the next attempt, which asks the provider again.
+    public func refreshToken(_ token: String) {
+        core.input { $0.refresh(token: token) }
+    }
 
     /// The configuration in use.
     public var configuration: Configuration { core.configuration }

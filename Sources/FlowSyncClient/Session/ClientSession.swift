@@ -205,6 +205,14 @@ struct ClientSession: Sendable {
         self.token = token
     }
 
+    /// Replaces the token: sent at once in a RefreshToken when ready (in-band refresh,
+    /// the connection stays), and used by every later Hello.
+    mutating func refresh(token: String) -> [SessionAction] {
+        self.token = token
+        guard phase == .ready else { return [] }
+        return [.send(.refreshToken(RefreshToken(token: token)))]
+    }
+
     /// The reconnect timer fired.
     mutating func reconnectDue(now: UInt64) -> [SessionAction] {
         guard phase == .backingOff else { return [] }
@@ -266,7 +274,7 @@ struct ClientSession: Sendable {
         case .statsReply(let reply):
             guard statsRequests.remove(reply.requestID) != nil else { return [] }
             return [.stats(requestID: reply.requestID, .success(reply))]
-        case .welcome, .hello, .subscribe, .unsubscribe, .mutate, .statsRequest:
+        case .welcome, .hello, .subscribe, .unsubscribe, .mutate, .statsRequest, .refreshToken:
             return [.disconnect(reason: "unexpected \(message.type) from server")]
         }
     }

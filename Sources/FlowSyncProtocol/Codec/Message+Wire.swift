@@ -77,6 +77,8 @@ extension WireWriter {
         case .statsRequest(let m):
             varint(m.requestID)
             optionalString(m.listName)
+        case .refreshToken(let m):
+            string(m.token)
         case .statsReply(let m):
             varint(m.requestID)
             index(m.entries.count)
@@ -159,6 +161,8 @@ extension WireReader {
         case .statsRequest:
             let id = try varint("request ID")
             message = .statsRequest(StatsRequest(requestID: id, listName: try optionalString("list name", maxBytes: limits.maxListNameBytes, code: .idTooLong)))
+        case .refreshToken:
+            message = .refreshToken(RefreshToken(token: try text("token")))
         case .statsReply:
             let id = try varint("request ID")
             let n = try count("stats entries", minBytes: 9, limit: limits.maxStatsEntries, code: .tooManyElements)

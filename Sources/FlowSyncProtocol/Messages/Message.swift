@@ -29,6 +29,8 @@ public enum Message: Hashable, Sendable {
     case notice(Notice)
     /// Client → server: ask for stats.
     case statsRequest(StatsRequest)
+    /// Client → server: replace the connection's token before it expires.
+    case refreshToken(RefreshToken)
     /// Server → client: stats.
     case statsReply(StatsReply)
 
@@ -49,6 +51,7 @@ public enum Message: Hashable, Sendable {
         case .pong: return .pong
         case .notice: return .notice
         case .statsRequest: return .statsRequest
+        case .refreshToken: return .refreshToken
         case .statsReply: return .statsReply
         }
     }

@@ -9,6 +9,7 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
     case unsubscribe = 0x11
     case mutate = 0x12
     case statsRequest = 0x13
+    case refreshToken = 0x14
     case snapshot = 0x20
     case diff = 0x21
     case ack = 0x22
@@ -33,7 +34,7 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
     /// ``ErrorCode/unexpectedMessage``.
     public var sender: Sender {
         switch self {
-        case .hello, .subscribe, .unsubscribe, .mutate, .statsRequest: return .client
+        case .hello, .subscribe, .unsubscribe, .mutate, .statsRequest, .refreshToken: return .client
         case .welcome, .snapshot, .diff, .ack, .reject, .notice, .statsReply, .error: return .server
         case .ping, .pong: return .either
         }
