@@ -33,6 +33,7 @@ for v in vectors:
     frame = bytes.fromhex(v["frame"])
     (out / v["name"]).write_bytes(b"\x00" + frame)      # all at once
     (out / (v["name"] + "-split")).write_bytes(b"\x01" + frame)  # in 7-byte chunks
+    (out / (v["name"] + "-preauth")).write_bytes(b"\x08" + frame)  # pre-auth limits (issue #10)
 PY
 
 echo "fuzzing FuzzDecoder for ${SECONDS_BOUND}s ($(ls "$SEEDS" | wc -l) seeds)"

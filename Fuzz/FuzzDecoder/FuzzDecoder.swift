@@ -13,6 +13,12 @@
 // frames are exercised too. Anything but a clean message or a catalog `ProtocolError`
 // — a trap, an out-of-bounds read, a leak — is a finding. Every decoded message is
 // re-encoded and decoded again: the encoding is canonical, so it must be the same.
+//
+// Pre-auth mode (bit 3 of the first byte, issue #10): the same input goes to a decoder
+// with the server's pre-auth limits (`DecoderLimits.preAuth`: 16 KiB frames, nothing
+// compressed, no operations), as a connection before its Welcome. Extra invariant:
+// nothing is ever inflated for an unauthenticated peer, so a first frame with the
+// compressed flag never yields a message, and no message is larger than the limit.
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,8 +33,9 @@ let fuzzLimits = DecoderLimits(
 public func fuzzDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size > 0 else { return 0 }
     let split = Int(data[0] % 8)  // 0: all at once; k: chunks of k·7 bytes
+    let preAuth = data[0] & 0x08 != 0
     let input = UnsafeRawBufferPointer(start: data + 1, count: size - 1)
-    let decoder = FrameDecoder(limits: fuzzLimits, dictionary: .standard)
+    let decoder = preAuth ? FrameDecoder(limits: .preAuth) : FrameDecoder(limits: fuzzLimits, dictionary: .standard)
     var messages: [Message] = []
     var offset = 0
     let chunk = split == 0 ? max(input.count, 1) : split * 7
@@ -45,6 +52,9 @@ public func fuzzDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                 break outer
             }
         }
+    }
+    if preAuth, input.count >= 6, input[5] & 1 != 0 {
+        precondition(messages.isEmpty, "a compressed frame was decoded before the handshake")
     }
     // Canonical re-encoding: what decoded once decodes again to the same message.
     let encoder = FrameEncoder(configuration: .default)
