@@ -20,6 +20,9 @@ import Glibc
 public final class TCPConnection: LoopHandle {
     let tcp: UnsafeMutablePointer<uv_tcp_t>
     var stream: UnsafeMutablePointer<uv_stream_t> { CLibUV_tcp_as_stream(tcp) }
+    /// A Unix-domain stream accepted by a ``UnixListener``: the handle is a `uv_pipe_t`
+    /// (in memory large enough for either); TCP-only calls are skipped.
+    public let isUnixSocket: Bool
 
     /// Size of the reused read buffer (one per connection; no allocation per read).
     public static let readBufferSize = 64 * 1024
@@ -35,14 +38,22 @@ public final class TCPConnection: LoopHandle {
     public var onDrain: (() -> Void)?
     private var ended = false
 
-    init(loop: EventLoop) {
-        let tcp = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
-        uv_tcp_init(loop.raw, tcp)
+    init(loop: EventLoop, unixSocket: Bool = false) {
+        // One allocation that fits a uv_tcp_t or a uv_pipe_t: both begin with the
+        // uv_stream_t fields, which is all the read/write paths use.
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: max(MemoryLayout<uv_tcp_t>.size, MemoryLayout<uv_pipe_t>.size), alignment: 16)
+        let tcp = raw.bindMemory(to: uv_tcp_t.self, capacity: 1)
+        if unixSocket {
+            uv_pipe_init(loop.raw, UnsafeMutablePointer<uv_pipe_t>(OpaquePointer(raw)), 0)
+        } else {
+            uv_tcp_init(loop.raw, tcp)
+        }
+        self.isUnixSocket = unixSocket
         self.tcp = tcp
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.readBufferSize, alignment: 16)
         readBuffer = buffer
         super.init(loop: loop, handle: CLibUV_tcp_as_handle(tcp), deallocate: {
-            tcp.deallocate()
+            raw.deallocate()
             buffer.deallocate()
         })
     }
@@ -92,7 +103,7 @@ public final class TCPConnection: LoopHandle {
 
     /// Disables Nagle: frames are already batched per loop turn, so delaying them only
     /// adds latency.
-    func setNoDelay() { uv_tcp_nodelay(tcp, 1) }
+    func setNoDelay() { if !isUnixSocket { uv_tcp_nodelay(tcp, 1) } }
 
     /// Sets the kernel's receive buffer (`SO_RCVBUF`, which also turns Linux's receive
     /// autotuning off for this socket). The load tester gives its slow consumers a small
@@ -105,6 +116,7 @@ public final class TCPConnection: LoopHandle {
 
     /// The peer's address, if known.
     public var peer: String {
+        if isUnixSocket { return "unix" }
         var storage = sockaddr_storage()
         var length = Int32(MemoryLayout<sockaddr_storage>.size)
         let ok = withUnsafeMutablePointer(to: &storage) {

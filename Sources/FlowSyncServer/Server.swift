@@ -27,6 +27,8 @@ public final class Server {
     private var lastSweep: UInt64 = 0
 
     private var listener: TCPListener?
+    /// The Unix-domain listener (`server.unix_socket`), when configured.
+    private var unixListener: UnixListener?
     private var connections: [Int: Connection] = [:]
     private var lists: [String: ListHost] = [:]
     private var dirtyLists: Set<String> = []
@@ -145,6 +147,22 @@ public final class Server {
             self?.logger.warning("accept failed", metadata: ["error": "\(error)"])
         }
         self.listener = listener
+        if let path = configuration.unixSocketPath {
+            let unix: UnixListener
+            do throws(UVError) {
+                unix = try UnixListener(loop: loop, path: path, mode: configuration.unixSocketMode)
+            } catch {
+                listener.close()
+                self.listener = nil
+                throw error
+            }
+            unix.onConnection = { [weak self] connection in self?.accept(connection) }
+            unix.onAcceptError = { [weak self] error in
+                self?.logger.warning("accept failed", metadata: ["error": "\(error)"])
+            }
+            unixListener = unix
+            logger.info("listening", metadata: ["unix_socket": "\(path)", "mode": "\(String(configuration.unixSocketMode, radix: 8))"])
+        }
         startedAt = loop.now
         for name in configuration.declaredLists { _ = host(for: name, create: true, declared: true) }
         hook = LoopHook(loop: loop, kind: .check) { [weak self] in self?.endOfTurn() }
@@ -177,6 +195,8 @@ public final class Server {
         shutdownDeadline = loop.now + UInt64(configuration.shutdownGraceMilliseconds)
         listener?.close()
         listener = nil
+        unixListener?.close()
+        unixListener = nil
         logger.info("shutting down", metadata: ["connections": "\(connections.count)"])
         sealDirtyLists()
         let notice = encoder.encode(.notice(Notice(kind: .shuttingDown, message: "server is shutting down", delayMilliseconds: 0)))

@@ -37,6 +37,13 @@ extension ServerConfiguration {
                 case ("server", "auto_create_lists"): autoCreateLists = try value.bool()
                 case ("server", "shutdown_grace_ms"): shutdownGraceMilliseconds = try value.int(0...3_600_000)
                 case ("server", "name"): serverName = try value.string()
+                case ("server", "unix_socket"): unixSocketPath = try value.string()
+                case ("server", "unix_socket_mode"):
+                    let text = try value.string()
+                    guard let mode = Int(text, radix: 8), (0...0o777).contains(mode) else {
+                        throw ConfigurationError(key: value.key, problem: "\"\(text)\" is not an octal mode such as \"0660\"")
+                    }
+                    unixSocketMode = mode
                 case ("limits", "max_frame_bytes"): maxFrameBytes = try value.int(1_024...Int(UInt32.max))
                 case ("limits", "max_inflated_bytes"): maxInflatedBytes = try value.int(1_024...Int(UInt32.max))
                 case ("limits", "pre_auth_max_frame_bytes"): preAuthMaxFrameBytes = try value.int(64...(1 << 30))

@@ -19,6 +19,11 @@ public struct ServerConfiguration: Hashable, Sendable {
     public var shutdownGraceMilliseconds = 5_000
     /// Name the server reports in its handshake.
     public var serverName = "flowsyncd"
+    /// Also listen on this Unix-domain socket path (`unix_socket`). Default none.
+    public var unixSocketPath: String?
+    /// The socket file's permissions, set before `listen` (`unix_socket_mode`, octal
+    /// string). Default 0660: the daemon's user and group.
+    public var unixSocketMode = 0o660
 
     // MARK: [limits]
     /// Largest frame accepted after the handshake, bytes. Default 4 MiB (client frames

@@ -341,6 +341,39 @@ import Testing
         _ = thread.shutdown()
     }
 
+    // MARK: Unix socket
+
+    @Test func theUnixSocketListenerHasItsModeAndServesAuthenticatedClients() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("flowsync-unix-\(UInt32.random(in: 0...UInt32.max))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/flowsyncd.sock"
+        // A stale socket file from a crash is replaced.
+        let stale = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(RawSocket.bindUnix(stale, path))
+        RawSocket.close(stale)
+        var configuration = Self.configuration()
+        configuration.unixSocketPath = path
+        configuration.unixSocketMode = 0o640
+        let server = try await EmbeddedServer(configuration: configuration)
+        var info = stat()
+        #expect(stat(path, &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o640, "mode \(String(info.st_mode & 0o777, radix: 8))")
+        #expect(info.st_mode & S_IFMT == S_IFSOCK)
+
+        func handshake(_ token: String?) throws -> Message? {
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            defer { RawSocket.close(fd) }
+            try #require(RawSocket.connectUnix(fd, path))
+            RawSocket.send(fd, MalformedFrames.raw(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "unix", clientID: "u1", authToken: token))))
+            return RawSocket.readMessage(fd, timeoutMilliseconds: 5_000)
+        }
+        #expect(try handshake(try await Self.token()).map(isWelcome) == true)
+        #expect(try handshake(nil).flatMap(errorMessage)?.code == .authRequired)
+        #expect(await server.stop())
+        #expect(access(path, F_OK) != 0, "the socket file is removed at shutdown")
+    }
+
     // MARK: Configuration
 
     @Test func authConfigurationIsValidatedWithClearErrors() throws {
@@ -354,6 +387,7 @@ import Testing
             ("[auth]\n[[auth.keys]]\nkid = \"a\"\nalg = \"HS256\"\nsecret = \"0123456789abcdef0123456789abcdef\"\n[[auth.keys]]\nkid = \"a\"\nalg = \"HS256\"\nsecret = \"0123456789abcdef0123456789abcdef\"\n", "auth.keys.kid"),
             ("[auth]\nmode = \"sometimes\"\n", "auth.mode"),
             ("[auth]\nleeway = 3\n", "auth.leeway"),
+            ("[server]\nunix_socket_mode = \"999\"\n", "server.unix_socket_mode"),
         ]
         for (text, key) in cases {
             #expect(throws: ConfigurationError.self, "\(text)") { _ = try ServerConfiguration(toml: text) }
@@ -428,4 +462,37 @@ enum RawSocket {
     }
 
     static func close(_ fd: Int32) { _ = Glibc.close(fd) }
+
+    static func withUnixAddress<T>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            let bytes = Array(path.utf8.prefix(raw.count - 1))
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+    }
+
+    static func bindUnix(_ fd: Int32, _ path: String) -> Bool { withUnixAddress(path) { Glibc.bind(fd, $0, $1) == 0 } }
+    static func connectUnix(_ fd: Int32, _ path: String) -> Bool { withUnixAddress(path) { Glibc.connect(fd, $0, $1) == 0 } }
+
+    /// Reads until one whole message decodes (client limits), or the timeout.
+    static func readMessage(_ fd: Int32, timeoutMilliseconds: Int32) -> Message? {
+        let decoder = FrameDecoder(limits: .client)
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeoutMilliseconds) * 1_000_000
+        while DispatchTime.now().uptimeNanoseconds < deadline {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 100) >= 0 else { return nil }
+            guard pfd.revents != 0 else { continue }
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { return nil }
+            buffer.withUnsafeBytes { decoder.feed(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            if let message = try? decoder.next() { return message }
+        }
+        return nil
+    }
 }
