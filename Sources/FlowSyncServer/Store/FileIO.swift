@@ -167,8 +167,19 @@ public final class PosixFileIO: FileIO, Sendable {
     public func lock(_ path: String) throws(StoreError) -> Int32 {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .io("open", path: path, errno: Glibc.errno) }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        // A few short retries before calling the directory taken: a process that forks
+        // (a test runner spawning a child) holds every open description, this lock's
+        // included, from fork until exec closes it (O_CLOEXEC) — a window of
+        // microseconds in which a store just closed still looks locked. Another daemon
+        // holds it for good and is still refused, 100 ms later.
+        var attempt = 0
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let code = Glibc.errno
+            if code == EWOULDBLOCK && attempt < 50 {
+                attempt += 1
+                usleep(2_000)
+                continue
+            }
             Glibc.close(fd)
             if code == EWOULDBLOCK { throw .unusable("\(path) is locked: another flowsyncd uses this data directory") }
             throw .io("flock", path: path, errno: code)
