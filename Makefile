@@ -7,7 +7,7 @@
 
 SHELL        := /bin/bash
 SWIFT        ?= swift
-APT_PACKAGES := libuv1-dev zlib1g-dev pkg-config python3 systemd
+APT_PACKAGES := libuv1-dev zlib1g-dev pkg-config python3 systemd stunnel4 openssl
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG       ?= config/flowsyncd.toml
 # `make install` destinations (DESTDIR for packaging and dry runs).
@@ -19,7 +19,7 @@ FUZZ_SECONDS ?= 60
 # The short fuzz run inside `make test` (CI): a release sanitizer build, then this many seconds.
 TEST_FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build release test run bench bench-quick bench-client bench-server fuzz install uninstall clean load compare-redis
+.PHONY: all deps build release test run bench bench-quick bench-client bench-server tls-test fuzz install uninstall clean load compare-redis
 
 all: build
 
@@ -59,6 +59,7 @@ test: deps
 	$(SWIFT) build -c release --product flowsync-load
 	.build/release/flowsync-load --spawn --daemon .build/release/flowsyncd --scenario mixed --duration 3 --warmup 1 --quiet > .build/load-smoke.txt || { cat .build/load-smoke.txt; exit 1; }
 	python3 clients/python/test_vectors.py
+	scripts/tls-proxy-test.sh .build/debug
 	scripts/fuzz.sh $(TEST_FUZZ_SECONDS)
 	@scripts/test-summary.sh .build/test-output.txt
 
@@ -90,6 +91,11 @@ compare-redis: deps
 	SCRATCH=.build Benchmarks/compare-redis.sh
 
 # Daemon figures against a release flowsyncd process (docs/BENCHMARKS.md).
+# The documented TLS setup, end to end: config/stunnel-flowsync.conf in front of the daemon.
+tls-test: deps
+	$(SWIFT) build
+	scripts/tls-proxy-test.sh .build/debug
+
 # SDK figures: local edit → visible, edit → ack, replica memory (docs/BENCHMARKS.md).
 bench-client: deps
 	$(SWIFT) build -c release --product flowsync-client-bench
