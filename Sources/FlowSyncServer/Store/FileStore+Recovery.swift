@@ -99,6 +99,16 @@ extension FileStore {
         var batchesAfterSnapshot = 0
         var bytesAfterSnapshot = 0
         var dropRest = false
+        /// Repair only: sets a whole segment aside, and every later one with it (a log
+        /// cannot continue past a gap).
+        func dropSegment(_ path: String, bytes: [UInt8], _ note: String) throws(StoreError) {
+            try setAside(path, bytes: bytes)
+            try io.remove(path)
+            report.notes.append(note)
+            report.repairedBytes += bytes.count
+            repaired = true
+            dropRest = true
+        }
         for (index, (generation, path)) in segmentFiles.enumerated() {
             if dropRest {
                 try setAside(path, bytes: try io.readFile(path))
@@ -127,12 +137,7 @@ extension FileStore {
                 case .damaged(let r): reason = r
                 }
                 guard options.repair else { throw .corrupt(path, offset: 0, reason + " (start with --repair to keep the valid prefix)") }
-                try setAside(path, bytes: bytes)
-                try io.remove(path)
-                report.notes.append("repair: \(path): \(reason); set aside with everything after it")
-                report.repairedBytes += bytes.count
-                repaired = true
-                dropRest = true
+                try dropSegment(path, bytes: bytes, "repair: \(path): \(reason); set aside with everything after it")
                 continue
             }
             if let name = listName, name != header.listName {
@@ -146,23 +151,13 @@ extension FileStore {
                     continue
                 }
                 guard options.repair else { throw .corrupt(path, offset: 0, "segment of epoch \(header.epoch) after epoch \(current.sequencer.position.epoch) (start with --repair)") }
-                try setAside(path, bytes: bytes)
-                try io.remove(path)
-                report.notes.append("repair: \(path) belongs to another epoch; set aside with everything after it")
-                report.repairedBytes += bytes.count
-                repaired = true
-                dropRest = true
+                try dropSegment(path, bytes: bytes, "repair: \(path) belongs to another epoch; set aside with everything after it")
                 continue
             }
             if rebuilder == nil {
                 if header.firstVersion != 1 {
                     guard options.repair else { throw .corrupt(path, offset: 0, "the log starts at version \(header.firstVersion) and no snapshot covers what is before it (start with --repair)") }
-                    try setAside(path, bytes: bytes)
-                    try io.remove(path)
-                    report.notes.append("repair: \(path) starts at version \(header.firstVersion) with no snapshot before it; set aside with everything after it")
-                    report.repairedBytes += bytes.count
-                    repaired = true
-                    dropRest = true
+                    try dropSegment(path, bytes: bytes, "repair: \(path) starts at version \(header.firstVersion) with no snapshot before it; set aside with everything after it")
                     continue
                 }
                 rebuilder = ListRebuilder(epoch: header.epoch, options: options)
