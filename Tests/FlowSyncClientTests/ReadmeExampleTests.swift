@@ -36,6 +36,9 @@ import Testing
         #expect(friends.map(\.name) == ["Ada", "Bob"])
         #expect(version.version == 2)
         #expect(try contacts.section(at: 0).header(as: [String: String].self) == ["title": "Friends"])
+        // The observer sees the next change.
+        try contacts.remove(modelID: "ada")
+        #expect(await eventually { changes.get() >= 1 })
         #expect(await server.stop())
     }
 }

@@ -392,7 +392,7 @@ struct ClientSession: Sendable {
             list.committedUnacked.insert(seq)
             actions.append(.complete(list: list.name, seq: seq, .success(diff.to)))
         }
-        if viewWasConfirmed && list.pending.isEmpty {
+        if viewWasConfirmed {   // (then nothing is pending now either)
             // Nothing of ours on top: the server's changeset is the visible change.
             list.view = list.confirmed
             actions.append(deliver(list, .remote, diff.changeset))

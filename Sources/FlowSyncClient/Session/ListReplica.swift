@@ -85,13 +85,10 @@ final class ListReplica: @unchecked Sendable {
     func rebuildView() -> Director {
         let old = view
         var next = confirmed
-        for index in pending.indices {
-            do {
-                try next.applyResolving(pending[index].anchored)
-                pending[index].visible = true
-            } catch {
-                pending[index].visible = false
-            }
+        for write in pending {
+            // A write that conflicts with the confirmed state is left out of the view;
+            // the server's answer (or sendNext's own check) settles its fate.
+            _ = try? next.applyResolving(write.anchored)
         }
         view = next
         return old

@@ -18,7 +18,4 @@ struct PendingWrite: Sendable {
     /// The version the server committed it at, when its Ack came before the confirmed
     /// state reached that version (a paused subscription catches up later).
     var ackedAt: ListVersion?
-    /// Whether it applied to the current view (false: it conflicts with the confirmed
-    /// state; the server's answer will say).
-    var visible = true
 }
