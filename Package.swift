@@ -25,6 +25,9 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         // Token verification (issue #10): HS256/ES256/RS256 JWTs, checked at handshake and refresh.
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        // Child processes (issue #15): awaited through a pidfd monitor, never by blocking
+        // a thread (Foundation.Process.waitUntilExit hung the suite on 2 cores).
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
     ],
     targets: [
         // MARK: C boundaries (thin; errors are translated once, in Swift)
@@ -69,6 +72,13 @@ let package = Package(
 
         // MARK: Event loop (libuv wrapper; knows nothing about lists)
         .target(name: "FlowSyncLoop", dependencies: ["CLibUV"]),
+
+        // MARK: Child processes: the one launcher of flowsyncd and tools, for the tests,
+        // the benchmarks and flowsync-load --spawn.
+        .target(
+            name: "FlowSyncProcess",
+            dependencies: [.product(name: "Subprocess", package: "swift-subprocess")]
+        ),
 
         // MARK: The daemon
         .target(
@@ -120,7 +130,7 @@ let package = Package(
         .target(
             name: "FlowSyncLoad",
             dependencies: [
-                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop",
+                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncProcess",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),
@@ -137,7 +147,7 @@ let package = Package(
         .target(
             name: "FlowSyncTestSupport",
             dependencies: [
-                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncServer",
+                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncServer", "FlowSyncProcess",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ]
@@ -151,25 +161,25 @@ let package = Package(
         .testTarget(name: "FlowSyncLoopTests", dependencies: ["FlowSyncLoop"]),
         .testTarget(
             name: "FlowSyncClientTests",
-            dependencies: ["FlowSyncClient", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncLoop", "FlowSyncTestSupport"]
+            dependencies: ["FlowSyncClient", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncTestSupport"]
         ),
         .testTarget(
             name: "FlowSyncStoreTests",
-            dependencies: ["FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncTestSupport"]
+            dependencies: ["FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncProcess", "FlowSyncTestSupport"]
         ),
         .testTarget(
             name: "FlowSyncLoadTests",
-            dependencies: ["FlowSyncLoad", "FlowSyncCore", "FlowSyncProtocol", "FlowSyncTestSupport"]
+            dependencies: ["FlowSyncLoad", "FlowSyncCore", "FlowSyncProtocol", "FlowSyncProcess", "FlowSyncTestSupport"]
         ),
         .testTarget(
             name: "FlowSyncServerTests",
-            dependencies: ["FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncLoop", "FlowSyncTestSupport"]
+            dependencies: ["FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncTestSupport"]
         ),
 
         // MARK: Benchmarks (release-mode executable; figures go to docs/BENCHMARKS.md)
         .executableTarget(
             name: "flowsync-server-bench",
-            dependencies: ["FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncTestSupport"],
+            dependencies: ["FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncTestSupport"],
             path: "Benchmarks/ServerBench"
         ),
         .executableTarget(

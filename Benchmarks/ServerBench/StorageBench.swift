@@ -4,6 +4,7 @@
 // scripts/crash-test.sh).
 import FlowSyncCore
 import FlowSyncLoop
+import FlowSyncProcess
 import FlowSyncProtocol
 import FlowSyncTestSupport
 import Foundation
@@ -52,7 +53,7 @@ enum StorageBench {
             try "[storage]\nfsync = \"\(policy)\"\nfsync_interval_ms = 1000\nparallel_sync = \(parallel)\n".write(toFile: config, atomically: true, encoding: .utf8)
             defer { unlink(config) }
             let daemon = try await DaemonProcess.start(binary: daemonPath, dataDirectory: directory, config: config)
-            defer { daemon.stop() }
+            // On a thrown error the daemon is released and its ChildProcess kills it.
             var clients: [TestClient] = []
             for w in 0..<writers { clients.append(try await TestClient.connect(port: daemon.port, on: thread, clientID: "bench-writer-\(w)")) }
             // 64 sections per list, so inserts stay cheap.
@@ -92,7 +93,7 @@ enum StorageBench {
             for c in clients { c.close() }
             let sorted = latencies.get().sorted()
             let count = sorted.count
-            daemon.stop()
+            await daemon.terminate()
             let bytes = directorySize(directory)
             func pct(_ p: Double) -> String { count == 0 ? "-" : String(format: "%.2f ms", sorted[min(count - 1, Int(Double(count) * p))] * 1000) }
             say("| \(writers) | \(policy)\(policy == "always" ? (parallel ? " (parallel_sync)" : " (serial sync)") : "") | \(Int(Double(count) / elapsed)) | \(Int(Double(batches) / elapsed)) | \(String(format: "%.2f", batches > 0 ? Double(count) / Double(batches) : 0)) | \(pct(0.5)) | \(pct(0.99)) | \(Int(Double(syncs) / elapsed)) | \(count > 0 ? bytes / count : 0) |")
@@ -126,7 +127,7 @@ enum StorageBench {
         let t0 = now()
         let daemon = try await DaemonProcess.start(binary: daemonPath, dataDirectory: directory, config: nil)
         let t = now() - t0
-        daemon.stop()
+        await daemon.terminate()
         say("| flowsyncd start to \"listening on\" (process start + recovery) | \(String(format: "%.2f s", t)) |")
         // Compaction of that list (what the loop thread pays when a snapshot is due),
         // then a start from the snapshot alone.

@@ -9,6 +9,7 @@
 // checks its replica's digest against the server's, so a fast wrong answer cannot pass.
 import FlowSyncCore
 import FlowSyncLoop
+import FlowSyncProcess
 import FlowSyncProtocol
 import FlowSyncTestSupport
 import Foundation
@@ -25,48 +26,17 @@ func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
 // MARK: The daemon process
 
-final class Daemon {
-    let process = Process()
-    let port: Int
-    /// Its own store (the default data directory is shared and locked), removed at stop.
-    let dataDirectory = NSTemporaryDirectory() + "flowsync-server-bench-\(UUID().uuidString)"
-    init() throws {
-        process.executableURL = URL(fileURLWithPath: daemonPath)
-        process.arguments = ["--port", "0", "--metrics-port", "0", "--log-level", "warning", "--data-dir", dataDirectory]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        // The daemon prints "listening on HOST:PORT" and "metrics on HOST:PORT"; they may
-        // arrive in one read, so take the port from the line that names the listener.
-        var text = ""
-        let handle = out.fileHandleForReading
-        func listenLine() -> Substring? { text.split(separator: "\n").first { $0.contains("listening on") && text.contains("\n") } }
-        while listenLine() == nil {
-            let data = handle.availableData
-            if data.isEmpty { break }
-            text += String(decoding: data, as: UTF8.self)
-        }
-        let line = listenLine().map(String.init) ?? text
-        guard let portText = line.split(separator: ":").last?.trimmingCharacters(in: .whitespacesAndNewlines), let port = Int(portText) else {
-            throw NSError(domain: "bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "daemon did not report its port: \(line)"])
-        }
-        self.port = port
-    }
+/// The daemon under test: the shared launcher (its own temporary store, metrics on port
+/// 0, stopped with SIGTERM and awaited without blocking a thread).
+func startDaemon() async throws -> DaemonProcess {
+    var options = DaemonProcess.Options(binary: daemonPath)
+    options.metrics = true
+    return try await DaemonProcess.start(options)
+}
 
+extension DaemonProcess {
     /// Resident set size in KiB, from /proc.
-    var rssKiB: Int {
-        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
-        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-            return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
-        }
-        return 0
-    }
-
-    func stop() {
-        process.terminate()
-        process.waitUntilExit()
-        try? FileManager.default.removeItem(atPath: dataDirectory)
-    }
+    var rssKiB: Int { sample()?.rssKiB ?? 0 }
 }
 
 // MARK: A light subscriber: counts frames by their length prefix
@@ -170,7 +140,7 @@ if arguments.contains("--storage") || arguments.contains("--crash-test") {
 }
 
 say("# flowsync-server-bench\(quick ? " (quick)" : "")\n")
-let daemon = try Daemon()
+let daemon = try await startDaemon()
 // A thrown error must not leave the spawned daemon running.
 do {
 let writer = try await TestClient.connect(port: daemon.port, on: thread, clientID: "writer")
@@ -285,9 +255,9 @@ do {
 
 writer.close()
 } catch {
-    daemon.stop()
+    await daemon.terminate()
     FileHandle.standardError.write(Data("flowsync-server-bench: \(error)\n".utf8))
     exit(1)
 }
-daemon.stop()
+await daemon.terminate()
 _ = thread.shutdown()

@@ -1,5 +1,6 @@
 import FlowSyncCore
 import FlowSyncLoop
+import FlowSyncProcess
 import FlowSyncProtocol
 import Foundation
 
@@ -62,6 +63,28 @@ public final class LoadRunner {
         if progress { FileHandle.standardError.write(Data(("flowsync-load: " + text + "\n").utf8)) }
     }
 
+    /// Starts the daemon for `--spawn`: a temporary data directory and config, metrics on
+    /// port 0, a connection limit above this machine's fd limit (so the fd limit is what
+    /// binds), and stopped by the kernel if the load tester dies without stopping it.
+    static func spawnDaemon(_ c: LoadConfiguration) throws -> DaemonProcess {
+        var toml = "# Written by flowsync-load --spawn.\n[limits]\nmax_connections = 1000000\n"
+        if c.daemonStorage != nil || c.daemonFsync != nil {
+            toml += "[storage]\n"
+            if let storage = c.daemonStorage { toml += "engine = \"\(storage)\"\n" }
+            if let fsync = c.daemonFsync { toml += "fsync = \"\(fsync)\"\n" }
+        }
+        var options = DaemonProcess.Options(binary: c.daemonPath)
+        options.configText = toml
+        options.metrics = true
+        options.stopsWithParent = true
+        options.startTimeout = .seconds(20)
+        do {
+            return try DaemonProcess.startBlocking(options)
+        } catch {
+            throw LoadError("the daemon did not start: \(error)")
+        }
+    }
+
     /// Runs the test. - Throws: ``LoadError`` when the run cannot start or set up.
     public func run() throws -> LoadReport {
         let c = configuration
@@ -70,10 +93,12 @@ public final class LoadRunner {
         box.report.startedAt = ISO8601DateFormatter().string(from: Date())
         var daemon: DaemonProcess?
         if c.spawn {
-            daemon = try DaemonProcess(path: c.daemonPath, storage: c.daemonStorage, fsync: c.daemonFsync)
+            daemon = try Self.spawnDaemon(c)
             note("spawned \(c.daemonPath) (pid \(daemon!.pid)) on 127.0.0.1:\(daemon!.port), storage \(c.daemonStorage ?? "default"), fsync \(c.daemonFsync ?? "default")")
         }
-        defer { daemon?.stop() }
+        // This runs on a thread of its own (the command's main thread, or a test's load
+        // thread), so waiting for the daemon's exit here blocks no cooperative thread.
+        defer { daemon?.terminateBlocking() }
         let host = c.spawn ? "127.0.0.1" : c.host
         let port = daemon?.port ?? c.port
         let target = try SocketAddress(host: host, port: port)

@@ -1,5 +1,6 @@
 import FlowSyncCore
 import FlowSyncLoop
+import FlowSyncProcess
 import FlowSyncProtocol
 import Foundation
 #if canImport(Glibc)
@@ -89,7 +90,7 @@ public final class CrashTestDriver: @unchecked Sendable {
             } catch {
                 await daemon.kill9()
                 result.problems.append("cycle \(cycle): \(error)")
-                options.log("cycle \(cycle): \(error)\n\(daemon.output.get().suffix(2_000))")
+                options.log("cycle \(cycle): \(error)\n\(daemon.output.suffix(2_000))")
                 break
             }
             result.cycles += 1

@@ -1,4 +1,5 @@
 import FlowSyncCore
+import FlowSyncProcess
 import FlowSyncServer
 import FlowSyncTestSupport
 import Foundation
@@ -6,43 +7,23 @@ import Testing
 
 /// The `flowsync` executable against a real daemon: output and exit codes.
 @Suite(.serialized) struct CLITests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    /// The built executable `name` (see ``BuiltProduct``).
+    static func binary(_ name: String = "flowsync") throws -> String { try BuiltProduct.path(name) }
 
-    /// The debug binary next to the test bundle (`swift build` builds it; make test does).
-    static func binary(_ name: String = "flowsync") throws -> URL {
-        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let candidates = [bundle.appendingPathComponent(name), bundle.deletingLastPathComponent().appendingPathComponent(name),
-                          root.appendingPathComponent(".build/debug/\(name)")]
-        for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "\(name) not built: run `swift build` first"])
-    }
-
-    struct Run {
+    struct Run: CustomStringConvertible {
         var status: Int32
         var stdout: String
         var stderr: String
+        var description: String { "exit \(status)\nstdout: \(stdout)\nstderr: \(stderr)" }
     }
 
-    /// Runs `flowsync` with `arguments` (and `input` on stdin), at most 30 s.
-    static func run(_ arguments: [String], port: Int, input: String? = nil, executable: String = "flowsync") throws -> Run {
-        let process = Process()
-        process.executableURL = try binary(executable)
+    /// Runs `flowsync` with `arguments` (and `input` on stdin); killed after 30 s, so a
+    /// hung CLI is a failed expectation, never a hung suite.
+    static func run(_ arguments: [String], port: Int, input: String? = nil, executable: String = "flowsync") async throws -> Run {
         let timeout = arguments.contains("--timeout") || executable != "flowsync" ? [] : ["--timeout", "10"]
-        process.arguments = arguments + ["--port", "\(port)"] + timeout
-        let out = Pipe(), err = Pipe(), inPipe = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = inPipe
-        try process.run()
-        if let input { inPipe.fileHandleForWriting.write(Data(input.utf8)) }
-        try? inPipe.fileHandleForWriting.close()
-        let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: killer)
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        killer.cancel()
-        return Run(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+        let done = try await ChildProcess.run(try binary(executable), arguments: arguments + ["--port", "\(port)"] + timeout,
+                                              input: input ?? "", separateStandardError: true, timeout: .seconds(30))
+        return Run(status: done.status, stdout: done.output, stderr: done.errorOutput)
     }
 
     static func json(_ text: String) throws -> [String: Any] {
@@ -52,17 +33,17 @@ import Testing
     @Test func writesThenReadsBack() async throws {
         let server = try await EmbeddedServer()
         let p = server.port
-        #expect(try Self.run(["add-section", "people", "--id", "friends", "--header", #"{"title":"Friends"}"#], port: p).status == 0)
-        let ada = try Self.run(["insert", "people", "--section", "friends", "--id", "ada", "--kind", "contact", "--json", #"{"id":"ada","name":"Ada"}"#], port: p)
+        #expect(try await Self.run(["add-section", "people", "--id", "friends", "--header", #"{"title":"Friends"}"#], port: p).status == 0)
+        let ada = try await Self.run(["insert", "people", "--section", "friends", "--id", "ada", "--kind", "contact", "--json", #"{"id":"ada","name":"Ada"}"#], port: p)
         #expect(ada.status == 0 && ada.stdout.hasPrefix("OK people @ "), "\(ada)")
-        #expect(try Self.run(["insert", "people", "--section", "friends", "--id", "bob", "--kind", "contact", "--json", "-"], port: p, input: #"{"id":"bob","name":"Bob"}"#).status == 0)
+        #expect(try await Self.run(["insert", "people", "--section", "friends", "--id", "bob", "--kind", "contact", "--json", "-"], port: p, input: #"{"id":"bob","name":"Bob"}"#).status == 0)
         // A section that does not exist yet is created by insert.
-        #expect(try Self.run(["insert", "people", "--section", "foes", "--id", "eve", "--json", "1"], port: p).status == 0)
-        #expect(try Self.run(["move", "people", "--id", "bob", "--at", "0"], port: p).status == 0)
-        #expect(try Self.run(["update", "people", "--id", "ada", "--json", #"{"id":"ada","name":"Ada L."}"#], port: p).status == 0)
-        #expect(try Self.run(["move", "people", "--section", "foes", "--at", "0"], port: p).status == 0)
+        #expect(try await Self.run(["insert", "people", "--section", "foes", "--id", "eve", "--json", "1"], port: p).status == 0)
+        #expect(try await Self.run(["move", "people", "--id", "bob", "--at", "0"], port: p).status == 0)
+        #expect(try await Self.run(["update", "people", "--id", "ada", "--json", #"{"id":"ada","name":"Ada L."}"#], port: p).status == 0)
+        #expect(try await Self.run(["move", "people", "--section", "foes", "--at", "0"], port: p).status == 0)
 
-        let get = try Self.run(["get", "people", "--json"], port: p)
+        let get = try await Self.run(["get", "people", "--json"], port: p)
         #expect(get.status == 0, "\(get)")
         let object = try Self.json(get.stdout)
         let sections = try #require(object["sections"] as? [[String: Any]])
@@ -76,10 +57,10 @@ import Testing
         // The server agrees.
         let state = try #require(await server.withServer { $0.state(of: "people") })
         #expect(state.director.sections.map(\.id) == ["foes", "friends"])
-        let table = try Self.run(["get", "people"], port: p)
+        let table = try await Self.run(["get", "people"], port: p)
         #expect(table.stdout.contains("[1,0] bob (contact)"), "\(table.stdout)")
 
-        let removed = try Self.run(["remove", "people", "--id", "eve", "--id", "bob"], port: p)
+        let removed = try await Self.run(["remove", "people", "--id", "eve", "--id", "bob"], port: p)
         #expect(removed.status == 0)
         #expect(await server.withServer { $0.state(of: "people")?.director.rowCount } == 1)
         #expect(await server.stop())
@@ -95,7 +76,7 @@ import Testing
          {"op": "moveRow", "id": "m1", "toSection": "archive"},
          {"op": "setFooter", "section": "inbox", "value": "end"}]
         """.utf8).write(to: URL(fileURLWithPath: file))
-        let result = try Self.run(["apply", "mail", file], port: server.port)
+        let result = try await Self.run(["apply", "mail", file], port: server.port)
         #expect(result.status == 0, "\(result)")
         let state = try #require(await server.withServer { $0.state(of: "mail") })
         #expect(state.position.version == 1, "one write, one version")
@@ -103,7 +84,7 @@ import Testing
         #expect(state.director.sections[0].footer == Array(#""end""#.utf8))
         // A failing operation anywhere refuses the whole file.
         try Data(#"[{"op": "removeRows", "ids": ["m2"]}, {"op": "moveRow", "id": "ghost", "toSection": "inbox", "at": 0}]"#.utf8).write(to: URL(fileURLWithPath: file))
-        let bad = try Self.run(["apply", "mail", file], port: server.port)
+        let bad = try await Self.run(["apply", "mail", file], port: server.port)
         #expect(bad.status == 1 && bad.stderr.contains("4003"), "\(bad)")
         #expect(await server.withServer { $0.state(of: "mail")?.director.rowCount } == 2)
         #expect(await server.stop())
@@ -112,12 +93,12 @@ import Testing
     @Test func watchPrintsEveryBatch() async throws {
         let server = try await EmbeddedServer()
         let p = server.port
-        #expect(try Self.run(["add-section", "feed", "--id", "s"], port: p).status == 0)
-        let watcher = Task.detached { try Self.run(["watch", "feed", "--json", "--count", "3"], port: p) }
+        #expect(try await Self.run(["add-section", "feed", "--id", "s"], port: p).status == 0)
+        let watcher = Task.detached { try await Self.run(["watch", "feed", "--json", "--count", "3"], port: p) }
         // Wait until the watcher is subscribed before writing.
         #expect(await ClientTests.until { await server.withServer { $0.subscriberCount(of: "feed") } >= 1 })
-        #expect(try Self.run(["insert", "feed", "--section", "s", "--id", "a", "--json", #"{"n":1}"#], port: p).status == 0)
-        #expect(try Self.run(["remove", "feed", "--id", "a"], port: p).status == 0)
+        #expect(try await Self.run(["insert", "feed", "--section", "s", "--id", "a", "--json", #"{"n":1}"#], port: p).status == 0)
+        #expect(try await Self.run(["remove", "feed", "--id", "a"], port: p).status == 0)
         let watched = try await watcher.value
         #expect(watched.status == 0, "\(watched)")
         let lines = watched.stdout.split(separator: "\n").map(String.init)
@@ -135,10 +116,10 @@ import Testing
     @Test func mirrorExamplePrintsBatchUpdates() async throws {
         let server = try await EmbeddedServer()
         let p = server.port
-        #expect(try Self.run(["insert", "demo", "--section", "s", "--id", "ada", "--kind", "contact", "--json", #"{"id":"ada","name":"Ada"}"#], port: p).status == 0)
-        let mirror = Task.detached { try Self.run(["demo", "--count", "2"], port: p, executable: "flowsync-mirror") }
+        #expect(try await Self.run(["insert", "demo", "--section", "s", "--id", "ada", "--kind", "contact", "--json", #"{"id":"ada","name":"Ada"}"#], port: p).status == 0)
+        let mirror = Task.detached { try await Self.run(["demo", "--count", "2"], port: p, executable: "flowsync-mirror") }
         #expect(await ClientTests.until { await server.withServer { $0.subscriberCount(of: "demo") } >= 1 })
-        #expect(try Self.run(["insert", "demo", "--section", "s", "--id", "bob", "--kind", "contact", "--json", #"{"id":"bob","name":"Bob"}"#, "--at", "0"], port: p).status == 0)
+        #expect(try await Self.run(["insert", "demo", "--section", "s", "--id", "bob", "--kind", "contact", "--json", #"{"id":"bob","name":"Bob"}"#, "--at", "0"], port: p).status == 0)
         let output = try await mirror.value
         #expect(output.status == 0, "\(output)")
         #expect(output.stdout.contains("insertSections([0])"), "\(output.stdout)")
@@ -151,26 +132,26 @@ import Testing
         configuration.director.maxRows = 1
         let server = try await EmbeddedServer(configuration: configuration)
         let p = server.port
-        #expect(try Self.run(["insert", "l", "--section", "s", "--id", "a", "--json", "{}"], port: p).status == 0)
+        #expect(try await Self.run(["insert", "l", "--section", "s", "--id", "a", "--json", "{}"], port: p).status == 0)
         // The server's own limit: refused by the server, exit 3 with its code.
-        let refused = try Self.run(["insert", "l", "--section", "s", "--id", "b", "--json", "{}"], port: p)
+        let refused = try await Self.run(["insert", "l", "--section", "s", "--id", "b", "--json", "{}"], port: p)
         #expect(refused.status == 3 && refused.stderr.contains("3005"), "\(refused)")
         // Bad JSON, and an edit that cannot apply: exit 1.
-        let badJSON = try Self.run(["insert", "l", "--section", "s", "--id", "c", "--json", "{nope"], port: p)
+        let badJSON = try await Self.run(["insert", "l", "--section", "s", "--id", "c", "--json", "{nope"], port: p)
         #expect(badJSON.status == 1 && badJSON.stderr.contains("not valid JSON"), "\(badJSON)")
-        let unknown = try Self.run(["update", "l", "--id", "ghost", "--json", "{}"], port: p)
+        let unknown = try await Self.run(["update", "l", "--id", "ghost", "--json", "{}"], port: p)
         #expect(unknown.status == 1 && unknown.stderr.contains("4003"), "\(unknown)")
         // Usage errors come from the argument parser.
-        #expect(try Self.run(["remove", "l"], port: p).status == 64)
-        let stats = try Self.run(["stats", "l", "--interval", "0", "--json"], port: p)
+        #expect(try await Self.run(["remove", "l"], port: p).status == 64)
+        let stats = try await Self.run(["stats", "l", "--interval", "0", "--json"], port: p)
         #expect(stats.status == 0, "\(stats)")
         let entries = try Self.json(stats.stdout)
         #expect(entries["list.rows"] as? Int == 1 && entries["connections"] != nil)
-        let lists = try Self.run(["lists"], port: p)
+        let lists = try await Self.run(["lists"], port: p)
         #expect(lists.status == 0 && lists.stdout.contains("l\tversion 1"), "\(lists)")
         #expect(await server.stop())
         // Nobody listening: exit 2 within the timeout.
-        let closed = try Self.run(["get", "l", "--timeout", "1"], port: p)
+        let closed = try await Self.run(["get", "l", "--timeout", "1"], port: p)
         #expect(closed.status == 2, "\(closed)")
     }
 }

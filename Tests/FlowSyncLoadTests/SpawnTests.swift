@@ -1,4 +1,5 @@
 import FlowSyncLoad
+import FlowSyncProcess
 import Foundation
 import Testing
 

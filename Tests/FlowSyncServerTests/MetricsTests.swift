@@ -1,5 +1,6 @@
 import FlowSyncCore
 import FlowSyncLoop
+import FlowSyncProcess
 import FlowSyncProtocol
 import FlowSyncTestSupport
 import Foundation
@@ -47,25 +48,11 @@ import Glibc
     }
 
     @Test func scrapeShowsNamesTypesAndMovingCounters() async throws {
-        let process = Process()
-        process.executableURL = try DaemonProcessTests.binary()
-        let dataDirectory = DaemonProcessTests.temporaryDataDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
-        process.arguments = ["--port", "0", "--metrics-port", "0", "--log-level", "warning", "--data-dir", dataDirectory]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
-        let text = LockedText()
-        out.fileHandleForReading.readabilityHandler = { text.append(String(decoding: $0.availableData, as: UTF8.self)) }
-        defer { out.fileHandleForReading.readabilityHandler = nil }
-        func port(after marker: String) -> Int? {
-            guard let line = text.text.split(separator: "\n").first(where: { $0.contains(marker) }) else { return nil }
-            return Int(line.split(separator: ":").last ?? "")
-        }
-        #expect(await eventually { port(after: "metrics on") != nil })
-        let clientPort = try #require(port(after: "listening on"))
-        let metricsPort = try #require(port(after: "metrics on"))
+        var options = DaemonProcess.Options(binary: try DaemonProcessTests.binary())
+        options.metrics = true
+        let daemon = try await DaemonProcess.start(options)
+        let clientPort = daemon.port
+        let metricsPort = try #require(daemon.metricsPort)
 
         let before = try Self.get(port: metricsPort, path: "/metrics")
         #expect(before.status == 200)
@@ -94,8 +81,6 @@ import Glibc
         #expect(try Self.get(port: metricsPort, path: "/other").status == 404)
         client.close()
         #expect(thread.shutdown())
-        process.terminate()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        #expect(await daemon.terminate() == .exited(0), "\(daemon.output)")
     }
 }

@@ -1,7 +1,9 @@
 import FlowSyncLoop
+import FlowSyncProcess
 import FlowSyncServer
 import FlowSyncTestSupport
 import Foundation
+import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -20,7 +22,7 @@ import Glibc
     @Test func notifiesReadyWatchdogReloadAndStopping() async throws {
         let path = NSTemporaryDirectory() + "flowsyncd-notify-\(UUID().uuidString.prefix(8)).sock"
         let socket = try NotifySocket(path: path)
-        let daemon = try Daemon.start(["--port", "0", "--metrics-port", "0"], environment: ["NOTIFY_SOCKET": path, "WATCHDOG_USEC": "200000"])
+        let daemon = try await Daemon.start(["--port", "0", "--metrics-port", "0"], environment: ["NOTIFY_SOCKET": path, "WATCHDOG_USEC": "200000"])
         defer { daemon.stop() }
 
         // READY=1 first, with a status line.
@@ -38,17 +40,17 @@ import Glibc
         #expect(received.filter { Self.assignments($0)["WATCHDOG"] == "1" }.count >= 2, "pings: \(received)")
 
         // SIGHUP: RELOADING=1 (with MONOTONIC_USEC) and then READY=1 again.
-        kill(daemon.process.processIdentifier, SIGHUP)
+        daemon.signal(SIGHUP)
         received += await socket.collect(timeout: 10) { Self.assignments($0)["READY"] == "1" }
         let reloading = received.first { Self.assignments($0)["RELOADING"] == "1" }
         let stamp = reloading.flatMap { Self.assignments($0)["MONOTONIC_USEC"] }.flatMap(UInt64.init)
         #expect(stamp != nil && stamp! > 0, "RELOADING=1 carries MONOTONIC_USEC: \(reloading ?? "none")")
 
         // SIGTERM: STOPPING=1, then a clean exit.
-        kill(daemon.process.processIdentifier, SIGTERM)
+        daemon.signal(SIGTERM)
         received += await socket.collect(timeout: 10) { Self.assignments($0)["STOPPING"] == "1" }
         #expect(await daemon.waitForExit(timeout: 15), "still running: \(daemon.output.text)")
-        #expect(daemon.process.terminationStatus == 0, "exit \(daemon.process.terminationStatus): \(daemon.output.text)")
+        #expect(daemon.terminationStatus == 0, "exit \(daemon.terminationStatus): \(daemon.output.text)")
         // The supervision timers were closed too: the loop closed with no handle open.
         #expect(!daemon.output.text.contains("loop closed with open handles") && !daemon.output.text.contains("handles left open at stop"), "\(daemon.output.text)")
 
@@ -64,13 +66,13 @@ import Glibc
     @Test func abstractNotifySocketReceivesReady() async throws {
         let name = "flowsyncd-test-\(UUID().uuidString)"
         let socket = try NotifySocket(abstractName: name)
-        let daemon = try Daemon.start(["--port", "0", "--metrics-port", "0"], environment: ["NOTIFY_SOCKET": "@" + name])
+        let daemon = try await Daemon.start(["--port", "0", "--metrics-port", "0"], environment: ["NOTIFY_SOCKET": "@" + name])
         defer { daemon.stop() }
         let ready = await socket.collect(timeout: 10) { Self.assignments($0)["READY"] == "1" }
         #expect(ready.last.map(Self.assignments)?["READY"] == "1", "got \(ready); output: \(daemon.output.text)")
-        kill(daemon.process.processIdentifier, SIGTERM)
+        daemon.signal(SIGTERM)
         #expect(await daemon.waitForExit(timeout: 15))
-        #expect(daemon.process.terminationStatus == 0, "\(daemon.output.text)")
+        #expect(daemon.terminationStatus == 0, "\(daemon.output.text)")
     }
 
     @Test func withoutNotifySocketNothingIsSentAndWatchdogIsOff() throws {
@@ -94,7 +96,7 @@ import Glibc
         let port = try Self.freePort()
         // --port 0: were the socket not adopted, the daemon would listen elsewhere and the
         // handshake below would time out instead of reaching a stray daemon on 7400.
-        let daemon = try Daemon.start(["-l", "127.0.0.1:\(port)", try DaemonProcessTests.binary().path, "--port", "0", "--metrics-port", "0"], executable: tool)
+        let daemon = try await Daemon.start(["-l", "127.0.0.1:\(port)", try DaemonProcessTests.binary(), "--port", "0", "--metrics-port", "0"], executable: tool)
         defer { daemon.stop() }
         // systemd-socket-activate listens at once, but only execs flowsyncd when the
         // first connection arrives; TestClient.connect retries nothing, so wait for the
@@ -111,15 +113,15 @@ import Glibc
             Issue.record("no Welcome through the activated socket: \(error); output: \(daemon.output.text)")
         }
         #expect(await eventually(timeout: 10) { daemon.output.text.contains("listening on") }, "\(daemon.output.text)")
-        kill(daemon.process.processIdentifier, SIGTERM)
+        daemon.signal(SIGTERM)
         #expect(await daemon.waitForExit(timeout: 15), "\(daemon.output.text)")
-        #expect(daemon.process.terminationStatus == 0, "exit \(daemon.process.terminationStatus): \(daemon.output.text)")
+        #expect(daemon.terminationStatus == 0, "exit \(daemon.terminationStatus): \(daemon.output.text)")
         #expect(!daemon.output.text.contains("handles left open at stop"), "\(daemon.output.text)")
     }
 
     // MARK: Unit files
 
-    @Test func unitFilesVerifyCleanlyAndStayHardened() throws {
+    @Test func unitFilesVerifyCleanlyAndStayHardened() async throws {
         let analyze = "/usr/bin/systemd-analyze"
         guard FileManager.default.isExecutableFile(atPath: analyze) else {
             Issue.record("\(analyze) is missing: install Debian's `systemd` package to run this test")
@@ -130,7 +132,7 @@ import Glibc
         let directory = NSTemporaryDirectory() + "flowsyncd-units-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let binary = try DaemonProcessTests.binary().path
+        let binary = try DaemonProcessTests.binary()
         let service = try String(contentsOf: Self.systemdDirectory.appendingPathComponent("flowsyncd.service"), encoding: .utf8)
         #expect(service.contains("ExecStart=/usr/local/bin/flowsyncd "), "the shipped ExecStart changed; update this test")
         #expect(service.contains("Type=notify\n") && service.contains("WatchdogSec=") && service.contains("NotifyAccess=main"))
@@ -139,10 +141,10 @@ import Glibc
         try FileManager.default.copyItem(atPath: Self.systemdDirectory.appendingPathComponent("flowsyncd.socket").path, toPath: directory + "/flowsyncd.socket")
 
         // verify exits 0 even on parse errors: any stderr is a failure.
-        let verify = try Self.run(analyze, ["verify", "--man=no", directory + "/flowsyncd.service", directory + "/flowsyncd.socket"])
+        let verify = try await Self.run(analyze, ["verify", "--man=no", directory + "/flowsyncd.service", directory + "/flowsyncd.socket"])
         #expect(verify.status == 0 && verify.stderr.isEmpty, "systemd-analyze verify: \(verify.stderr)")
 
-        let security = try Self.run(analyze, ["security", "--offline=yes", directory + "/flowsyncd.service"])
+        let security = try await Self.run(analyze, ["security", "--offline=yes", directory + "/flowsyncd.service"])
         let exposure = security.stdout.split(separator: "\n")
             .first { $0.contains("Overall exposure level") }
             .flatMap { $0.split(separator: ":").last?.split(separator: " ").first }
@@ -200,103 +202,64 @@ import Glibc
     }
 
     /// Runs a short-lived tool; stdout and stderr apart. Killed after 60 s.
-    static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let errText = LockedText()
-        // Drain stderr on another thread so neither pipe can fill up and block the tool.
-        let errDone = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            errText.append(String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
-            errDone.signal()
-        }
-        let watchdog = DispatchWorkItem { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        watchdog.cancel()
-        _ = errDone.wait(timeout: .now() + 10)
-        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), errText.text)
+    static func run(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let done = try await ChildProcess.run(executable, arguments: arguments, separateStandardError: true, timeout: .seconds(60))
+        return (done.status, done.output, done.errorOutput)
     }
 }
 
-/// A started process (flowsyncd, or a tool that execs it) with its output collected.
-/// ``stop()`` ends it on every path: SIGTERM, then SIGKILL after 5 s.
-final class Daemon: @unchecked Sendable {
-    let process: Process
-    let output = LockedText()
-    private let pipes: [Pipe]
+/// A started process (flowsyncd, or a tool that execs it) with its output collected
+/// (stdout and stderr combined). ``stop()`` ends it on every path without waiting;
+/// a test that checks the exit awaits ``waitForExit(timeout:)``.
+final class Daemon: Sendable {
+    let child: ChildProcess
     /// The daemon's own data directory (the file store), removed at stop.
-    let dataDirectory = DaemonProcessTests.temporaryDataDirectory()
+    let dataDirectory: String
 
-    private init(process: Process, pipes: [Pipe]) {
-        self.process = process
-        self.pipes = pipes
+    private init(child: ChildProcess, dataDirectory: String) {
+        self.child = child
+        self.dataDirectory = dataDirectory
     }
 
-    static func start(_ arguments: [String], environment extra: [String: String] = [:], executable: String? = nil) throws -> Daemon {
-        let process = Process()
-        process.executableURL = try executable.map { URL(fileURLWithPath: $0) } ?? DaemonProcessTests.binary()
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
+    static func start(_ arguments: [String], environment extra: [String: String] = [:], executable: String? = nil) async throws -> Daemon {
         // Inherited supervisor variables (the test runner might itself run under
         // systemd) must not leak into the daemon; the test sets its own.
+        var environment: [String: String?] = [:]
         for key in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"] {
-            environment[key] = nil
+            environment[key] = .some(nil)
         }
-        environment["SWIFT_BACKTRACE"] = "enable=no"
-        environment.merge(extra) { $1 }
-        process.environment = environment
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let daemon = Daemon(process: process, pipes: [out, err])
+        for (key, value) in extra { environment[key] = value }
+        let dataDirectory = DaemonProcessTests.temporaryDataDirectory()
         // Every daemon gets its own store (the default data directory is shared and
         // locked); appended last, so it reaches flowsyncd behind systemd-socket-activate too.
-        if !arguments.contains("--data-dir") { process.arguments = arguments + ["--data-dir", daemon.dataDirectory] }
-        for pipe in daemon.pipes {
-            pipe.fileHandleForReading.readabilityHandler = { [output = daemon.output] handle in
-                output.append(String(decoding: handle.availableData, as: UTF8.self))
-            }
-        }
-        do {
-            try process.run()
-        } catch {
-            daemon.detachPipes()
-            throw error
-        }
-        return daemon
+        let all = arguments.contains("--data-dir") ? arguments : arguments + ["--data-dir", dataDirectory]
+        let child = try await ChildProcess.start(try executable ?? DaemonProcessTests.binary(), arguments: all, environment: environment)
+        return Daemon(child: child, dataDirectory: dataDirectory)
     }
 
-    /// Polls until the process has exited, for at most `timeout` seconds.
+    /// What it printed so far.
+    var output: OutputLog { child.log }
+
+    /// Sends a signal.
+    func signal(_ signal: Int32) { child.signal(signal) }
+
+    private let terminationBox = Mutex<ChildProcess.Termination?>(nil)
+
+    /// Waits for the exit, at most `timeout` seconds; true when it exited.
     func waitForExit(timeout: Double) async -> Bool {
-        await eventually(timeout: timeout) { !process.isRunning }
+        guard let ended = await child.waitForExit(timeout: .milliseconds(Int(timeout * 1000))) else { return false }
+        terminationBox.withLock { $0 = ended }
+        return true
     }
 
-    /// Ends the process if it still runs (SIGTERM, then SIGKILL after 5 s) and stops
-    /// reading its output. Synchronous, so it can run in a `defer`.
+    /// Its exit status once ``waitForExit(timeout:)`` saw it end (-1 before).
+    var terminationStatus: Int32 { terminationBox.withLock { $0?.status ?? -1 } }
+
+    /// Ends it if it still runs (SIGKILL, no wait: the kernel finishes it and the run
+    /// task reaps it) and removes its data directory. Synchronous, so it fits a `defer`.
     func stop() {
-        defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGTERM)
-            for _ in 0..<500 where process.isRunning { usleep(10_000) }
-            if process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
-        }
-        detachPipes()
-    }
-
-    private func detachPipes() {
-        for pipe in pipes { pipe.fileHandleForReading.readabilityHandler = nil }
+        if !child.hasExited { child.signal(SIGKILL) }
+        try? FileManager.default.removeItem(atPath: dataDirectory)
     }
 }
 

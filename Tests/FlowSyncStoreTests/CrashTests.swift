@@ -1,5 +1,6 @@
 import FlowSyncCore
 import FlowSyncLoop
+import FlowSyncProcess
 import FlowSyncProtocol
 import FlowSyncTestSupport
 import Foundation
@@ -9,21 +10,8 @@ import Testing
 /// subscribers, SIGKILLed at random moments and restarted, at least 20 times. The long
 /// run is `scripts/crash-test.sh --cycles 500` (figures in docs/BENCHMARKS.md).
 @Suite(.serialized) struct CrashTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    /// The debug flowsyncd next to the test bundle, else in `.build/debug` or a
-    /// `.build-*/debug` scratch path.
-    static func binary() throws -> String {
-        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        var candidates = [bundle.appendingPathComponent("flowsyncd"), bundle.deletingLastPathComponent().appendingPathComponent("flowsyncd"),
-                          root.appendingPathComponent(".build/debug/flowsyncd")]
-        let scratch = (try? FileManager.default.contentsOfDirectory(atPath: root.path))?.filter { $0.hasPrefix(".build-") }.sorted() ?? []
-        candidates += scratch.map { root.appendingPathComponent("\($0)/debug/flowsyncd") }
-        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-            throw CrashTestError("flowsyncd not built: run `swift build` first")
-        }
-        return found.path
-    }
+    /// The debug flowsyncd (see ``BuiltProduct``).
+    static func binary() throws -> String { try BuiltProduct.path("flowsyncd") }
 
     @Test func killedAndRestartedTwentyTimesLosesNothingAcknowledged() async throws {
         let directory = TemporaryDirectory("crash")
@@ -58,8 +46,7 @@ import Testing
         for seq in 2...12 { last = await commit(writer, "r", seq: UInt64(seq), insertRow("row\(seq)")) }
         let before = try #require(last)
         writer.close()
-        await daemon.terminate()
-        #expect(daemon.process.terminationStatus == 0)
+        #expect(await daemon.terminate() == .exited(0), "\(daemon.output)")
 
         // Damage one byte in the middle of the log.
         let listDirectory = directory.path + "/lists/r"
@@ -68,23 +55,14 @@ import Testing
         bytes[bytes.count / 2] ^= 0x10
         try Data(bytes).write(to: URL(fileURLWithPath: segment))
 
-        let refused = Process()
-        refused.executableURL = URL(fileURLWithPath: binary)
-        refused.arguments = ["--port", "0", "--no-metrics", "--data-dir", directory.path]
-        var environment = ProcessInfo.processInfo.environment
-        environment["SWIFT_BACKTRACE"] = "enable=no"
-        refused.environment = environment
-        let pipe = Pipe()
-        refused.standardOutput = pipe
-        refused.standardError = pipe
-        try refused.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        refused.waitUntilExit()
-        #expect(refused.terminationStatus == 65, "\(output)")
+        let refused = try await ChildProcess.run(binary, arguments: ["--port", "0", "--no-metrics", "--data-dir", directory.path],
+                                                           timeout: .seconds(60))
+        #expect(refused.termination == .exited(65), "\(refused)")
+        let output = refused.output
         #expect(output.contains("refusing to start") && output.contains(segment) && output.contains("--repair"), "\(output)")
 
         let repaired = try await DaemonProcess.start(binary: binary, dataDirectory: directory.path, config: nil, extraArguments: ["--repair"])
-        #expect(repaired.output.get().contains("repair:"), "\(repaired.output.get())")
+        #expect(repaired.output.contains("repair:"), "\(repaired.output)")
         let reader = try await TestClient.connect(port: repaired.port, on: thread, clientID: "reader")
         reader.send(.subscribe(Subscribe(listName: "r")))
         guard case .snapshot(let snapshot)? = await reader.waitFor({ if case .snapshot = $0 { return true } else { return false } }) else {
@@ -95,8 +73,7 @@ import Testing
         let rows = snapshot.sections.first?.rows.count ?? 0
         #expect(rows >= 1 && rows < 11, "the valid prefix is kept: \(rows) rows")
         reader.close()
-        await repaired.terminate()
-        #expect(repaired.process.terminationStatus == 0)
+        #expect(await repaired.terminate() == .exited(0))
     }
 }
 
@@ -137,21 +114,21 @@ import Testing
             acked.append(id)
         }
         #expect(unacked != nil, "the file size limit was never hit")
-        for _ in 0..<500 where daemon.process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
-        guard !daemon.process.isRunning else {
-            Issue.record("flowsyncd still runs after the failed write: \(daemon.output.get())")
+        // The failed write ends the process by itself (exit 74).
+        guard let ended = await daemon.waitForExit(timeout: .seconds(10)) else {
+            Issue.record("flowsyncd still runs after the failed write: \(daemon.output)")
             await daemon.kill9()
             return
         }
-        #expect(daemon.process.terminationStatus == 74, "exit \(daemon.process.terminationStatus): \(daemon.output.get())")
-        #expect(daemon.output.get().contains("File too large"), "\(daemon.output.get())")
+        #expect(ended == .exited(74), "\(ended): \(daemon.output)")
+        #expect(daemon.output.contains("File too large"), "\(daemon.output)")
         writer.close()
 
         let restarted = try await DaemonProcess.start(binary: binary, dataDirectory: data, config: nil)
         let reader = try await TestClient.connect(port: restarted.port, on: thread, clientID: "reader")
         reader.send(.subscribe(Subscribe(listName: "big")))
         guard case .snapshot(let snapshot)? = await reader.waitFor({ if case .snapshot = $0 { return true } else { return false } }) else {
-            Issue.record("no snapshot after the restart: \(restarted.output.get())")
+            Issue.record("no snapshot after the restart: \(restarted.output)")
             await restarted.terminate()
             return
         }
@@ -159,7 +136,6 @@ import Testing
         #expect(Set(acked).isSubset(of: rows), "acknowledged rows lost: \(Set(acked).subtracting(rows).sorted())")
         #expect(snapshot.position.version == UInt64(acked.count + 1), "\(snapshot.position) after \(acked.count + 1) acked batches")
         reader.close()
-        await restarted.terminate()
-        #expect(restarted.process.terminationStatus == 0)
+        #expect(await restarted.terminate() == .exited(0))
     }
 }

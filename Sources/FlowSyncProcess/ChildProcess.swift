@@ -1,0 +1,254 @@
+import Subprocess
+import Synchronization
+#if canImport(System)
+import System
+#else
+import SystemPackage
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A child process started with swift-subprocess, whose exit is awaited without ever
+/// blocking a thread.
+///
+/// Why not `Foundation.Process`: on Linux its `waitUntilExit()` blocks the calling
+/// thread, and on a 2-core machine Swift's cooperative pool has 2 threads. Two tests
+/// blocked in it stopped every other test, and a child that had already exited sat
+/// `<defunct>`, never reaped, for 14 minutes (issue #15). swift-subprocess watches the
+/// child through a pidfd on a monitor thread of its own and resumes the waiting task, so
+/// waiting costs no thread; signals go through the same pidfd, so a reaped child's
+/// reused PID is never signalled.
+///
+/// Standard output and standard error are combined (`2>&1`) into ``output``, read as the
+/// child writes, so a chatty child never blocks on a full pipe. The child is started in
+/// an unstructured task that outlives the call to ``start(_:arguments:environment:)``;
+/// it ends when the child exits. A child is never left behind by a test that forgets
+/// it: ``deinit`` sends SIGKILL to a child still running.
+///
+/// All members are thread-safe.
+public final class ChildProcess: Sendable {
+    /// How a child ended.
+    public enum Termination: Sendable, Hashable, CustomStringConvertible {
+        /// It called `exit` with this status.
+        case exited(Int32)
+        /// A signal ended it.
+        case signaled(Int32)
+
+        /// The exit status, or `128 + signal` the way a shell reports a signal.
+        public var status: Int32 {
+            switch self {
+            case .exited(let code): code
+            case .signaled(let signal): 128 + signal
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .exited(let code): "exit \(code)"
+            case .signaled(let signal): "signal \(signal)"
+            }
+        }
+    }
+
+    /// The child's process ID (for `/proc` and log lines; signal it with ``signal(_:)``).
+    public let pid: Int32
+    /// What the executable was, for messages.
+    public let executable: String
+    /// Everything the child wrote to stdout (and stderr, unless it is separate) so far.
+    public let log: OutputLog
+    /// Its stderr, when started with `separateStandardError`.
+    public let errorLog: OutputLog?
+    private let signals: AsyncStream<Int32>.Continuation
+    private let completion: Task<Termination, any Error>
+
+    private init(pid: Int32, executable: String, log: OutputLog, errorLog: OutputLog?, signals: AsyncStream<Int32>.Continuation,
+                 completion: Task<Termination, any Error>) {
+        self.pid = pid
+        self.executable = executable
+        self.log = log
+        self.errorLog = errorLog
+        self.signals = signals
+        self.completion = completion
+    }
+
+    deinit {
+        // A child nobody waits for any more must not outlive its owner (a failed test).
+        if !log.isFinished { signals.yield(SIGKILL) }
+        signals.finish()
+    }
+
+    /// Starts `executable` with `arguments`.
+    /// - Parameters:
+    ///   - environment: changes to this process's environment (a `nil` value removes the
+    ///     variable). `SWIFT_BACKTRACE=enable=no` is always set: an orphaned backtrace
+    ///     helper of a crashed child once kept pipes open and hung a run.
+    ///   - input: written to the child's stdin, which is then closed; `nil`: no stdin.
+    ///   - separateStandardError: stderr goes to ``errorLog`` instead of being combined
+    ///     with stdout in ``log``.
+    /// - Throws: when the executable cannot be started.
+    public static func start(_ executable: String, arguments: [String], environment: [String: String?] = [:],
+                             input: String? = nil, separateStandardError: Bool = false) async throws -> ChildProcess {
+        let log = OutputLog()
+        let (signalStream, signals) = AsyncStream<Int32>.makeStream()
+        let (started, startedContinuation) = AsyncStream<Int32>.makeStream()
+        var changes: [Environment.Key: String?] = ["SWIFT_BACKTRACE": "enable=no"]
+        for (key, value) in environment { changes[Environment.Key(rawValue: key)!] = value }
+        let configuration = Configuration(executable: .path(FilePath(executable)), arguments: Arguments(arguments),
+                                          environment: .inherit.updating(changes))
+        let errorLog = separateStandardError ? OutputLog() : nil
+        let completion = Task.detached { () async throws -> Termination in
+            defer {
+                startedContinuation.finish()
+                log.finish()
+                errorLog?.finish()
+            }
+            // One body for every input and error kind: reads the output until the child
+            // exits, and carries out signal requests while the child is not yet reaped
+            // (so a reused PID is never signalled).
+            @Sendable func drive<I: InputProtocol, E: ErrorOutputProtocol>(_ execution: Execution<I, SequenceOutput, E>,
+                                                                          errors: SubprocessOutputSequence?) async throws {
+                startedContinuation.yield(execution.processIdentifier.value)
+                startedContinuation.finish()
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for await signal in signalStream {
+                            try? execution.send(signal: Signal(rawValue: signal))
+                        }
+                    }
+                    if let errors, let errorLog {
+                        group.addTask { await drain(errors, into: errorLog) }
+                    }
+                    // Ends at EOF, or when the child exits while a grandchild still
+                    // holds the pipe (swift-subprocess cancels the read then).
+                    await drain(execution.standardOutput, into: log)
+                    // The child is gone: stop taking signal requests, end the reader.
+                    signals.finish()
+                    try await group.waitForAll()
+                }
+            }
+            let status: TerminationStatus
+            switch (input, separateStandardError) {
+            case (let text?, false):
+                status = try await Subprocess.run(configuration, input: .string(text), output: .sequence, error: .combinedWithOutput) {
+                    try await drive($0, errors: nil)
+                }.terminationStatus
+            case (nil, false):
+                status = try await Subprocess.run(configuration, input: .none, output: .sequence, error: .combinedWithOutput) {
+                    try await drive($0, errors: nil)
+                }.terminationStatus
+            case (let text?, true):
+                status = try await Subprocess.run(configuration, input: .string(text), output: .sequence, error: .sequence) {
+                    try await drive($0, errors: $0.standardError)
+                }.terminationStatus
+            case (nil, true):
+                status = try await Subprocess.run(configuration, input: .none, output: .sequence, error: .sequence) {
+                    try await drive($0, errors: $0.standardError)
+                }.terminationStatus
+            }
+            switch status {
+            case .exited(let code): return .exited(code)
+            case .signaled(let signal): return .signaled(signal)
+            }
+        }
+        for await pid in started {
+            return ChildProcess(pid: pid, executable: executable, log: log, errorLog: errorLog, signals: signals, completion: completion)
+        }
+        // It never started: the task ends with the spawn error.
+        _ = try await completion.value
+        throw ChildProcessError("\(executable) did not start")
+    }
+
+    /// What a short-lived tool did.
+    public struct Completed: Sendable, CustomStringConvertible {
+        public var termination: Termination
+        /// Its stdout (with stderr, unless run with `separateStandardError`).
+        public var output: String
+        /// Its stderr, when run with `separateStandardError`; else empty.
+        public var errorOutput: String
+
+        /// The exit status, or `128 + signal`.
+        public var status: Int32 { termination.status }
+
+        public var description: String { "\(termination)\nstdout: \(output)\nstderr: \(errorOutput)" }
+    }
+
+    /// Runs a short-lived tool to its end.
+    /// - Parameter timeout: after this the tool is killed (SIGKILL) and the result says
+    ///   `.signaled(SIGKILL)`; a hung tool becomes a failure, never a hang.
+    public static func run(_ executable: String, arguments: [String], environment: [String: String?] = [:],
+                           input: String? = nil, separateStandardError: Bool = false,
+                           timeout: Duration = .seconds(60)) async throws -> Completed {
+        let child = try await start(executable, arguments: arguments, environment: environment, input: input,
+                                    separateStandardError: separateStandardError)
+        let termination = await child.stop(gracePeriod: timeout, signal: 0)
+        // The termination comes from the run task after its readers ended and the logs
+        // were finished, so the output is complete here.
+        return Completed(termination: termination, output: child.output, errorOutput: child.errorLog?.text ?? "")
+    }
+
+    /// The output so far, as UTF-8 text (stdout and stderr interleaved as written).
+    public var output: String { log.text }
+
+    /// True once the child has exited and its output is read.
+    public var hasExited: Bool { log.isFinished }
+
+    /// Sends `signal` to the child, if it still runs.
+    public func signal(_ signal: Int32) {
+        signals.yield(signal)
+    }
+
+    /// Waits for the child's exit, at most `timeout`; `nil` when it still runs then.
+    /// Costs no thread while it waits.
+    public func waitForExit(timeout: Duration) async -> Termination? {
+        let completion = completion
+        return await withTaskGroup(of: Termination?.self) { group in
+            group.addTask { try? await completion.value }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            // Cancelling the waiter does not cancel `completion` (it is not a child task).
+            group.cancelAll()
+            return first
+        }
+    }
+
+    /// Ends the child: `signal` (SIGTERM by default; 0 sends none and just waits), then
+    /// SIGKILL after `gracePeriod`, and waits for its exit.
+    @discardableResult
+    public func stop(gracePeriod: Duration = .seconds(10), signal: Int32 = SIGTERM) async -> Termination {
+        if signal != 0 { self.signal(signal) }
+        if let termination = await waitForExit(timeout: gracePeriod) { return termination }
+        self.signal(SIGKILL)
+        if let termination = await waitForExit(timeout: .seconds(30)) { return termination }
+        // SIGKILL cannot be ignored; only an unkillable (D-state) child gets here.
+        preconditionFailure("Internal inconsistency in ChildProcess: \(executable) (pid \(pid)) survived SIGKILL for 30 s")
+    }
+
+    /// Waits until the output contains a complete line for which `matches` returns a
+    /// value, at most `timeout`; `nil` if the child exits or the time passes first.
+    /// Woken by each write of the child, never by polling.
+    public func waitForLine<T: Sendable>(timeout: Duration, _ matches: @escaping @Sendable (Substring) -> T?) async -> T? {
+        await log.waitForLine(timeout: timeout, matches)
+    }
+}
+
+/// Reads a child's pipe into `log` until it ends (EOF, or cancelled by swift-subprocess
+/// when the child exits while a grandchild still holds the pipe).
+private func drain(_ sequence: SubprocessOutputSequence, into log: OutputLog) async {
+    do {
+        for try await buffer in sequence {
+            buffer.withUnsafeBytes { log.append(Array($0)) }
+        }
+    } catch {}
+}
+
+/// A failure to start or drive a child process.
+public struct ChildProcessError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
