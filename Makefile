@@ -18,8 +18,16 @@ INSTALL      ?= install
 FUZZ_SECONDS ?= 60
 # The short fuzz run inside `make test` (CI): a release sanitizer build, then this many seconds.
 TEST_FUZZ_SECONDS ?= 20
+# The watchdog's budget for `swift test` inside `make test` (scripts/run-tests.sh): past
+# it, the tests still running are named and the run fails instead of hanging.
+TEST_BUDGET_SECONDS ?= 480
+# Every other step of `make test` that runs a program is bounded too: a hang there is a
+# failure after this many seconds, never a CI run lost at its limit.
+STEP_TIMEOUT := timeout --kill-after=10s 300
+# `make soak`: this many full `swift test` runs in a row from one build.
+SOAK_RUNS ?= 10
 
-.PHONY: all deps build release test run bench bench-quick bench-client bench-server tls-test fuzz install uninstall clean load compare-redis
+.PHONY: all deps build release test soak run bench bench-quick bench-client bench-server tls-test fuzz install uninstall clean load compare-redis
 
 all: build
 
@@ -46,22 +54,28 @@ release: deps
 test: deps
 	@mkdir -p .build
 	$(SWIFT) build   # every product, so the tests can run the flowsyncd binary
-	set -o pipefail; SWIFT_BACKTRACE=enable=no $(SWIFT) test 2>&1 | tee .build/test-output.txt
+	$(SWIFT) build --build-tests
+	scripts/run-tests.sh .build/test-output.txt $(TEST_BUDGET_SECONDS)
 	$(SWIFT) build -c release --product flowsync-bench
-	.build/release/flowsync-bench --quick > /dev/null
+	$(STEP_TIMEOUT) .build/release/flowsync-bench --quick > /dev/null
 	$(SWIFT) build -c release --product flowsync-protocol-bench
-	.build/release/flowsync-protocol-bench --quick > /dev/null
+	$(STEP_TIMEOUT) .build/release/flowsync-protocol-bench --quick > /dev/null
 	$(SWIFT) build -c release --product flowsyncd
 	$(SWIFT) build -c release --product flowsync-server-bench
-	.build/release/flowsync-server-bench --quick > /dev/null
+	$(STEP_TIMEOUT) .build/release/flowsync-server-bench --quick > /dev/null
 	$(SWIFT) build -c release --product flowsync-client-bench
-	.build/release/flowsync-client-bench --quick > /dev/null
+	$(STEP_TIMEOUT) .build/release/flowsync-client-bench --quick > /dev/null
 	$(SWIFT) build -c release --product flowsync-load
-	.build/release/flowsync-load --spawn --daemon .build/release/flowsyncd --scenario mixed --duration 3 --warmup 1 --quiet > .build/load-smoke.txt || { cat .build/load-smoke.txt; exit 1; }
-	python3 clients/python/test_vectors.py
-	scripts/tls-proxy-test.sh .build/debug
-	scripts/fuzz.sh $(TEST_FUZZ_SECONDS)
+	$(STEP_TIMEOUT) .build/release/flowsync-load --spawn --daemon .build/release/flowsyncd --scenario mixed --duration 3 --warmup 1 --quiet > .build/load-smoke.txt || { cat .build/load-smoke.txt; exit 1; }
+	$(STEP_TIMEOUT) python3 clients/python/test_vectors.py
+	$(STEP_TIMEOUT) scripts/tls-proxy-test.sh .build/debug
+	$(STEP_TIMEOUT) scripts/fuzz.sh $(TEST_FUZZ_SECONDS)
 	@scripts/test-summary.sh .build/test-output.txt
+
+# N full test runs in a row with a tally of failures and hangs (docs/TESTING.md).
+soak: deps
+	$(SWIFT) build
+	scripts/soak-tests.sh $(SOAK_RUNS) $(TEST_BUDGET_SECONDS)
 
 # The daemon in the foreground with the shipped config (Ctrl-C stops it gracefully).
 # The data directory is local to the checkout so no root is needed.

@@ -85,6 +85,14 @@ public struct LoadConfiguration: Hashable, Sendable, Codable {
     public var slowPauseMilliseconds = 1_500
     /// How often a slow consumer stops reading.
     public var slowPeriodMilliseconds = 3_000
+    /// With slow consumers: the measured window stays open past ``duration`` until the
+    /// daemon has closed at least this many subscribers (its write deadline or hard
+    /// limit), for at most ``eventWaitSeconds`` more. A test of that recovery then waits
+    /// for the event it checks instead of hoping a fixed time was enough. 0: off.
+    public var untilSubscribersClosed = 0
+    /// The bound on every wait for an event past the fixed window (``untilSubscribersClosed``,
+    /// and closed subscribers coming back before the final checks).
+    public var eventWaitSeconds = 60.0
     /// A slow consumer's socket receive buffer (`SO_RCVBUF`), like a constrained client;
     /// 0 keeps the kernel's autotuned one (up to 32 MB on loopback here).
     public var slowReceiveBufferBytes = 64 * 1024

@@ -31,6 +31,9 @@ final class LoadMetrics {
     public var reconnects = 0
     /// Subscriber connections the daemon ended (they back off and resume).
     public var unexpectedDisconnects = 0
+    /// Of ``reconnects``, those after the daemon ended the connection (not the resume
+    /// storm's deliberate drops).
+    public var reconnectsAfterDisconnect = 0
     /// Of those, the ones announced by an Error (3009 slow consumer, 3010 write timeout,
     /// 5000 shutting down).
     public var serverCloses = 0

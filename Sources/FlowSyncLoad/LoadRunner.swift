@@ -166,6 +166,14 @@ public final class LoadRunner {
             onLoop(loop) { engine.resumeStorm(count: c.resumeStormSubscribers) }
         }
         sleep(until: windowStart + UInt64(c.duration * 1e9))
+        if c.untilSubscribersClosed > 0 {
+            // Driven by the event, not the clock: on a loaded machine the writers may need
+            // longer to fill a paused subscriber's socket past the daemon's limits.
+            let target = c.untilSubscribersClosed
+            if !wait(loop, timeout: c.eventWaitSeconds, { engine.metrics.unexpectedDisconnects >= target }) {
+                note("the daemon closed fewer than \(target) subscribers within \(Int(c.eventWaitSeconds)) s more")
+            }
+        }
         let windowEnd = onLoop(loop) { () -> UInt64 in
             engine.metrics.measuring = false
             return monotonicNanoseconds()
@@ -179,6 +187,12 @@ public final class LoadRunner {
         }
         // Every answer, unless no writer is left to receive one (the daemon went away).
         wait(loop, timeout: 15) { engine.answersOutstanding == 0 || engine.writers.allSatisfy(\.isClosed) }
+        // Every subscriber the daemon closed is back (each reconnects after a 1 s backoff)
+        // before the final checks, so "closed" and "reconnected" describe one finished
+        // story rather than a race with the backoff timer.
+        wait(loop, timeout: c.eventWaitSeconds) {
+            engine.metrics.reconnectsAfterDisconnect >= engine.metrics.unexpectedDisconnects || engine.control.isClosed
+        }
         let seconds = Double(windowEnd - windowStart) / 1e9
         box.report.measuredSeconds = seconds
 

@@ -171,6 +171,7 @@ final class SubscriberClient: LoadConnection {
             self.reconnectTimer = nil
             guard !self.context.shuttingDown else { return }
             self.context.metrics.reconnects += 1
+            self.context.metrics.reconnectsAfterDisconnect += 1
             self.context.enqueueConnect(self)
         }
     }

@@ -48,11 +48,16 @@ public final class CrashTestDriver: @unchecked Sendable {
         public var retriedAfterRestart = 0
         public var retriesAnsweredWithOriginalAck = 0
         public var resumesAsDiff = 0
+        /// Resumes answered with a snapshot because it was the smaller frame
+        /// (docs/PROTOCOL.md, `resumeTooOld`): allowed only where the daemon's rule
+        /// allows it, so a lost history still shows up as a problem.
+        public var resumesAsSmallerSnapshot = 0
         public var problems: [String] = []
         public var elapsedSeconds = 0.0
         public var finalVersions: [String: ListVersion] = [:]
         public var description: String {
             "\(cycles) cycles, \(ackedMutations) acknowledged mutations checked, \(resumesAsDiff) resumes served as diffs, "
+                + "\(resumesAsSmallerSnapshot) as smaller snapshots, "
                 + "\(retriesAnsweredWithOriginalAck)/\(retriedAfterRestart) in-flight retries after a restart answered from the idempotency table, "
                 + "\(problems.count) problems, \(String(format: "%.1f", elapsedSeconds)) s"
         }
@@ -105,6 +110,18 @@ public final class CrashTestDriver: @unchecked Sendable {
         return result
     }
 
+    /// True when a snapshot answering a resume from `replica` is one the daemon may send
+    /// although its history reaches back: same epoch, newer, and a catch-up so large
+    /// (changes × 2 > rows + sections, `ListHost.catchUpFrame`) that the snapshot can be the
+    /// smaller frame. Anything else answering a resume with a snapshot is lost history.
+    static func isSmallerThanTheDiff(_ snapshot: Snapshot, resumingFrom replica: Replica?) -> Bool {
+        guard let replica, let position = replica.position, snapshot.reason == .resumeTooOld,
+              snapshot.position.epoch == position.epoch, snapshot.position.version > position.version,
+              let now = try? Director(sections: snapshot.sections, limits: replica.director.limits) else { return false }
+        let changes = Changeset.diff(from: replica.director, to: now).changeCount
+        return changes * 2 > now.rowCount + now.sections.count
+    }
+
     private func problem(_ text: String) {
         result.problems.append(text)
         options.log("PROBLEM: \(text)")
@@ -154,6 +171,8 @@ public final class CrashTestDriver: @unchecked Sendable {
                 if let position = replicas[k]?[list]?.position {
                     switch first {
                     case .diff(let d)? where d.from == position: result.resumesAsDiff += 1
+                    case .snapshot(let s)? where Self.isSmallerThanTheDiff(s, resumingFrom: replicas[k]?[list]):
+                        result.resumesAsSmallerSnapshot += 1
                     case .snapshot(let s)?: problem("cycle \(cycle): subscriber \(k) resuming \(list) from \(position) got a snapshot (\(s.reason)) at \(s.position)")
                     default: problem("cycle \(cycle): subscriber \(k) resuming \(list) from \(position) got \(first.map { "\($0)" } ?? "nothing")")
                     }

@@ -6,7 +6,7 @@ import Foundation
 import Testing
 
 /// The `flowsync` executable against a real daemon: output and exit codes.
-@Suite(.serialized) struct CLITests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct CLITests {
     /// The built executable `name` (see ``BuiltProduct``).
     static func binary(_ name: String = "flowsync") throws -> String { try BuiltProduct.path(name) }
 

@@ -10,7 +10,7 @@ import Testing
 /// The SDK against a real daemon on loopback (and, where the network must misbehave, a
 /// proxy between them). Every test also checks the UI contract: each delivered change is
 /// a valid UIKit batch from the previous one, and together they give the replica.
-@Suite(.serialized) struct ClientEndToEndTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct ClientEndToEndTests {
     @Test func typedRoundTripWithMixedKinds() async throws {
         let server = try await EmbeddedServer()
         let writer = try ClientTests.client(port: server.port, id: "writer")

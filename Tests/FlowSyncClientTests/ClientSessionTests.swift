@@ -5,7 +5,7 @@ import FlowSyncTestSupport
 import Testing
 
 /// The session state machine, one scripted conversation at a time.
-@Suite struct ClientSessionTests {
+@Suite(.timeLimit(.minutes(2))) struct ClientSessionTests {
     static let list = "todo"
     static let epoch: UInt64 = 9
 

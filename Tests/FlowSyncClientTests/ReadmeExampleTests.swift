@@ -5,7 +5,7 @@ import Testing
 
 /// The README's SDK example, as written there (against a test server), so it keeps
 /// compiling and doing what it says.
-@Suite struct ReadmeExampleTests {
+@Suite(.timeLimit(.minutes(2))) struct ReadmeExampleTests {
     struct Contact: FlowModel {            // any Codable & Identifiable type; id → row ID
         static let flowKind = "contact"    // the row's kind, shared with other platforms
         var id: String

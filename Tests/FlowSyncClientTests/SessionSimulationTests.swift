@@ -9,7 +9,7 @@ import Testing
 /// replica must equal the server's list, every change must have been a valid UIKit
 /// batch chaining from the previous one, every write answered exactly once and no
 /// mutation committed twice.
-@Suite struct SessionSimulationTests {
+@Suite(.timeLimit(.minutes(2))) struct SessionSimulationTests {
     static func run(seed: UInt64, clients: Int, steps: Int, editChance: Double, cutChance: Double) -> SimulatedNetwork {
         var net = SimulatedNetwork(seed: seed, clients: clients)
         for _ in 0..<steps { net.step(editChance: editChance, cutChance: cutChance) }

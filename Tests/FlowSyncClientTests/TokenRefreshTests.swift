@@ -9,7 +9,7 @@ import Testing
 
 /// Issue #10, SDK side: a token provider, reconnect with a fresh token after the server
 /// closes with token-expired, and a bounded give-up when tokens keep being refused.
-@Suite(.serialized) struct TokenRefreshTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct TokenRefreshTests {
     static let secret = "flowsync-sdk-test-secret-0123456789abcdef"
 
     static func server() async throws -> EmbeddedServer {

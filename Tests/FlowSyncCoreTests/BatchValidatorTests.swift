@@ -3,7 +3,7 @@ import Testing
 
 /// Hand-written UIKit traps: each stage is one that `performBatchUpdates` rejects, and
 /// the validator must name the rule.
-@Suite struct BatchValidatorTests {
+@Suite(.timeLimit(.minutes(2))) struct BatchValidatorTests {
     func p(_ s: Int, _ r: Int) -> RowPath { RowPath(section: s, row: r) }
     func row(_ id: String) -> Row { Row(id: id) }
 

@@ -5,7 +5,7 @@ import Testing
 /// The core's oracles, over seeded random directors and mutation groups:
 /// `apply(changeset(ops), old) == new`, `apply(diff(old, new), old) == new`, every stage
 /// passes the UIKit validator, and a refused group leaves the director untouched.
-@Suite struct ChangesetPropertyTests {
+@Suite(.timeLimit(.minutes(2))) struct ChangesetPropertyTests {
     static let seeds: [UInt64] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
     static let casesPerSeed = 1_000
 

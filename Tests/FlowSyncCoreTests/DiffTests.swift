@@ -2,7 +2,7 @@ import FlowSyncCore
 import FlowSyncTestSupport
 import Testing
 
-@Suite struct DiffTests {
+@Suite(.timeLimit(.minutes(2))) struct DiffTests {
     func director(_ sections: [(String, [String])]) throws -> Director {
         try Director(sections: sections.map { Section(id: $0.0, rows: $0.1.map { Row(id: $0, text: "v") }) })
     }

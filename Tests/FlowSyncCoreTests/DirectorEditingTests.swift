@@ -3,7 +3,7 @@ import FlowSyncTestSupport
 import Testing
 
 /// Each FlowKit-style edit, its changeset, and each kind of refusal.
-@Suite struct DirectorEditingTests {
+@Suite(.timeLimit(.minutes(2))) struct DirectorEditingTests {
     func ids(_ d: Director) -> [[String]] { d.sections.map { $0.rows.map(\.id) } }
     func rows(_ ids: String...) -> [Row] { ids.map { Row(id: $0, text: $0) } }
 

@@ -2,7 +2,7 @@ import FlowSyncCore
 import FlowSyncTestSupport
 import Testing
 
-@Suite struct HashAndDigestTests {
+@Suite(.timeLimit(.minutes(2))) struct HashAndDigestTests {
     /// Reference values from the `xxhash` Python package (an independent implementation).
     @Test(arguments: [
         ("", UInt64(0), UInt64(0xEF46_DB37_51D8_E999)),

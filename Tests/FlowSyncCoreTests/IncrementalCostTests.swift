@@ -4,7 +4,7 @@ import Testing
 
 /// Structural checks that small batches on big lists take the incremental path (the
 /// timing figures live in docs/BENCHMARKS.md, not here).
-@Suite struct IncrementalCostTests {
+@Suite(.timeLimit(.minutes(2))) struct IncrementalCostTests {
     @Test func smallBatchOnALargeSectionIsTrackedNotDiffed() throws {
         let rows = (0..<200_000).map { Row(id: "r\($0)") }
         let old = try Director(sections: [Section(id: "big", rows: rows), Section(id: "other")], limits: DirectorLimits(maxRows: 1_000_000))
@@ -27,7 +27,7 @@ import Testing
     }
 }
 
-@Suite struct SequencerFastPathTests {
+@Suite(.timeLimit(.minutes(2))) struct SequencerFastPathTests {
     /// The sequencer's fast path must not copy the director: a copy of a 200,000-row
     /// director's storage would show as a changed buffer identity of its rows.
     @Test func fastPathEditsInPlace() throws {

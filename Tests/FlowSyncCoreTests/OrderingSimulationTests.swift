@@ -8,7 +8,7 @@ import Testing
 /// reconnect). Through the real sequencer. At the end: every replica equals the
 /// server, every acked mutation is in exactly one batch, nothing was applied twice, and
 /// every batch passed the UIKit validator.
-@Suite struct OrderingSimulationTests {
+@Suite(.timeLimit(.minutes(2))) struct OrderingSimulationTests {
     enum Message {
         case commit(Sequencer.Commit)
         case outcome(Sequencer.Outcome)

@@ -4,7 +4,7 @@ import Testing
 
 /// The ordering layer's named intention cases: two writers at the same base, one
 /// committed first, the other rebased over it.
-@Suite struct OrderingIntentionTests {
+@Suite(.timeLimit(.minutes(2))) struct OrderingIntentionTests {
     /// Commits `first`, then `second` (both against `base`), in separate turns.
     func race(_ base: Director, _ first: [Operation], _ second: [Operation]) -> (Sequencer, Result<ListVersion, SequencerRejection>, [Changeset]) {
         var s = Sequencer(director: base, position: ListVersion(epoch: 1, version: 5))
@@ -120,7 +120,7 @@ import Testing
 
 /// Random concurrent pairs: the rebased result is always a valid state reached by
 /// validator-clean changesets, and the same race always gives the same result.
-@Suite struct RebasePropertyTests {
+@Suite(.timeLimit(.minutes(2))) struct RebasePropertyTests {
     @Test(arguments: [21, 22, 23, 24] as [UInt64])
     func randomConcurrentPairs(seed: UInt64) {
         var generator = DirectorGenerator(seed: seed)

@@ -2,7 +2,7 @@ import FlowSyncCore
 import FlowSyncTestSupport
 import Testing
 
-@Suite struct SequencerTests {
+@Suite(.timeLimit(.minutes(2))) struct SequencerTests {
     func request(_ client: String, _ seq: UInt64, base: ListVersion, _ ops: [Operation]) -> MutationRequest {
         MutationRequest(clientID: client, seq: seq, base: base, operations: ops)
     }
@@ -112,7 +112,7 @@ import Testing
     }
 }
 
-@Suite struct SequencerHeadTests {
+@Suite(.timeLimit(.minutes(2))) struct SequencerHeadTests {
     @Test func epochZeroMeansAtHead() {
         var s = Sequencer(position: ListVersion(epoch: 9, version: 0))
         s.submit(MutationRequest(clientID: "a", seq: 1, base: ListVersion(epoch: 9, version: 0), operations: [.insertSections([Section(id: "s")], at: 0)]), tag: 0)

@@ -5,7 +5,7 @@ import Testing
 
 /// A whole (small) load run against an embedded daemon: every scenario step, and a
 /// clean verdict — no divergence, no lost ack, no Reject, no protocol error.
-@Suite struct LoadRunTests {
+@Suite(.timeLimit(.minutes(2))) struct LoadRunTests {
     func run(_ adjust: (inout LoadConfiguration) -> Void) async throws -> LoadReport {
         let server = try await EmbeddedServer()
         var c = Scenario.mixed.configuration
@@ -81,7 +81,7 @@ import Testing
 
 /// Subscribers the daemon closes for being too slow (here its write deadline) back off,
 /// resume from their position, and end consistent: the run still passes.
-@Suite struct SlowConsumerRecoveryTests {
+@Suite(.timeLimit(.minutes(2))) struct SlowConsumerRecoveryTests {
     @Test func closedSlowConsumersResumeAndEndConsistent() async throws {
         var server = ServerConfiguration()
         // A stalled socket is closed after 500 ms (write-timeout, 3010).
@@ -101,6 +101,11 @@ import Testing
         c.slowPeriodMilliseconds = 2_500
         c.warmup = 0.2
         c.duration = 3
+        // Past the 3 s, the run waits (at most 60 s more) until the daemon has closed a
+        // slow consumer, and then until every closed one is back: the test checks events,
+        // not what a fixed time happened to hold on a loaded machine.
+        c.untilSubscribersClosed = 1
+        c.eventWaitSeconds = 60
         let configuration = c
         let report = try await runLoad(configuration)
         _ = await embedded.stop()
@@ -113,7 +118,7 @@ import Testing
 
 /// Writers whose base is their last Ack's version: other writers' commits since make the
 /// daemon rebase every such mutation by identity, and none may be rejected.
-@Suite struct RebasedWritesTests {
+@Suite(.timeLimit(.minutes(2))) struct RebasedWritesTests {
     @Test func rebasedWritesCommitWithoutRejectsOrDivergence() async throws {
         let server = try await EmbeddedServer()
         var c = Scenario.writers.configuration
@@ -148,7 +153,7 @@ import Testing
 
 /// A daemon that goes away mid-run: the run ends within seconds with a failing report
 /// (it cannot verify anything), not with a hang or an exception.
-@Suite struct DaemonGoneTests {
+@Suite(.timeLimit(.minutes(2))) struct DaemonGoneTests {
     @Test func aDaemonStoppedMidRunFailsTheRunPromptly() async throws {
         let server = try await EmbeddedServer()
         var c = Scenario.mixed.configuration

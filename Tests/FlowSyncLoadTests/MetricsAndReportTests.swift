@@ -4,7 +4,7 @@ import FlowSyncProtocol
 import Foundation
 import Testing
 
-@Suite struct LatencyRecorderTests {
+@Suite(.timeLimit(.minutes(2))) struct LatencyRecorderTests {
     @Test func percentilesOfAUniformSpread() {
         var r = LatencyRecorder()
         for us in 1...10_000 { r.record(nanoseconds: Int64(us) * 1_000) }
@@ -38,7 +38,7 @@ import Testing
     }
 }
 
-@Suite struct LoadReportTests {
+@Suite(.timeLimit(.minutes(2))) struct LoadReportTests {
     func sample() -> LoadReport {
         var report = LoadReport(configuration: Scenario.mixed.configuration)
         report.scenario = "mixed"
@@ -117,7 +117,7 @@ import Testing
     }
 }
 
-@Suite struct FrameSplitterTests {
+@Suite(.timeLimit(.minutes(2))) struct FrameSplitterTests {
     func frames() -> [[UInt8]] {
         let encoder = FrameEncoder()
         return (0..<20).map { k in
@@ -157,7 +157,7 @@ import Testing
     }
 }
 
-@Suite struct FrameCacheTests {
+@Suite(.timeLimit(.minutes(2))) struct FrameCacheTests {
     @Test func identicalBytesAreDecodedOnceAndCountRowChanges() throws {
         var stage = ChangesetStage()
         stage.rowUpdates = [RowAtPath(path: RowPath(section: 0, row: 0), row: Row(id: "a", text: "x"))]
@@ -191,7 +191,7 @@ import Testing
     }
 }
 
-@Suite struct LoadConnectionStateMachineTests {
+@Suite(.timeLimit(.minutes(2))) struct LoadConnectionStateMachineTests {
     @Test func handshakeThenDelivery() {
         var m = LoadConnectionStateMachine()
         #expect(m.connectRequested() == .connect)

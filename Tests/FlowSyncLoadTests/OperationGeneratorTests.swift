@@ -2,7 +2,7 @@ import FlowSyncCore
 import FlowSyncLoad
 import Testing
 
-@Suite struct OperationGeneratorTests {
+@Suite(.timeLimit(.minutes(2))) struct OperationGeneratorTests {
     /// The oracle: several writers' generated mutations, interleaved at random and each
     /// applied atomically at head (as the daemon does for base epoch 0), never fail —
     /// for every mix, so a healthy load run has no Reject.

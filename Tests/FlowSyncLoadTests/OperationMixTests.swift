@@ -2,7 +2,7 @@ import FlowSyncLoad
 import Foundation
 import Testing
 
-@Suite struct OperationMixTests {
+@Suite(.timeLimit(.minutes(2))) struct OperationMixTests {
     @Test func parsesNamesAbbreviationsAndSeparators() throws {
         let mix = try OperationMix(parsing: "insert=40, rm:30,m=10,u=15,cross=5")
         #expect(mix[.insert] == 40)
@@ -51,7 +51,7 @@ import Testing
     }
 }
 
-@Suite struct ScenarioTests {
+@Suite(.timeLimit(.minutes(2))) struct ScenarioTests {
     @Test(arguments: Scenario.allCases)
     func everyScenarioIsValid(scenario: Scenario) {
         let c = scenario.configuration

@@ -5,7 +5,7 @@ import Testing
 
 /// `--spawn`: the tool starts a real flowsyncd (the debug binary `swift build` made),
 /// samples it through /proc, and stops it.
-@Suite struct SpawnTests {
+@Suite(.timeLimit(.minutes(2))) struct SpawnTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// The debug flowsyncd next to the test bundle, else in `.build/debug` or a `.build-*` scratch path.

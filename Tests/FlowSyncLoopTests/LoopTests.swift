@@ -36,7 +36,7 @@ final class LoopLocal<T>: @unchecked Sendable {
     init(_ v: T) { value = v }
 }
 
-@Suite struct EventLoopTests {
+@Suite(.timeLimit(.minutes(2))) struct EventLoopTests {
     @Test func startsAndStopsCleanly() throws {
         let thread = try EventLoopThread()
         expectCleanShutdown(thread)
@@ -107,7 +107,7 @@ final class LoopLocal<T>: @unchecked Sendable {
     }
 }
 
-@Suite struct TCPTests {
+@Suite(.timeLimit(.minutes(2))) struct TCPTests {
     /// Starts an echo server on 127.0.0.1:0; returns its port.
     func startEchoServer(_ thread: EventLoopThread, listener: LoopLocal<TCPListener?>) async throws -> Int {
         let port = Shared(0)

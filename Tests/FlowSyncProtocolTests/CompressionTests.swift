@@ -2,7 +2,7 @@ import FlowSyncCore
 import FlowSyncProtocol
 import Testing
 
-@Suite struct CompressionTests {
+@Suite(.timeLimit(.minutes(2))) struct CompressionTests {
     static let row = Row(id: "r", kind: "cell", text: String(repeating: "{\"title\":\"hello\"}", count: 20))
     static let diff = Message.diff(Diff(listName: "l", epoch: 1, fromVersion: 1, toVersion: 2, digest: StateDigest(rawValue: 9),
                                         changeset: Changeset(stages: [{ var s = ChangesetStage(); s.rowInserts = [RowAtPath(path: RowPath(section: 0, row: 0), row: row)]; return s }()])))

@@ -3,7 +3,7 @@ import FlowSyncCore
 import FlowSyncProtocol
 import Testing
 
-@Suite struct ErrorCodeTests {
+@Suite(.timeLimit(.minutes(2))) struct ErrorCodeTests {
     @Test func codesAreUniqueNamedAndInTheirRanges() {
         #expect(Set(ErrorCode.allKnown).count == ErrorCode.allKnown.count)
         #expect(Set(ErrorCode.allKnown.map(\.name)).count == ErrorCode.allKnown.count)

@@ -11,7 +11,7 @@ import Testing
 ///
 /// To regenerate after an intended format change: `FLOWSYNC_WRITE_VECTORS=1 swift test
 /// --filter GoldenVectorTests`, then review the diff (every change is a protocol change).
-@Suite(.serialized) struct GoldenVectorTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct GoldenVectorTests {
     struct Vector {
         let name: String
         let note: String

@@ -5,7 +5,7 @@ import Testing
 
 /// Hostile input, each case with its exact error (Redis `tests/unit/protocol.tcl` in
 /// spirit): nothing traps, nothing allocates past the limits, the decoder stays poisoned.
-@Suite struct HostileInputTests {
+@Suite(.timeLimit(.minutes(2))) struct HostileInputTests {
     /// Deflates `bytes` as one zlib stream (level 9, optional dictionary), for building
     /// hostile compressed frames by hand.
     static func zlib(_ bytes: [UInt8], dictionary: [UInt8]? = nil) -> [UInt8] {

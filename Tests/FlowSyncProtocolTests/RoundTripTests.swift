@@ -4,7 +4,7 @@ import Testing
 
 /// Property tests: every random message survives encode → decode unchanged, and the
 /// bytes of a decoded message re-encode identically (the encoding is canonical).
-@Suite struct RoundTripTests {
+@Suite(.timeLimit(.minutes(2))) struct RoundTripTests {
     @Test func randomMessagesRoundTrip() {
         for seed: UInt64 in 1...10_000 {
             var generator = MessageGenerator(seed: seed)

@@ -4,7 +4,7 @@ import Testing
 
 /// The decoder is incremental: the same bytes fed byte by byte, all at once, or split at
 /// random points give the same messages (NIO's `ByteToMessageDecoderVerifier` idea).
-@Suite struct SplitDecodingTests {
+@Suite(.timeLimit(.minutes(2))) struct SplitDecodingTests {
     @Test func anySplitGivesTheSameMessages() {
         for seed: UInt64 in 1...60 {
             var generator = MessageGenerator(seed: seed &+ 10_000)

@@ -8,7 +8,7 @@ import Testing
 
 /// Issue #10 against a real daemon: the negative token suite, the authorization matrix,
 /// expiry, and the pre-auth budget (deadline, pending cap) under 1,000 idle sockets.
-@Suite(.serialized) struct AuthTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct AuthTests {
     static let secret = "flowsync-test-secret-0123456789abcdef"
     static let ecKey = TestTokens.es256KeyPair()
 

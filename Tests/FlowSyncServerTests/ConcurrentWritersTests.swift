@@ -9,7 +9,7 @@ import Testing
 /// its own replica (it subscribes), writes random groups against the version it last
 /// saw — one mutation in flight, as the SDK does — for a bounded time. At the end every
 /// replica equals the server.
-@Suite(.serialized) struct ConcurrentWritersTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct ConcurrentWritersTests {
     /// A replica fed incrementally from a client's messages.
     final class Follower: @unchecked Sendable {
         let client: TestClient

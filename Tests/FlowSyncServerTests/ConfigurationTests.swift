@@ -5,7 +5,7 @@ import Testing
 
 /// The TOML configuration: the shipped file, every kind of mistake with the key it
 /// names, and the cross-field rules.
-@Suite struct ConfigurationTests {
+@Suite(.timeLimit(.minutes(2))) struct ConfigurationTests {
     static let shippedPath = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("config/flowsyncd.toml").path

@@ -8,7 +8,7 @@ import Glibc
 
 /// The `flowsyncd` executable itself: --check-config exit codes, start on port 0,
 /// SIGHUP reload, SIGTERM shutdown with exit 0.
-@Suite(.serialized) struct DaemonProcessTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct DaemonProcessTests {
     static let root = BuiltProduct.root
 
     /// The debug flowsyncd (see ``BuiltProduct``).

@@ -52,7 +52,7 @@ func digest(of server: EmbeddedServer, _ list: String) async -> StateDigest? {
     await server.withServer { $0.state(of: list)?.director.digest }
 }
 
-@Suite(.serialized) struct EndToEndTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct EndToEndTests {
     @Test func subscribeSnapshotWriteAndEverySubscriberConverges() async throws {
         let server = try await EmbeddedServer()
         let clients = try EventLoopThread()

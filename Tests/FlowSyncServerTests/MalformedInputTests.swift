@@ -9,7 +9,7 @@ import Testing
 /// Hostile bytes over a raw socket, against a real daemon. Every case has its exact
 /// reaction, and a control subscriber on the same list — fed a batch after every case —
 /// sees no error and no missed batch.
-@Suite(.serialized) struct MalformedInputTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct MalformedInputTests {
     enum Reaction: CustomStringConvertible, Sendable {
         /// The server sends Error(code) and closes.
         case closes(ErrorCode)

@@ -10,7 +10,7 @@ import Glibc
 #endif
 
 /// Scrapes the real daemon's Prometheus endpoint: names, types, and counters that move.
-@Suite(.serialized) struct MetricsTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct MetricsTests {
     /// A blocking HTTP GET on 127.0.0.1 (plain sockets: no HTTP client in this repo).
     static func get(port: Int, path: String) throws -> (status: Int, body: String) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

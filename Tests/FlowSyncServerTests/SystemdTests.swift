@@ -14,7 +14,7 @@ import Glibc
 /// socket activation through `systemd-socket-activate`, and the shipped unit files
 /// checked by `systemd-analyze`. Every wait is bounded; every started process is
 /// stopped on every path.
-@Suite(.serialized) struct SystemdTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct SystemdTests {
     static let systemdDirectory = DaemonProcessTests.root.appendingPathComponent("systemd")
 
     // MARK: Notify protocol

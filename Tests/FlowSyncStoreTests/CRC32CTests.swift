@@ -2,7 +2,7 @@ import FlowSyncServer
 import FlowSyncTestSupport
 import Testing
 
-@Suite struct CRC32CTests {
+@Suite(.timeLimit(.minutes(2))) struct CRC32CTests {
     /// The bit-at-a-time definition, the oracle for the table version.
     static func reference(_ bytes: [UInt8]) -> UInt32 {
         var c: UInt32 = 0xFFFF_FFFF

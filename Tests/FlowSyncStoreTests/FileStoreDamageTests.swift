@@ -7,7 +7,7 @@ import Testing
 /// Torn and corrupt files: every case is detected — the tail truncated (and the state
 /// is exactly that of a prefix of the batches), or recovery refuses — never silently
 /// wrong data.
-@Suite struct FileStoreDamageTests {
+@Suite(.timeLimit(.minutes(2))) struct FileStoreDamageTests {
     struct Fixture {
         let directory: TemporaryDirectory
         let driver: CommitDriver

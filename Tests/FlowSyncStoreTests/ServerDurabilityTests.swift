@@ -28,7 +28,7 @@ func insertRow(_ id: String) -> [FlowSyncCore.Operation] {
 
 /// The server over a file store, end to end: restarts, resume, retries, group commit,
 /// policies and I/O faults.
-@Suite(.serialized) struct ServerDurabilityTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct ServerDurabilityTests {
     static func fileConfiguration(_ fsync: FsyncPolicy = .always) -> ServerConfiguration {
         var c = ServerConfiguration()
         c.fsyncPolicy = fsync

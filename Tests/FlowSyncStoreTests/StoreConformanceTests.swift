@@ -48,7 +48,7 @@ final class StoreHarness {
     func remove() { directory?.remove() }
 }
 
-@Suite struct StoreConformanceTests {
+@Suite(.timeLimit(.minutes(2))) struct StoreConformanceTests {
     @Test(arguments: StoreKind.allCases) func emptyStoreRecoversNothing(_ kind: StoreKind) throws {
         let h = StoreHarness(kind)
         defer { h.remove() }
@@ -171,7 +171,7 @@ final class StoreHarness {
 
 /// File-store specifics: descriptors are bounded, and a restart continues the last
 /// segment instead of starting a new one.
-@Suite struct FileStoreDescriptorTests {
+@Suite(.timeLimit(.minutes(2))) struct FileStoreDescriptorTests {
     @Test func manyListsWithFewDescriptorsAndContinuedSegments() throws {
         let directory = TemporaryDirectory("fds")
         defer { directory.remove() }

@@ -91,7 +91,7 @@ extension RecoveryReport {
     func list(_ name: String) -> RecoveredList? { lists.first { $0.name == name } }
 }
 
-@Suite struct StorageConfigurationTests {
+@Suite(.timeLimit(.minutes(2))) struct StorageConfigurationTests {
     @Test func storageSectionParsesAndRefusesBadValues() throws {
         let parsed = try ServerConfiguration(toml: """
             [storage]

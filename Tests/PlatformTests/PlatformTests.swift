@@ -4,7 +4,7 @@ import Testing
 
 /// The C boundaries link and work: libuv's loop runs, and the zlib shim's init
 /// wrappers round-trip data.
-@Suite struct PlatformTests {
+@Suite(.timeLimit(.minutes(2))) struct PlatformTests {
     @Test func libuvLoopRunsAndClosesCleanly() {
         var loop = uv_loop_t()
         #expect(uv_loop_init(&loop) == 0)
