@@ -158,6 +158,7 @@ let package = Package(
             exclude: ["Vectors/digest_reference.py"]
         ),
         .testTarget(name: "PlatformTests", dependencies: ["CLibUV", "CZlib"]),
+        .testTarget(name: "FlowSyncProcessTests", dependencies: ["FlowSyncProcess"]),
         .testTarget(name: "FlowSyncLoopTests", dependencies: ["FlowSyncLoop"]),
         .testTarget(
             name: "FlowSyncClientTests",

@@ -36,12 +36,16 @@ public final class ChildProcess: Sendable {
         case exited(Int32)
         /// A signal ended it.
         case signaled(Int32)
+        /// Watching it failed (swift-subprocess reported an error after the start); how
+        /// it ended is unknown.
+        case lost(String)
 
         /// The exit status, or `128 + signal` the way a shell reports a signal.
         public var status: Int32 {
             switch self {
             case .exited(let code): code
             case .signaled(let signal): 128 + signal
+            case .lost: -1
             }
         }
 
@@ -49,6 +53,7 @@ public final class ChildProcess: Sendable {
             switch self {
             case .exited(let code): "exit \(code)"
             case .signaled(let signal): "signal \(signal)"
+            case .lost(let why): "lost track of it: \(why)"
             }
         }
     }
@@ -62,16 +67,17 @@ public final class ChildProcess: Sendable {
     /// Its stderr, when started with `separateStandardError`.
     public let errorLog: OutputLog?
     private let signals: AsyncStream<Int32>.Continuation
-    private let completion: Task<Termination, any Error>
+    /// Resolved when the run task ends: what ``waitForExit(timeout:)`` waits on.
+    private let exit: ExitLatch
 
     private init(pid: Int32, executable: String, log: OutputLog, errorLog: OutputLog?, signals: AsyncStream<Int32>.Continuation,
-                 completion: Task<Termination, any Error>) {
+                 exit: ExitLatch) {
         self.pid = pid
         self.executable = executable
         self.log = log
         self.errorLog = errorLog
         self.signals = signals
-        self.completion = completion
+        self.exit = exit
     }
 
     deinit {
@@ -99,11 +105,15 @@ public final class ChildProcess: Sendable {
         let configuration = Configuration(executable: .path(FilePath(executable)), arguments: Arguments(arguments),
                                           environment: .inherit.updating(changes))
         let errorLog = separateStandardError ? OutputLog() : nil
+        let exit = ExitLatch()
         let completion = Task.detached { () async throws -> Termination in
+            var outcome: Termination = .lost("the run ended without a status")
             defer {
                 startedContinuation.finish()
                 log.finish()
                 errorLog?.finish()
+                // After the logs: whoever sees the exit sees the whole output.
+                exit.resolve(outcome)
             }
             // One body for every input and error kind: reads the output until the child
             // exits, and carries out signal requests while the child is not yet reaped
@@ -124,37 +134,54 @@ public final class ChildProcess: Sendable {
                     // Ends at EOF, or when the child exits while a grandchild still
                     // holds the pipe (swift-subprocess cancels the read then).
                     await drain(execution.standardOutput, into: log)
-                    // The child is gone: stop taking signal requests, end the reader.
+                    // The output ends at the exit (EOF, or the read cancelled when a
+                    // grandchild holds the pipe), unless the child closed its stdout and
+                    // runs on: then keep taking signal requests until it has exited.
+                    // `WNOWAIT` only looks; swift-subprocess reaps it after this body.
+                    let pid = execution.processIdentifier.value
+                    while !hasExitedUnreaped(pid) {
+                        try? await Task.sleep(for: .milliseconds(10))
+                    }
                     signals.finish()
                     try await group.waitForAll()
                 }
             }
+            // One call per input and error kind: their generic types differ.
+            @Sendable func launch() async throws -> TerminationStatus {
+                switch (input, separateStandardError) {
+                case (let text?, false):
+                    try await Subprocess.run(configuration, input: .string(text), output: .sequence, error: .combinedWithOutput) {
+                        try await drive($0, errors: nil)
+                    }.terminationStatus
+                case (nil, false):
+                    try await Subprocess.run(configuration, input: .none, output: .sequence, error: .combinedWithOutput) {
+                        try await drive($0, errors: nil)
+                    }.terminationStatus
+                case (let text?, true):
+                    try await Subprocess.run(configuration, input: .string(text), output: .sequence, error: .sequence) {
+                        try await drive($0, errors: $0.standardError)
+                    }.terminationStatus
+                case (nil, true):
+                    try await Subprocess.run(configuration, input: .none, output: .sequence, error: .sequence) {
+                        try await drive($0, errors: $0.standardError)
+                    }.terminationStatus
+                }
+            }
             let status: TerminationStatus
-            switch (input, separateStandardError) {
-            case (let text?, false):
-                status = try await Subprocess.run(configuration, input: .string(text), output: .sequence, error: .combinedWithOutput) {
-                    try await drive($0, errors: nil)
-                }.terminationStatus
-            case (nil, false):
-                status = try await Subprocess.run(configuration, input: .none, output: .sequence, error: .combinedWithOutput) {
-                    try await drive($0, errors: nil)
-                }.terminationStatus
-            case (let text?, true):
-                status = try await Subprocess.run(configuration, input: .string(text), output: .sequence, error: .sequence) {
-                    try await drive($0, errors: $0.standardError)
-                }.terminationStatus
-            case (nil, true):
-                status = try await Subprocess.run(configuration, input: .none, output: .sequence, error: .sequence) {
-                    try await drive($0, errors: $0.standardError)
-                }.terminationStatus
+            do {
+                status = try await launch()
+            } catch {
+                outcome = .lost("\(error)")
+                throw error
             }
             switch status {
-            case .exited(let code): return .exited(code)
-            case .signaled(let signal): return .signaled(signal)
+            case .exited(let code): outcome = .exited(code)
+            case .signaled(let signal): outcome = .signaled(signal)
             }
+            return outcome
         }
         for await pid in started {
-            return ChildProcess(pid: pid, executable: executable, log: log, errorLog: errorLog, signals: signals, completion: completion)
+            return ChildProcess(pid: pid, executable: executable, log: log, errorLog: errorLog, signals: signals, exit: exit)
         }
         // It never started: the task ends with the spawn error.
         _ = try await completion.value
@@ -201,17 +228,18 @@ public final class ChildProcess: Sendable {
     }
 
     /// Waits for the child's exit, at most `timeout`; `nil` when it still runs then.
-    /// Costs no thread while it waits.
+    /// Costs no thread while it waits, and returns at its deadline even though the child
+    /// runs on (the wait is a cancellable continuation, not an `await` on the run task,
+    /// which would hold a task group open until the exit).
     public func waitForExit(timeout: Duration) async -> Termination? {
-        let completion = completion
+        let exit = exit
         return await withTaskGroup(of: Termination?.self) { group in
-            group.addTask { try? await completion.value }
+            group.addTask { await exit.wait() }
             group.addTask {
                 try? await Task.sleep(for: timeout)
                 return nil
             }
             let first = await group.next() ?? nil
-            // Cancelling the waiter does not cancel `completion` (it is not a child task).
             group.cancelAll()
             return first
         }
@@ -237,6 +265,15 @@ public final class ChildProcess: Sendable {
     }
 }
 
+/// True once `pid` (a child of this process) has exited; does not reap it.
+private func hasExitedUnreaped(_ pid: Int32) -> Bool {
+    var info = siginfo_t()
+    // ECHILD (already reaped, which only swift-subprocess does after the body) counts as
+    // exited too.
+    guard waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 else { return true }
+    return info._sifields._sigchld.si_pid == pid
+}
+
 /// Reads a child's pipe into `log` until it ends (EOF, or cancelled by swift-subprocess
 /// when the child exits while a grandchild still holds the pipe).
 private func drain(_ sequence: SubprocessOutputSequence, into log: OutputLog) async {
@@ -245,6 +282,50 @@ private func drain(_ sequence: SubprocessOutputSequence, into log: OutputLog) as
             buffer.withUnsafeBytes { log.append(Array($0)) }
         }
     } catch {}
+}
+
+/// The end of a child's run task, awaited by any number of tasks, each of which may be
+/// cancelled (a timeout) without waiting for the exit.
+final class ExitLatch: Sendable {
+    private struct State {
+        var termination: ChildProcess.Termination?
+        var waiters: [UInt64: CheckedContinuation<ChildProcess.Termination?, Never>] = [:]
+        var nextTicket: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// Records how the child ended and wakes every waiter.
+    func resolve(_ termination: ChildProcess.Termination) {
+        let waiters = state.withLock { state -> [CheckedContinuation<ChildProcess.Termination?, Never>] in
+            state.termination = termination
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume(returning: termination) }
+    }
+
+    /// How the child ended; `nil` when the waiting task is cancelled first.
+    func wait() async -> ChildProcess.Termination? {
+        let ticket = state.withLock { state -> UInt64 in
+            state.nextTicket += 1
+            return state.nextTicket
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<ChildProcess.Termination?, Never>) in
+                let now = state.withLock { state -> ChildProcess.Termination?? in
+                    if let termination = state.termination { return .some(termination) }
+                    if Task.isCancelled { return .some(nil) }
+                    state.waiters[ticket] = continuation
+                    return .none
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.waiters.removeValue(forKey: ticket) }
+            waiter?.resume(returning: nil)
+        }
+    }
 }
 
 /// A failure to start or drive a child process.

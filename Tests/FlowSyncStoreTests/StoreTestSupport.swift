@@ -116,19 +116,6 @@ extension RecoveryReport {
     }
 }
 
-/// Runs CPU- and disk-heavy synchronous test work on a thread of its own, so it never
-/// holds one of the cooperative pool's threads (as many as cores: 2 here) for seconds
-/// while other suites' async tests wait on timeouts.
-func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread {
-            do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
-        }
-        thread.stackSize = 8 << 20
-        thread.start()
-    }
-}
-
 /// Failures collected by test work that runs off the pool (``offThePool(_:)``), where
 /// `#expect` has no current test to record against; the test expects the list empty.
 final class Problems: @unchecked Sendable {
