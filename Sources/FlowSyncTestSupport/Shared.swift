@@ -16,9 +16,12 @@ public final class LoopConfined<T>: @unchecked Sendable {
 }
 
 /// Polls `condition` every 5 ms for at most `timeout` seconds; bounded by design.
+/// The default is generous on purpose: it only bounds a failure (a passing wait returns
+/// at the event), and on a loaded 2-core machine a waiting task may not get a thread
+/// for seconds. Hangs are caught by the suites' time limits and the run's watchdog.
 /// Runs on the caller's actor (`#isolation`), so a condition that reads actor-isolated
 /// state — a main-actor global in an executable, say — is evaluated where it may be.
-public func eventually(timeout: Double = 10, isolation: isolated (any Actor)? = #isolation, _ condition: () -> Bool) async -> Bool {
+public func eventually(timeout: Double = 30, isolation: isolated (any Actor)? = #isolation, _ condition: () -> Bool) async -> Bool {
     for _ in 0..<Int(timeout * 200) {
         if condition() { return true }
         try? await Task.sleep(for: .milliseconds(5))

@@ -117,8 +117,9 @@ public final class TestClient: Sendable {
 
     /// Waits until a received message satisfies `predicate`; returns it (or `nil` after
     /// `timeout` seconds). Woken by each arriving message rather than by polling, so
-    /// latencies measured through it are the network's, not a poll interval's.
-    public func waitFor(timeout: Double = 10, isolation: isolated (any Actor)? = #isolation, _ predicate: (Message) -> Bool) async -> Message? {
+    /// latencies measured through it are the network's, not a poll interval's. The
+    /// default timeout is generous: it bounds a failure, not a passing wait.
+    public func waitFor(timeout: Double = 30, isolation: isolated (any Actor)? = #isolation, _ predicate: (Message) -> Bool) async -> Message? {
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
         while true {
             let seen = arrivals.get().count

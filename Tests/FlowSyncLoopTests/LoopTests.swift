@@ -14,7 +14,7 @@ final class Shared<T: Sendable>: Sendable {
 }
 
 /// Polls `condition` every 5 ms for at most `timeout` seconds.
-func eventually(_ timeout: Double = 10, _ condition: () -> Bool) async -> Bool {
+func eventually(_ timeout: Double = 30, _ condition: () -> Bool) async -> Bool {
     for _ in 0..<Int(timeout * 200) {
         if condition() { return true }
         try? await Task.sleep(for: .milliseconds(5))

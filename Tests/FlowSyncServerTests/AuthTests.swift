@@ -34,7 +34,7 @@ import Testing
     static func hello(_ server: EmbeddedServer, _ thread: EventLoopThread, token: String?) async throws -> (TestClient, Message?) {
         let client = try await TestClient.connect(port: server.port, on: thread, handshake: false)
         client.send(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "auth-test", clientID: client.clientID, authToken: token)))
-        let answer = await client.waitFor(timeout: 5) { m in
+        let answer = await client.waitFor(timeout: 30) { m in
             if case .welcome = m { return true }
             if case .error = m { return true }
             return false
@@ -77,7 +77,7 @@ import Testing
             #expect(error?.code == code, "\(name): got \(answer.map { "\($0)" } ?? "nothing")")
             #expect(error?.reaction == .refreshToken, "\(name)")
             #expect(error?.closesConnection == true, "\(name)")
-            #expect(await eventually(timeout: 5) { client.isClosed }, "\(name): still open")
+            #expect(await eventually(timeout: 30) { client.isClosed }, "\(name): still open")
             client.close()
         }
         // The good ones get in, with HMAC and with ECDSA.
@@ -107,9 +107,9 @@ import Testing
         for (name, bytes, code) in cases {
             let client = try await TestClient.connect(port: server.port, on: thread, handshake: false)
             client.sendRaw(bytes)
-            let answer = await client.waitFor(timeout: 5) { errorMessage($0) != nil }
+            let answer = await client.waitFor(timeout: 30) { errorMessage($0) != nil }
             #expect(answer.flatMap(errorMessage)?.code == code, "\(name): got \(answer.map { "\($0)" } ?? "nothing")")
-            #expect(await eventually(timeout: 5) { client.isClosed }, "\(name)")
+            #expect(await eventually(timeout: 30) { client.isClosed }, "\(name)")
             client.close()
         }
         #expect(await server.stop())
@@ -155,7 +155,7 @@ import Testing
                     switch op {
                     case .subscribe:
                         client.send(.subscribe(Subscribe(listName: list, resumeFrom: nil, digest: nil)))
-                        let m = await client.waitFor(timeout: 5) { m in
+                        let m = await client.waitFor(timeout: 30) { m in
                             if case .snapshot(let s) = m { return s.listName == list }
                             if case .error(let e) = m { return e.listName == list }
                             return false
@@ -173,7 +173,7 @@ import Testing
                         seq += 1
                         let id = seq
                         client.send(.statsRequest(StatsRequest(requestID: id, listName: list)))
-                        let m = await client.waitFor(timeout: 5) { m in
+                        let m = await client.waitFor(timeout: 30) { m in
                             if case .statsReply(let r) = m { return r.requestID == id }
                             if case .error(let e) = m { return e.listName == list && e.code == .forbidden }
                             return false
@@ -187,12 +187,12 @@ import Testing
             }
             // A denied request changes nothing: the connection is still usable.
             client.send(.ping(Ping(nonce: 99)))
-            #expect(await client.waitFor(timeout: 5) { if case .pong(let p) = $0 { return p.nonce == 99 } else { return false } } != nil, "\(role) connection broken")
+            #expect(await client.waitFor(timeout: 30) { if case .pong(let p) = $0 { return p.nonce == 99 } else { return false } } != nil, "\(role) connection broken")
             // Server-wide stats name only the lists the token may read.
             seq += 1
             let id = seq
             client.send(.statsRequest(StatsRequest(requestID: id, listName: nil)))
-            let reply = await client.waitFor(timeout: 5) { if case .statsReply(let r) = $0 { return r.requestID == id } else { return false } }
+            let reply = await client.waitFor(timeout: 30) { if case .statsReply(let r) = $0 { return r.requestID == id } else { return false } }
             if case .statsReply(let r) = reply {
                 let named = Set(r.entries.map(\.name).filter { $0.hasPrefix("list:") }.map { String($0.dropFirst(5)) })
                 let readable = Set(lists.filter { l in allowed.contains("\(role) subscribe \(l)") })
@@ -221,12 +221,12 @@ import Testing
         let thread = try EventLoopThread()
         let token = try await Self.token(ttl: 2)
         let client = try await TestClient.connect(port: server.port, on: thread, authToken: token)
-        let closing = await client.waitFor(timeout: 6) { errorMessage($0) != nil }
+        let closing = await client.waitFor(timeout: 30) { errorMessage($0) != nil }
         let error = closing.flatMap(errorMessage)
         #expect(error?.code == .tokenExpired)
         #expect(error?.reaction == .refreshToken)
         #expect(error?.closesConnection == true)
-        #expect(await eventually(timeout: 5) { client.isClosed })
+        #expect(await eventually(timeout: 30) { client.isClosed })
         client.close()
         #expect(await server.stop())
         _ = thread.shutdown()
@@ -241,7 +241,7 @@ import Testing
         #expect(await subscribe(client, "team/2/b").map(isSnapshot) == true)
         // The refreshed token no longer grants team/2: that subscription ends, forbidden.
         client.send(.refreshToken(RefreshToken(token: try await Self.token(read: ["team/1/*"], write: [], ttl: 3_600))))
-        let dropped = await client.waitFor(timeout: 5) { errorMessage($0)?.listName == "team/2/b" }.flatMap(errorMessage)
+        let dropped = await client.waitFor(timeout: 30) { errorMessage($0)?.listName == "team/2/b" }.flatMap(errorMessage)
         #expect(dropped?.code == .forbidden && dropped?.closesConnection == false)
         #expect(await server.withServer { $0.subscriberCount(of: "team/2/b") } == 0)
         #expect(await server.withServer { $0.subscriberCount(of: "team/1/a") } == 1)
@@ -250,7 +250,7 @@ import Testing
         #expect(!client.isClosed)
         #expect(!client.messages.contains { errorMessage($0)?.code == .tokenExpired })
         client.send(.ping(Ping(nonce: 7)))
-        #expect(await client.waitFor(timeout: 5) { if case .pong(let p) = $0 { return p.nonce == 7 } else { return false } } != nil)
+        #expect(await client.waitFor(timeout: 30) { if case .pong(let p) = $0 { return p.nonce == 7 } else { return false } } != nil)
         client.close()
 
         // Bad refreshes close the connection with their code.
@@ -262,9 +262,9 @@ import Testing
         for (name, token, code) in bad {
             let c = try await TestClient.connect(port: server.port, on: thread, authToken: try await Self.token())
             c.send(.refreshToken(RefreshToken(token: token)))
-            let error = await c.waitFor(timeout: 5) { errorMessage($0) != nil }.flatMap(errorMessage)
+            let error = await c.waitFor(timeout: 30) { errorMessage($0) != nil }.flatMap(errorMessage)
             #expect(error?.code == code && error?.closesConnection == true, "\(name): \(String(describing: error))")
-            #expect(await eventually(timeout: 5) { c.isClosed }, "\(name)")
+            #expect(await eventually(timeout: 30) { c.isClosed }, "\(name)")
             c.close()
         }
         #expect(await server.stop())
@@ -284,7 +284,7 @@ import Testing
             for nonce in first..<(first + 100) {
                 let t0 = DispatchTime.now().uptimeNanoseconds
                 good.send(.ping(Ping(nonce: UInt64(nonce))))
-                let pong = await good.waitFor(timeout: 5) { if case .pong(let p) = $0 { return p.nonce == UInt64(nonce) } else { return false } }
+                let pong = await good.waitFor(timeout: 30) { if case .pong(let p) = $0 { return p.nonce == UInt64(nonce) } else { return false } }
                 #expect(pong != nil, "ping \(nonce) unanswered")
                 latencies.append(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1_000)
                 try? await Task.sleep(for: .milliseconds(5))

@@ -173,18 +173,18 @@ import Testing
                 #expect(error?.closesConnection == true, "\(c.name)")
                 #expect(await eventually(timeout: 15) { hostile.isClosed }, "\(c.name): still open")
             case .errorButOpen(let code):
-                let error = await hostile.waitFor(timeout: 5) { errorMessage($0) != nil }.flatMap(errorMessage)
+                let error = await hostile.waitFor(timeout: 30) { errorMessage($0) != nil }.flatMap(errorMessage)
                 #expect(error?.code == code, "\(c.name): got \(error.map { "\($0.code) \($0.message)" } ?? "no error")")
                 #expect(error?.closesConnection == false, "\(c.name)")
                 hostile.send(.ping(Ping(nonce: 99)))
-                #expect(await hostile.waitFor(timeout: 5) { if case .pong(let p) = $0 { return p.nonce == 99 } else { return false } } != nil, "\(c.name): not usable afterwards")
+                #expect(await hostile.waitFor(timeout: 30) { if case .pong(let p) = $0 { return p.nonce == 99 } else { return false } } != nil, "\(c.name): not usable afterwards")
             case .rejects(let code):
-                let r = await hostile.waitFor(timeout: 5) { reject($0, seq: 7) != nil }.flatMap { reject($0, seq: 7) }
+                let r = await hostile.waitFor(timeout: 30) { reject($0, seq: 7) != nil }.flatMap { reject($0, seq: 7) }
                 #expect(r?.code == code, "\(c.name): got \(r.map { "\($0.code) \($0.message)" } ?? "no reject")")
                 hostile.send(.ping(Ping(nonce: 99)))
-                #expect(await hostile.waitFor(timeout: 5) { if case .pong = $0 { return true } else { return false } } != nil, "\(c.name): not usable afterwards")
+                #expect(await hostile.waitFor(timeout: 30) { if case .pong = $0 { return true } else { return false } } != nil, "\(c.name): not usable afterwards")
             case .forgetsSilently:
-                #expect(await eventually(timeout: 5) { hostile.isClosed }, "\(c.name)")
+                #expect(await eventually(timeout: 30) { hostile.isClosed }, "\(c.name)")
             }
             hostile.close()
             // The control client's list moves on after every case.

@@ -16,7 +16,7 @@ func ackOrReject(_ m: Message, seq: UInt64) -> Bool {
 
 /// Sends a mutation and waits for its ack (nil: a reject, or nothing within `timeout`).
 func commit(_ client: TestClient, _ list: String, seq: UInt64, base: ListVersion = ListVersion(epoch: 0, version: 0),
-            _ ops: [FlowSyncCore.Operation], timeout: Double = 10) async -> ListVersion? {
+            _ ops: [FlowSyncCore.Operation], timeout: Double = 30) async -> ListVersion? {
     client.send(.mutate(Mutate(listName: list, clientID: client.clientID, seq: seq, base: base, operations: ops)))
     guard case .ack(let a)? = await client.waitFor(timeout: timeout, { ackOrReject($0, seq: seq) }) else { return nil }
     return a.committed
@@ -130,7 +130,7 @@ func insertRow(_ id: String) -> [FlowSyncCore.Operation] {
         #expect(await commit(writer, "i", seq: 1, [.insertSections([Section(id: "s")], at: 0)]) != nil)
         var last: ListVersion?
         for seq in 2...20 { last = await commit(writer, "i", seq: UInt64(seq), insertRow("r\(seq)")) }
-        #expect(await eventually(timeout: 5) { await server.withServer { ($0.store as! FileStore).syncCount } > 0 })
+        #expect(await eventually(timeout: 30) { await server.withServer { ($0.store as! FileStore).syncCount } > 0 })
         writer.close()
         server.crash()
         let restarted = try await EmbeddedServer(configuration: Self.fileConfiguration(.interval), storage: .file(directory: directory.path))
@@ -144,7 +144,7 @@ func insertRow(_ id: String) -> [FlowSyncCore.Operation] {
         visitor.send(.subscribe(Subscribe(listName: "i")))
         _ = await visitor.waitFor { if case .snapshot = $0 { return true } else { return false } }
         visitor.close()
-        #expect(await eventually(timeout: 5) { await restarted.withServer { $0.connectionCount } == 0 })
+        #expect(await eventually(timeout: 30) { await restarted.withServer { $0.connectionCount } == 0 })
         #expect(await restarted.withServer { $0.state(of: "i")?.director.rowCount } == 19)
         #expect(await restarted.stop())
         // A clean stop keeps the epoch.
@@ -192,7 +192,7 @@ func insertRow(_ id: String) -> [FlowSyncCore.Operation] {
         #expect(server.storageFailure?.errno == (fault == .writeENOSPC || fault == .shortWrite ? ENOSPC : EIO))
         #expect(!subscriber.messages.contains { if case .diff(let d) = $0 { return d.toVersion == 7 } else { return false } },
                 "a diff of the failed batch reached a subscriber")
-        #expect(await eventually(timeout: 5) { writer.isClosed && subscriber.isClosed }, "connections are closed after a storage failure")
+        #expect(await eventually(timeout: 30) { writer.isClosed && subscriber.isClosed }, "connections are closed after a storage failure")
         server.crash()
 
         let restarted = try await EmbeddedServer(configuration: Self.fileConfiguration(), storage: .file(directory: directory.path))

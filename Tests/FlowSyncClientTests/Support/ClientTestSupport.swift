@@ -62,7 +62,7 @@ enum ClientTests {
     }
 
     /// Polls an async condition every 5 ms, for at most `timeout` seconds.
-    static func until(timeout: Double = 10, _ condition: () async -> Bool) async -> Bool {
+    static func until(timeout: Double = 30, _ condition: () async -> Bool) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if await condition() { return true }
@@ -72,7 +72,7 @@ enum ClientTests {
     }
 
     /// Waits until the replica has nothing pending and is at the server's version.
-    static func settled(_ director: ListDirector, server: EmbeddedServer, timeout: Double = 20) async -> Bool {
+    static func settled(_ director: ListDirector, server: EmbeddedServer, timeout: Double = 60) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if let state = await serverState(server, director.name) {
