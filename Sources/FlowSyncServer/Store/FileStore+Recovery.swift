@@ -38,7 +38,8 @@ extension FileStore {
     }
 
     private enum RecordFailure: Error {
-        /// Checksum, length or kind: could be a torn write.
+        /// Checksum or length (or the kind byte of a record that fails its checksum):
+        /// could be a torn write.
         case damaged(String)
         /// Well-formed but does not fit: corruption for sure.
         case misfit(String)
@@ -81,12 +82,8 @@ extension FileStore {
                 snapshotPath = path
                 break
             } catch {
-                let reason: String
-                switch error {
-                case .short: reason = "truncated"
-                case .damaged(let r): reason = r
-                }
-                guard options.repair else { throw .corrupt(path, offset: 0, reason + " (start with --repair to use what is still valid)") }
+                let (reason, offset) = error.reasonAndOffset
+                guard options.repair else { throw .corrupt(path, offset: offset, reason + " (start with --repair to use what is still valid)") }
                 try setAside(path, bytes: bytes)
                 try io.remove(path)
                 report.notes.append("repair: snapshot \(path) is damaged (\(reason)); set aside as \(path).damaged")
@@ -131,12 +128,9 @@ extension FileStore {
                     report.notes.append("torn tail: removed \(path) (\(bytes.count) bytes, an incomplete segment header)")
                     continue
                 }
-                let reason: String
-                switch error {
-                case .short: reason = "segment header truncated"
-                case .damaged(let r): reason = r
-                }
-                guard options.repair else { throw .corrupt(path, offset: 0, reason + " (start with --repair to keep the valid prefix)") }
+                var (reason, offset) = error.reasonAndOffset
+                if case .short = error { reason = "segment header truncated (\(bytes.count) bytes)" }
+                guard options.repair else { throw .corrupt(path, offset: offset, reason + " (start with --repair to keep the valid prefix)") }
                 try dropSegment(path, bytes: bytes, "repair: \(path): \(reason); set aside with everything after it")
                 continue
             }
@@ -171,7 +165,12 @@ extension FileStore {
             bytes.withUnsafeBytes { raw in
                 while offset < raw.count {
                     guard let length = StoreFormat.validRecord(in: raw, at: offset) else {
-                        failure = (offset, .damaged(raw.count - offset < StoreFormat.recordHeaderBytes ? "incomplete record header" : "record fails its length or checksum"))
+                        if StoreFormat.validRecord(in: raw, at: offset, anyKind: true) != nil {
+                            // Its checksum holds, so it was written that way: not a torn write.
+                            failure = (offset, .misfit("record kind \(raw[offset + StoreFormat.recordHeaderBytes]) is reserved (format 1 stores kind 1, a batch, only)"))
+                        } else {
+                            failure = (offset, .damaged(raw.count - offset < StoreFormat.recordHeaderBytes ? "incomplete record header" : "record fails its length or checksum"))
+                        }
                         return
                     }
                     let body = UnsafeRawBufferPointer(rebasing: raw[(offset + StoreFormat.recordHeaderBytes + 1)..<(offset + StoreFormat.recordHeaderBytes + length)])
