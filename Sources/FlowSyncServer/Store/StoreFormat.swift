@@ -26,6 +26,8 @@ import FlowSyncProtocol
 /// is 0). They are how a later format would mark a change an older daemon must not
 /// misread.
 ///
+/// The clean-stop manifest (`STOPPED`) has a format of its own: ``CleanStopManifest``.
+///
 /// Why reuse protocol frames: the codec is already specified, fuzzed and tested against
 /// golden vectors, and the diff frame is already encoded for fan-out — the store writes
 /// the same bytes and pays no second encode.
