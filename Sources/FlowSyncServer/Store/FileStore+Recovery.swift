@@ -33,6 +33,10 @@ extension FileStore {
         case .unclean(let all): newEpochForAll = all
         case .unrecorded: break
         }
+        // One lookup per directory (a linear search per list would be quadratic in the
+        // number of lists); directories are unique in a manifest that decoded.
+        var recordedLists: [String: CleanStopManifest.List] = [:]
+        for list in manifest?.lists ?? [] { recordedLists[list.directory] = list }
         if let manifest {
             // A list the clean stop recorded whose directory is gone.
             let present = Set(entries)
@@ -47,8 +51,8 @@ extension FileStore {
         for entry in entries {
             let path = listsDirectory + "/" + entry
             let expectation: ListExpectation
-            if let manifest {
-                expectation = manifest.list(inDirectory: entry).map { .recorded($0) } ?? .notRecorded
+            if manifest != nil {
+                expectation = recordedLists[entry].map { .recorded($0) } ?? .notRecorded
             } else {
                 expectation = .afterUncleanStop
             }
