@@ -21,7 +21,8 @@ struct FlowSyncDaemon: ParsableCommand {
         Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT) or a valid --check-config;
         2 for a configuration error (the message names the key); 1 when the listener
         cannot be opened or the loop fails; 65 (EX_DATAERR) when the store holds damaged
-        data at start (--repair keeps the valid prefix); 74 (EX_IOERR) when a write or an
+        data at start, or after a clean stop anything but exactly what the stop recorded
+        (--repair keeps the valid prefix); 74 (EX_IOERR) when a write or an
         fsync of the store fails (nothing unsynced was acknowledged; systemd restarts the
         daemon, and recovery keeps every acknowledged batch).
         """
@@ -98,7 +99,10 @@ struct FlowSyncDaemon: ParsableCommand {
         do {
             let report = try server.recover(repair: repair)
             if repair {
-                let dropped = report.repairedBytes == 0 ? "nothing was damaged" : "dropped \(report.repairedBytes) damaged bytes"
+                // A repair can drop nothing and still matter (a segment deleted after a
+                // clean stop is found missing): say "repaired", not "nothing was damaged".
+                let dropped = report.repairedBytes > 0 ? "dropped \(report.repairedBytes) damaged bytes"
+                    : report.repairedAnything ? "repaired" : "nothing was damaged"
                 FileHandle.standardOutput.write(Data("flowsyncd: repair: \(dropped)\(report.notes.isEmpty ? "" : "; " + report.notes.joined(separator: "; "))\n".utf8))
             }
         } catch {

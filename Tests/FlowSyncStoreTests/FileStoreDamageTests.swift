@@ -17,7 +17,9 @@ import Testing
         let fileLength: Int
     }
 
-    /// A list with `batches` committed batches in one segment, store closed.
+    /// A list with `batches` committed batches in one segment, every one synced, then the
+    /// process "killed" (`abandon()`): an unclean stop, so the torn-tail rule applies.
+    /// (After a clean stop every damage is refused: CleanStopManifestTests.)
     static func fixture(batches: Int, seed: UInt64, snapshotAfter: Int? = nil) throws -> Fixture {
         let directory = TemporaryDirectory("damage")
         let store = FileStore(directory: directory.path, options: .init(fsync: .always, snapshotEveryBatches: 0, snapshotEveryBytes: 0))
@@ -30,7 +32,7 @@ import Testing
         } else {
             try driver.commit(batches, to: store)
         }
-        try store.close()
+        store.abandon()
         let listDirectory = directory.path + "/lists/list"
         let names = try FileManager.default.contentsOfDirectory(atPath: listDirectory).filter { $0.hasSuffix(".fsl") }.sorted()
         let segment = listDirectory + "/" + names.last!

@@ -40,7 +40,8 @@ public protocol DirectorStore: AnyObject {
     /// new epoch (after a repair or a lost history).
     func startEpoch(_ snapshot: StoredSnapshot) throws(StoreError)
 
-    /// Syncs and releases files; marks a clean shutdown.
+    /// Syncs and releases files; marks a clean shutdown (``FileStore``: records what it
+    /// left in a clean-stop manifest, which the next start holds the files to).
     func close() throws(StoreError)
 }
 
@@ -133,6 +134,11 @@ public struct RecoveryReport: Sendable {
     public var repairedBytes = 0
     /// Batches replayed from logs.
     public var replayedBatches = 0
+
+    /// Whether a repair changed or found anything: a file set aside, cut or missing, a
+    /// list lost. Every note of a repair starts with `repair: ` — even one that drops no
+    /// byte (a segment deleted after a clean stop is found missing, not dropped).
+    public var repairedAnything: Bool { notes.contains { $0.hasPrefix("repair: ") } }
 
     public init() {}
 }

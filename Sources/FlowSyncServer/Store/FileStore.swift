@@ -47,6 +47,15 @@ public final class FileStore: DirectorStore {
         var firstVersion: UInt64
         /// The version of its last record (firstVersion − 1 when it has none).
         var lastVersion: UInt64
+        /// Bytes written to it (header and records): what a clean stop records.
+        var length: Int
+    }
+
+    struct SnapshotFile {
+        var generation: UInt64
+        var path: String
+        /// What a clean stop records.
+        var length: Int
     }
 
     /// One list's files.
@@ -55,7 +64,10 @@ public final class FileStore: DirectorStore {
         let directory: String
         var segments: [Segment] = []
         /// Snapshot files, oldest first (normally one).
-        var snapshots: [(generation: UInt64, path: String)] = []
+        var snapshots: [SnapshotFile] = []
+        /// The list's newest version as stored (its last record, or the snapshot of a
+        /// new epoch): what a clean stop records.
+        var position: ListVersion?
         /// The descriptor of the last segment, open for appending (nil when closed: it is
         /// reopened by the next append, unless ``lastSegmentClosedForGood``).
         var activeFD: Int32?
@@ -86,6 +98,13 @@ public final class FileStore: DirectorStore {
     var lists: [String: ListFiles] = [:]
     private var dirty: [ListFiles] = []
     private var lockFD: Int32?
+    /// ``recover(_:)`` ran: the clean-stop manifest it found is consumed, so the store
+    /// may be written (and may record a clean stop).
+    var recovered = false
+    /// The first write, sync, snapshot or rename that failed. A store that saw one never
+    /// records a clean stop: the page cache may hold bytes the disk does not, and a
+    /// retried fsync can report success for data that was dropped ("fsyncgate").
+    private var failure: StoreError?
     /// Descriptors of segments currently open, and a clock for their last use.
     private var openLogs = 0
     private var useClock: UInt64 = 0
@@ -100,6 +119,7 @@ public final class FileStore: DirectorStore {
 
     var listsDirectory: String { directory + "/lists" }
     var runningMarker: String { directory + "/RUNNING" }
+    var cleanStopManifest: String { directory + "/" + CleanStopManifest.fileName }
 
     /// A store in `directory` (created when missing). Nothing is read before
     /// ``recover(_:)``, which must come first.
@@ -117,6 +137,10 @@ public final class FileStore: DirectorStore {
     // MARK: Appending
 
     public func append(_ batch: StoredBatch) throws(StoreError) -> Bool {
+        try recordingFailure { () throws(StoreError) -> Bool in try appendRecord(batch) }
+    }
+
+    private func appendRecord(_ batch: StoredBatch) throws(StoreError) -> Bool {
         let files = try files(for: batch.listName)
         let commit = batch.commit
         let continues = files.segments.last.map { $0.epoch == commit.to.epoch && $0.lastVersion + 1 == commit.to.version } ?? false
@@ -134,6 +158,8 @@ public final class FileStore: DirectorStore {
         let last = files.segments.count - 1
         try io.write(files.activeFD!, record, path: files.segments[last].path)
         files.segments[last].lastVersion = commit.to.version
+        files.segments[last].length += record.count
+        files.position = commit.to
         if !files.unsynced {
             files.unsynced = true
             dirty.append(files)
@@ -148,6 +174,10 @@ public final class FileStore: DirectorStore {
     public var hasUnsyncedWrites: Bool { !dirty.isEmpty }
 
     public func sync() throws(StoreError) {
+        try recordingFailure { () throws(StoreError) in try syncDirtyLists() }
+    }
+
+    private func syncDirtyLists() throws(StoreError) {
         guard !dirty.isEmpty else { return }
         let started = monotonicNanoseconds()
         let lists = dirty
@@ -183,7 +213,12 @@ public final class FileStore: DirectorStore {
     // MARK: Snapshots
 
     public func compact(_ snapshot: StoredSnapshot) throws(StoreError) {
+        try recordingFailure { () throws(StoreError) in try compactList(snapshot) }
+    }
+
+    private func compactList(_ snapshot: StoredSnapshot) throws(StoreError) {
         let files = try files(for: snapshot.listName)
+        if files.position == nil { files.position = snapshot.position }
         try writeSnapshot(snapshot, in: files)
         // Roll the log: the next batch starts a new segment, so every older segment is
         // eventually wholly before some snapshot and can be deleted whole.
@@ -205,7 +240,12 @@ public final class FileStore: DirectorStore {
     }
 
     public func startEpoch(_ snapshot: StoredSnapshot) throws(StoreError) {
+        try recordingFailure { () throws(StoreError) in try replaceList(snapshot) }
+    }
+
+    private func replaceList(_ snapshot: StoredSnapshot) throws(StoreError) {
         let files = try files(for: snapshot.listName)
+        files.position = snapshot.position
         try writeSnapshot(snapshot, in: files)
         try closeActiveSegment(files)
         files.lastSegmentClosedForGood = true
@@ -235,42 +275,89 @@ public final class FileStore: DirectorStore {
         try io.rename(temporary, to: path)
         try io.syncDirectory(files.directory)
         for old in files.snapshots { try io.remove(old.path) }
-        files.snapshots = [(generation, path)]
+        files.snapshots = [SnapshotFile(generation: generation, path: path, length: bytes.count)]
+    }
+
+    /// Runs a writing operation; its error, if any, is remembered (see ``failure``).
+    private func recordingFailure<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        do {
+            return try body()
+        } catch {
+            if failure == nil { failure = error }
+            throw error
+        }
     }
 
     // MARK: Closing
 
+    /// A clean stop: syncs everything, closes the segments, records what the store
+    /// holds in the clean-stop manifest (`STOPPED`), then removes `RUNNING`. The next
+    /// start accepts exactly what the manifest records (docs/STORAGE.md, "Clean stop").
+    ///
+    /// - Throws: the store's earlier failure, if a write, sync or snapshot failed before
+    ///   (then no clean stop is recorded and `RUNNING` stays: the next start applies the
+    ///   unclean-stop rules), or the failure of the stop itself.
     public func close() throws(StoreError) {
-        try sync()
-        for files in lists.values { try closeActiveSegment(files) }
-        if io.exists(runningMarker) {
-            try io.remove(runningMarker)
-            try io.syncDirectory(directory)
+        defer { releaseLock() }
+        if let failure {
+            // Never record a clean stop over a failed write or sync: what the files hold
+            // is not known to be what was written (see ``failure``).
+            releaseDescriptors()
+            throw failure
         }
+        // Without a recovery nothing was read, so nothing can be recorded truthfully (a
+        // manifest of no lists would make the next start refuse every list it finds).
+        guard recovered else { return }
+        try recordingFailure { () throws(StoreError) in
+            // 1. Everything appended is durable and every segment closed (so no length
+            //    recorded below can still grow).
+            try syncDirtyLists()
+            for files in lists.values { try closeActiveSegment(files) }
+            // 2. Then the manifest, atomically: it may only exist once everything it
+            //    lists is on disk.
+            try writeCleanStopManifest()
+            // 3. Only then is RUNNING removed. A crash between 2 and 3 leaves both files;
+            //    the manifest wins, and it is exact (nothing was written after it).
+            //    The other order would leave neither after a crash, and the next start
+            //    could not tell this stop from an unclean one.
+            if io.exists(runningMarker) {
+                try io.remove(runningMarker)
+                try io.syncDirectory(directory)
+            }
+        }
+    }
+
+    private func releaseLock() {
         if let lockFD {
             io.close(lockFD)
             self.lockFD = nil
         }
     }
 
-    /// Releases every descriptor and the lock without syncing or marking a clean stop —
-    /// what a killed process leaves behind (after a fatal storage error, and in crash
-    /// tests).
-    public func abandon() {
+    private func releaseDescriptors() {
         for files in lists.values {
             if let fd = files.activeFD { io.close(fd) }
             files.activeFD = nil
         }
         openLogs = 0
-        lists = [:]
         dirty = []
-        if let lockFD { io.close(lockFD) }
-        lockFD = nil
+    }
+
+    /// Releases every descriptor and the lock without syncing or marking a clean stop —
+    /// what a killed process leaves behind (after a fatal storage error, and in crash
+    /// tests).
+    public func abandon() {
+        releaseDescriptors()
+        lists = [:]
+        releaseLock()
     }
 
     // MARK: Files
 
     func files(for list: String) throws(StoreError) -> ListFiles {
+        // Writing before recovery would write under a clean-stop manifest that still
+        // describes the files (recovery consumes it first).
+        precondition(recovered, "Internal inconsistency in FileStore: a list written before recover()")
         if let files = lists[list] { return files }
         let path = listsDirectory + "/" + StoreFormat.directoryName(for: list)
         try io.makeDirectory(path)
@@ -292,8 +379,9 @@ public final class FileStore: DirectorStore {
         files.activeFD = fd
         files.lastSegmentClosedForGood = false
         openLogs += 1
-        files.segments.append(Segment(generation: generation, path: path, epoch: epoch, firstVersion: firstVersion, lastVersion: firstVersion - 1))
         let header = StoreFormat.encode(StoreFormat.SegmentHeader(epoch: epoch, firstVersion: firstVersion, listName: files.name))
+        files.segments.append(Segment(generation: generation, path: path, epoch: epoch, firstVersion: firstVersion, lastVersion: firstVersion - 1,
+                                      length: header.count))
         try io.write(fd, header, path: path)
         try io.sync(fd, path: path)
         try io.syncDirectory(files.directory)

@@ -20,6 +20,14 @@ import FlowSyncProtocol
 ///     u32 entries, per entry: u64 seq u64 epoch u64 version
 /// u32 crc32c(everything before)
 /// ```
+/// Reserved values are refused, never ignored, even when the checksum agrees: the
+/// `flags` of the segment header and the snapshot (must be 0), a record kind other than 1,
+/// a snapshot client's `hasForgotten` other than 0 or 1 (and `forgottenBelow` ≠ 0 when it
+/// is 0). They are how a later format would mark a change an older daemon must not
+/// misread.
+///
+/// The clean-stop manifest (`STOPPED`) has a format of its own: ``CleanStopManifest``.
+///
 /// Why reuse protocol frames: the codec is already specified, fuzzed and tested against
 /// golden vectors, and the diff frame is already encoded for fan-out — the store writes
 /// the same bytes and pays no second encode.
@@ -66,16 +74,43 @@ enum StoreFormat {
         return w.buffer
     }
 
-    enum HeaderProblem: Error { case short, damaged(String) }
+    /// What is wrong with a header or a whole-file structure (a snapshot, the clean-stop
+    /// manifest): too short to hold one, or damaged at a byte offset.
+    enum HeaderProblem: Error {
+        case short
+        case damaged(String, at: Int = 0)
+
+        /// The reason and the byte offset, for a ``StoreError/corrupt(_:offset:_:)``.
+        var reasonAndOffset: (String, Int) {
+            switch self {
+            case .short: return ("truncated", 0)
+            case .damaged(let reason, let offset): return (reason, offset)
+            }
+        }
+    }
+
+    /// Byte offset of the `flags` field in a segment header, a snapshot and the
+    /// clean-stop manifest (after the 8-byte magic and the u16 format).
+    static let flagsOffset = 10
+
+    /// Refuses reserved flags. They exist so a later format can mark a change an older
+    /// daemon must not misread; format 1 defines none, so a set bit is damage (or a file
+    /// from a newer daemon) — never something to ignore, even when the checksum agrees.
+    static func checkReservedFlags(_ flags: UInt16, in what: String) throws(HeaderProblem) {
+        guard flags == 0 else {
+            throw .damaged("\(what) flags 0x\(String(flags, radix: 16)) are reserved and must be 0 in format \(formatVersion)", at: flagsOffset)
+        }
+    }
 
     /// The header and its length in bytes.
     static func decodeSegmentHeader(_ bytes: [UInt8]) throws(HeaderProblem) -> (SegmentHeader, Int) {
         var r = StoreReader(bytes)
-        guard let magic = r.bytes(8), let format = r.u16(), let _ = r.u16(), let epoch = r.u64(), let first = r.u64(),
+        guard let magic = r.bytes(8), let format = r.u16(), let flags = r.u16(), let epoch = r.u64(), let first = r.u64(),
               let name = r.string16(), let crc = r.u32() else { throw .short }
         guard magic == logMagic else { throw .damaged("not a FlowSync log (bad magic)") }
-        guard crc == CRC32C.checksum(bytes[0..<(r.offset - 4)]) else { throw .damaged("log header fails its checksum") }
-        guard format == formatVersion else { throw .damaged("log format \(format); this flowsyncd reads format \(formatVersion)") }
+        guard crc == CRC32C.checksum(bytes[0..<(r.offset - 4)]) else { throw .damaged("log header fails its checksum", at: r.offset - 4) }
+        guard format == formatVersion else { throw .damaged("log format \(format); this flowsyncd reads format \(formatVersion)", at: 8) }
+        try checkReservedFlags(flags, in: "segment header")
         return (SegmentHeader(epoch: epoch, firstVersion: first, listName: name), r.offset)
     }
 
@@ -99,12 +134,18 @@ enum StoreFormat {
     }
 
     /// Whether a well-formed record starts at `offset`: a plausible length, the body
-    /// inside the file, the batch kind and a matching checksum.
-    static func validRecord(in bytes: UnsafeRawBufferPointer, at offset: Int) -> Int? {
+    /// inside the file, the batch kind (any kind when `anyKind`) and a matching checksum.
+    /// Returns the body length.
+    ///
+    /// `anyKind` tells a record of a kind format 1 does not define (checksum intact, so
+    /// written that way: refused as corruption, never truncated as a torn write) from
+    /// one that fails its checksum. The default checks the kind byte first, which also
+    /// keeps the torn-tail scan (one attempt per byte offset) cheap.
+    static func validRecord(in bytes: UnsafeRawBufferPointer, at offset: Int, anyKind: Bool = false) -> Int? {
         guard bytes.count - offset >= recordHeaderBytes + 1 else { return nil }
         let length = Int(bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian)
         guard length >= 1, length <= maxRecordBytes, length <= bytes.count - offset - recordHeaderBytes,
-              bytes[offset + recordHeaderBytes] == batchKind else { return nil }
+              anyKind || bytes[offset + recordHeaderBytes] == batchKind else { return nil }
         let stored = bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian
         var crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + 4)]))
         crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[(offset + recordHeaderBytes)..<(offset + recordHeaderBytes + length)]), continuing: crc)
@@ -145,10 +186,11 @@ enum StoreFormat {
     static func decodeSnapshot(_ bytes: [UInt8]) throws(HeaderProblem) -> StoredSnapshot {
         guard bytes.count >= 12 else { throw .damaged("snapshot file of \(bytes.count) bytes") }
         let stored = bytes[(bytes.count - 4)...].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self).littleEndian }
-        guard CRC32C.checksum(bytes[0..<(bytes.count - 4)]) == stored else { throw .damaged("snapshot fails its checksum") }
+        guard CRC32C.checksum(bytes[0..<(bytes.count - 4)]) == stored else { throw .damaged("snapshot fails its checksum", at: bytes.count - 4) }
         var r = StoreReader(Array(bytes[0..<(bytes.count - 4)]))
         guard let magic = r.bytes(8), magic == snapshotMagic else { throw .damaged("not a FlowSync snapshot (bad magic)") }
-        guard let format = r.u16(), format == formatVersion, let _ = r.u16() else { throw .damaged("unknown snapshot format") }
+        guard let format = r.u16(), format == formatVersion, let flags = r.u16() else { throw .damaged("unknown snapshot format", at: 8) }
+        try checkReservedFlags(flags, in: "snapshot")
         guard let epoch = r.u64(), let version = r.u64(), let name = r.string16(), let frameLength = r.u32(),
               let frame = r.bytes(Int(frameLength)) else { throw .damaged("snapshot header truncated") }
         let decoder = FrameDecoder(limits: decoderLimits, dictionary: .standard)
@@ -160,7 +202,13 @@ enum StoreFormat {
         guard let clientCount = r.u32() else { throw .damaged("snapshot dedupe table truncated") }
         var clients: [DedupeWindow.ClientRecord] = []
         for _ in 0..<clientCount {
-            guard let id = r.string16(), let has = r.u8(), let below = r.u64(), let n = r.u32() else { throw .damaged("snapshot dedupe table truncated") }
+            guard let id = r.string16() else { throw .damaged("snapshot dedupe table truncated") }
+            let flagOffset = r.offset
+            guard let has = r.u8(), let below = r.u64(), let n = r.u32() else { throw .damaged("snapshot dedupe table truncated") }
+            // hasForgotten is a boolean (0 or 1), and forgottenBelow is written as 0 when
+            // it is absent: any other value was not written by format 1.
+            guard has <= 1 else { throw .damaged("hasForgotten \(has) of client \"\(id)\" is not 0 or 1", at: flagOffset) }
+            guard has == 1 || below == 0 else { throw .damaged("forgottenBelow of client \"\(id)\" is \(below) where hasForgotten = 0 reserves it as 0", at: flagOffset + 1) }
             var entries: [DedupeWindow.ClientRecord.Entry] = []
             entries.reserveCapacity(Int(min(n, 1 << 20)))
             for _ in 0..<n {
