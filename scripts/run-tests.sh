@@ -10,6 +10,8 @@
 #   watchdog is for: when `swift test` runs longer than BUDGET_SECONDS (default 480), it
 #   prints every test that had started and not finished, stops the whole process group
 #   (the test runner and the daemons it started), and exits 124.
+# - At most TEST_PARALLELISM tests (default 8) run at once, so a test's time limit
+#   measures the test rather than its wait for a thread.
 # - The tests are built beforehand (`swift build --build-tests`); this only runs them.
 #
 # Exit status: that of `swift test`, or 124 after the watchdog fired.
@@ -18,6 +20,10 @@ cd "$(dirname "$0")/.."
 
 output=${1:?usage: scripts/run-tests.sh OUTPUT [BUDGET_SECONDS] [swift test arguments…]}
 budget=${2:-480}
+# How many tests run at once (Swift Testing's --experimental-maximum-parallelization-width).
+# Without a cap every test starts at once, and on 2 cooperative threads a trivial test can
+# wait a minute for its turn: its time limit then measures the queue, not the test.
+parallelism=${TEST_PARALLELISM:-8}
 shift $(( $# >= 2 ? 2 : 1 ))
 
 missing=$(grep -rn "@Suite" Tests --include='*.swift' | grep -v "timeLimit" || true)
@@ -32,7 +38,7 @@ mkdir -p "$(dirname "$output")"
 : > "$output"
 # A session of its own (setsid execs in place: a background job is no group leader, so
 # $! is the session's ID): the watchdog can stop the runner and everything it started.
-setsid swift test --skip-build "$@" > "$output" 2>&1 < /dev/null &
+setsid swift test --skip-build --experimental-maximum-parallelization-width "$parallelism" "$@" > "$output" 2>&1 < /dev/null &
 runner=$!
 tail -n +1 -f --pid="$runner" "$output" &
 follower=$!

@@ -232,29 +232,25 @@ public final class ChildProcess: Sendable {
     /// runs on (the wait is a cancellable continuation, not an `await` on the run task,
     /// which would hold a task group open until the exit).
     public func waitForExit(timeout: Duration) async -> Termination? {
-        let exit = exit
-        return await withTaskGroup(of: Termination?.self) { group in
-            group.addTask { await exit.wait() }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
+        await exit.wait(timeout: timeout)
     }
 
     /// Ends the child: `signal` (SIGTERM by default; 0 sends none and just waits), then
     /// SIGKILL after `gracePeriod`, and waits for its exit.
+    ///
+    /// A cancelled caller (a test past its time limit) does not wait out the grace period:
+    /// the child is killed at once, and the wait for that exit, which SIGKILL makes
+    /// immediate, is not cut short, so no child outlives a cancelled test.
     @discardableResult
     public func stop(gracePeriod: Duration = .seconds(10), signal: Int32 = SIGTERM) async -> Termination {
         if signal != 0 { self.signal(signal) }
         if let termination = await waitForExit(timeout: gracePeriod) { return termination }
         self.signal(SIGKILL)
-        if let termination = await waitForExit(timeout: .seconds(30)) { return termination }
+        // Unstructured: not cancelled with the caller.
+        let exit = exit
+        let killed = await Task { await exit.wait(timeout: .seconds(30)) }.value
         // SIGKILL cannot be ignored; only an unkillable (D-state) child gets here.
-        preconditionFailure("Internal inconsistency in ChildProcess: \(executable) (pid \(pid)) survived SIGKILL for 30 s")
+        return killed ?? .lost("pid \(pid) still runs 30 s after SIGKILL")
     }
 
     /// Waits until the output contains a complete line for which `matches` returns a
@@ -303,6 +299,20 @@ final class ExitLatch: Sendable {
             return Array(state.waiters.values)
         }
         for waiter in waiters { waiter.resume(returning: termination) }
+    }
+
+    /// How the child ended; `nil` when `timeout` passes or the task is cancelled first.
+    func wait(timeout: Duration) async -> ChildProcess.Termination? {
+        await withTaskGroup(of: ChildProcess.Termination?.self) { group in
+            group.addTask { await self.wait() }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
     }
 
     /// How the child ended; `nil` when the waiting task is cancelled first.

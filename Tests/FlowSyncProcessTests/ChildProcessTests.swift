@@ -8,7 +8,7 @@ import Glibc
 /// The child-process launcher every test, benchmark and `flowsync-load --spawn` uses:
 /// exits are awaited without a blocked thread, hung children become results, and no
 /// child outlives its owner.
-@Suite(.timeLimit(.minutes(1))) struct ChildProcessTests {
+@Suite(.timeLimit(.minutes(2))) struct ChildProcessTests {
     @Test func exitStatusAndCombinedOutput() async throws {
         let done = try await ChildProcess.run("/bin/sh", arguments: ["-c", "echo out; echo err >&2; exit 3"])
         #expect(done.termination == .exited(3))
@@ -137,7 +137,7 @@ import Glibc
     }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct OutputLogTests {
+@Suite(.timeLimit(.minutes(2))) struct OutputLogTests {
     @Test func outputLogWaitersSeeOnlyCompleteLines() async {
         let log = OutputLog()
         let waiter = Task { await log.waitForLine(timeout: .seconds(20)) { $0 == "ready" ? 1 : nil } }

@@ -12,7 +12,7 @@ import Testing
 ///
 /// Every test runs its file work on a thread of its own (``offThePool(_:)``) and
 /// collects failures in ``Problems``.
-@Suite struct CleanStopManifestTests {
+@Suite(.timeLimit(.minutes(3))) struct CleanStopManifestTests {
     /// List "list": 10 batches, a compaction (a snapshot at version 5: the history keeps
     /// 5 batches, so the first segment stays), then 6 batches in a second segment
     /// (versions 11–16). Stopped cleanly or abandoned (a crash after the last sync).
@@ -122,7 +122,7 @@ import Testing
     /// A clean stop writes `STOPPED` (and removes `RUNNING`) recording every file and its
     /// length and the list's position; the next start recovers exactly that and consumes
     /// the manifest before any write, so a crash after it is an unclean stop again.
-    @Test(.timeLimit(.minutes(1))) func cleanStopRecordsTheFilesAndTheNextStartConsumesIt() async throws {
+    @Test func cleanStopRecordsTheFilesAndTheNextStartConsumesIt() async throws {
         let problems = try await Self.offPool { p in
             let f = try Self.fixture(cleanStop: true)
             defer { f.directory.remove() }
@@ -163,7 +163,7 @@ import Testing
     /// Clean stops in a row, with appends, compactions, a continued segment and a new
     /// epoch between them: every manifest matches the files exactly (a start after each
     /// is accepted and exact), and stopping without a write records the same files.
-    @Test(.timeLimit(.minutes(1))) func cleanStopsInARowStayExact() async throws {
+    @Test func cleanStopsInARowStayExact() async throws {
         let problems = try await Self.offPool { p in
             let directory = TemporaryDirectory("manifest-cycles")
             defer { directory.remove() }
@@ -209,7 +209,7 @@ import Testing
     /// `RUNNING` at the stop, or between writing `RUNNING` and removing the manifest at
     /// the start): the manifest wins — no new epoch even when `RUNNING` names a lossy
     /// policy, and damage is still refused.
-    @Test(.timeLimit(.minutes(1))) func bothMarkersReadAsACleanStop() async throws {
+    @Test func bothMarkersReadAsACleanStop() async throws {
         let problems = try await Self.offPool { p in
             let f = try Self.fixture(cleanStop: true)
             defer { f.directory.remove() }
@@ -230,7 +230,7 @@ import Testing
     /// A store whose write or sync failed never records a clean stop: `close()` throws
     /// the failure, writes no manifest and leaves `RUNNING`, so the next start applies
     /// the unclean-stop rules (a partial record is a torn tail).
-    @Test(.timeLimit(.minutes(1))) func aFailedStoreRecordsNoCleanStop() async throws {
+    @Test func aFailedStoreRecordsNoCleanStop() async throws {
         let problems = try await Self.offPool { p in
             let directory = TemporaryDirectory("manifest-fault")
             defer { directory.remove() }
@@ -260,7 +260,7 @@ import Testing
 
     /// No manifest and no `RUNNING` (a store last stopped by a flowsyncd that wrote no
     /// manifest): the unclean-stop rules, and a note saying so.
-    @Test(.timeLimit(.minutes(1))) func aStoreWithoutAManifestIsRecoveredUnderTheUncleanRules() async throws {
+    @Test func aStoreWithoutAManifestIsRecoveredUnderTheUncleanRules() async throws {
         let problems = try await Self.offPool { p in
             let f = try Self.fixture(cleanStop: true)
             defer { f.directory.remove() }
@@ -344,7 +344,7 @@ import Testing
     /// again at the next start (the manifest stays until a start succeeds). `--repair`
     /// keeps the valid prefix in a new epoch and says what it dropped; the start after it
     /// is clean.
-    @Test(.timeLimit(.minutes(1)), arguments: Damage.allCases)
+    @Test(arguments: Damage.allCases)
     func damageAfterACleanStopIsRefusedThenRepaired(_ damage: Damage) async throws {
         let problems = try await Self.offPool { p in
             let f = try Self.fixture(cleanStop: true)
@@ -393,7 +393,7 @@ import Testing
     /// a bad tail of the last segment is truncated (and an empty last segment removed);
     /// what cannot be seen without a manifest (a cut at a record boundary, a deleted
     /// last segment) is not seen; a well-formed record that does not fit is refused.
-    @Test(.timeLimit(.minutes(1)), arguments: Damage.allCases)
+    @Test(arguments: Damage.allCases)
     func damageAfterAnUncleanStopFollowsTheTornTailRule(_ damage: Damage) async throws {
         let problems = try await Self.offPool { p in
             let f = try Self.fixture(cleanStop: false)
@@ -428,7 +428,7 @@ import Testing
 
     /// A file the manifest does not record, a missing snapshot, a missing list directory,
     /// a damaged or flagged manifest: each refused naming the file; `--repair` recovers.
-    @Test(.timeLimit(.minutes(1))) func otherDamageAfterACleanStopIsRefusedThenRepaired() async throws {
+    @Test func otherDamageAfterACleanStopIsRefusedThenRepaired() async throws {
         let problems = try await Self.offPool { p in
             let f = try Self.fixture(cleanStop: true)
             defer { f.directory.remove() }
@@ -508,7 +508,7 @@ import Testing
 
     /// Every single bit flip in the newest segment after a clean stop is refused: none is
     /// taken for a torn write, not even in the last record.
-    @Test(.timeLimit(.minutes(1))) func everyBitFlipAfterACleanStopIsRefused() async throws {
+    @Test func everyBitFlipAfterACleanStopIsRefused() async throws {
         let problems = try await Self.offPool { p in
             let f = try Self.fixture(cleanStop: true)
             defer { f.directory.remove() }
@@ -543,7 +543,7 @@ import Testing
     /// Reserved fields set, with every checksum recomputed so only the field is wrong:
     /// refused with the file and the offset named, after a clean and after an unclean
     /// stop (never truncated as a torn tail); `--repair` sets the file aside.
-    @Test(.timeLimit(.minutes(1)), arguments: Reserved.allCases)
+    @Test(arguments: Reserved.allCases)
     func reservedFieldsAreRefused(_ field: Reserved) async throws {
         let problems = try await Self.offPool { p in
             for clean in [true, false] {
