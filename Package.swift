@@ -169,7 +169,7 @@ let package = Package(
         // MARK: Benchmarks (release-mode executable; figures go to docs/BENCHMARKS.md)
         .executableTarget(
             name: "flowsync-server-bench",
-            dependencies: ["FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncTestSupport"],
+            dependencies: ["FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncServer", "FlowSyncTestSupport"],
             path: "Benchmarks/ServerBench"
         ),
         .executableTarget(

@@ -706,6 +706,9 @@ public final class Server {
     private func catchUpLaggingFlows(of connection: Connection) -> Bool {
         var queued = false
         for (name, var flow) in connection.flows where flow.state == .lagging {
+            // A catch-up queued above may have closed the connection (hard limit): its
+            // flows are gone and must stay gone.
+            guard !connection.isClosing else { break }
             guard flow.queueShrank(to: connection.queuedBytes, policy: backpressure), let list = lists[name] else { continue }
             // Inline for a small list; a large list's catch-up is built off the loop and
             // the flow waits for it (holding the batches committed meanwhile).
