@@ -69,7 +69,8 @@ struct SubscriptionFlow {
     }
 
     /// The connection's queue shrank to `queued` bytes. Returns `true` when the caller
-    /// must now send a catch-up from ``delivered`` and then call ``caughtUp(to:)``.
+    /// must now send a catch-up from ``delivered`` and record the flow that follows it
+    /// (live at the version it brings, or awaiting its build off the loop).
     mutating func queueShrank(to queued: Int, policy: BackpressurePolicy) -> Bool {
         guard state == .lagging, queued <= policy.lowWatermark else { return false }
         state = .live
@@ -93,8 +94,4 @@ struct SubscriptionFlow {
         state = .lagging
     }
 
-    /// A catch-up (diff or snapshot) to `version` was queued.
-    mutating func caughtUp(to version: ListVersion) {
-        delivered = version
-    }
 }
