@@ -260,6 +260,7 @@ public final class Server {
              [new.lowWatermarkBytes, new.highWatermarkBytes, new.hardLimitBytes, new.writeDeadlineMilliseconds])
         note("history", [configuration.historyMaxBatches, configuration.historyMaxBytes], [new.historyMaxBatches, new.historyMaxBytes])
         note("compression", [configuration.compressionLevel, configuration.compressionThresholdBytes], [new.compressionLevel, new.compressionThresholdBytes])
+        note("compression.offload_snapshot_rows", configuration.offloadSnapshotRows, new.offloadSnapshotRows)
         var ignored: [String] = []
         if new.host != configuration.host || new.port != configuration.port { ignored.append("server.host/port") }
         if new.dataDirectory != configuration.dataDirectory { ignored.append("server.data_dir") }

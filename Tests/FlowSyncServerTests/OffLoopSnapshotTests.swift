@@ -235,6 +235,49 @@ import Testing
         _ = clients.shutdown()
     }
 
+    @Test(.timeLimit(.minutes(1))) func aLaggingSubscriberOfALargeListCatchesUpOffTheLoop() async throws {
+        var configuration = ServerConfiguration()
+        configuration.offloadSnapshotRows = 1_000
+        configuration.lowWatermarkBytes = 16 << 10
+        configuration.highWatermarkBytes = 64 << 10
+        configuration.compressionLevel = 0   // incompressible-size frames fill buffers fast
+        let server = try await Self.seededServer(rows: 20_000, configuration: configuration)
+        let clients = try EventLoopThread()
+        let slow = try await TestClient.connect(port: server.port, on: clients, clientID: "slow")
+        let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "writer")
+        #expect(await subscribe(slow, Self.list) != nil)
+        slow.pauseReading()
+        var base = try #require(await position(of: server, Self.list))
+        // ~16 MiB of payloads: past the kernel buffers and the high watermark, so the
+        // subscriber lags (its batches are skipped).
+        let payload = [UInt8](repeating: 0x41, count: 32 << 10)
+        func write(_ seq: Int) async throws {
+            var ops: [FlowSyncCore.Operation] = [.insertRows([Row(id: "big\(seq)", payload: payload)], in: .id("a"), at: 0)]
+            if seq > 1 { ops.append(.removeRows([.id("big\(seq - 1)")])) }
+            base = try await commit(writer, Self.list, seq: UInt64(seq), base: base, ops)
+        }
+        for seq in 1...500 { try await write(seq) }
+        #expect(await Self.statistics(server).slowConsumerEvents >= 1, "the stalled subscriber lags")
+        // Reading again: its catch-up (a composed diff of a 20,000-row list) is built off
+        // the loop; the writes that go on meanwhile are held and follow it.
+        slow.resumeReading()
+        for seq in 501...520 { try await write(seq) }
+        #expect(await slow.waitFor(timeout: 30) { m in
+            if case .diff(let d) = m { return d.to == base }; if case .snapshot(let s) = m { return s.position == base }; return false
+        } != nil, "the subscriber catches up to the last version")
+        var replica = Replica()
+        replica.apply(slow.messages, list: Self.list)
+        #expect(replica.problems.isEmpty, "\(replica.problems.prefix(3))")
+        #expect(replica.position == base)
+        #expect(replica.director.digest == (await digest(of: server, Self.list)))
+        let stats = await Self.statistics(server)
+        #expect(stats.framesBuiltOffLoop >= 2, "the first snapshot and the catch-up were built off the loop")
+        #expect(stats.catchUpDiffs + stats.catchUpSnapshots >= 1)
+        for c in [slow, writer] { c.close() }
+        #expect(await server.stop())
+        _ = clients.shutdown()
+    }
+
     /// Waits (on server events, each poll one loop job) until a frame build is in flight.
     static func waitForBuild(_ server: EmbeddedServer) async -> Bool {
         for _ in 0..<10_000 {
