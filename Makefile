@@ -27,7 +27,7 @@ STEP_TIMEOUT := timeout --kill-after=10s 300
 # `make soak`: this many full `swift test` runs in a row from one build.
 SOAK_RUNS ?= 10
 
-.PHONY: all deps build release test soak run bench bench-quick bench-client bench-server tls-test fuzz install uninstall clean load compare-redis
+.PHONY: all deps build release test soak run bench bench-quick bench-client bench-server bench-stall tls-test fuzz install uninstall clean load compare-redis
 
 all: build
 
@@ -119,6 +119,14 @@ bench-server: deps
 	$(SWIFT) build -c release --product flowsyncd
 	$(SWIFT) build -c release --product flowsync-server-bench
 	.build/release/flowsync-server-bench
+
+# Loop stalls (docs/BENCHMARKS.md, "Loop stalls"): one request against a 100,000- and a
+# 1,000,000-row section while a second client pings every 20 ms. STALL_ARGS e.g.
+# "--skip insert0@1000000,remove0@1000000" where a case takes minutes.
+STALL_ARGS ?=
+bench-stall: deps
+	$(SWIFT) build -c release --product flowsync-server-bench
+	.build/release/flowsync-server-bench --stall $(STALL_ARGS)
 
 # libFuzzer + AddressSanitizer on the protocol decoder, seeded from the golden vectors.
 fuzz: deps

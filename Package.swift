@@ -180,7 +180,7 @@ let package = Package(
         // MARK: Benchmarks (release-mode executable; figures go to docs/BENCHMARKS.md)
         .executableTarget(
             name: "flowsync-server-bench",
-            dependencies: ["FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncTestSupport"],
+            dependencies: ["FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncServer", "FlowSyncTestSupport"],
             path: "Benchmarks/ServerBench"
         ),
         .executableTarget(

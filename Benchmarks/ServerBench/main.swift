@@ -3,6 +3,7 @@
 //
 //   swift build -c release --product flowsyncd --product ... (see Makefile: make bench-server)
 //   .build/release/flowsync-server-bench [--daemon .build/release/flowsyncd] [--quick]
+//   .build/release/flowsync-server-bench --stall [--quick]   (loop stalls, StallBench.swift)
 //
 // Subscribers only split frames by their length prefix (cheap), so the client side
 // does not hide the server's cost; one subscriber per scenario decodes everything and
@@ -138,6 +139,11 @@ func format(_ x: Double) -> String {
 if arguments.contains("--storage") || arguments.contains("--crash-test") {
     exit(try await StorageBench.run(arguments: arguments, daemonPath: daemonPath, quick: quick))
 }
+// The loop-stall figures (--stall, StallBench.swift) are their own run too; --quick
+// runs them at small sizes after the rest.
+if arguments.contains("--stall") {
+    exit(try await StallBench.run(arguments: arguments, quick: quick))
+}
 
 say("# flowsync-server-bench\(quick ? " (quick)" : "")\n")
 let daemon = try await startDaemon()
@@ -261,3 +267,10 @@ writer.close()
 }
 await daemon.terminate()
 _ = thread.shutdown()
+if quick {
+    say("")
+    // Against an embedded server (not the daemon process): small sizes, a smoke run.
+    if try await StallBench.run(arguments: arguments, quick: true) != 0 { exit(1) }
+} else {
+    say("\n(Loop stalls: `flowsync-server-bench --stall`.)")
+}

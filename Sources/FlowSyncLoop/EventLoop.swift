@@ -24,6 +24,9 @@ public final class EventLoop: @unchecked Sendable {
     private let jobs = Mutex<[@Sendable () -> Void]?>([])
     private let stats = Mutex<(openAtStop: Int, closeResult: Int32?)>((0, nil))
     private var loopThread: pthread_t?
+    /// Offloaded jobs whose completion has not run (loop thread only; see
+    /// ``offload(work:then:)``).
+    var offloadCount = 0
 
     /// Creates a loop. Nothing runs until ``run()``.
     ///
@@ -101,8 +104,11 @@ public final class EventLoop: @unchecked Sendable {
         execute { [self] in
             drainJobs()
             let open = closeAllHandles()
-            stats.withLock { $0.openAtStop = open }
+            stats.withLock { $0.openAtStop = max($0.openAtStop, open) }
             jobs.withLock { queue in
+                // A second stop() queued before this one ran has already closed it (its
+                // job runs inside drainJobs() above): closing twice is a libuv assertion.
+                guard queue != nil else { return }
                 queue = nil
                 uv_close(UnsafeMutableRawPointer(async).assumingMemoryBound(to: uv_handle_t.self), nil)
             }

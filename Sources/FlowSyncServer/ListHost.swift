@@ -51,48 +51,133 @@ final class ListHost {
         subscribers.removeAll { $0 == connection }
     }
 
-    /// The snapshot frame of the current version for `reason`, encoded once.
-    func snapshotFrame(reason: Snapshot.Reason, encoder: FrameEncoder) -> [UInt8] {
-        if cachedVersion != sequencer.position {
+    /// Frames being built off the loop for this list's subscribers, by ID.
+    private(set) var pendingFrames: [UInt64: PendingFrame] = [:]
+
+    /// Rows plus sections: what a snapshot's encoding cost follows.
+    var size: Int { sequencer.director.rowCount + sequencer.director.sections.count }
+
+    /// The cached snapshot frame of the current version for `reason`, if encoded.
+    func cachedSnapshot(reason: Snapshot.Reason) -> [UInt8]? {
+        cachedVersion == sequencer.position ? cachedSnapshots[reason] : nil
+    }
+
+    /// Keeps a snapshot frame built off the loop — if the list is still at `position`
+    /// (a frame of an older version serves only the joiners of its build).
+    func cache(snapshot frame: [UInt8], reason: Snapshot.Reason, at position: ListVersion) {
+        guard position == sequencer.position else { return }
+        if cachedVersion != position {
             cachedSnapshots = [:]
-            cachedVersion = sequencer.position
+            cachedVersion = position
         }
-        if let frame = cachedSnapshots[reason] { return frame }
-        let snapshot = Snapshot(listName: name, position: sequencer.position, digest: sequencer.director.digest, reason: reason, sections: sequencer.director.sections)
-        let frame = encoder.encode(.snapshot(snapshot))
         cachedSnapshots[reason] = frame
-        return frame
+    }
+
+    /// The snapshot frame of the current version for `reason`, encoded once (on the
+    /// loop thread: for small lists, see `offload_snapshot_rows`). `encoded` says
+    /// whether this call encoded it (statistics).
+    func snapshotFrame(reason: Snapshot.Reason, encoder: FrameEncoder) -> (frame: [UInt8], encoded: Bool) {
+        if let frame = cachedSnapshot(reason: reason) { return (frame, false) }
+        let frame = Self.snapshotFrame(name: name, sequencer: sequencer, reason: reason, encoder: encoder)
+        cache(snapshot: frame, reason: reason, at: sequencer.position)
+        return (frame, true)
+    }
+
+    /// The snapshot frame of `sequencer`'s current state. Pure: runs on a worker thread
+    /// too, with the worker's own encoder.
+    static func snapshotFrame(name: String, sequencer: Sequencer, reason: Snapshot.Reason, encoder: FrameEncoder) -> [UInt8] {
+        let snapshot = Snapshot(listName: name, position: sequencer.position, digest: sequencer.director.digest, reason: reason, sections: sequencer.director.sections)
+        return encoder.encode(.snapshot(snapshot))
+    }
+
+    // MARK: Frames built off the loop
+
+    /// The build a snapshot joiner for `reason` can share, if one is in flight.
+    func shareablePendingFrame(reason: Snapshot.Reason) -> PendingFrame? {
+        pendingFrames.values.first { $0.isShareable(for: reason) }
+    }
+
+    func addPendingFrame(_ pending: PendingFrame) {
+        pendingFrames[pending.id] = pending
+    }
+
+    func removePendingFrame(_ id: UInt64) {
+        pendingFrames[id] = nil
+    }
+
+    /// A batch was committed: every build in flight holds its frame for its waiting
+    /// subscribers.
+    func holdForPendingFrames(from: ListVersion, to: ListVersion, frame: [UInt8]) {
+        for pending in pendingFrames.values { pending.hold(from: from, to: to, frame: frame) }
+    }
+
+    /// How a subscriber resuming from `from` (with its replica's `digest`) is served,
+    /// decided cheaply on the loop: the expensive answers (a snapshot, a composed diff)
+    /// are built inline or off the loop by the caller, by the list's size.
+    enum ResumePlan: Equatable {
+        /// A snapshot of the current version for this reason.
+        case snapshot(Snapshot.Reason)
+        /// An empty diff: the subscriber is at the current version.
+        case upToDate
+        /// A composed diff from `from` (or a snapshot, when smaller or the digest differs).
+        case catchUp
+    }
+
+    func resumePlan(from: ListVersion, digest: StateDigest?) -> ResumePlan {
+        let position = sequencer.position
+        if from.epoch != position.epoch { return .snapshot(.epochChanged) }
+        if from == position {
+            if let digest, digest != sequencer.director.digest { return .snapshot(.resyncRequested) }
+            return .upToDate
+        }
+        // In the future, or older than the history: the same answers Sequencer.catchUp gives.
+        if from.version > position.version || from.version < sequencer.oldestResumable.version { return .snapshot(.resumeTooOld) }
+        return .catchUp
     }
 
     /// The frame that brings a subscriber at `from` to the current version: a diff from
     /// exactly `from`, or a snapshot when the position is unusable, when `digest` shows
     /// the subscriber's replica drifted, or when the snapshot is the smaller frame.
-    func catchUpFrame(from: ListVersion, digest: StateDigest?, encoder: FrameEncoder) -> (frame: [UInt8], isSnapshot: Bool) {
+    /// On the loop thread; uses (and fills) the snapshot cache.
+    func catchUpFrame(from: ListVersion, digest: StateDigest?, encoder: FrameEncoder) -> (frame: [UInt8], isSnapshot: Bool, encodedSnapshot: Bool) {
+        var encodedSnapshot = false
+        let built = Self.catchUpFrame(name: name, sequencer: sequencer, from: from, digest: digest, encoder: encoder) { reason in
+            let snapshot = snapshotFrame(reason: reason, encoder: encoder)
+            encodedSnapshot = encodedSnapshot || snapshot.encoded
+            return snapshot.frame
+        }
+        return (built.frame, built.isSnapshot, encodedSnapshot)
+    }
+
+    /// ``catchUpFrame(from:digest:encoder:)`` over a copy of the sequencer. Pure (the
+    /// snapshot comes from `snapshot`), so it runs on a worker thread too.
+    static func catchUpFrame(name: String, sequencer: Sequencer, from: ListVersion, digest: StateDigest?, encoder: FrameEncoder,
+                             snapshot: (Snapshot.Reason) -> [UInt8]) -> (frame: [UInt8], isSnapshot: Bool) {
         switch sequencer.catchUp(from: from) {
         case .snapshot(let reason):
             let wire: Snapshot.Reason = reason == .epochChanged ? .epochChanged : .resumeTooOld
-            return (snapshotFrame(reason: wire, encoder: encoder), true)
+            return (snapshot(wire), true)
         case .upToDate:
             if let digest, digest != sequencer.director.digest {
-                return (snapshotFrame(reason: .resyncRequested, encoder: encoder), true)
+                return (snapshot(.resyncRequested), true)
             }
-            return (diffFrame(from: from, changeset: Changeset(), encoder: encoder), false)
+            return (diffFrame(name: name, sequencer: sequencer, from: from, changeset: Changeset(), encoder: encoder), false)
         case .changeset(let changeset):
             if let digest, let past = sequencer.state(at: from), past.digest != digest {
-                return (snapshotFrame(reason: .resyncRequested, encoder: encoder), true)
+                return (snapshot(.resyncRequested), true)
             }
-            let diff = diffFrame(from: from, changeset: changeset, encoder: encoder)
+            let diff = diffFrame(name: name, sequencer: sequencer, from: from, changeset: changeset, encoder: encoder)
             // Only encode a snapshot to compare when it could plausibly be smaller.
             let rows = sequencer.director.rowCount + sequencer.director.sections.count
             if changeset.changeCount * 2 > rows {
-                let snapshot = snapshotFrame(reason: .resumeTooOld, encoder: encoder)
-                if snapshot.count < diff.count { return (snapshot, true) }
+                let frame = snapshot(.resumeTooOld)
+                if frame.count < diff.count { return (frame, true) }
             }
             return (diff, false)
         }
     }
 
-    private func diffFrame(from: ListVersion, changeset: Changeset, encoder: FrameEncoder) -> [UInt8] {
+    private static func diffFrame(name: String, sequencer: Sequencer, from: ListVersion, changeset: Changeset, encoder: FrameEncoder) -> [UInt8] {
         let diff = Diff(listName: name, epoch: from.epoch, fromVersion: from.version, toVersion: sequencer.position.version,
                         digest: sequencer.director.digest, changeset: changeset, mutations: [])
         return encoder.encode(.diff(diff))

@@ -21,7 +21,7 @@ public final class Server {
     public private(set) var configuration: ServerConfiguration
     public let loop: EventLoop
     public var logger: Logger
-    public private(set) var statistics = ServerStatistics()
+    public internal(set) var statistics = ServerStatistics()
     /// The same events for a metrics backend (swift-metrics; a no-op when none).
     let metrics = ServerMetrics()
     private var lastSweep: UInt64 = 0
@@ -29,17 +29,17 @@ public final class Server {
     private var listener: TCPListener?
     /// The Unix-domain listener (`server.unix_socket`), when configured.
     private var unixListener: UnixListener?
-    private var connections: [Int: Connection] = [:]
-    private var lists: [String: ListHost] = [:]
+    private(set) var connections: [Int: Connection] = [:]
+    private(set) var lists: [String: ListHost] = [:]
     private var dirtyLists: Set<String> = []
     private var toFlush: Set<Int> = []
     /// Connections with at least one lagging subscription. The end of every turn looks
     /// only at these: scanning every connection's flows per turn would cost
     /// O(connections) even when nobody lags.
-    private var laggingConnections: Set<Int> = []
+    var laggingConnections: Set<Int> = []
     private var hook: LoopHook?
     private var sweep: LoopTimer?
-    private var encoder: FrameEncoder
+    private(set) var encoder: FrameEncoder
     private var nextConnectionID = 1
     /// Checks Hello tokens; `nil` with `[auth] mode = "off"` (docs/SECURITY.md).
     private var verifier: TokenVerifier?
@@ -66,7 +66,16 @@ public final class Server {
     public var onFatalStorageError: ((StoreError) -> Void)?
     /// Lists that asked for a snapshot (compaction) this turn; done after the flush, so
     /// no ack waits for it.
-    private var compactionsDue: Set<String> = []
+    var compactionsDue: Set<String> = []
+    /// Lists whose compaction snapshot is being written off the loop (one at a time per
+    /// list: a second would race the first's install).
+    var compactionsInFlight: Set<String> = []
+    /// Work handed to the thread pool whose completion has not run: snapshot builds and
+    /// compactions. A shutdown completes only at 0 — the completions touch the server
+    /// and the store, which must still be open.
+    var offloadsOutstanding = 0
+    /// The next ``PendingFrame`` ID.
+    var nextPendingFrameID: UInt64 = 1
     private var syncTimer: LoopTimer?
     private var recovered = false
     private var closedAfterFailure = false
@@ -210,8 +219,10 @@ public final class Server {
         sweep?.ref()
     }
 
-    private func finishShutdownIfDone() {
-        guard let completion = shutdownCompletion, connections.isEmpty else { return }
+    func finishShutdownIfDone() {
+        // Outstanding offloaded work first: its completion may install a compaction
+        // (the store must not be closed under it) or serve subscribers.
+        guard let completion = shutdownCompletion, connections.isEmpty, offloadsOutstanding == 0 else { return }
         shutdownCompletion = nil
         hook?.close()
         sweep?.close()
@@ -249,6 +260,7 @@ public final class Server {
              [new.lowWatermarkBytes, new.highWatermarkBytes, new.hardLimitBytes, new.writeDeadlineMilliseconds])
         note("history", [configuration.historyMaxBatches, configuration.historyMaxBytes], [new.historyMaxBatches, new.historyMaxBytes])
         note("compression", [configuration.compressionLevel, configuration.compressionThresholdBytes], [new.compressionLevel, new.compressionThresholdBytes])
+        note("compression.offload_snapshot_rows", configuration.offloadSnapshotRows, new.offloadSnapshotRows)
         var ignored: [String] = []
         if new.host != configuration.host || new.port != configuration.port { ignored.append("server.host/port") }
         if new.dataDirectory != configuration.dataDirectory { ignored.append("server.data_dir") }
@@ -474,19 +486,11 @@ public final class Server {
         // Seal first, so the subscriber starts exactly at a committed version and the
         // mutations already queued this turn arrive as a normal diff.
         if list.sequencer.hasPending { seal(list) }
-        let frame: [UInt8]
-        if let resume = request.resumeFrom {
-            let catchUp = list.catchUpFrame(from: resume, digest: request.digest, encoder: encoder)
-            frame = catchUp.frame
-            if catchUp.isSnapshot { statistics.catchUpSnapshots += 1 } else { statistics.catchUpDiffs += 1 }
-            metrics.catchUp(outcome: catchUp.isSnapshot ? "snapshot" : "diff", cause: "resume")
-        } else {
-            frame = list.snapshotFrame(reason: .freshSubscribe, encoder: encoder)
-            statistics.snapshotsSent += 1
-        }
-        enqueue(frame, to: connection)
-        connection.flows[list.name] = SubscriptionFlow(deliveredUpTo: list.position)
+        let first = firstFrame(for: connection, of: list, from: request.resumeFrom, digest: request.digest,
+                               cause: request.resumeFrom == nil ? .subscribe : .resume)
+        connection.flows[list.name] = first.flow
         list.addSubscriber(connection.id)
+        if let frame = first.frame { enqueue(frame, to: connection) }
         recordListGauges()
         onStatusChange?()
     }
@@ -560,7 +564,7 @@ public final class Server {
         enqueue(encoder.encode(message), to: connection)
     }
 
-    private func enqueue(_ frame: [UInt8], to connection: Connection) {
+    func enqueue(_ frame: [UInt8], to connection: Connection) {
         guard storageFailure == nil, connection.enqueue(frame) else { return }
         toFlush.insert(connection.id)
         if connection.queuedBytes > configuration.hardLimitBytes {
@@ -648,6 +652,9 @@ public final class Server {
                 storageFailed(error)
                 return
             }
+            // Subscribers whose first frame is being built off the loop get this batch
+            // after it, from the build (the same bytes, in order: no gap).
+            list.holdForPendingFrames(from: commit.from, to: commit.to, frame: frame)
             let policy = backpressure
             for id in list.subscribers {
                 guard let connection = connections[id], var flow = connection.flows[list.name] else { continue }
@@ -657,6 +664,8 @@ public final class Server {
                 switch decision {
                 case .send:
                     enqueue(frame, to: connection)
+                case .held:
+                    break
                 case .skip:
                     if wasLive {
                         laggingConnections.insert(connection.id)
@@ -698,14 +707,18 @@ public final class Server {
     private func catchUpLaggingFlows(of connection: Connection) -> Bool {
         var queued = false
         for (name, var flow) in connection.flows where flow.state == .lagging {
+            // A catch-up queued above may have closed the connection (hard limit): its
+            // flows are gone and must stay gone.
+            guard !connection.isClosing else { break }
             guard flow.queueShrank(to: connection.queuedBytes, policy: backpressure), let list = lists[name] else { continue }
-            let catchUp = list.catchUpFrame(from: flow.delivered, digest: nil, encoder: encoder)
-            if catchUp.isSnapshot { statistics.catchUpSnapshots += 1 } else { statistics.catchUpDiffs += 1 }
-            metrics.catchUp(outcome: catchUp.isSnapshot ? "snapshot" : "diff", cause: "lag")
-            flow.caughtUp(to: list.position)
-            connection.flows[name] = flow
-            enqueue(catchUp.frame, to: connection)
-            queued = true
+            // Inline for a small list; a large list's catch-up is built off the loop and
+            // the flow waits for it (holding the batches committed meanwhile).
+            let first = firstFrame(for: connection, of: list, from: flow.delivered, digest: nil, cause: .lag)
+            connection.flows[name] = first.flow
+            if let frame = first.frame {
+                enqueue(frame, to: connection)
+                queued = true
+            }
         }
         if !connection.flows.values.contains(where: { $0.state == .lagging }) {
             laggingConnections.remove(connection.id)
@@ -828,35 +841,10 @@ public final class Server {
         metrics.storeSync.recordNanoseconds(Int64(monotonicNanoseconds() - started))
     }
 
-    /// Snapshots of the lists that asked for one: the state at the oldest version the
-    /// history still holds, so every batch resumable now stays resumable after a
-    /// restart, and the log before it is dropped.
-    private func compactDueLists() {
-        let names = compactionsDue
-        compactionsDue = []
-        for name in names {
-            guard storageFailure == nil, let list = lists[name] else { continue }
-            let sequencer = list.sequencer
-            let base = sequencer.oldestResumable
-            guard let state = sequencer.state(at: base) else { continue }
-            let started = monotonicNanoseconds()
-            do {
-                try store.compact(StoredSnapshot(listName: name, position: base, digest: state.digest, sections: state.sections,
-                                                 dedupe: sequencer.dedupeRecords(through: base)))
-            } catch {
-                storageFailed(error)
-                continue
-            }
-            statistics.storeSnapshots += 1
-            metrics.storeSnapshot.recordNanoseconds(Int64(monotonicNanoseconds() - started))
-            logger.debug("snapshot written", metadata: ["flowsync.list": "\(name)", "at": "\(base)", "ms": "\((monotonicNanoseconds() - started) / 1_000_000)"])
-        }
-    }
-
     /// A write or fsync failed: nothing more leaves (the batch in flight is never
     /// acknowledged), and the fatal handler runs. Connections are closed at the end of
     /// the turn, never inside a callback.
-    private func storageFailed(_ error: StoreError) {
+    func storageFailed(_ error: StoreError) {
         guard storageFailure == nil else { return }
         storageFailure = error
         logger.critical("storage failed; no further acknowledgement will be sent", metadata: ["error": "\(error)"])
@@ -865,7 +853,7 @@ public final class Server {
         onFatalStorageError?(error)
     }
 
-    private func closeEverythingAfterStorageFailure() {
+    func closeEverythingAfterStorageFailure() {
         guard !closedAfterFailure else { return }
         closedAfterFailure = true
         listener?.close()
@@ -895,6 +883,8 @@ public final class Server {
             ("catchup.snapshots", Int64(statistics.catchUpSnapshots)),
             ("store.syncs", Int64(statistics.storeSyncs)),
             ("store.snapshots", Int64(statistics.storeSnapshots)),
+            ("snapshots.encoded", Int64(statistics.snapshotsEncoded)),
+            ("frames.offloaded", Int64(statistics.framesBuiltOffLoop)),
         ]
         // Each hosted list by name with its version (`flowsync lists`), the first
         // `maxListedInStats` by name: a bounded reply whatever the server holds.
@@ -931,6 +921,10 @@ public final class Server {
 
     /// The number of open connections.
     public var connectionCount: Int { connections.count }
+
+    /// Snapshot builds and compactions running on worker threads (their completion has
+    /// not run yet). A shutdown completes only when this is 0.
+    public var offloadsInFlight: Int { offloadsOutstanding }
 
     /// The most bytes queued for any one connection (this turn's frames plus what libuv
     /// holds): the figure back-pressure keeps bounded.

@@ -74,6 +74,7 @@ extension ServerConfiguration {
                 case ("ordering", "dedupe_clients"): dedupeClients = try value.int(1...100_000_000)
                 case ("compression", "level"): compressionLevel = try value.int(0...9)
                 case ("compression", "threshold_bytes"): compressionThresholdBytes = try value.int(0...(1 << 30))
+                case ("compression", "offload_snapshot_rows"): offloadSnapshotRows = try value.int(0...Int(Int32.max))
                 case ("metrics", "enabled"): metricsEnabled = try value.bool()
                 case ("metrics", "host"): metricsHost = try value.string()
                 case ("metrics", "port"): metricsPort = try value.int(0...65_535)

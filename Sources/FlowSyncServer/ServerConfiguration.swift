@@ -90,6 +90,11 @@ public struct ServerConfiguration: Hashable, Sendable {
     /// Frames with bodies smaller than this are sent uncompressed, bytes. Default 64
     /// (with the preset dictionary even a one-row frame shrinks, see docs/BENCHMARKS.md).
     public var compressionThresholdBytes = 64
+    /// Snapshots of lists with at least this many rows (plus sections) are encoded and
+    /// deflated on a worker thread, not on the loop (docs/ARCHITECTURE.md, "Event loop",
+    /// rule 12); smaller ones stay inline, where they cost less than the hand-off's
+    /// extra loop turn. Default 2,000 (about 0.5–2 ms inline). 0 offloads every snapshot.
+    public var offloadSnapshotRows = 2_000
 
     // MARK: [metrics]
     /// Serve Prometheus metrics (`GET /metrics`) on an admin listener. Default true.

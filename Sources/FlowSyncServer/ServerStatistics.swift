@@ -16,6 +16,11 @@ public struct ServerStatistics: Sendable {
     public var catchUpDiffs = 0
     public var catchUpSnapshots = 0
     public var snapshotsSent = 0
+    /// Snapshot frames encoded (on the loop or off it). Joiners at one version share one
+    /// encoding, so this stays below the snapshots sent.
+    public var snapshotsEncoded = 0
+    /// First frames (snapshots, catch-ups of large lists) built on a worker thread.
+    public var framesBuiltOffLoop = 0
     /// Store syncs (fsync rounds: one per loop turn with writes under `always`).
     public var storeSyncs = 0
     /// Store snapshots written by compaction.

@@ -9,7 +9,8 @@ import FlowSyncProtocol
 ///
 /// Loop-confined. Every call does blocking file I/O on the calling (loop) thread — see
 /// docs/ARCHITECTURE.md, "Storage", for why that is the chosen trade-off and what it
-/// costs. A list's active segment stays open between writes, for at most
+/// costs — except a staged compaction's snapshot write (`FileStore+Compaction.swift`),
+/// which runs on a worker. A list's active segment stays open between writes, for at most
 /// ``Options/maxOpenLogs`` lists (the least recently written is closed first and
 /// reopened by its next write).
 public final class FileStore: DirectorStore {
@@ -213,30 +214,11 @@ public final class FileStore: DirectorStore {
     // MARK: Snapshots
 
     public func compact(_ snapshot: StoredSnapshot) throws(StoreError) {
-        try recordingFailure { () throws(StoreError) in try compactList(snapshot) }
-    }
-
-    private func compactList(_ snapshot: StoredSnapshot) throws(StoreError) {
-        let files = try files(for: snapshot.listName)
-        if files.position == nil { files.position = snapshot.position }
-        try writeSnapshot(snapshot, in: files)
-        // Roll the log: the next batch starts a new segment, so every older segment is
-        // eventually wholly before some snapshot and can be deleted whole.
-        try closeActiveSegment(files)
-        files.lastSegmentClosedForGood = true
-        let base = snapshot.position
-        var kept: [Segment] = []
-        for segment in files.segments {
-            if segment.epoch != base.epoch || segment.lastVersion <= base.version {
-                try io.remove(segment.path)
-            } else {
-                kept.append(segment)
-            }
+        // The staged steps in a row (FileStore+Compaction.swift); the server runs the
+        // middle one off the loop thread.
+        try recordingFailure { () throws(StoreError) in
+            try installCompaction(try stageCompaction(of: snapshot.listName).write(snapshot))
         }
-        files.segments = kept
-        try io.syncDirectory(files.directory)
-        files.batchesSinceSnapshot = 0
-        files.bytesSinceSnapshot = 0
     }
 
     public func startEpoch(_ snapshot: StoredSnapshot) throws(StoreError) {
@@ -279,7 +261,7 @@ public final class FileStore: DirectorStore {
     }
 
     /// Runs a writing operation; its error, if any, is remembered (see ``failure``).
-    private func recordingFailure<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+    func recordingFailure<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         do {
             return try body()
         } catch {
@@ -388,7 +370,7 @@ public final class FileStore: DirectorStore {
         bytesAppended += header.count
     }
 
-    private func closeActiveSegment(_ files: ListFiles) throws(StoreError) {
+    func closeActiveSegment(_ files: ListFiles) throws(StoreError) {
         guard let fd = files.activeFD else { return }
         if files.unsynced, let segment = files.segments.last {
             try io.sync(fd, path: segment.path)

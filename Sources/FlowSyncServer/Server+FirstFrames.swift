@@ -1,0 +1,186 @@
+import FlowSyncCore
+import FlowSyncLoop
+import FlowSyncProtocol
+
+/// A subscriber's first frame after a gap — a fresh subscriber's snapshot, a resume's
+/// catch-up, a lagging subscriber's catch-up — built inline for small lists and on a
+/// worker thread for large ones (docs/ARCHITECTURE.md, "Event loop", rule 12, and
+/// "The daemon", "Snapshots off the loop").
+extension Server {
+    /// Why a subscriber needs a first frame (statistics and metrics).
+    enum FirstFrameCause: String {
+        case subscribe, resume, lag
+    }
+
+    /// What ``firstFrame(for:of:from:digest:cause:)`` decided: the flow to record, and
+    /// the frame to queue now (`nil` when it is being built off the loop).
+    struct FirstFrame {
+        var flow: SubscriptionFlow
+        var frame: [UInt8]?
+    }
+
+    /// Decides a subscriber's first frame: from nothing (`from == nil`: a snapshot) or
+    /// from its position. The caller records the flow, then queues the frame — in that
+    /// order, so a queue that passes the hard limit closes a connection whose flow is
+    /// already recorded (and so is cleaned up with it).
+    func firstFrame(for connection: Connection, of list: ListHost, from: ListVersion?, digest: StateDigest?, cause: FirstFrameCause) -> FirstFrame {
+        let plan = from.map { list.resumePlan(from: $0, digest: digest) } ?? .snapshot(.freshSubscribe)
+        // Small lists stay inline: their encode costs less than the hand-off's extra turn.
+        let inline = list.size < configuration.offloadSnapshotRows
+        switch plan {
+        case .snapshot(let reason):
+            countFirstFrame(isSnapshot: true, cause: cause)
+            if let frame = list.cachedSnapshot(reason: reason) {
+                return FirstFrame(flow: SubscriptionFlow(deliveredUpTo: list.position), frame: frame)
+            }
+            if inline {
+                let (frame, encoded) = list.snapshotFrame(reason: reason, encoder: encoder)
+                if encoded { statistics.snapshotsEncoded += 1 }
+                return FirstFrame(flow: SubscriptionFlow(deliveredUpTo: list.position), frame: frame)
+            }
+            // Joiners for one reason share one build (and so one encode), even after
+            // the list moved on: the build holds the batches since its version.
+            let pending = list.shareablePendingFrame(reason: reason) ?? startSnapshotBuild(for: list, reason: reason)
+            pending.join(connection.id)
+            return FirstFrame(flow: SubscriptionFlow(awaiting: pending.id, at: pending.position), frame: nil)
+        case .upToDate, .catchUp:
+            guard case .catchUp = plan, !inline, let from else {
+                let frame = list.catchUpFrame(from: from!, digest: digest, encoder: encoder)
+                if frame.encodedSnapshot { statistics.snapshotsEncoded += 1 }
+                countFirstFrame(isSnapshot: frame.isSnapshot, cause: cause)
+                return FirstFrame(flow: SubscriptionFlow(deliveredUpTo: list.position), frame: frame.frame)
+            }
+            // A composed diff of a large list (O(n) to diff, maybe a snapshot to compare
+            // with): off the loop, for this subscriber alone. Counted when it is known
+            // whether it came out as a diff or a snapshot.
+            let pending = startCatchUpBuild(for: list, from: from, digest: digest, cause: cause)
+            pending.join(connection.id)
+            return FirstFrame(flow: SubscriptionFlow(awaiting: pending.id, at: pending.position), frame: nil)
+        }
+    }
+
+    func countFirstFrame(isSnapshot: Bool, cause: FirstFrameCause) {
+        switch cause {
+        case .subscribe:
+            statistics.snapshotsSent += 1
+        case .resume, .lag:
+            if isSnapshot { statistics.catchUpSnapshots += 1 } else { statistics.catchUpDiffs += 1 }
+            metrics.catchUp(outcome: isSnapshot ? "snapshot" : "diff", cause: cause.rawValue)
+        }
+    }
+
+    // MARK: Builds
+
+    private func startSnapshotBuild(for list: ListHost, reason: Snapshot.Reason) -> PendingFrame {
+        // A copy of the state at this version: a value, so the worker reads it while the
+        // loop goes on committing (copy-on-write: the loop's next edit of a section copies
+        // that section's storage once, instead of the worker seeing it change).
+        let sequencer = list.sequencer
+        let name = list.name
+        return startBuild(for: list, sharedReason: reason, cause: nil) { encoder in
+            BuiltFrame.Parts(frame: ListHost.snapshotFrame(name: name, sequencer: sequencer, reason: reason, encoder: encoder),
+                             isSnapshot: true, encodedSnapshots: 1)
+        }
+    }
+
+    private func startCatchUpBuild(for list: ListHost, from: ListVersion, digest: StateDigest?, cause: FirstFrameCause) -> PendingFrame {
+        let sequencer = list.sequencer
+        let name = list.name
+        return startBuild(for: list, sharedReason: nil, cause: cause) { encoder in
+            var encoded = 0
+            let built = ListHost.catchUpFrame(name: name, sequencer: sequencer, from: from, digest: digest, encoder: encoder) { reason in
+                encoded += 1
+                return ListHost.snapshotFrame(name: name, sequencer: sequencer, reason: reason, encoder: encoder)
+            }
+            return BuiltFrame.Parts(frame: built.frame, isSnapshot: built.isSnapshot, encodedSnapshots: encoded)
+        }
+    }
+
+    /// Registers a build at the list's current version and hands `work` to the thread
+    /// pool; the result comes back in ``pendingFrameBuilt(_:of:_:cause:)`` on the loop.
+    private func startBuild(for list: ListHost, sharedReason: Snapshot.Reason?, cause: FirstFrameCause?,
+                            work: @escaping @Sendable (FrameEncoder) -> BuiltFrame.Parts) -> PendingFrame {
+        let pending = PendingFrame(id: nextPendingFrameID, position: list.position, sharedReason: sharedReason,
+                                   maxHeldBytes: configuration.hardLimitBytes)
+        nextPendingFrameID += 1
+        list.addPendingFrame(pending)
+        statistics.framesBuiltOffLoop += 1
+        offloadsOutstanding += 1
+        let compression = encoder.configuration
+        loop.offload(work: {
+            let started = monotonicNanoseconds()
+            // A FrameEncoder (its deflate stream) is not Sendable: one per job. Encoding is
+            // deterministic, so the bytes equal what the loop's encoder would produce.
+            let parts = work(FrameEncoder(configuration: compression))
+            return BuiltFrame(frame: parts.frame, isSnapshot: parts.isSnapshot, encodedSnapshots: parts.encodedSnapshots,
+                              nanoseconds: monotonicNanoseconds() - started)
+        }, then: { [weak self, weak list] built in
+            // Loop thread, a later turn. Weak: the server or the list may be gone.
+            guard let self else { return }
+            offloadsOutstanding -= 1
+            if let list { pendingFrameBuilt(pending, of: list, built, cause: cause) }
+            // A shutdown waits for outstanding work (see finishShutdownIfDone).
+            finishShutdownIfDone()
+        })
+        return pending
+    }
+
+    /// A build finished: each subscriber still waiting for it gets the frame, then every
+    /// batch held since — through its flow, so back-pressure applies as for any batch.
+    /// The frames leave with this turn's flush (which syncs the store first, rule 1 of
+    /// "Storage"; the held batches were synced in their own turns anyway).
+    private func pendingFrameBuilt(_ pending: PendingFrame, of list: ListHost, _ built: BuiltFrame, cause: FirstFrameCause?) {
+        list.removePendingFrame(pending.id)
+        statistics.snapshotsEncoded += built.encodedSnapshots
+        // A list dropped (nobody left) or a failed store: nobody is served.
+        guard storageFailure == nil, lists[list.name] === list else { return }
+        if built.isSnapshot, let reason = pending.sharedReason {
+            list.cache(snapshot: built.frame, reason: reason, at: pending.position)
+        }
+        let policy = backpressure
+        for id in pending.waiting {
+            // Only a flow still waiting for *this* build: the connection may have gone,
+            // unsubscribed, or subscribed again (then it waits for another build, or for
+            // this one and appears twice in `waiting`: served once).
+            guard let connection = connections[id], var flow = connection.flows[list.name],
+                  flow.state == .awaitingFrame(pending.id) else { continue }
+            if let cause { countFirstFrame(isSnapshot: built.isSnapshot, cause: cause) }
+            flow.frameArrived(at: pending.position)
+            var frames = [built.frame]
+            if pending.overflowed {
+                // Too much was committed meanwhile to hold: catch up from the frame's
+                // version once the queue is low, like any slow consumer.
+                flow.fellBehind()
+            } else {
+                for batch in pending.held {
+                    let wasLive = flow.state == .live
+                    switch flow.batchCommitted(from: batch.from, to: batch.to, queued: connection.queuedBytes + frames.reduce(0) { $0 + $1.count }, policy: policy) {
+                    case .send:
+                        frames.append(batch.frame)
+                    case .skip:
+                        if wasLive {
+                            statistics.slowConsumerEvents += 1
+                            metrics.slowConsumerEvents.increment()
+                        }
+                    case .held:
+                        preconditionFailure("Internal inconsistency in Server: a served flow held a batch")
+                    }
+                }
+            }
+            if flow.state == .lagging { laggingConnections.insert(connection.id) }
+            // The flow first, then the frames (the hard limit may close the connection,
+            // which then forgets this flow with the rest).
+            connection.flows[list.name] = flow
+            for frame in frames { enqueue(frame, to: connection) }
+        }
+    }
+}
+
+extension BuiltFrame {
+    /// What a build's work returns (the timing is added around it).
+    struct Parts {
+        let frame: [UInt8]
+        let isSnapshot: Bool
+        let encodedSnapshots: Int
+    }
+}
