@@ -6,8 +6,8 @@ import Glibc
 
 /// `EventLoop.offload(work:then:)`: work on libuv's pool, completion on the loop, and a
 /// stop that waits for work in flight (docs/ARCHITECTURE.md, "Event loop", rules 12–14).
-@Suite struct OffloadTests {
-    @Test(.timeLimit(.minutes(1))) func workRunsOnThePoolAndEveryCompletionOnTheLoop() async throws {
+@Suite(.timeLimit(.minutes(2))) struct OffloadTests {
+    @Test func workRunsOnThePoolAndEveryCompletionOnTheLoop() async throws {
         let thread = try EventLoopThread()
         let outcome = Shared<(results: [Int], workOnLoop: Int, completionsOffLoop: Int, inFlightAtEnd: Int)>(([], 0, 0, -1))
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -40,7 +40,7 @@ import Glibc
         expectCleanShutdown(thread)
     }
 
-    @Test(.timeLimit(.minutes(1))) func stopWaitsForWorkInFlightAndClosesCleanly() async throws {
+    @Test func stopWaitsForWorkInFlightAndClosesCleanly() async throws {
         let thread = try EventLoopThread()
         let completed = Shared(false)
         thread.loop.execute {

@@ -4,11 +4,11 @@ import Testing
 
 /// The subscription's flow machine and the pending-frame build, event by event, without
 /// a socket (issue #15: a subscriber whose first frame is built off the loop).
-@Suite struct SubscriptionFlowTests {
+@Suite(.timeLimit(.minutes(2))) struct SubscriptionFlowTests {
     let policy = BackpressurePolicy(lowWatermark: 100, highWatermark: 1_000, hardLimit: 10_000)
     func v(_ n: UInt64) -> ListVersion { ListVersion(epoch: 7, version: n) }
 
-    @Test(.timeLimit(.minutes(1))) func awaitingHoldsBatchesThenGoesLiveAtTheFramesVersion() {
+    @Test func awaitingHoldsBatchesThenGoesLiveAtTheFramesVersion() {
         var flow = SubscriptionFlow(awaiting: 3, at: v(10))
         #expect(flow.state == .awaitingFrame(3))
         #expect(flow.batchCommitted(from: v(10), to: v(11), queued: 0, policy: policy) == .held)
@@ -21,14 +21,14 @@ import Testing
         #expect(flow.delivered == v(12))
     }
 
-    @Test(.timeLimit(.minutes(1))) func aHeldBatchOverTheHighWatermarkMakesItLag() {
+    @Test func aHeldBatchOverTheHighWatermarkMakesItLag() {
         var flow = SubscriptionFlow(awaiting: 1, at: v(1))
         flow.frameArrived(at: v(1))
         #expect(flow.batchCommitted(from: v(1), to: v(2), queued: 2_000, policy: policy) == .skip)
         #expect(flow.state == .lagging && flow.delivered == v(1), "catches up from the frame's version")
     }
 
-    @Test(.timeLimit(.minutes(1))) func fellBehindAfterAnOverflowedBuildLags() {
+    @Test func fellBehindAfterAnOverflowedBuildLags() {
         var flow = SubscriptionFlow(awaiting: 1, at: v(1))
         flow.frameArrived(at: v(1))
         flow.fellBehind()
@@ -37,7 +37,7 @@ import Testing
         #expect(due, "a catch-up is due once the queue is low")
     }
 
-    @Test(.timeLimit(.minutes(1))) func pendingFrameHoldsContiguousBatchesAndOverflowsAtItsBound() {
+    @Test func pendingFrameHoldsContiguousBatchesAndOverflowsAtItsBound() {
         let pending = PendingFrame(id: 1, position: v(5), sharedReason: .freshSubscribe, maxHeldBytes: 10)
         #expect(pending.isShareable(for: .freshSubscribe) && !pending.isShareable(for: .resumeTooOld))
         pending.hold(from: v(5), to: v(6), frame: [1, 2, 3, 4])
