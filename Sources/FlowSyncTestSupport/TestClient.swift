@@ -20,6 +20,8 @@ public final class TestClient: Sendable {
         var nextID = 0
         var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
         var cancelled: Set<Int> = []
+        /// The connection is gone: nothing more will arrive, so waits end at once.
+        var ended = false
     }
     private let state = Shared<(closed: Bool, decodeError: ProtocolError?, bytes: Int)>((false, nil, 0))
     public let clientID: String
@@ -44,9 +46,16 @@ public final class TestClient: Sendable {
                 case .success(let tcp):
                     client.connection.value = tcp
                     tcp.onRead = { bytes in client.received(bytes) }
-                    tcp.onEnd = { _ in client.state.update { $0.closed = true } }
-                    tcp.onClose = { client.state.update { $0.closed = true } }
+                    tcp.onEnd = { _ in client.connectionEnded() }
+                    tcp.onClose = { client.connectionEnded() }
                     try? tcp.startReading()
+                    // The Hello leaves from the loop thread at once, not after the test's
+                    // task next gets a thread: on a loaded machine that can take longer
+                    // than a server's handshake deadline.
+                    if handshake {
+                        let hello = Message.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "test", clientID: clientID, authToken: authToken))
+                        _ = try? tcp.write([client.codec.value.encoder.encode(hello)])
+                    }
                     result.set(.success(()))
                 }
             }
@@ -56,12 +65,25 @@ public final class TestClient: Sendable {
         }
         try outcome.get()
         if handshake {
-            client.send(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "test", clientID: clientID, authToken: authToken)))
             guard await client.waitFor({ if case .welcome = $0 { return true } else { return false } }) != nil else {
-                throw UVError(code: -1, operation: "no Welcome")
+                let why = client.messages.compactMap { message -> String? in
+                    if case .error(let e) = message { return "\(e.code) \(e.message)" } else { return nil }
+                }
+                throw UVError(code: -1, operation: "no Welcome (\(client.isClosed ? "closed" : "open")\(why.isEmpty ? "" : ": " + why.joined(separator: "; ")))")
             }
         }
         return client
+    }
+
+    /// Loop thread only: the connection ended; every wait ends now.
+    private func connectionEnded() {
+        state.update { $0.closed = true }
+        let waiters = arrivals.update { state -> [CheckedContinuation<Void, Never>] in
+            state.ended = true
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Loop thread only.
@@ -116,15 +138,18 @@ public final class TestClient: Sendable {
     public var bytesReceived: Int { state.get().bytes }
 
     /// Waits until a received message satisfies `predicate`; returns it (or `nil` after
-    /// `timeout` seconds). Woken by each arriving message rather than by polling, so
+    /// `timeout` seconds, or at once when the connection has ended and no received
+    /// message matches). Woken by each arriving message rather than by polling, so
     /// latencies measured through it are the network's, not a poll interval's. The
     /// default timeout is generous: it bounds a failure, not a passing wait.
     public func waitFor(timeout: Double = 30, isolation: isolated (any Actor)? = #isolation, _ predicate: (Message) -> Bool) async -> Message? {
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
         while true {
-            let seen = arrivals.get().count
+            let snapshot = arrivals.get()
+            let (seen, ended) = (snapshot.count, snapshot.ended)
             if let found = inbox.get().first(where: predicate) { return found }
-            if ContinuousClock.now >= deadline { return nil }
+            // Closed: what arrived is all there will be.
+            if ended || ContinuousClock.now >= deadline { return nil }
             await nextArrival(after: seen, until: deadline)
         }
     }
@@ -143,7 +168,7 @@ public final class TestClient: Sendable {
                         // Registered under the lock: if a message arrived since `seen`,
                         // or the wait was already cancelled, resume at once.
                         let resumeNow = arrivals.update { state -> Bool in
-                            if state.count > seen || state.cancelled.remove(id) != nil { return true }
+                            if state.count > seen || state.ended || state.cancelled.remove(id) != nil { return true }
                             state.waiters[id] = continuation
                             return false
                         }
