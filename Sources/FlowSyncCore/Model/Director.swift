@@ -11,11 +11,11 @@
 /// `Director+Editing.swift`.
 ///
 /// Cost model: edits mutate the storage in place (copy-on-write is never triggered by
-/// the director itself). A section's rows are a ``RowList`` (chunks of ≤ 128 rows with
+/// the director itself). A section's rows are a ``RowList`` (chunks of ≤ 256 rows with
 /// an ID index), so inserting, removing or moving one row in a section of n rows costs
 /// O(log n) plus a move inside one chunk, whatever the position. Looking a section up
 /// by ID is a linear scan over *sections* (there are few); looking a row up by ID is a
-/// hash lookup for its section, then the section's ID index: O(128 + log n).
+/// hash lookup for its section, then the section's ID index: O(256 + log n).
 public struct Director: Sendable {
     /// The sections, in display order.
     public internal(set) var sections: [Section]
@@ -64,7 +64,7 @@ public struct Director: Sendable {
     }
 
     /// Where the row with `id` is, if anywhere.
-    /// - Complexity: O(sections) to find its section, then O(128 + log n) in the
+    /// - Complexity: O(sections) to find its section, then O(256 + log n) in the
     ///   section's ID index (``RowList/firstIndex(ofID:)``).
     public func rowPath(id: String) -> RowPath? {
         guard let sid = rowSectionIDs[id], let s = sectionIndex(id: sid) else { return nil }

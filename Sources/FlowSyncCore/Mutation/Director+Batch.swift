@@ -63,7 +63,7 @@ extension Director {
     /// and the later groups still run.
     ///
     /// - Complexity: Incremental path: O(k·(log k + log n)) for k touched rows, plus
-    ///   O(touched sections) per edit and a move of ≤ 128 rows per row edit (see
+    ///   O(touched sections) per edit and a move of ≤ 256 rows per row edit (see
     ///   ``RowList``) — independent of the list size n and of the positions touched. The
     ///   full O(n) diff is used instead only when a group replaces a whole list
     ///   (`setSections`, `setRows`, `removeAllSections`, `removeAllRows`, inherently

@@ -3,8 +3,9 @@
 ///
 /// Why a Fenwick tree and not a prefix-sum array: every insert or remove changes one
 /// chunk's count, which would shift every later prefix sum — O(m) per edit. The tree is
-/// rebuilt from scratch (O(m)) only when chunks are added or removed, which happens at
-/// most once per ~32 edits of a chunk (see `RowList+Editing.swift`).
+/// rebuilt (O(m), in place, over one contiguous array of integers: no chunk is touched)
+/// only when chunks are added or removed, which happens at most once per ~64 edits of
+/// a chunk (see `RowList+Editing.swift`).
 struct ChunkCounts: Hashable, Sendable {
     /// 1-based Fenwick array; `tree[0]` is unused.
     private var tree: [Int]
@@ -32,6 +33,32 @@ struct ChunkCounts: Hashable, Sendable {
 
     /// The number of chunks.
     var chunkCount: Int { tree.count - 1 }
+
+    /// Replaces the counts of chunks `range` with `newCounts` (chunks were split, merged,
+    /// added or removed there).
+    /// - Complexity: O(m): the tree is turned back into plain counts, edited, and
+    ///   rebuilt, each a linear pass without allocation.
+    mutating func replaceChunks(_ range: Range<Int>, with newCounts: [Int]) {
+        let m = tree.count - 1
+        // Inverse of the linear build: tree → plain counts.
+        if m > 0 {
+            for i in stride(from: m, through: 1, by: -1) {
+                let j = i + (i & -i)
+                if j <= m { tree[j] -= tree[i] }
+            }
+        }
+        tree.replaceSubrange((range.lowerBound + 1)..<(range.upperBound + 1), with: newCounts)
+        let n = tree.count - 1
+        if n > 0 {
+            for i in 1...n {
+                let j = i + (i & -i)
+                if j <= n { tree[j] += tree[i] }
+            }
+        }
+        var step = 1
+        while step * 2 <= n { step *= 2 }
+        topStep = n == 0 ? 0 : step
+    }
 
     /// Adds `delta` to chunk `c`'s count.
     /// - Complexity: O(log m).

@@ -1,18 +1,17 @@
 // Editing a RowList: one row at a time (O(log m) plus a move inside one chunk), runs
-// (bulk chunk building), and the split/merge rules that keep every chunk at 32…128
-// rows so the chunk table stays at most n/32 + 1 long.
+// (bulk chunk building), and the split/merge rules that keep every chunk at 64…256
+// rows so the chunk table stays at most n/64 + 1 long.
 
 extension RowList: RangeReplaceableCollection {
     /// Inserts `row` at `index` (`0...count`).
-    /// - Complexity: O(log m) plus a move of ≤ 128 rows; amortized O(m/32) for splits.
+    /// - Complexity: O(log m) plus a move of ≤ 256 rows; amortized O(m/64) for splits.
     public mutating func insert(_ row: Row, at index: Int) {
         precondition(index >= 0 && index <= count, "RowList insert index \(index) out of range 0...\(count)")
         if chunks.isEmpty {
             let serial = allocateSerial()
-            chunks = [RowChunk(serial: serial, rows: [row])]
+            replaceChunks(0..<0, with: [RowChunk(serial: serial, rows: [row])])
             idIndex?[row.id] = serial
             count = 1
-            rebuildChunkIndex()
             return
         }
         // At a chunk boundary `locate` names the later chunk, at the end the last one.
@@ -32,7 +31,7 @@ extension RowList: RangeReplaceableCollection {
     }
 
     /// Removes and returns the row at `index`.
-    /// - Complexity: O(log m) plus a move of ≤ 128 rows; amortized O(m/32) for merges.
+    /// - Complexity: O(log m) plus a move of ≤ 256 rows; amortized O(m/64) for merges.
     @discardableResult
     public mutating func remove(at index: Int) -> Row {
         precondition(index >= 0 && index < count, "RowList remove index \(index) out of range 0..<\(count)")
@@ -53,9 +52,9 @@ extension RowList: RangeReplaceableCollection {
         if indexed { idIndex = [:] }
     }
 
-    /// Replaces `subrange` with `newElements`. An insertion of more than 128 rows at one
+    /// Replaces `subrange` with `newElements`. An insertion of more than 256 rows at one
     /// position builds whole chunks: O(k + m). Otherwise row by row: O((r + k)·(log m +
-    /// 128)) for r removed and k inserted rows.
+    /// 256)) for r removed and k inserted rows.
     public mutating func replaceSubrange<C: Collection>(_ subrange: Range<Int>, with newElements: C) where C.Element == Row {
         precondition(subrange.lowerBound >= 0 && subrange.upperBound <= count, "RowList range \(subrange) out of range 0...\(count)")
         for index in subrange.reversed() { remove(at: index) }
@@ -73,7 +72,7 @@ extension RowList: RangeReplaceableCollection {
     // MARK: Runs
 
     /// Inserts a long run by rebuilding the chunk it lands in: the chunk's head, the run
-    /// and the chunk's tail are cut into new chunks of 64…128 rows.
+    /// and the chunk's tail are cut into new chunks of 128…256 rows.
     /// - Complexity: O(k + m).
     mutating func insertRun(_ run: [Row], at index: Int) {
         guard !chunks.isEmpty else {
@@ -95,14 +94,13 @@ extension RowList: RangeReplaceableCollection {
             if !reused { reused = true; return old.serial }
             return allocateSerial()
         }
-        chunks.replaceSubrange(c...c, with: built)
+        replaceChunks(c..<(c + 1), with: built)
         count += run.count
         if idIndex != nil {
             for chunk in built {
                 for row in chunk.rows { idIndex![row.id] = chunk.serial }
             }
         }
-        rebuildChunkIndex()
     }
 
     // MARK: Split and merge
@@ -116,19 +114,17 @@ extension RowList: RangeReplaceableCollection {
         if idIndex != nil {
             for row in moved { idIndex![row.id] = serial }
         }
-        chunks.insert(RowChunk(serial: serial, rows: moved), at: c + 1)
-        rebuildChunkIndex()
+        replaceChunks(c..<(c + 1), with: [chunks[c], RowChunk(serial: serial, rows: moved)])
     }
 
     /// After a removal from chunk `c`: drops it when empty; when it fell below
     /// ``minChunk``, merges it with a neighbour if both fit in ``mergeLimit``, else
-    /// evens the two out (both then hold ≥ 48 rows).
+    /// evens the two out (both then hold ≥ 96 rows).
     mutating func rebalance(afterRemovalFrom c: Int) {
         let size = chunks[c].rows.count
         if size == 0 {
             freeSerial(chunks[c].serial)
-            chunks.remove(at: c)
-            rebuildChunkIndex()
+            replaceChunks(c..<(c + 1), with: [])
             return
         }
         guard size < Self.minChunk, chunks.count > 1 else { return }
@@ -145,8 +141,7 @@ extension RowList: RangeReplaceableCollection {
                 for row in moved { idIndex![row.id] = serial }
             }
             freeSerial(chunks[right].serial)
-            chunks.remove(at: right)
-            rebuildChunkIndex()
+            replaceChunks(left..<(right + 1), with: [chunks[left]])
         } else {
             // Borrow: no chunk is added or removed, so only two counts change.
             let target = (leftCount + rightCount) / 2

@@ -7,7 +7,7 @@ extension RowList {
     public var hasIDIndex: Bool { idIndex != nil }
 
     /// Builds the row ID → chunk index, kept current by every later edit, so that
-    /// ``firstIndex(ofID:)`` costs O(128 + log m) instead of O(n). Row IDs must be
+    /// ``firstIndex(ofID:)`` costs O(256 + log m) instead of O(n). Row IDs must be
     /// unique for the index to be exact.
     /// - Complexity: O(n) once; then O(1) expected per edited row (O(rows moved) when a
     ///   chunk splits or merges, amortized O(1)).
@@ -22,7 +22,7 @@ extension RowList {
     }
 
     /// The position of the row with ID `id`, if present.
-    /// - Complexity: with the ID index, one hash lookup, a scan of one chunk (≤ 128
+    /// - Complexity: with the ID index, one hash lookup, a scan of one chunk (≤ 256
     ///   rows) and O(log m); without it, O(n).
     public func firstIndex(ofID id: String) -> Int? {
         guard let idIndex else { return firstIndex { $0.id == id } }
@@ -50,12 +50,14 @@ extension RowList {
             precondition(counts.rows(before: position) == total, "Internal inconsistency in RowList: count tree before chunk \(position)")
             precondition(seenSerials.insert(chunk.serial).inserted, "Internal inconsistency in RowList: serial \(chunk.serial) used twice")
             precondition(Int(positions[Int(chunk.serial)]) == position, "Internal inconsistency in RowList: serial table of chunk \(position)")
+            precondition(serials[position] == chunk.serial, "Internal inconsistency in RowList: serial column of chunk \(position)")
             for (offset, row) in chunk.rows.enumerated() where idIndex != nil {
                 precondition(idIndex![row.id] == chunk.serial, "Internal inconsistency in RowList: ID index of row \(row.id)")
                 precondition(counts.locate(total + offset) == (position, offset), "Internal inconsistency in RowList: locate(\(total + offset))")
             }
             total += size
         }
+        precondition(serials.count == chunks.count, "Internal inconsistency in RowList: serial column has \(serials.count) entries for \(chunks.count) chunks")
         precondition(counts.chunkCount == chunks.count, "Internal inconsistency in RowList: count tree has \(counts.chunkCount) chunks, table \(chunks.count)")
         precondition(total == count, "Internal inconsistency in RowList: count \(count) != \(total)")
         precondition(chunks.count <= count / Self.minChunk + 1, "Internal inconsistency in RowList: \(chunks.count) chunks for \(count) rows")
