@@ -188,7 +188,7 @@ extension Director {
             try validateNewRows(rows, replacing: s, seen: &seen, op: op)
             try checkRowLimit(adding: rows.count, removing: sections[s].rows.count, op: op)
             for r in sections[s].rows.indices.reversed() { primitiveRemoveRow(section: s, at: r, &ctx) }
-            for (r, row) in rows.enumerated() { primitiveInsertRow(row, section: s, at: r, handle: nil, &ctx) }
+            primitiveInsertRows(rows, section: s, at: 0, &ctx)
 
         case .insertRows(let rows, let ref, let index):
             let s = try resolve(ref, op: op)
@@ -198,7 +198,7 @@ extension Director {
             var seen = Set<String>(minimumCapacity: rows.count)
             try validateNewRows(rows, seen: &seen, op: op)
             try checkRowLimit(adding: rows.count, op: op)
-            for (k, row) in rows.enumerated() { primitiveInsertRow(row, section: s, at: index + k, handle: nil, &ctx) }
+            primitiveInsertRows(rows, section: s, at: index, &ctx)
 
         case .replaceRow(let ref, let row):
             let path = try resolve(ref, op: op)

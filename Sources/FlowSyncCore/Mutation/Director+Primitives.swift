@@ -64,6 +64,45 @@ extension Director {
         ctx.undo?.append(.removeRow(section: s, row: r))
     }
 
+    /// Inserts a run of rows at `(s, r)`: the same bookkeeping as one
+    /// ``primitiveInsertRow`` per row, in order (digest terms, row index, tracker events,
+    /// one undo entry per row), but one ``RowList`` edit for the whole run.
+    ///
+    /// Why: inserted one by one, a long run at one position splits its chunk every 128
+    /// rows, and each split re-indexes the section's chunk table (O(n/128)); as a run it
+    /// is cut into chunks once (O(k + n/128)).
+    /// - Complexity: O(k·log k) for the tracker plus O(k + n/128).
+    mutating func primitiveInsertRows(_ rows: [Row], section s: Int, at r: Int, _ ctx: inout EditContext) {
+        assert(r >= 0 && r <= sections[s].rows.count)
+        guard rows.count > 1 else {
+            if let row = rows.first { primitiveInsertRow(row, section: s, at: r, handle: nil, &ctx) }
+            return
+        }
+        let sectionID = sections[s].id
+        let h = StateDigest.idHash(sectionID)
+        let prev = rowIDHash(section: s, row: r - 1)
+        let next = rowIDHash(section: s, row: r)
+        var d = digest.rawValue
+        d &-= StateDigest.rowEdge(h, prev, next)
+        var left = prev
+        let count = sections[s].rows.count
+        let (header, footer) = (sections[s].header, sections[s].footer)
+        for (k, row) in rows.enumerated() {
+            assert(rowSectionIDs[row.id] == nil)
+            let x = StateDigest.idHash(row.id)
+            d &+= StateDigest.rowEdge(h, left, x)
+            d &+= StateDigest.rowNode(h, x, row.contentHash)
+            left = x
+            rowSectionIDs[row.id] = sectionID
+            ctx.tracker?.rowInserted(section: s, at: r + k, handle: nil, rowCount: count + k, header: header, footer: footer)
+            ctx.undo?.append(.removeRow(section: s, row: r + k))
+        }
+        d &+= StateDigest.rowEdge(h, left, next)
+        digest.rawValue = d
+        rowCount += rows.count
+        sections[s].rows.insert(contentsOf: rows, at: r)
+    }
+
     /// Removes and returns the row at `(s, r)` with its tracker handle (for a move).
     /// - Complexity: O(log n) plus a move inside one chunk (``RowList``).
     @discardableResult
