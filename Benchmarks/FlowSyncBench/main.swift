@@ -14,7 +14,7 @@ import FlowSyncCore
 import FlowSyncTestSupport
 
 let quick = CommandLine.arguments.contains("--quick")
-/// `--only NAME` runs one section: diff, incremental, digest or sequencer.
+/// `--only NAME` runs one section: diff, incremental, digest, sequencer or large.
 let only: String? = CommandLine.arguments.firstIndex(of: "--only").map { CommandLine.arguments[$0 + 1] }
 func section(_ name: String) -> Bool { only == nil || only == name }
 let clock = ContinuousClock()
@@ -213,5 +213,93 @@ do {
         }
         print("| 1 | current, \(big)-row list (updates) | \(Int(Double(count) / seconds(elapsed))) | none (fast path) |")
     }
+    // A rebased writer on the same large list, 10 batches behind: its base state used to
+    // be a copy of the list (O(n) once edited); now the live director is walked back
+    // and forward (O(edits since the base)).
+    do {
+        let big = 200_000
+        var s = Sequencer(director: try! Director(sections: [Section(id: "big", rows: (0..<big).map { Row(id: "b\($0)") })], limits: DirectorLimits(maxRows: 1_000_000)),
+                          position: ListVersion(epoch: 1, version: 0), historyLimits: .init(maxBatches: 1_000))
+        var seq: UInt64 = 0
+        func update(_ k: Int, base: ListVersion) -> MutationRequest {
+            seq += 1
+            return MutationRequest(clientID: "w", seq: seq, base: base, operations: [.replaceRow(.index(k % big, in: .index(0)), with: Row(id: "b\(k % big)", text: "v\(seq)"))])
+        }
+        for k in 0..<10 {
+            s.submit(update(k, base: s.position), tag: 0)
+            _ = s.seal()
+        }
+        let count = quick ? 200 : 2_000
+        var committed = 0
+        let elapsed = clock.measure {
+            for k in 0..<count {
+                s.submit(update(k, base: ListVersion(epoch: 1, version: s.position.version - 10)), tag: 0)
+                committed += s.seal().commit == nil ? 0 : 1
+            }
+        }
+        precondition(committed == count)
+        print("| 1 | 10 batches behind, \(big)-row list (updates) | \(Int(Double(count) / seconds(elapsed))) | all |")
+    }
 }
+}
+
+// MARK: - Large single requests on one section (issue #15, section 2)
+//
+// Service time of one `Director.apply` for requests that touch k rows of a section
+// holding n: the property to show is that the cost follows k, not n, and not the
+// position. Core level only (no loop, no codec); the end-to-end stall benchmark through
+// the daemon lives with the server benchmarks.
+
+/// One large-request measurement row: a section of `n` rows, `k` rows inserted at the
+/// front or at the end (one `insertRows`), then removed by ID (one `removeRows`), and
+/// `moves` random single-row moves as separate applies. Each insert/remove pair restores
+/// the state, so the pair is repeated `runs` times and the medians are printed.
+func largeRequestRow(n: Int, k: Int, moves: Int, runs: Int, skipFront: Bool = false) -> String {
+    var d = try! Director(
+        sections: [Section(id: "s", rows: (0..<n).map { Row(id: "r\($0)", text: "{\"n\":\($0)}") })],
+        limits: DirectorLimits(maxRows: 2_000_000)
+    )
+    let fresh = (0..<k).map { Row(id: "k\($0)", text: "{\"k\":\($0)}") }
+    let refs: [RowRef] = fresh.map { .id($0.id) }
+    func pair(at index: Int) -> (insert: Double, remove: Double) {
+        var ins: [Double] = [], rem: [Double] = []
+        for _ in 0..<runs {
+            ins.append(seconds(clock.measure { blackHole(try! d.apply([.insertRows(fresh, in: .id("s"), at: index)])) }))
+            rem.append(seconds(clock.measure { blackHole(try! d.apply([.removeRows(refs)])) }))
+        }
+        ins.sort(); rem.sort()
+        return (ins[ins.count / 2], rem[rem.count / 2])
+    }
+    let end = pair(at: n)
+    let front: (insert: Double, remove: Double)? = skipFront ? nil : pair(at: 0)
+    var random = SeededRandom(seed: 7)
+    let moveTime = seconds(clock.measure {
+        for _ in 0..<moves {
+            let from = random.int(0..<n), to = random.int(0..<n)
+            blackHole(try! d.apply([.moveRow(.index(from, in: .id("s")), toSection: .id("s"), at: to)]))
+        }
+    })
+    precondition(d.rowCount == n)
+    let frontInsert = front.map { format($0.insert) } ?? "not run"
+    let frontRemove = front.map { format($0.remove) } ?? "not run"
+    let ratio = front.map { format2($0.insert / end.insert) + "×" } ?? "—"
+    return "| \(n) | \(frontInsert) | \(format(end.insert)) | \(ratio) | \(frontRemove) | \(format(end.remove)) | \(format(moveTime)) (\(format(moveTime / Double(moves))) each) |"
+}
+
+func printLargeRequests(sizes: [Int], k: Int, moves: Int, runs: Int, skipFrontAbove: Int = .max) {
+    print("\n## Large single requests: \(k) rows into one section of n rows (one apply each)\n")
+    print("| rows n | insert \(k) at index 0 | insert \(k) at the end | front/end | remove those \(k) by ID (front) | remove by ID (end) | \(moves) random single-row moves, separate applies |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for n in sizes {
+        print(largeRequestRow(n: n, k: k, moves: moves, runs: runs, skipFront: n > skipFrontAbove))
+    }
+}
+
+if section("large") {
+    // Quick: a smoke run of the same code at a small size.
+    if quick {
+        printLargeRequests(sizes: [10_000], k: 2_000, moves: 100, runs: 1)
+    } else {
+        printLargeRequests(sizes: [100_000, 1_000_000], k: 20_000, moves: 1_000, runs: 3)
+    }
 }

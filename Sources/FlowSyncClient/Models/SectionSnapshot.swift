@@ -14,8 +14,9 @@ public struct SectionSnapshot: Sendable, Identifiable, CustomStringConvertible {
 
     /// The section's ID.
     public var id: String { section.id }
-    /// The rows, in order.
-    public var rows: [Row] { section.rows }
+    /// The rows, in order (the section's own storage, not a copy; `Array(rows)` for
+    /// an array).
+    public var rows: RowList { section.rows }
     /// The number of rows (models of every kind).
     public var count: Int { section.rows.count }
     /// The raw header bytes, `nil` when none.

@@ -5,17 +5,23 @@
 /// ## How
 /// Only *touched* elements get an entry (a section or row that was removed, inserted,
 /// moved, replaced, or that holds a touched row). Each entry knows its origin (old
-/// index, or "inserted in this batch") and its current index, which is shifted as
-/// other entries are inserted and removed around it — O(k) per edit.
+/// index, or "inserted in this batch").
 ///
-/// Untouched elements are never enumerated. They keep their relative order and their
-/// container, so for an untouched element at current index `c`:
-/// `U = c − #(touched entries now before c)` untouched elements precede it, both now
-/// and in the old state, and its old index is the `U`-th position not occupied by a
-/// touched element of that container in the old state (``oldIndex(untouchedBefore:excluding:)``).
+/// Rows: each touched section keeps its current row order in a ``RowOrderTracker`` —
+/// runs of untouched rows (which keep their old relative order, so a row cut out of a
+/// run at offset `o` has old index `run.oldStart + o`) and single touched entries. An
+/// edit at a position is a split and a merge: O(log k) expected. Final positions are
+/// read off the order once, when the changeset is built.
+///
+/// Sections: few, so their entries are shifted linearly (O(touched sections) per event,
+/// as before); a section's old index is the `U`-th position not occupied by a touched
+/// section in the old state (``oldIndex(untouchedBefore:excluding:)``).
 ///
 /// Instances, not IDs, are tracked: a row removed and re-added with the same ID in one
 /// batch is a delete plus an insert, which is what a UI needs.
+///
+/// - Complexity: per row event O(log k) expected plus O(touched sections); the result
+///   O(k log k). No per-event cost grows with the rows a section holds.
 struct ChangeTracker {
     enum SectionOrigin: Hashable {
         case original(Int)
@@ -36,14 +42,15 @@ struct ChangeTracker {
         /// Header and footer when first touched (the old ones for an original section).
         let oldHeader: [UInt8]?
         let oldFooter: [UInt8]?
+        /// Root of this section's row order in ``ChangeTracker/rowOrder``, once a row of
+        /// it is touched (`nil` before: no row of it has moved yet).
+        var rowRoot: Int?
     }
 
     struct RowEntry {
         let origin: RowOrigin
         /// Handle of the section entry that holds it now, or `nil` once removed.
         var section: Int?
-        /// Current index within that section.
-        var index: Int
         /// Taken out and put back by a move or swap.
         var moved = false
         /// Content hash when first touched (the old one for an original row).
@@ -52,15 +59,10 @@ struct ChangeTracker {
 
     private(set) var sectionEntries: [SectionEntry] = []
     private(set) var rowEntries: [RowEntry] = []
+    /// The row order of every touched section.
+    private var rowOrder = RowOrderTracker()
     /// Old section index → handle, for every original section that has an entry.
     private var originalSections: [Int: Int] = [:]
-
-    /// Incremental tracking costs O(k²); the diff O(n log n). Track while k ≤ 8·√n
-    /// (and always up to 512), a bound that keeps the tracker below the diff's cost on
-    /// every size measured in docs/BENCHMARKS.md.
-    static func isCheaperThanDiff(touched k: Int, rows n: Int) -> Bool {
-        k <= 512 || k * k <= 64 * n
-    }
 
     // MARK: Handles
 
@@ -93,62 +95,69 @@ struct ChangeTracker {
         return sectionEntries.count - 1
     }
 
-    /// The entry of the row now at `(s, r)`, creating one for an untouched row.
-    private mutating func rowHandle(section s: Int, at r: Int, contentHash: UInt64, header: [UInt8]?, footer: [UInt8]?) -> Int {
+    /// The section entry of the section now at `s` with its row order started:
+    /// `rowCount` is the section's row count now, before the event's edit (all its rows
+    /// are still untouched when the order starts).
+    private mutating func rowContainer(section s: Int, rowCount: Int, header: [UInt8]?, footer: [UInt8]?) -> Int {
         let container = sectionHandle(at: s, header: header, footer: footer)
-        var before = 0
-        for (handle, entry) in rowEntries.enumerated() where entry.section == container {
-            if entry.index == r { return handle }
-            if entry.index < r { before += 1 }
+        if sectionEntries[container].rowRoot == nil {
+            let original: Bool
+            if case .original = sectionEntries[container].origin { original = true } else { original = false }
+            sectionEntries[container].rowRoot = rowOrder.makeSequence(count: rowCount, original: original)
         }
+        return container
+    }
+
+    /// A new entry for an untouched row found in `container`.
+    private mutating func newEntry(for slot: RowOrderTracker.Slot, in container: Int, contentHash: UInt64) -> Int {
         let origin: RowOrigin
-        switch sectionEntries[container].origin {
-        case .inserted:
+        switch (slot, sectionEntries[container].origin) {
+        case (.original(let row), .original(let oldSection)):
+            origin = .original(section: oldSection, row: row)
+        default:
             // Every untouched row of a section inserted in this batch is new too.
             origin = .inserted
-        case .original(let oldSection):
-            var touchedOld: [Int] = []
-            for entry in rowEntries {
-                if case .original(oldSection, let o) = entry.origin { touchedOld.append(o) }
-            }
-            origin = .original(section: oldSection, row: Self.oldIndex(untouchedBefore: r - before, excluding: touchedOld))
         }
-        rowEntries.append(RowEntry(origin: origin, section: container, index: r, oldContentHash: contentHash))
+        rowEntries.append(RowEntry(origin: origin, section: container, oldContentHash: contentHash))
         return rowEntries.count - 1
     }
 
     // MARK: Events
     //
     // The primitives call these *before* they change the storage, passing the
-    // section's current header and footer (never the `Section` itself, whose retained
-    // rows buffer would force the following in-place edit to copy the whole section).
+    // section's current header, footer and row count (never the `Section` itself, whose
+    // retained rows would force the following in-place edit to copy storage).
 
-    mutating func rowInserted(section s: Int, at r: Int, handle: Int?, header: [UInt8]?, footer: [UInt8]?) {
-        let container = sectionHandle(at: s, header: header, footer: footer)
-        for k in rowEntries.indices where rowEntries[k].section == container && rowEntries[k].index >= r {
-            rowEntries[k].index += 1
-        }
+    mutating func rowInserted(section s: Int, at r: Int, handle: Int?, rowCount: Int, header: [UInt8]?, footer: [UInt8]?) {
+        let container = rowContainer(section: s, rowCount: rowCount, header: header, footer: footer)
+        let h: Int
         if let handle {
-            rowEntries[handle].section = container
-            rowEntries[handle].index = r
-            rowEntries[handle].moved = true
+            h = handle
+            rowEntries[h].section = container
+            rowEntries[h].moved = true
         } else {
-            rowEntries.append(RowEntry(origin: .inserted, section: container, index: r, oldContentHash: 0))
+            rowEntries.append(RowEntry(origin: .inserted, section: container, oldContentHash: 0))
+            h = rowEntries.count - 1
         }
+        rowOrder.insert(&sectionEntries[container].rowRoot!, entry: h, at: r)
     }
 
-    mutating func rowRemoved(section s: Int, at r: Int, contentHash: UInt64, header: [UInt8]?, footer: [UInt8]?) -> Int {
-        let handle = rowHandle(section: s, at: r, contentHash: contentHash, header: header, footer: footer)
-        let container = rowEntries[handle].section
-        rowEntries[handle].section = nil
-        for k in rowEntries.indices where rowEntries[k].section == container && rowEntries[k].index > r {
-            rowEntries[k].index -= 1
+    mutating func rowRemoved(section s: Int, at r: Int, contentHash: UInt64, rowCount: Int, header: [UInt8]?, footer: [UInt8]?) -> Int {
+        let container = rowContainer(section: s, rowCount: rowCount, header: header, footer: footer)
+        let handle: Int
+        switch rowOrder.remove(&sectionEntries[container].rowRoot!, at: r) {
+        case .entry(let existing): handle = existing
+        case let untouched: handle = newEntry(for: untouched, in: container, contentHash: contentHash)
         }
+        rowEntries[handle].section = nil
         return handle
     }
 
-    mutating func rowReplaced(section s: Int, at r: Int, oldContentHash: UInt64, header: [UInt8]?, footer: [UInt8]?) {
-        _ = rowHandle(section: s, at: r, contentHash: oldContentHash, header: header, footer: footer)
+    mutating func rowReplaced(section s: Int, at r: Int, oldContentHash: UInt64, rowCount: Int, header: [UInt8]?, footer: [UInt8]?) {
+        let container = rowContainer(section: s, rowCount: rowCount, header: header, footer: footer)
+        let (node, slot) = rowOrder.touch(&sectionEntries[container].rowRoot!, at: r)
+        if case .entry = slot { return }
+        rowOrder.assign(entry: newEntry(for: slot, in: container, contentHash: oldContentHash), to: node)
     }
 
     mutating func sectionInserted(at s: Int, handle: Int?) {
@@ -179,9 +188,16 @@ struct ChangeTracker {
     // MARK: Result
 
     /// The changes of the batch in old/final coordinates.
-    /// - Complexity: O(k) plus the lookups of final rows for content comparison.
+    /// - Complexity: O(k) plus the lookups of final rows for content comparison
+    ///   (O(log n) each).
     func rawChanges(final: Director) -> RawChanges {
         var raw = RawChanges()
+        // Final row index of every touched row still present, read off the row orders.
+        var finalRow = [Int](repeating: -1, count: rowEntries.count)
+        for entry in sectionEntries {
+            guard let root = entry.rowRoot else { continue }
+            rowOrder.forEachEntry(root) { handle, position in finalRow[handle] = position }
+        }
         for entry in sectionEntries {
             switch (entry.origin, entry.index) {
             case (.original(let old), nil):
@@ -198,7 +214,7 @@ struct ChangeTracker {
                 break
             }
         }
-        for entry in rowEntries {
+        for (handle, entry) in rowEntries.enumerated() {
             // Where the row is now: a live section entry, and whether it is original.
             var finalSection: Int?
             var inOriginalSection = false
@@ -210,7 +226,7 @@ struct ChangeTracker {
             case .inserted:
                 // Rows of inserted sections arrive with their section.
                 if let s = finalSection, inOriginalSection {
-                    raw.rowInserts.append(RowPath(section: s, row: entry.index))
+                    raw.rowInserts.append(RowPath(section: s, row: finalRow[handle]))
                 }
             case .original(let oldSection, let oldRow):
                 let old = RowPath(section: oldSection, row: oldRow)
@@ -222,7 +238,7 @@ struct ChangeTracker {
                     if oldSectionFinal != nil { raw.rowDeletes.append(old) }
                     continue
                 }
-                let now = RowPath(section: s, row: entry.index)
+                let now = RowPath(section: s, row: finalRow[handle])
                 guard let fromSectionFinal = oldSectionFinal else {
                     raw.rowInserts.append(now)  // its old section was deleted
                     continue

@@ -11,10 +11,11 @@
 /// `Director+Editing.swift`.
 ///
 /// Cost model: edits mutate the storage in place (copy-on-write is never triggered by
-/// the director itself), so inserting one row into a section of n rows costs one
-/// `memmove` of the tail, not a copy of the section. Looking a section up by ID is a
-/// linear scan over *sections* (there are few); looking a row up by ID is a hash lookup
-/// for its section followed by a scan of that section.
+/// the director itself). A section's rows are a ``RowList`` (chunks of ≤ 256 rows with
+/// an ID index), so inserting, removing or moving one row in a section of n rows costs
+/// O(log n) plus a move inside one chunk, whatever the position. Looking a section up
+/// by ID is a linear scan over *sections* (there are few); looking a row up by ID is a
+/// hash lookup for its section, then the section's ID index: O(256 + log n).
 public struct Director: Sendable {
     /// The sections, in display order.
     public internal(set) var sections: [Section]
@@ -63,10 +64,11 @@ public struct Director: Sendable {
     }
 
     /// Where the row with `id` is, if anywhere.
-    /// - Complexity: O(sections + rows of the row's section).
+    /// - Complexity: O(sections) to find its section, then O(256 + log n) in the
+    ///   section's ID index (``RowList/firstIndex(ofID:)``).
     public func rowPath(id: String) -> RowPath? {
         guard let sid = rowSectionIDs[id], let s = sectionIndex(id: sid) else { return nil }
-        guard let r = sections[s].rows.firstIndex(where: { $0.id == id }) else { return nil }
+        guard let r = sections[s].rows.firstIndex(ofID: id) else { return nil }
         return RowPath(section: s, row: r)
     }
 
@@ -107,6 +109,8 @@ public struct Director: Sendable {
         var rows = 0
         for section in sections {
             precondition(seenSections.insert(section.id).inserted, "Internal inconsistency in Director: duplicate section \(section.id)")
+            precondition(section.rows.hasIDIndex, "Internal inconsistency in Director: section \(section.id) has no row ID index")
+            section.rows.checkInvariants()
             for row in section.rows {
                 precondition(seenRows.updateValue(section.id, forKey: row.id) == nil, "Internal inconsistency in Director: duplicate row \(row.id)")
                 rows += 1

@@ -13,11 +13,21 @@ public struct Section: Hashable, Sendable, CustomStringConvertible {
     /// Footer payload, or `nil` for no footer.
     public var footer: [UInt8]?
     /// The rows, in display order. Mutate them through ``Director`` so row IDs stay
-    /// unique and the digest stays current.
-    public internal(set) var rows: [Row]
+    /// unique and the digest stays current. A ``RowList``: edits at any position cost
+    /// O(log n), not a move of the tail (see its documentation for the exact bounds).
+    public internal(set) var rows: RowList
 
     /// Creates a section.
+    /// - Complexity: O(rows).
     public init(id: String, header: [UInt8]? = nil, footer: [UInt8]? = nil, rows: [Row] = []) {
+        self.id = id
+        self.header = header
+        self.footer = footer
+        self.rows = RowList(rows)
+    }
+
+    /// Creates a section sharing the storage of `rows` (no copy).
+    public init(id: String, header: [UInt8]? = nil, footer: [UInt8]? = nil, rows: RowList) {
         self.id = id
         self.header = header
         self.footer = footer

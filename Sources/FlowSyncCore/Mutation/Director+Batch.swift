@@ -17,13 +17,6 @@ public enum BatchGroup: Hashable, Sendable {
     case operations([Operation])
     case anchored([AnchoredOperation])
 
-    var touchEstimate: Int {
-        switch self {
-        case .operations(let ops): return ops.reduce(0) { $0 + $1.touchEstimate }
-        case .anchored(let ops): return ops.reduce(0) { $0 + $1.touchEstimate }
-        }
-    }
-
     var isWholeReplacement: Bool {
         switch self {
         case .operations(let ops): return ops.contains { $0.isWholeReplacement }
@@ -44,16 +37,6 @@ extension AnchoredOperation {
         switch self {
         case .setSections, .removeAllSections, .setRows, .removeAllRows: return true
         default: return false
-        }
-    }
-
-    var touchEstimate: Int {
-        switch self {
-        case .setSections(let s), .insertSections(let s, _): return s.count
-        case .removeSections(let ids), .removeRows(let ids): return ids.count
-        case .setRows(let r, _), .insertRows(let r, _, _): return r.count
-        case .swapSections, .swapRows: return 2
-        default: return 1
         }
     }
 }
@@ -79,11 +62,14 @@ extension Director {
     /// A refused group is rolled back from an undo log (never by copying the director)
     /// and the later groups still run.
     ///
-    /// - Complexity: Incremental path: O(k² + k·log k) for k touched elements, plus a
-    ///   memmove per row edit — independent of the list size n. The full O(n) diff is
-    ///   used instead when a group replaces a whole list (`setSections`, `setRows`,
-    ///   `removeAllSections`, `removeAllRows`, inherently O(n)), or when k is so large
-    ///   that k² would cost more than the diff (k > 8·√n, and at least 512).
+    /// - Complexity: Incremental path: O(k·(log k + log n)) for k touched rows, plus
+    ///   O(touched sections) per edit and a move of ≤ 256 rows per row edit (see
+    ///   ``RowList``) — independent of the list size n and of the positions touched. The
+    ///   full O(n) diff is used instead only when a group replaces a whole list
+    ///   (`setSections`, `setRows`, `removeAllSections`, `removeAllRows`, inherently
+    ///   O(n)). (Before the row store, k > 8·√n also fell back to the diff, because the
+    ///   tracker cost O(k²); it now costs O(k log k), so a large request on a large list
+    ///   no longer pays for the list.)
     public mutating func applyBatch(_ groups: [[Operation]]) -> BatchOutcome {
         applyBatch(groups: groups.map { .operations($0) })
     }
@@ -93,13 +79,11 @@ extension Director {
     public mutating func applyBatch(groups: [BatchGroup]) -> BatchOutcome {
         var results: [Result<Void, MutationError>] = []
         results.reserveCapacity(groups.count)
-        var estimate = 0
         var wholeReplacement = false
         for group in groups {
-            estimate += group.touchEstimate
             wholeReplacement = wholeReplacement || group.isWholeReplacement
         }
-        let incremental = !wholeReplacement && ChangeTracker.isCheaperThanDiff(touched: estimate, rows: rowCount)
+        let incremental = !wholeReplacement
 
         // On the diff path the old state is kept by value: copy-on-write copies only the
         // sections that are edited, which the diff reads anyway.

@@ -183,21 +183,22 @@ extension Director {
 
         case .setRows(let rows, let ref):
             let s = try resolve(ref, op: op)
-            var seen = Set<String>()
+            // Reserved: growing a set of k IDs rehashes it ~log k times.
+            var seen = Set<String>(minimumCapacity: rows.count)
             try validateNewRows(rows, replacing: s, seen: &seen, op: op)
             try checkRowLimit(adding: rows.count, removing: sections[s].rows.count, op: op)
             for r in sections[s].rows.indices.reversed() { primitiveRemoveRow(section: s, at: r, &ctx) }
-            for (r, row) in rows.enumerated() { primitiveInsertRow(row, section: s, at: r, handle: nil, &ctx) }
+            primitiveInsertRows(rows, section: s, at: 0, &ctx)
 
         case .insertRows(let rows, let ref, let index):
             let s = try resolve(ref, op: op)
             guard index >= 0 && index <= sections[s].rows.count else {
                 throw MutationError(opIndex: op, reason: .indexOutOfRange, message: "row insert index \(index) not in 0...\(sections[s].rows.count) of section \"\(sections[s].id)\"")
             }
-            var seen = Set<String>()
+            var seen = Set<String>(minimumCapacity: rows.count)
             try validateNewRows(rows, seen: &seen, op: op)
             try checkRowLimit(adding: rows.count, op: op)
-            for (k, row) in rows.enumerated() { primitiveInsertRow(row, section: s, at: index + k, handle: nil, &ctx) }
+            primitiveInsertRows(rows, section: s, at: index, &ctx)
 
         case .replaceRow(let ref, let row):
             let path = try resolve(ref, op: op)

@@ -30,10 +30,9 @@ struct EditContext {
 extension Director {
     @inline(__always)
     private func rowIDHash(section s: Int, row r: Int) -> UInt64 {
-        let rows = sections[s].rows
         if r < 0 { return StateDigest.start }
-        if r >= rows.count { return StateDigest.end }
-        return StateDigest.idHash(rows[r].id)
+        if r >= sections[s].rows.count { return StateDigest.end }
+        return StateDigest.idHash(sections[s].rows[r].id)
     }
 
     @inline(__always)
@@ -45,7 +44,7 @@ extension Director {
 
     /// Inserts `row` at `(s, r)`. `handle` is the tracker's handle when the row is being
     /// moved (taken out by ``primitiveRemoveRow`` earlier in this batch).
-    /// - Complexity: O(1) plus a memmove of the section's tail.
+    /// - Complexity: O(log n) plus a move inside one chunk (``RowList``).
     mutating func primitiveInsertRow(_ row: Row, section s: Int, at r: Int, handle: Int?, _ ctx: inout EditContext) {
         assert(r >= 0 && r <= sections[s].rows.count && rowSectionIDs[row.id] == nil)
         let h = StateDigest.idHash(sections[s].id)
@@ -60,17 +59,56 @@ extension Director {
         digest.rawValue = d
         rowSectionIDs[row.id] = sections[s].id
         rowCount += 1
-        ctx.tracker?.rowInserted(section: s, at: r, handle: handle, header: sections[s].header, footer: sections[s].footer)
+        ctx.tracker?.rowInserted(section: s, at: r, handle: handle, rowCount: sections[s].rows.count, header: sections[s].header, footer: sections[s].footer)
         sections[s].rows.insert(row, at: r)
         ctx.undo?.append(.removeRow(section: s, row: r))
     }
 
+    /// Inserts a run of rows at `(s, r)`: the same bookkeeping as one
+    /// ``primitiveInsertRow`` per row, in order (digest terms, row index, tracker events,
+    /// one undo entry per row), but one ``RowList`` edit for the whole run.
+    ///
+    /// Why: inserted one by one, a long run at one position splits its chunk every 128
+    /// rows, and each split re-indexes the section's chunk table (O(n/128)); as a run it
+    /// is cut into chunks once (O(k + n/128)).
+    /// - Complexity: O(k·log k) for the tracker plus O(k + n/128).
+    mutating func primitiveInsertRows(_ rows: [Row], section s: Int, at r: Int, _ ctx: inout EditContext) {
+        assert(r >= 0 && r <= sections[s].rows.count)
+        guard rows.count > 1 else {
+            if let row = rows.first { primitiveInsertRow(row, section: s, at: r, handle: nil, &ctx) }
+            return
+        }
+        let sectionID = sections[s].id
+        let h = StateDigest.idHash(sectionID)
+        let prev = rowIDHash(section: s, row: r - 1)
+        let next = rowIDHash(section: s, row: r)
+        var d = digest.rawValue
+        d &-= StateDigest.rowEdge(h, prev, next)
+        var left = prev
+        let count = sections[s].rows.count
+        let (header, footer) = (sections[s].header, sections[s].footer)
+        for (k, row) in rows.enumerated() {
+            assert(rowSectionIDs[row.id] == nil)
+            let x = StateDigest.idHash(row.id)
+            d &+= StateDigest.rowEdge(h, left, x)
+            d &+= StateDigest.rowNode(h, x, row.contentHash)
+            left = x
+            rowSectionIDs[row.id] = sectionID
+            ctx.tracker?.rowInserted(section: s, at: r + k, handle: nil, rowCount: count + k, header: header, footer: footer)
+            ctx.undo?.append(.removeRow(section: s, row: r + k))
+        }
+        d &+= StateDigest.rowEdge(h, left, next)
+        digest.rawValue = d
+        rowCount += rows.count
+        sections[s].rows.insert(contentsOf: rows, at: r)
+    }
+
     /// Removes and returns the row at `(s, r)` with its tracker handle (for a move).
-    /// - Complexity: O(1) plus a memmove of the section's tail.
+    /// - Complexity: O(log n) plus a move inside one chunk (``RowList``).
     @discardableResult
     mutating func primitiveRemoveRow(section s: Int, at r: Int, _ ctx: inout EditContext) -> (row: Row, handle: Int?) {
         let row = sections[s].rows[r]
-        let handle = ctx.tracker?.rowRemoved(section: s, at: r, contentHash: row.contentHash, header: sections[s].header, footer: sections[s].footer)
+        let handle = ctx.tracker?.rowRemoved(section: s, at: r, contentHash: row.contentHash, rowCount: sections[s].rows.count, header: sections[s].header, footer: sections[s].footer)
         let h = StateDigest.idHash(sections[s].id)
         let prev = rowIDHash(section: s, row: r - 1)
         let next = rowIDHash(section: s, row: r + 1)
@@ -89,11 +127,11 @@ extension Director {
     }
 
     /// Replaces the row at `(s, r)` with `row`, which has the same ID.
-    /// - Complexity: O(1).
+    /// - Complexity: O(log n).
     mutating func primitiveReplaceRow(section s: Int, at r: Int, with row: Row, _ ctx: inout EditContext) {
         let old = sections[s].rows[r]
         assert(old.id == row.id)
-        ctx.tracker?.rowReplaced(section: s, at: r, oldContentHash: old.contentHash, header: sections[s].header, footer: sections[s].footer)
+        ctx.tracker?.rowReplaced(section: s, at: r, oldContentHash: old.contentHash, rowCount: sections[s].rows.count, header: sections[s].header, footer: sections[s].footer)
         let h = StateDigest.idHash(sections[s].id)
         let x = StateDigest.idHash(row.id)
         digest.rawValue = digest.rawValue
@@ -124,6 +162,9 @@ extension Director {
         rowCount += section.rows.count
         ctx.tracker?.sectionInserted(at: s, handle: handle)
         sections.insert(section, at: s)
+        // Lookups by row ID go through the section's index (O(n) once per inserted
+        // section, like the row-ID bookkeeping above; a moved section keeps its index).
+        sections[s].rows.turnOnIDIndex()
         ctx.undo?.append(.removeSection(s))
     }
 
@@ -164,19 +205,30 @@ extension Director {
         ctx.undo?.append(.setSupplementary(section: s, header: oldHeader, footer: oldFooter))
     }
 
+    /// Reverts primitives newest-first and appends what that did to `recording`, so
+    /// `undo(recording)` brings the state back (the sequencer walks the live director to
+    /// an older version and back this way instead of copying it).
+    mutating func undo(_ log: [UndoEntry], recording: inout [UndoEntry]) {
+        var ctx = EditContext(undo: [], tracker: nil)
+        for entry in log.reversed() { reverse(entry, &ctx) }
+        recording.append(contentsOf: ctx.undo ?? [])
+    }
+
     /// Reverts primitives newest-first.
     mutating func undo(_ log: [UndoEntry]) {
         var none = EditContext.none
-        for entry in log.reversed() {
-            switch entry {
-            case .removeRow(let s, let r): primitiveRemoveRow(section: s, at: r, &none)
-            case .insertRow(let row, let s, let r): primitiveInsertRow(row, section: s, at: r, handle: nil, &none)
-            case .replaceRow(let row, let s, let r): primitiveReplaceRow(section: s, at: r, with: row, &none)
-            case .removeSection(let s): primitiveRemoveSection(at: s, &none)
-            case .insertSection(let section, let s): primitiveInsertSection(section, at: s, handle: nil, &none)
-            case .setSupplementary(let s, let header, let footer):
-                primitiveSetSupplementary(section: s, header: header, footer: footer, &none)
-            }
+        for entry in log.reversed() { reverse(entry, &none) }
+    }
+
+    private mutating func reverse(_ entry: UndoEntry, _ ctx: inout EditContext) {
+        switch entry {
+        case .removeRow(let s, let r): primitiveRemoveRow(section: s, at: r, &ctx)
+        case .insertRow(let row, let s, let r): primitiveInsertRow(row, section: s, at: r, handle: nil, &ctx)
+        case .replaceRow(let row, let s, let r): primitiveReplaceRow(section: s, at: r, with: row, &ctx)
+        case .removeSection(let s): primitiveRemoveSection(at: s, &ctx)
+        case .insertSection(let section, let s): primitiveInsertSection(section, at: s, handle: nil, &ctx)
+        case .setSupplementary(let s, let header, let footer):
+            primitiveSetSupplementary(section: s, header: header, footer: footer, &ctx)
         }
     }
 }

@@ -123,23 +123,20 @@ public struct Sequencer: Sendable {
     /// 4. otherwise the group is replayed on the state at its base, which re-expresses
     ///    it by identity (``AnchoredOperation``), and applied to the current state
     ///    after everything committed since: the rebase (see docs/ORDERING.md).
-    /// - Complexity: ``Director/applyBatch(_:)`` plus, for each rebased mutation,
-    ///   rebuilding its base state (copy-on-write of the sections edited since, and
-    ///   reverting those edits) and replaying its group.
+    /// - Complexity: ``Director/applyBatch(_:)`` plus, for the rebased mutations, one
+    ///   walk of the live director back through the history to the oldest base among
+    ///   them and forward again (O(edits since that base), each O(log n)), and the
+    ///   replay of each rebased group. No director is copied: a copy would make the
+    ///   walk's first edit copy the row-ID index and the edited sections' storage (O(n)).
     public mutating func seal() -> SealedBatch {
         let batch = pending
         pending = []
-        // The committed state before this batch, for rebuilding base states — taken only
-        // when a mutation needs a rebase, and dropped before the batch applies: were it
-        // alive then, the batch's first edit would copy the live director's storage
-        // (its row index is O(n)). The fast path never takes it.
-        var committed: Director?
         var outcomes: [Outcome?] = Array(repeating: nil, count: batch.count)
         var groups: [BatchGroup] = []
         var groupOwner: [Int] = []                 // batch index of each group
         var firstInBatch: [MutationID: Int] = [:]  // for duplicates within the batch
         var duplicatesInBatch: [(index: Int, of: Int)] = []
-        var baseStates: [ListVersion: Director?] = [:]
+        let anchoredInPast = anchorPastBases(batch.map(\.request))
 
         for (index, item) in batch.enumerated() {
             let request = item.request
@@ -164,34 +161,23 @@ public struct Sequencer: Sendable {
                 // At head, or current with nothing before it: apply as written.
                 groups.append(.operations(request.operations))
             } else {
-                // Rebase: the writer's base state (the pre-batch state when the base is
-                // current), where its indices mean what it meant.
-                // One mutable base state per base version per batch, shared by the
-                // mutations of this turn with that base: each replays on it and then
-                // undoes its replay, so no mutation pays for a copy.
-                if baseStates[request.base] == nil {
-                    let before = committed ?? director
-                    committed = before
-                    baseStates[request.base] = request.base == position ? before : state(at: request.base, from: before)
-                }
-                guard var base = baseStates[request.base] ?? nil else {
+                // Rebase: anchored by identity in the writer's base state, where its
+                // indices mean what it meant. For a current base that is the pre-batch
+                // state, which the live director still holds (nothing is applied before
+                // the loop ends); `anchor` replays the group and undoes the replay.
+                let anchored: Result<[AnchoredOperation], MutationError>
+                if request.base == position {
+                    do { anchored = .success(try director.anchor(request.operations)) } catch { anchored = .failure(error) }
+                } else if let past = anchoredInPast[index] {
+                    anchored = past
+                } else {
                     outcomes[index] = Outcome(id: id, result: .failure(.staleBase(base: request.base, oldestKept: oldestResumable)), tag: item.tag)
                     continue
                 }
-                baseStates[request.base] = .some(nil)   // keep `base` uniquely referenced
-                var replay: [UndoEntry] = []
-                do {
-                    var anchored: [AnchoredOperation] = []
-                    anchored.reserveCapacity(request.operations.count)
-                    for (k, operation) in request.operations.enumerated() {
-                        anchored.append(try base.anchor(operation, op: k, isLast: k == request.operations.count - 1, undo: &replay))
-                    }
-                    groups.append(.anchored(anchored))
-                    base.undo(replay)
-                    baseStates[request.base] = base
-                } catch {
-                    base.undo(replay)
-                    baseStates[request.base] = base
+                switch anchored {
+                case .success(let operations):
+                    groups.append(.anchored(operations))
+                case .failure(let error):
                     outcomes[index] = Outcome(id: id, result: .failure(.invalid(error)), tag: item.tag)
                     continue
                 }
@@ -200,10 +186,6 @@ public struct Sequencer: Sendable {
             firstInBatch[id] = index
         }
 
-        // Drop the base states first, so the live director's storage is unique again and
-        // applying the batch does not copy it.
-        baseStates = [:]
-        committed = nil
         let outcome = director.applyBatch(groups: groups)
         var committedIDs: [MutationID] = []
         let next = position.next
@@ -231,6 +213,40 @@ public struct Sequencer: Sendable {
         record(HistoryEntry(version: next, reversal: outcome.reversal, bytes: outcome.reversal.approximateBytes + 64, mutations: committedIDs))
         let commit = Commit(from: from, to: next, changeset: outcome.changeset, digest: director.digest, mutations: committedIDs)
         return SealedBatch(outcomes: outcomes.map { $0! }, commit: commit)
+    }
+
+    /// Anchors every pending mutation whose base is an older version of this epoch in
+    /// its base state, keyed by batch index. The live director is walked back through
+    /// the history, newest base first, each group anchored when its base is reached,
+    /// then walked forward again by undoing the walk's own undo log: the director ends
+    /// exactly as it began (same rows, digest and indexes), and nothing is copied.
+    /// Mutations that the seal loop refuses before anchoring (retries, bad bases) are
+    /// skipped; anchoring is pure, so anchoring one the loop later ignores (a duplicate)
+    /// changes nothing.
+    private mutating func anchorPastBases(_ requests: [MutationRequest]) -> [Int: Result<[AnchoredOperation], MutationError>] {
+        var byBase: [UInt64: [Int]] = [:]
+        for (index, request) in requests.enumerated() {
+            let id = MutationID(clientID: request.clientID, seq: request.seq)
+            if dedupe.committedVersion(of: id) != nil { continue }
+            if let oldest = dedupe.forgetsBelow(clientID: id.clientID), id.seq < oldest { continue }
+            if request.base.epoch == 0 || request.base == position || check(base: request.base) != nil { continue }
+            byBase[request.base.version, default: []].append(index)
+        }
+        guard !byBase.isEmpty else { return [:] }
+        var results: [Int: Result<[AnchoredOperation], MutationError>] = [:]
+        var walk: [UndoEntry] = []       // what walking back did, to walk forward again
+        var reverted = history.count     // history[reverted...] is reverted
+        for version in byBase.keys.sorted(by: >) {
+            while reverted > 0 && history[reverted - 1].version.version > version {
+                reverted -= 1
+                director.undo(history[reverted].reversal.entries, recording: &walk)
+            }
+            for index in byBase[version]! {
+                do { results[index] = .success(try director.anchor(requests[index].operations)) } catch { results[index] = .failure(error) }
+            }
+        }
+        director.undo(walk)
+        return results
     }
 
     private func check(base: ListVersion) -> SequencerRejection? {
