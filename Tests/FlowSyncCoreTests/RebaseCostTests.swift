@@ -5,7 +5,7 @@ import Testing
 /// Structural checks (no timing) that a rebased mutation on a large list does not copy
 /// the list: the sequencer walks the live director back to the writer's base and
 /// forward again, so storage the walk does not edit keeps its identity.
-@Suite(.timeLimit(.minutes(1))) struct RebaseCostTests {
+@Suite(.timeLimit(.minutes(2))) struct RebaseCostTests {
     @Test func rebaseOnALargeListCopiesNothingItDoesNotEdit() throws {
         let rows = (0..<100_000).map { Row(id: "r\($0)") }
         var s = Sequencer(director: try Director(sections: [Section(id: "big", rows: rows)], limits: DirectorLimits(maxRows: 1_000_000)),

@@ -5,7 +5,7 @@ import Testing
 /// The row store against a plain `[Row]` oracle: seeded random edits at random
 /// positions (single rows, runs, moves, replacements, copies), lookups by ID and
 /// `checkInvariants()` after every step. A failure prints its seed and case.
-@Suite(.timeLimit(.minutes(1))) struct RowListPropertyTests {
+@Suite(.timeLimit(.minutes(2))) struct RowListPropertyTests {
     static let seeds: [UInt64] = [101, 102, 103, 104, 105]
     static let casesPerSeed = 250
 
@@ -125,7 +125,7 @@ import Testing
 /// Large requests through a director: the changeset of a run or of many removals,
 /// moves and replacements on sections far larger than a chunk must round-trip, and the
 /// director's invariants (including every section's row store) must hold.
-@Suite(.timeLimit(.minutes(1))) struct LargeRequestRoundTripTests {
+@Suite(.timeLimit(.minutes(2))) struct LargeRequestRoundTripTests {
     @Test(arguments: [201, 202, 203] as [UInt64])
     func largeGroupsRoundTrip(seed: UInt64) throws {
         var random = SeededRandom(seed: seed)
