@@ -194,23 +194,9 @@ enum StallBench {
 
     /// Subscribe → the whole Snapshot frame received (Welcome + Snapshot = 2 frames).
     static func freshSnapshot(port: Int, on thread: EventLoopThread, probe: PingProbe) async -> (seconds: Double, bytes: Int, worstPing: Double) {
-        let counter = FrameCounter()
-        let done = Shared(false)
-        let started = Shared(0.0)
-        let hello = FrameEncoder(configuration: .disabled).encode(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "stall", clientID: "stall-snap", authToken: nil)))
-        let subscribe = FrameEncoder(configuration: .disabled).encode(.subscribe(Subscribe(listName: list, resumeFrom: nil, digest: nil)))
         probe.resetWorst()
-        thread.loop.execute {
-            TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port)) { result in
-                guard case .success(let tcp) = result else { return }
-                tcp.onRead = { counter.consume($0); if counter.frames >= 2 { done.set(true); tcp.close() } }
-                try? tcp.startReading()
-                started.set(now())
-                _ = try? tcp.write([hello, subscribe])
-            }
-        }
-        _ = await eventually(timeout: 3_600) { done.get() }
-        return (counter.lastFrameAt - started.get(), counter.lastFrameBytes, probe.worst())
+        let (seconds, bytes) = await timeFreshSnapshot(port: port, list: list, clientID: "stall-snap", on: thread, timeout: 3_600)
+        return (seconds, bytes, probe.worst())
     }
 
     // MARK: Data

@@ -222,24 +222,8 @@ do {
     say("| subscriber | rows | snapshot frame bytes | subscribe → snapshot received |")
     say("| --- | --- | --- | --- |")
     for label in ["first at this version (encode + deflate)", "second at the same version (cached frame)"] {
-        let counter = FrameCounter()
-        let done = Shared(false)
-        let hello = FrameEncoder(configuration: .disabled).encode(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "bench", clientID: "snap", authToken: nil)))
-        let subscribe = FrameEncoder(configuration: .disabled).encode(.subscribe(Subscribe(listName: list, resumeFrom: nil, digest: nil)))
-        let started = Shared(0.0)
-        let port = daemon.port
-        thread.loop.execute {
-            TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port)) { result in
-                guard case .success(let tcp) = result else { return }
-                tcp.onRead = { counter.consume($0); if counter.frames >= 2 { done.set(true); tcp.close() } }
-                try? tcp.startReading()
-                started.set(now())
-                _ = try? tcp.write([hello, subscribe])
-            }
-        }
-        _ = await eventually(timeout: 60) { done.get() }
-        let elapsed = counter.lastFrameAt - started.get()
-        say("| \(label) | \(rows) | \(counter.lastFrameBytes) | \(format(elapsed * 1e3)) ms |")
+        let (elapsed, bytes) = await timeFreshSnapshot(port: daemon.port, list: list, clientID: "snap", on: thread, timeout: 60)
+        say("| \(label) | \(rows) | \(bytes) | \(format(elapsed * 1e3)) ms |")
     }
 }
 

@@ -303,16 +303,7 @@ final class ExitLatch: Sendable {
 
     /// How the child ended; `nil` when `timeout` passes or the task is cancelled first.
     func wait(timeout: Duration) async -> ChildProcess.Termination? {
-        await withTaskGroup(of: ChildProcess.Termination?.self) { group in
-            group.addTask { await self.wait() }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
+        await withDeadline(timeout) { await self.wait() }
     }
 
     /// How the child ended; `nil` when the waiting task is cancelled first.

@@ -47,16 +47,7 @@ public final class OutputLog: Sendable {
     /// Waits until a complete line (ended by a newline) makes `matches` return a value,
     /// and returns that value; `nil` when the output ends or `timeout` passes first.
     public func waitForLine<T: Sendable>(timeout: Duration, _ matches: @escaping @Sendable (Substring) -> T?) async -> T? {
-        await withTaskGroup(of: T?.self) { group in
-            group.addTask { await self.waitForLine(matches) }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
+        await withDeadline(timeout) { await self.waitForLine(matches) }
     }
 
     /// Waits without a deadline; returns `nil` when the output ends or the task is
@@ -96,5 +87,20 @@ public final class OutputLog: Sendable {
             let waiter = state.withLock { $0.waiters.removeValue(forKey: ticket) }
             waiter?.resume()
         }
+    }
+}
+
+/// Runs `wait` for at most `timeout`: its value, or `nil` at the deadline (then `wait` is
+/// cancelled, so it must end promptly on cancellation; every wait here does).
+func withDeadline<T: Sendable>(_ timeout: Duration, _ wait: @escaping @Sendable () async -> T?) async -> T? {
+    await withTaskGroup(of: T?.self) { group in
+        group.addTask { await wait() }
+        group.addTask {
+            try? await Task.sleep(for: timeout)
+            return nil
+        }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
     }
 }

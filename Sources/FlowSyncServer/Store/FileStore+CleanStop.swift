@@ -42,20 +42,8 @@ extension FileStore {
     func writeCleanStopManifest() throws(StoreError) {
         let bytes = cleanStopRecord().encoded()
         let path = cleanStopManifest
-        let temporary = path + ".tmp"
-        let fd = try io.openForAppend(temporary, create: true, truncate: true)
-        do throws(StoreError) {
-            try io.write(fd, bytes, path: temporary)
-            // The content is durable before the name points to it.
-            try io.sync(fd, path: temporary)
-        } catch {
-            io.close(fd)
-            throw error
-        }
-        io.close(fd)
-        try io.rename(temporary, to: path)
         // The rename itself is durable before RUNNING goes (the caller removes it next).
-        try io.syncDirectory(directory)
+        try writeAtomically(bytes, to: path, temporary: path + ".tmp", directory: directory)
     }
 
     // MARK: At start

@@ -245,6 +245,16 @@ public final class FileStore: DirectorStore {
         let path = files.directory + "/" + StoreFormat.snapshotName(generation)
         let temporary = path + ".tmp"
         let bytes = StoreFormat.encode(snapshot, encoder: encoder)
+        try writeAtomically(bytes, to: path, temporary: temporary, directory: files.directory)
+        for old in files.snapshots { try io.remove(old.path) }
+        files.snapshots = [SnapshotFile(generation: generation, path: path, length: bytes.count)]
+    }
+
+    /// Writes `bytes` as the file `path`, all or nothing: to `temporary`, synced (the
+    /// content is durable before the name points to it), renamed, and the rename made
+    /// durable by syncing `directory`. A crash leaves the old file or the new one, and
+    /// at worst a `.tmp` file that recovery removes.
+    func writeAtomically(_ bytes: [UInt8], to path: String, temporary: String, directory: String) throws(StoreError) {
         let fd = try io.openForAppend(temporary, create: true, truncate: true)
         do throws(StoreError) {
             try io.write(fd, bytes, path: temporary)
@@ -255,9 +265,7 @@ public final class FileStore: DirectorStore {
         }
         io.close(fd)
         try io.rename(temporary, to: path)
-        try io.syncDirectory(files.directory)
-        for old in files.snapshots { try io.remove(old.path) }
-        files.snapshots = [SnapshotFile(generation: generation, path: path, length: bytes.count)]
+        try io.syncDirectory(directory)
     }
 
     /// Runs a writing operation; its error, if any, is remembered (see ``failure``).
