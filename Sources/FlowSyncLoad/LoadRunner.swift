@@ -165,7 +165,13 @@ public final class LoadRunner {
             note("resume storm: dropping \(c.resumeStormSubscribers) subscribers")
             onLoop(loop) { engine.resumeStorm(count: c.resumeStormSubscribers) }
         }
-        sleep(until: windowStart + UInt64(c.duration * 1e9))
+        // The window, cut short when the daemon goes away (its control connection ends):
+        // nothing more can be measured, and the report should say so now, not later.
+        let windowEndsAt = windowStart + UInt64(c.duration * 1e9)
+        let remaining = Double(windowEndsAt &- min(windowEndsAt, monotonicNanoseconds())) / 1e9
+        if wait(loop, timeout: remaining, { engine.control.isClosed }) {
+            note("the daemon closed the control connection: the measured window ends early")
+        }
         if c.untilSubscribersClosed > 0 {
             // Driven by the event, not the clock: on a loaded machine the writers may need
             // longer to fill a paused subscriber's socket past the daemon's limits.

@@ -103,6 +103,28 @@ public final class EmbeddedServer: Sendable {
         _ = thread.shutdown(timeout: 10)
     }
 
+    /// Shuts the server down gracefully as soon as it has committed `batches` batches,
+    /// decided on the server's own loop thread (a timer checks every 5 ms), so "stop it
+    /// in the middle of the load" happens in the middle of the load however late the
+    /// calling task gets a thread. Returns like ``stop()``, once the stop is done.
+    @discardableResult
+    public func stop(afterBatches batches: Int) async -> Bool {
+        let done = Shared(false)
+        let server = self.server
+        let loop = thread.loop
+        loop.execute {
+            let timer = LoopTimer(loop: loop)
+            timer.start(after: 0, repeat: 5) {
+                guard server.value.statistics.batchesCommitted >= batches else { return }
+                timer.close()
+                server.value.shutdown { done.set(true) }
+            }
+        }
+        _ = await eventually(timeout: 120) { done.get() }
+        let finished = thread.shutdown(timeout: 10)
+        return done.get() && finished && thread.loop.handlesOpenAtStop == 0 && thread.loop.closeResult == 0
+    }
+
     /// Graceful shutdown; returns `true` when the loop closed with no handle left open.
     @discardableResult
     public func stop() async -> Bool {

@@ -165,16 +165,19 @@ import Testing
         c.rate = 200
         c.initialRows = 20
         c.warmup = 0.2
-        c.duration = 2
+        // Long enough that the stop below always lands inside the run; the run must end
+        // promptly after it, not at the end of these 60 s.
+        c.duration = 60
         let configuration = c
-        let started = monotonicNanoseconds()
         let run = Task { try await runLoad(configuration) }
-        try await Task.sleep(for: .milliseconds(1_200))
-        _ = await server.stop()
+        // Mid-run by construction: the server stops itself, on its own loop thread, once
+        // the writers have committed 50 batches (the setup writes fewer than 10).
+        _ = await server.stop(afterBatches: 50)
+        let stopped = monotonicNanoseconds()
         let report = try await run.value
-        let seconds = Double(monotonicNanoseconds() - started) / 1e9
+        let seconds = Double(monotonicNanoseconds() - stopped) / 1e9
         #expect(!report.passed)
         #expect(report.failures.contains { $0.contains("nothing could be verified") }, "\(report.failures)")
-        #expect(seconds < 25, "took \(seconds) s")
+        #expect(seconds < 40, "the run took \(seconds) s to end after the daemon stopped")
     }
 }
