@@ -69,6 +69,7 @@ test: deps
 	$(STEP_TIMEOUT) .build/release/flowsync-load --spawn --daemon .build/release/flowsyncd --scenario mixed --duration 3 --warmup 1 --quiet > .build/load-smoke.txt || { cat .build/load-smoke.txt; exit 1; }
 	$(STEP_TIMEOUT) python3 clients/python/test_vectors.py
 	$(STEP_TIMEOUT) scripts/tls-proxy-test.sh .build/debug
+	$(STEP_TIMEOUT) scripts/clean-stop-damage.sh 8 .build/debug
 	$(STEP_TIMEOUT) scripts/fuzz.sh $(TEST_FUZZ_SECONDS)
 	@scripts/test-summary.sh .build/test-output.txt
 
