@@ -34,8 +34,11 @@ public final class TestClient: Sendable {
     }
 
     /// Connects to 127.0.0.1:`port`; with `handshake`, sends Hello and waits for Welcome.
+    /// `firstBytes` are written right after (on the loop thread, in the connect callback):
+    /// a hostile client's bytes reach the server before any handshake deadline, however
+    /// late the test's task next runs.
     public static func connect(port: Int, on thread: EventLoopThread, clientID: String = "client-\(UInt32.random(in: 0...UInt32.max))", handshake: Bool = true,
-                               authToken: String? = nil) async throws -> TestClient {
+                               authToken: String? = nil, firstBytes: [UInt8]? = nil) async throws -> TestClient {
         let result = Shared<Result<Void, UVError>?>(nil)
         let client = TestClient(thread: thread, clientID: clientID, connection: nil)
         thread.loop.execute {
@@ -56,6 +59,7 @@ public final class TestClient: Sendable {
                         let hello = Message.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "test", clientID: clientID, authToken: authToken))
                         _ = try? tcp.write([client.codec.value.encoder.encode(hello)])
                     }
+                    if let firstBytes, !firstBytes.isEmpty { _ = try? tcp.write([firstBytes]) }
                     result.set(.success(()))
                 }
             }
