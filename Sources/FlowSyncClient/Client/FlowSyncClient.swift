@@ -149,7 +149,7 @@ public final class FlowSyncClient: Sendable {
 
     /// Calls `handler` on `queue` (default: the callback queue) at every status change.
     @discardableResult
-    public func observeStatus(on queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (ConnectionStatus) -> Void) -> Observation {
+    public func observeStatus(on queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (ConnectionStatus) -> Void) -> ObservationToken {
         let queue = queue ?? core.configuration.callbackQueue
         let id = core.update { state -> UInt64 in
             let id = state.nextObserverID
@@ -157,7 +157,7 @@ public final class FlowSyncClient: Sendable {
             state.statusObservers[id] = (queue, handler)
             return id
         }
-        return Observation { [weak core] in _ = core?.update { $0.statusObservers.removeValue(forKey: id) } }
+        return ObservationToken { [weak core] in _ = core?.update { $0.statusObservers.removeValue(forKey: id) } }
     }
 
     /// The server's statistics (``StatsReply`` entries by name), server-wide or with the
@@ -186,7 +186,11 @@ public final class FlowSyncClient: Sendable {
 }
 
 /// A registration that can be cancelled (an observer, a status handler).
-public final class Observation: Sendable {
+///
+/// Named `ObservationToken`, not `Observation`: a type of that name would shadow the
+/// `Observation` module in every file that imports this one, and the `@Observable`
+/// macro (which expands to `Observation.Observable`) would stop compiling there.
+public final class ObservationToken: Sendable {
     private let onCancel: @Sendable () -> Void
 
     init(_ onCancel: @escaping @Sendable () -> Void) { self.onCancel = onCancel }
