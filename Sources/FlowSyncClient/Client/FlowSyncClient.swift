@@ -11,7 +11,9 @@ import Logging
 /// let contacts = client.director("contacts")
 /// try await contacts.waitUntilLoaded()
 /// try contacts.section(at: 0).add(models: [Contact(id: "42", name: "Ada")])
-/// contacts.observe { change in tableView.apply(change.changeset) }
+/// contacts.observe { change in
+///     MainActor.assumeIsolated { applier.apply(change) }   // FlowSyncUI's ListUpdateApplier
+/// }
 /// ```
 ///
 /// The client connects at once and keeps reconnecting (with backoff and jitter) until
