@@ -6,14 +6,14 @@ import FlowSyncProtocol
 ///
 /// Changes are delivered in order, and each one starts where the previous one ended
 /// (``previous`` is the last change's ``snapshot``; an observer's first change starts
-/// from an empty list). Every stage passes the UIKit batch rules (``BatchValidator``),
-/// so a table or collection view applies each stage in its own `performBatchUpdates`
-/// call, **with its data source showing ``snapshots(afterEachStage:)``'s entry for
-/// that stage**, not the final snapshot: UIKit checks each batch against the counts
-/// the data source reports right after it, so in a change of several stages every
-/// stage but the last would see the wrong counts and raise
-/// `NSInternalInconsistencyException`. `FlowSyncUI`'s `ListUpdateApplier` does all of
-/// this.
+/// from an empty list, or from the list at registration with `includingCurrent:
+/// false`). Every stage passes the UIKit batch rules (``BatchValidator``), so a table or
+/// collection view applies each stage in its own `performBatchUpdates` call, **with its
+/// data source showing that stage's entry of ``snapshotsAfterEachStage()``**, not the
+/// final snapshot: UIKit checks each batch against the counts the data source reports
+/// right after it, so in a change of several stages every stage but the last would see
+/// the wrong counts and raise `NSInternalInconsistencyException`. `FlowSyncUI`'s
+/// `ListUpdateApplier` does all of this.
 public struct ListChange: Sendable {
     /// What caused a change.
     public enum Cause: Sendable, Hashable, CustomStringConvertible {
