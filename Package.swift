@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .library(name: "FlowSyncCore", targets: ["FlowSyncCore"]),
         .library(name: "FlowSyncClient", targets: ["FlowSyncClient"]),
+        .library(name: "FlowSyncUI", targets: ["FlowSyncUI"]),
         .executable(name: "flowsyncd", targets: ["flowsyncd"]),
         .executable(name: "flowsync", targets: ["flowsync"]),
         .executable(name: "flowsync-load", targets: ["flowsync-load"]),
@@ -110,6 +111,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // UI bindings (issue #17): the stage applier, diffable content and @Observable
+        // model are platform-neutral and tested on Linux; the UIKit conformances sit
+        // behind `#if canImport(UIKit)`. No FlowSyncLoop/CLibUV here.
+        .target(name: "FlowSyncUI", dependencies: ["FlowSyncClient", "FlowSyncCore"]),
         .executableTarget(
             name: "flowsync",
             dependencies: [
@@ -163,6 +168,10 @@ let package = Package(
         .testTarget(
             name: "FlowSyncClientTests",
             dependencies: ["FlowSyncClient", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncTestSupport"]
+        ),
+        .testTarget(
+            name: "FlowSyncUITests",
+            dependencies: ["FlowSyncUI", "FlowSyncClient", "FlowSyncCore", "FlowSyncTestSupport"]
         ),
         .testTarget(
             name: "FlowSyncStoreTests",

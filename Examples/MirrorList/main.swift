@@ -3,8 +3,11 @@
 //
 //   swift run flowsync-mirror [LIST] [--host H] [--port P] [--count N]
 //
-// On iOS the same observer would call `tableView.performBatchUpdates` with these index
-// paths, on the main queue, after updating the data source to `change.snapshot`.
+// On iOS the same observer hands the change to FlowSyncUI's `ListUpdateApplier` on the
+// main queue: one `tableView.performBatchUpdates` per stage with these index paths, and
+// inside each the data source switched to that stage's data
+// (`change.snapshotsAfterEachStage()[i]`), not to `change.snapshot`: UIKit checks every
+// batch against the counts the data source reports right after it.
 import Dispatch
 import FlowSyncClient
 import FlowSyncCore
@@ -54,8 +57,8 @@ client.observeStatus { status in print("-- \(status)") }
 list.observe { change in
     let version = change.snapshot.version.map { "\($0)" } ?? "?"
     print("\(listName) @ \(version) — \(change.cause), \(change.snapshot.numberOfSections) sections, \(change.snapshot.numberOfModels) rows")
-    for stage in change.changeset.stages {
-        print("  tableView.performBatchUpdates {")
+    for (index, stage) in change.changeset.stages.enumerated() {
+        print("  tableView.performBatchUpdates {   // data source: the list after stage \(index)")
         if !stage.sectionDeletes.isEmpty { print("    deleteSections(\(stage.sectionDeletes))") }
         if !stage.sectionInserts.isEmpty { print("    insertSections(\(stage.sectionInserts.map(\.index)))  // \(stage.sectionInserts.map(\.section.id))") }
         for move in stage.sectionMoves { print("    moveSection(\(move.from), toSection: \(move.to))") }

@@ -31,6 +31,34 @@ public enum UIKitBatchSimulator {
         return nil
     }
 
+    /// Plays one `performBatchUpdates` call as UIKit does when the app drives the view
+    /// itself: the view shows `displayed` (what it asked its data source last) and the
+    /// batch is `stage`; right after the batch's updates block, the data source reports
+    /// `dataSource`. UIKit checks the stage against the counts before and the data
+    /// source's counts after (``BatchValidator``); the view then shows the stage
+    /// applied to `displayed`, which must be what the data source holds.
+    ///
+    /// `stage` carries the rows the view would ask the data source for (inserted and
+    /// reloaded cells, inserted sections, headers).
+    /// - Returns: `nil` when the batch holds, else what UIKit would raise.
+    public static func performBatch(_ stage: ChangesetStage, displayed: inout Director, dataSource: Director) -> String? {
+        let before = displayed.rowCounts
+        do {
+            try BatchValidator.validate(stage, before: before, after: dataSource.rowCounts)
+        } catch {
+            return "Invalid update: \(error) (view had \(before), data source reports \(dataSource.rowCounts))\nstage: \(stage)"
+        }
+        do {
+            try stage.apply(to: &displayed)
+        } catch {
+            return "the batch does not apply to what the view shows: \(error)\nstage: \(stage)"
+        }
+        if displayed != dataSource {
+            return "after the batch the view shows\n\(dump(displayed))\nbut the data source holds\n\(dump(dataSource))"
+        }
+        return nil
+    }
+
     /// A compact rendering of a director for failure messages (at most 20 sections of
     /// 20 rows, so a failure on a large list stays readable).
     public static func dump(_ d: Director) -> String {

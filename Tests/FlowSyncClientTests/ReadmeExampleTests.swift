@@ -30,15 +30,16 @@ import Testing
 
         let changes = Shared(0)
         contacts.observe { change in
+            // applier.apply(change)   // a ListUpdateApplier(target: TableViewUpdateTarget(tableView))
             changes.update { $0 += 1 }
         }
         let friends = try contacts.section(at: 0).models(as: Contact.self)
         #expect(friends.map(\.name) == ["Ada", "Bob"])
         #expect(version.version == 2)
         #expect(try contacts.section(at: 0).header(as: [String: String].self) == ["title": "Friends"])
-        // The observer sees the next change.
+        // The observer starts with the current state, then sees the next change.
         try contacts.remove(modelID: "ada")
-        #expect(await eventually { changes.get() >= 1 })
+        #expect(await eventually { changes.get() >= 2 })
         #expect(await server.stop())
     }
 }

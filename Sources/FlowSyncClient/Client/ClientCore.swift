@@ -59,6 +59,34 @@ final class ClientCore: @unchecked Sendable {
                                 pendingWrites: list.pending.count, registry: registry)
         }
 
+        /// Registers a new observer or stream of `name` and returns the change that
+        /// brings it from an empty list to the current state (`nil` when that is empty,
+        /// or when `includingCurrent` is false). Runs under the lock, like every
+        /// delivery: the caller queues that change before the lock is released, so the
+        /// next delivery comes after it, starts where it ends, and nothing is missed or
+        /// shown twice.
+        mutating func startObserving(_ name: String, includingCurrent: Bool) -> ListChange? {
+            let current = snapshot(of: name)
+                ?? ListSnapshot(name: name, director: Director(limits: ListReplica.limits), version: nil,
+                                pendingWrites: 0, registry: registry)
+            // With observers already there, the next change starts from `delivered`; it
+            // shows the same list as `current` (every visible edit is delivered) but
+            // may carry an older version or pending count, so refresh it then.
+            if delivered[name].map({ $0.director.digest == current.director.digest }) ?? true {
+                delivered[name] = current
+            }
+            guard includingCurrent, let shown = delivered[name], shown.isLoaded || shown.numberOfSections > 0 else { return nil }
+            let empty = ListSnapshot(name: name, director: Director(limits: ListReplica.limits), version: nil,
+                                     pendingWrites: 0, registry: registry)
+            return ListChange(cause: .initial, previous: empty, changeset: Changeset.diff(from: empty.director, to: shown.director),
+                              snapshot: shown)
+        }
+
+        /// Forgets the previous snapshot of `name` once nothing observes it.
+        mutating func stopObservingIfUnobserved(_ name: String) {
+            if observers[name]?.isEmpty ?? true, streams[name]?.isEmpty ?? true { delivered[name] = nil }
+        }
+
         var session: ClientSession
         var encoder = FrameEncoder()
         var decoder = FrameDecoder(limits: .client)
@@ -67,6 +95,11 @@ final class ClientCore: @unchecked Sendable {
         var tickets: [String: [UInt64: WriteTicket]] = [:]
         var observers: [String: [UInt64: Observer]] = [:]
         var streams: [String: [UInt64: AsyncThrowingStream<ListChange, any Error>.Continuation]] = [:]
+        /// Per observed list, the snapshot of the last change delivered (or the state
+        /// when the first observer started): the next change's ``ListChange/previous``.
+        /// Kept only while the list has an observer or a stream, because holding it
+        /// shares the replica's storage and makes the next edit copy what it touches.
+        var delivered: [String: ListSnapshot] = [:]
         var loadWaiters: [String: [CheckedContinuation<Result<Void, FlowSyncError>, Never>]] = [:]
         var statsWaiters: [UInt64: CheckedContinuation<Result<StatsReply, FlowSyncError>, Never>] = [:]
         var statusObservers: [UInt64: (DispatchQueue, @Sendable (ConnectionStatus) -> Void)] = [:]
@@ -273,6 +306,7 @@ final class ClientCore: @unchecked Sendable {
                     // Closing the client ends the sequences normally; a failure throws.
                     state.afterUnlock.append { if error == .closed { stream.finish() } else { stream.finish(throwing: error) } }
                 }
+                state.stopObservingIfUnobserved(list)
                 for waiter in state.loadWaiters.removeValue(forKey: list) ?? [] { waiter.resume(returning: .failure(error)) }
             case .stats(let id, let result):
                 state.statsWaiters.removeValue(forKey: id)?.resume(returning: result)
@@ -292,7 +326,10 @@ final class ClientCore: @unchecked Sendable {
         if version != nil {
             for waiter in state.loadWaiters.removeValue(forKey: list) ?? [] { waiter.resume(returning: .success(())) }
         }
-        let change = ListChange(cause: cause, changeset: changeset, snapshot: snapshot)
+        // Unobserved lists build no change (and keep no previous snapshot).
+        guard let previous = state.delivered[list] else { return }
+        state.delivered[list] = snapshot
+        let change = ListChange(cause: cause, previous: previous, changeset: changeset, snapshot: snapshot)
         for (_, observer) in state.observers[list] ?? [:] {
             let handler = observer.handler
             observer.queue.async { handler(change) }

@@ -11,7 +11,9 @@ import Logging
 /// let contacts = client.director("contacts")
 /// try await contacts.waitUntilLoaded()
 /// try contacts.section(at: 0).add(models: [Contact(id: "42", name: "Ada")])
-/// contacts.observe { change in tableView.apply(change.changeset) }
+/// contacts.observe { change in
+///     MainActor.assumeIsolated { applier.apply(change) }   // FlowSyncUI's ListUpdateApplier
+/// }
 /// ```
 ///
 /// The client connects at once and keeps reconnecting (with backoff and jitter) until
@@ -149,7 +151,7 @@ public final class FlowSyncClient: Sendable {
 
     /// Calls `handler` on `queue` (default: the callback queue) at every status change.
     @discardableResult
-    public func observeStatus(on queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (ConnectionStatus) -> Void) -> Observation {
+    public func observeStatus(on queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (ConnectionStatus) -> Void) -> ObservationToken {
         let queue = queue ?? core.configuration.callbackQueue
         let id = core.update { state -> UInt64 in
             let id = state.nextObserverID
@@ -157,7 +159,7 @@ public final class FlowSyncClient: Sendable {
             state.statusObservers[id] = (queue, handler)
             return id
         }
-        return Observation { [weak core] in _ = core?.update { $0.statusObservers.removeValue(forKey: id) } }
+        return ObservationToken { [weak core] in _ = core?.update { $0.statusObservers.removeValue(forKey: id) } }
     }
 
     /// The server's statistics (``StatsReply`` entries by name), server-wide or with the
@@ -186,7 +188,11 @@ public final class FlowSyncClient: Sendable {
 }
 
 /// A registration that can be cancelled (an observer, a status handler).
-public final class Observation: Sendable {
+///
+/// Named `ObservationToken`, not `Observation`: a type of that name would shadow the
+/// `Observation` module in every file that imports this one, and the `@Observable`
+/// macro (which expands to `Observation.Observable`) would stop compiling there.
+public final class ObservationToken: Sendable {
     private let onCancel: @Sendable () -> Void
 
     init(_ onCancel: @escaping @Sendable () -> Void) { self.onCancel = onCancel }

@@ -183,23 +183,49 @@ public final class ListDirector: Sendable {
     // MARK: Observing
 
     /// Calls `handler` on `queue` (default: the client's callback queue) for every
-    /// visible change, in order, starting with the next one.
+    /// visible change, in order.
+    ///
+    /// With `includingCurrent` (the default) the first call brings the observer from an
+    /// empty list to the list as it is now (cause ``ListChange/Cause/initial``; none
+    /// while the list is unloaded and empty, as the server's first snapshot is then the
+    /// first change), and every later change starts where the one before ended. No
+    /// change is missed or shown twice in between: the current state is taken and
+    /// queued under the same lock every change is delivered under. Without it, calls
+    /// start with the next change and the observer must read ``snapshot`` itself, which
+    /// races with that change.
     @discardableResult
-    public func observe(on queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (ListChange) -> Void) -> Observation {
+    public func observe(on queue: DispatchQueue? = nil, includingCurrent: Bool = true,
+                        _ handler: @escaping @Sendable (ListChange) -> Void) -> ObservationToken {
         let queue = queue ?? core.configuration.callbackQueue
         let name = self.name
         let id = core.update { state -> UInt64 in
             let id = state.nextObserverID
             state.nextObserverID += 1
             state.observers[name, default: [:]][id] = ClientCore.Observer(queue: queue, handler: handler)
+            if let current = state.startObserving(name, includingCurrent: includingCurrent) {
+                queue.async { handler(current) }
+            }
             return id
         }
-        return Observation { [weak core] in _ = core?.update { $0.observers[name]?.removeValue(forKey: id) } }
+        return ObservationToken { [weak core] in
+            _ = core?.update { state in
+                state.observers[name]?.removeValue(forKey: id)
+                state.stopObservingIfUnobserved(name)
+            }
+        }
     }
 
-    /// Every visible change from now on, in order. The sequence ends when the client
-    /// closes, and throws the list's failure if the server stops it.
-    public var changes: AsyncThrowingStream<ListChange, any Error> {
+    /// Every visible change, in order, starting from the list as it is now:
+    /// ``changes(includingCurrent:)`` with `true`.
+    public var changes: AsyncThrowingStream<ListChange, any Error> { changes(includingCurrent: true) }
+
+    /// Every visible change, in order. With `includingCurrent` (the default) the first
+    /// element brings the reader from an empty list to the list as it is now, as for
+    /// ``observe(on:includingCurrent:_:)``. The sequence ends when the client closes,
+    /// and throws the list's failure if the server stops it.
+    ///
+    /// The stream buffers without limit: a reader that stops reading keeps every change.
+    public func changes(includingCurrent: Bool = true) -> AsyncThrowingStream<ListChange, any Error> {
         let (stream, continuation) = AsyncThrowingStream<ListChange, any Error>.makeStream()
         let name = self.name
         let id = core.update { state -> UInt64? in
@@ -211,10 +237,18 @@ public final class ListDirector: Sendable {
             let id = state.nextObserverID
             state.nextObserverID += 1
             state.streams[name, default: [:]][id] = continuation
+            if let current = state.startObserving(name, includingCurrent: includingCurrent) {
+                continuation.yield(current)
+            }
             return id
         }
         if let id {
-            continuation.onTermination = { [weak core] _ in _ = core?.update { $0.streams[name]?.removeValue(forKey: id) } }
+            continuation.onTermination = { [weak core] _ in
+                _ = core?.update { state in
+                    state.streams[name]?.removeValue(forKey: id)
+                    state.stopObservingIfUnobserved(name)
+                }
+            }
         }
         return stream
     }

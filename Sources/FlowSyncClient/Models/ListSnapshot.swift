@@ -24,6 +24,13 @@ public struct ListSnapshot: Sendable, CustomStringConvertible {
         self.registry = registry
     }
 
+    /// A snapshot that no client made, for tests, previews and SwiftUI placeholders.
+    /// Typed reads (``model(id:as:)``) work; the untyped ``SectionSnapshot/models``
+    /// gives `nil` for every row (no types are registered).
+    public init(name: String, director: Director = Director(), version: ListVersion? = nil, pendingWrites: Int = 0) {
+        self.init(name: name, director: director, version: version, pendingWrites: pendingWrites, registry: ModelRegistry())
+    }
+
     /// True once the server's first snapshot of the list arrived.
     public var isLoaded: Bool { version != nil }
     /// The number of sections.

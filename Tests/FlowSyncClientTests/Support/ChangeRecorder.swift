@@ -22,6 +22,10 @@ struct ChangeRecorder: Sendable {
     }
 
     mutating func record(_ change: ListChange) -> String? {
-        record(cause: change.cause, changeset: change.changeset, view: change.snapshot.director, version: change.snapshot.version)
+        // Each change must start exactly where the last one ended (no gap, no repeat).
+        if change.previous.director != table {
+            return "change \(causes.count) (\(change.cause)) starts at\n\(UIKitBatchSimulator.dump(change.previous.director))\nbut the table shows\n\(UIKitBatchSimulator.dump(table))"
+        }
+        return record(cause: change.cause, changeset: change.changeset, view: change.snapshot.director, version: change.snapshot.version)
     }
 }

@@ -28,7 +28,7 @@ final class LiveRecorder: Sendable {
     private let state = Shared(ChangeRecorder())
     private let problems = Shared<[String]>([])
     let queue = DispatchQueue(label: "recorder")
-    let observation: Observation
+    let observation: ObservationToken
 
     init(_ director: ListDirector) {
         let state = self.state

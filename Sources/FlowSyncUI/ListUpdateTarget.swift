@@ -1,0 +1,50 @@
+import FlowSyncCore
+
+/// What ``ListUpdateApplier`` drives: a table or collection view (through
+/// ``TableViewUpdateTarget`` and ``CollectionViewUpdateTarget`` on UIKit platforms), or a
+/// test double.
+///
+/// The calls mirror UIKit's batch-update API, with FlowSync's ``RowPath`` in place of
+/// `IndexPath` (a conformance maps one to the other). Indices follow UIKit's batch
+/// rules: deletes, reloads and move sources refer to the state before the batch;
+/// inserts and move destinations to the state after it.
+///
+/// Threading: the applier calls the target on the thread it is called on. UIKit targets
+/// are main-actor isolated and check that at run time.
+public protocol ListUpdateTarget {
+    /// Whether batch updates are worth animating: the view is in a window. When false
+    /// the applier swaps the data and calls ``reloadData()`` instead (a view that is not
+    /// on screen may not have asked its data source yet, and then would check the first
+    /// batch against counts it never saw).
+    var isOnScreen: Bool { get }
+
+    /// Forgets everything shown and asks the data source again.
+    func reloadData()
+
+    /// Runs `updates` synchronously as one batch; the view then checks every section's
+    /// row count against what its data source reports right after `updates` returns.
+    /// `updates` switches the data source to the batch's data first, then calls the
+    /// methods below.
+    func performBatchUpdates(_ updates: @escaping () -> Void)
+
+    /// Deletes sections at indices of the state before the batch.
+    func deleteSections(_ sections: [Int])
+    /// Inserts sections at indices of the state after the batch.
+    func insertSections(_ sections: [Int])
+    /// Moves a section from an index before the batch to one after it.
+    func moveSection(_ section: Int, toSection newSection: Int)
+    /// Deletes rows at paths of the state before the batch.
+    func deleteRows(at paths: [RowPath])
+    /// Inserts rows at paths of the state after the batch.
+    func insertRows(at paths: [RowPath])
+    /// Moves a row from a path before the batch to one after it (possibly to another
+    /// section).
+    func moveRow(at path: RowPath, to newPath: RowPath)
+    /// Reloads rows (same ID, new content) at paths of the state before the batch.
+    func reloadRows(at paths: [RowPath])
+    /// Reloads the header or footer of sections, at indices of the state after the
+    /// batch. The applier sends these in a batch of their own, with no row or section
+    /// changes: a section reload (the usual UIKit way to refresh a header) in the same
+    /// batch as row changes of that section is an "Invalid update".
+    func reloadSupplementary(_ element: SupplementaryUpdate.Element, inSections sections: [Int])
+}
