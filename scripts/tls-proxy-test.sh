@@ -73,8 +73,8 @@ if "$BIN/flowsync" get tls/list --port "$TLSPORT" --token "$TOKEN" --timeout 2 >
     fail "plaintext reached the daemon through the TLS port"
 fi
 # The SDK's default policy (TLSPolicy.automatic) on Linux, whose transport has no TLS:
-# a non-loopback host is refused before any connection is attempted (.invalid never
-# resolves, and nothing is sent), so a token never leaves in clear text.
+# a non-loopback host is refused when the client is created, before the name is even
+# resolved (nothing is sent anywhere), so a token never leaves in clear text.
 if OUT=$("$BIN/flowsync" get tls/list --host flowsync.invalid --port "$TLSPORT" --token "$TOKEN" --timeout 2 2>&1); then
     fail "the SDK connected in plain text to a non-loopback host"
 fi
