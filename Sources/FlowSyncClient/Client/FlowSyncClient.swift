@@ -7,7 +7,7 @@ import Logging
 /// A connection to a FlowSync server holding live replicas of its lists.
 ///
 /// ```swift
-/// let client = try FlowSyncClient(host: "sync.example.com", port: 7400)
+/// let client = try FlowSyncClient(host: "sync.example.com", port: 7443)   // TLS: not loopback
 /// let contacts = client.director("contacts")
 /// try await contacts.waitUntilLoaded()
 /// try contacts.section(at: 0).add(models: [Contact(id: "42", name: "Ada")])
