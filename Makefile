@@ -53,6 +53,7 @@ release: deps
 # a bounded fuzz run of the protocol decoder, and one plain "N passed, N failed" line.
 test: deps
 	@mkdir -p .build
+	scripts/check-portability.sh   # the SDK needs no libuv/Glibc on Apple platforms (issue 17)
 	$(SWIFT) build   # every product, so the tests can run the flowsyncd binary
 	$(SWIFT) build --build-tests
 	scripts/run-tests.sh .build/test-output.txt $(TEST_BUDGET_SECONDS)

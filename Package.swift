@@ -8,11 +8,18 @@ import PackageDescription
 
 let package = Package(
     name: "FlowSync",
-    platforms: [.macOS(.v15)],
+    // The client SDK (FlowSyncClient and what it needs: FlowSyncCore, FlowSyncProtocol,
+    // CZlib, swift-log) builds for every platform below; the daemon, libuv and the tools
+    // are Linux-only in practice (docs/SDK.md, "Platforms"; scripts/check-portability.sh
+    // keeps libuv and Glibc out of the client's graph on Apple platforms).
+    platforms: [.iOS(.v16), .macOS(.v13), .tvOS(.v16), .visionOS(.v1)],
     products: [
         .library(name: "FlowSyncCore", targets: ["FlowSyncCore"]),
         .library(name: "FlowSyncClient", targets: ["FlowSyncClient"]),
         .library(name: "FlowSyncUI", targets: ["FlowSyncUI"]),
+        // The wire types the SDK's public API uses (ErrorCode, Snapshot.Reason, …).
+        // FlowSyncClient re-exports it and FlowSyncCore, so `import FlowSyncClient` is enough.
+        .library(name: "FlowSyncProtocol", targets: ["FlowSyncProtocol"]),
         .executable(name: "flowsyncd", targets: ["flowsyncd"]),
         .executable(name: "flowsync", targets: ["flowsync"]),
         .executable(name: "flowsync-load", targets: ["flowsync-load"]),
@@ -104,10 +111,13 @@ let package = Package(
         ),
 
         // MARK: The client SDK and what is built on it
+        // Portable: on Apple platforms nothing below it needs libuv or Glibc (the libuv
+        // transport is Linux-only; Apple platforms get the Network.framework transport).
         .target(
             name: "FlowSyncClient",
             dependencies: [
-                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop",
+                "FlowSyncCore", "FlowSyncProtocol",
+                .target(name: "FlowSyncLoop", condition: .when(platforms: [.linux])),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -72,4 +72,12 @@ grep -q "section over-tls" <<<"$OUT" || fail "the list did not round-trip throug
 if "$BIN/flowsync" get tls/list --port "$TLSPORT" --token "$TOKEN" --timeout 2 >/dev/null 2>&1; then
     fail "plaintext reached the daemon through the TLS port"
 fi
+# The SDK's default policy (TLSPolicy.automatic) on Linux, whose transport has no TLS:
+# a non-loopback host is refused when the client is created, before the name is even
+# resolved (nothing is sent anywhere), so a token never leaves in clear text.
+if OUT=$("$BIN/flowsync" get tls/list --host flowsync.invalid --port "$TLSPORT" --token "$TOKEN" --timeout 2 2>&1); then
+    fail "the SDK connected in plain text to a non-loopback host"
+fi
+grep -q "TLS is required for flowsync.invalid" <<<"$OUT" || fail "no TLS refusal for a non-loopback host: $OUT"
+
 echo "PASS: flowsync CLI → stunnel (client, verifies the certificate) → TLS → stunnel (config/stunnel-flowsync.conf) → flowsyncd"

@@ -30,10 +30,13 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Creates a loop. Nothing runs until ``run()``.
     ///
-    /// Also ignores `SIGPIPE` for the whole process (once): a write to a socket whose
-    /// peer has gone must fail with `EPIPE`, not kill the daemon (or the test runner).
+    /// `SIGPIPE`: libuv writes to sockets with `write`/`writev`, so a write to a peer that
+    /// has gone raises `SIGPIPE` in the writing thread, and its default action kills the
+    /// process. A library must not change the process's signal dispositions (an app may
+    /// rely on its own), so the loop does not: ``EventLoopThread`` blocks `SIGPIPE` in its
+    /// own thread's mask (the write then fails with `EPIPE`), and a program that runs a
+    /// loop on a thread of its own (flowsyncd, on its main thread) ignores `SIGPIPE` itself.
     public init() throws(UVError) {
-        _ = Self.ignoreSIGPIPE
         raw = .allocate(capacity: 1)
         async = .allocate(capacity: 1)
         do {
@@ -51,10 +54,6 @@ public final class EventLoop: @unchecked Sendable {
         // Unretained: the loop owns the async handle, and `run()` outlives it.
         async.pointee.data = Unmanaged.passUnretained(self).toOpaque()
     }
-
-    private static let ignoreSIGPIPE: Void = {
-        signal(SIGPIPE, SIG_IGN)
-    }()
 
     deinit {
         raw.deallocate()

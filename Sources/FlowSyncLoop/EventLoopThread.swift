@@ -19,6 +19,7 @@ public final class EventLoopThread: Sendable {
         loop = try EventLoop()
         final class Box { let body: () -> Void; init(_ b: @escaping () -> Void) { body = b } }
         let box = Box { [loop, state] in
+            Self.blockSIGPIPEOnThisThread()
             loop.run()
             state.finished.withLock { $0 = true }
         }
@@ -31,6 +32,17 @@ public final class EventLoopThread: Sendable {
         }, arg)
         precondition(rc == 0, "pthread_create failed: \(rc)")
         state.thread.withLock { $0 = tid }
+    }
+
+    /// Blocks `SIGPIPE` for the calling thread only (see ``EventLoop/init()``): a write
+    /// on this thread to a closed socket then fails with `EPIPE` and the signal stays
+    /// pending on this thread, discarded when it exits. The process's disposition and
+    /// every other thread's mask are untouched.
+    static func blockSIGPIPEOnThisThread() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &set, nil)
     }
 
     /// Stops the loop (closing leftover handles) and waits for the thread to finish.

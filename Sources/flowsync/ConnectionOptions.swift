@@ -19,6 +19,9 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "Seconds to wait for the server before giving up (exit 2).")
     var timeout: Double = 10
 
+    @Flag(help: "Allow plain TCP to a host that is not loopback (the token travels in clear text). Without it such a host is refused: the CLI has no TLS of its own, so reach a remote daemon through a local TLS tunnel (docs/SDK.md, \"Transports and TLS\").")
+    var plaintext = false
+
     var resolvedHost: String { host ?? ProcessInfo.processInfo.environment["FLOWSYNC_HOST"] ?? "127.0.0.1" }
     var resolvedPort: Int { port ?? ProcessInfo.processInfo.environment["FLOWSYNC_PORT"].flatMap(Int.init) ?? 7400 }
     var resolvedToken: String? { token ?? ProcessInfo.processInfo.environment["FLOWSYNC_TOKEN"] }
@@ -31,7 +34,8 @@ struct ConnectionOptions: ParsableArguments {
             host: resolvedHost, port: resolvedPort, token: resolvedToken,
             clientName: "flowsync-cli/1",
             reconnect: ReconnectPolicy(initialDelayMilliseconds: 100, maxDelayMilliseconds: 1_000),
-            callbackQueue: DispatchQueue(label: "flowsync.callbacks"), logger: logger))
+            callbackQueue: DispatchQueue(label: "flowsync.callbacks"), logger: logger,
+            tls: plaintext ? .disabled : .automatic))
     }
 
     /// Opens `list` and waits for its first snapshot, within the timeout.

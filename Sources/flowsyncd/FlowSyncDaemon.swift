@@ -61,6 +61,9 @@ struct FlowSyncDaemon: ParsableCommand {
         var empty = sigset_t()
         sigemptyset(&empty)
         pthread_sigmask(SIG_SETMASK, &empty, nil)
+        // A write to a client that has gone must fail with EPIPE, not kill the daemon.
+        // The executable decides this for its process; FlowSyncLoop (a library) does not.
+        signal(SIGPIPE, SIG_IGN)
 
         let configuration: ServerConfiguration
         do {

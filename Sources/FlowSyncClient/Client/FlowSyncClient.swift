@@ -7,7 +7,7 @@ import Logging
 /// A connection to a FlowSync server holding live replicas of its lists.
 ///
 /// ```swift
-/// let client = try FlowSyncClient(host: "sync.example.com", port: 7400)
+/// let client = try FlowSyncClient(host: "sync.example.com", port: 7443)   // TLS: not loopback
 /// let contacts = client.director("contacts")
 /// try await contacts.waitUntilLoaded()
 /// try contacts.section(at: 0).add(models: [Contact(id: "42", name: "Ada")])
@@ -72,6 +72,13 @@ public final class FlowSyncClient: Sendable {
         public var logger: Logger
         /// Seed for the reconnect jitter (tests pin it).
         public var randomSeed: UInt64
+        /// When the default transport uses TLS and which certificates it accepts. Default
+        /// ``TLSPolicy/automatic``: TLS for every host but loopback. On Linux the default
+        /// transport has no TLS, so the client refuses a non-loopback host under this
+        /// default (connect through a local TLS tunnel, docs/SDK.md, "Transports and TLS").
+        /// A transport passed to ``FlowSyncClient/init(configuration:transport:)`` brings
+        /// its own TLS and ignores this.
+        public var tls: TLSPolicy
 
         /// Creates a configuration.
         public init(host: String = "127.0.0.1", port: Int = 7400, token: String? = nil,
@@ -82,7 +89,9 @@ public final class FlowSyncClient: Sendable {
                     callbackQueue: DispatchQueue = .main, logger: Logger = Logger(label: "FlowSyncClient"),
                     randomSeed: UInt64 = UInt64.random(in: 0...UInt64.max),
                     tokenProvider: (@Sendable () -> String?)? = nil, maxTokenRefreshes: Int = 3,
-                    refreshesTokenInBand: Bool = true, tokenRefreshMarginSeconds: Double = 30) {
+                    refreshesTokenInBand: Bool = true, tokenRefreshMarginSeconds: Double = 30,
+                    tls: TLSPolicy = .automatic) {
+            self.tls = tls
             self.refreshesTokenInBand = refreshesTokenInBand
             self.tokenRefreshMarginSeconds = tokenRefreshMarginSeconds
             self.tokenProvider = tokenProvider
@@ -104,9 +113,14 @@ public final class FlowSyncClient: Sendable {
 
     let core: ClientCore
 
-    /// Connects with `configuration`, over `transport` (default: TCP on a libuv thread).
+    /// Connects with `configuration`, over `transport`; by default ``NetworkTransport``
+    /// (Network.framework, TLS per ``Configuration/tls``) on Apple platforms and
+    /// ``LibUVTransport`` (plain TCP on a libuv thread) on Linux.
+    ///
+    /// - Throws: ``TransportError`` when the default transport cannot satisfy
+    ///   ``Configuration/tls`` (TLS to a non-loopback host on Linux), or cannot start.
     public init(configuration: Configuration, transport: (any ClientTransport)? = nil) throws {
-        let transport = try transport ?? LibUVTransport()
+        let transport = try transport ?? Self.defaultTransport(for: configuration)
         core = ClientCore(configuration: configuration, transport: transport)
         core.start()
     }

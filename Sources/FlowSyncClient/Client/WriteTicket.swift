@@ -1,5 +1,4 @@
 import FlowSyncCore
-import Synchronization
 
 /// The outcome of one write: the version the server committed it at, or why not.
 ///
@@ -10,7 +9,7 @@ public final class WriteTicket: Sendable, CustomStringConvertible {
     public let listName: String
     /// The write's sequence number (its identity with the client ID).
     public let seq: UInt64
-    private let state = Mutex<State>(State())
+    private let state = Locked<State>(State())   // not Mutex: iOS 16 / macOS 13 (Locked.swift)
 
     private struct State {
         var result: Result<ListVersion, FlowSyncError>?

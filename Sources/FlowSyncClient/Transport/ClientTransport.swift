@@ -9,9 +9,11 @@ public enum TransportEvent: Sendable {
 }
 
 /// A byte stream to the server, with timers — everything the client needs from the
-/// platform. The session logic never sees it; the default is ``LibUVTransport`` (a libuv
-/// loop on its own thread); another platform can plug in its own (for example one on
-/// Network.framework).
+/// platform. The session logic never sees it. The default is the platform's:
+/// ``NetworkTransport`` (Network.framework, TLS per ``TLSPolicy``) on Apple platforms,
+/// ``LibUVTransport`` (a libuv loop on its own thread) on Linux, ``POSIXSocketTransport``
+/// elsewhere; an app can plug in its own, which then owns TLS (docs/SDK.md,
+/// "Transports and TLS").
 ///
 /// Contract:
 /// - At most one connection at a time; events of a connection arrive in order, on the

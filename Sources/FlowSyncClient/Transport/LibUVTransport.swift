@@ -1,9 +1,17 @@
+// Linux only: FlowSyncLoop (libuv) is a dependency of FlowSyncClient on Linux alone
+// (Package.swift), so on Apple platforms this whole file compiles to nothing and
+// ``NetworkTransport`` is the default instead.
+#if canImport(FlowSyncLoop)
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
 #endif
 import FlowSyncLoop
 
-/// The default transport: TCP on a libuv loop that runs on its own thread.
+/// The default transport on Linux: TCP on a libuv loop that runs on its own thread.
+/// It has no TLS (``TLSPolicy``: a non-loopback host needs a local TLS tunnel, see
+/// docs/SDK.md, "Transports and TLS").
 ///
 /// Each client has its own loop thread, so an app's main thread never blocks on the
 /// network and the client's timers keep running whatever the app does.
@@ -133,3 +141,4 @@ public final class LibUVTransport: ClientTransport {
         return try SocketAddress(host: numeric, port: port)
     }
 }
+#endif
