@@ -20,6 +20,8 @@ rm -f "$directory"/run-*.txt
 # Every product (the tests run the flowsyncd and flowsync binaries), then the tests.
 { swift build >/dev/null && swift build --build-tests >/dev/null; } || { echo "soak: the build failed" >&2; exit 1; }
 
+# What is being soaked, taken before the runs (the tree may change while they run).
+header="soak: $runs runs of swift test ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' + local changes'))"
 passed=0
 failed=0
 hung=0
@@ -50,7 +52,7 @@ for k in $(seq 1 "$runs"); do
 done
 
 {
-    echo "soak: $runs runs of swift test ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' + local changes'))"
+    echo "$header, finished $(date -u +%H:%MZ)"
     echo
     echo "| run | result | wall time | Swift Testing summary | failed or unfinished tests |"
     echo "| --- | --- | --- | --- | --- |"

@@ -19,8 +19,8 @@ import Darwin
 /// blocked in it stopped every other test, and a child that had already exited sat
 /// `<defunct>`, never reaped, for 14 minutes (issue #15). swift-subprocess watches the
 /// child through a pidfd on a monitor thread of its own and resumes the waiting task, so
-/// waiting costs no thread; signals go through the same pidfd, so a reaped child's
-/// reused PID is never signalled.
+/// waiting costs no thread. Signals are sent at once with `kill(2)` while the child is
+/// unreaped (``signal(_:)``), never through a task that would wait for a pool thread.
 ///
 /// Standard output and standard error are combined (`2>&1`) into ``output``, read as the
 /// child writes, so a chatty child never blocks on a full pipe. The child is started in
@@ -66,24 +66,20 @@ public final class ChildProcess: Sendable {
     public let log: OutputLog
     /// Its stderr, when started with `separateStandardError`.
     public let errorLog: OutputLog?
-    private let signals: AsyncStream<Int32>.Continuation
     /// Resolved when the run task ends: what ``waitForExit(timeout:)`` waits on.
     private let exit: ExitLatch
 
-    private init(pid: Int32, executable: String, log: OutputLog, errorLog: OutputLog?, signals: AsyncStream<Int32>.Continuation,
-                 exit: ExitLatch) {
+    private init(pid: Int32, executable: String, log: OutputLog, errorLog: OutputLog?, exit: ExitLatch) {
         self.pid = pid
         self.executable = executable
         self.log = log
         self.errorLog = errorLog
-        self.signals = signals
         self.exit = exit
     }
 
     deinit {
         // A child nobody waits for any more must not outlive its owner (a failed test).
-        if !log.isFinished { signals.yield(SIGKILL) }
-        signals.finish()
+        signal(SIGKILL)
     }
 
     /// Starts `executable` with `arguments`.
@@ -97,8 +93,8 @@ public final class ChildProcess: Sendable {
     /// - Throws: when the executable cannot be started.
     public static func start(_ executable: String, arguments: [String], environment: [String: String?] = [:],
                              input: String? = nil, separateStandardError: Bool = false) async throws -> ChildProcess {
+        if input != nil { ignoreBrokenPipes }
         let log = OutputLog()
-        let (signalStream, signals) = AsyncStream<Int32>.makeStream()
         let (started, startedContinuation) = AsyncStream<Int32>.makeStream()
         var changes: [Environment.Key: String?] = ["SWIFT_BACKTRACE": "enable=no"]
         for (key, value) in environment { changes[Environment.Key(rawValue: key)!] = value }
@@ -116,34 +112,20 @@ public final class ChildProcess: Sendable {
                 exit.resolve(outcome)
             }
             // One body for every input and error kind: reads the output until the child
-            // exits, and carries out signal requests while the child is not yet reaped
-            // (so a reused PID is never signalled).
+            // exits (EOF, or the read cancelled by swift-subprocess when the child exits
+            // while a grandchild still holds the pipe). Returning does not reap the child:
+            // `run` waits for its exit after the body, so a child that closed its output
+            // early still runs, unreaped, and takes signals.
             @Sendable func drive<I: InputProtocol, E: ErrorOutputProtocol>(_ execution: Execution<I, SequenceOutput, E>,
                                                                           errors: SubprocessOutputSequence?) async throws {
                 startedContinuation.yield(execution.processIdentifier.value)
                 startedContinuation.finish()
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        for await signal in signalStream {
-                            try? execution.send(signal: Signal(rawValue: signal))
-                        }
-                    }
+                await withTaskGroup(of: Void.self) { group in
                     if let errors, let errorLog {
                         group.addTask { await drain(errors, into: errorLog) }
                     }
-                    // Ends at EOF, or when the child exits while a grandchild still
-                    // holds the pipe (swift-subprocess cancels the read then).
                     await drain(execution.standardOutput, into: log)
-                    // The output ends at the exit (EOF, or the read cancelled when a
-                    // grandchild holds the pipe), unless the child closed its stdout and
-                    // runs on: then keep taking signal requests until it has exited.
-                    // `WNOWAIT` only looks; swift-subprocess reaps it after this body.
-                    let pid = execution.processIdentifier.value
-                    while !hasExitedUnreaped(pid) {
-                        try? await Task.sleep(for: .milliseconds(10))
-                    }
-                    signals.finish()
-                    try await group.waitForAll()
+                    await group.waitForAll()
                 }
             }
             // One call per input and error kind: their generic types differ.
@@ -181,7 +163,7 @@ public final class ChildProcess: Sendable {
             return outcome
         }
         for await pid in started {
-            return ChildProcess(pid: pid, executable: executable, log: log, errorLog: errorLog, signals: signals, exit: exit)
+            return ChildProcess(pid: pid, executable: executable, log: log, errorLog: errorLog, exit: exit)
         }
         // It never started: the task ends with the spawn error.
         _ = try await completion.value
@@ -222,9 +204,15 @@ public final class ChildProcess: Sendable {
     /// True once the child has exited and its output is read.
     public var hasExited: Bool { log.isFinished }
 
-    /// Sends `signal` to the child, if it still runs.
+    /// Sends `signal` to the child now, if it has not been reaped yet.
+    ///
+    /// Synchronous (`kill(2)`), so a signal never waits for a thread of the cooperative
+    /// pool. The exit latch is resolved right after swift-subprocess reaps the child; a
+    /// PID is reused only after the kernel has cycled through its whole PID space
+    /// (`/proc/sys/kernel/pid_max`), which cannot happen in that window.
     public func signal(_ signal: Int32) {
-        signals.yield(signal)
+        guard !exit.isResolved else { return }
+        kill(pid, signal)
     }
 
     /// Waits for the child's exit, at most `timeout`; `nil` when it still runs then.
@@ -261,14 +249,14 @@ public final class ChildProcess: Sendable {
     }
 }
 
-/// True once `pid` (a child of this process) has exited; does not reap it.
-private func hasExitedUnreaped(_ pid: Int32) -> Bool {
-    var info = siginfo_t()
-    // ECHILD (already reaped, which only swift-subprocess does after the body) counts as
-    // exited too.
-    guard waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 else { return true }
-    return info._sifields._sigchld.si_pid == pid
-}
+/// Writing a child's stdin after it exited raises SIGPIPE, whose default action kills
+/// the writer: this whole process (the test runner, a tool). The first `start` with
+/// input sets SIGPIPE to ignored process-wide, so the write fails with EPIPE instead.
+/// This module serves tests and command-line tools, which own their process; the SDK
+/// never changes a signal disposition (docs/SDK.md).
+private let ignoreBrokenPipes: Void = {
+    signal(SIGPIPE, SIG_IGN)
+}()
 
 /// Reads a child's pipe into `log` until it ends (EOF, or cancelled by swift-subprocess
 /// when the child exits while a grandchild still holds the pipe).
@@ -290,6 +278,9 @@ final class ExitLatch: Sendable {
     }
 
     private let state = Mutex(State())
+
+    /// True once the child's end is known.
+    var isResolved: Bool { state.withLock { $0.termination != nil } }
 
     /// Records how the child ended and wakes every waiter.
     func resolve(_ termination: ChildProcess.Termination) {
