@@ -128,6 +128,9 @@ public final class NetworkTransport: ClientTransport, @unchecked Sendable {
         let handler = self.handler
         self.connection = nil
         self.handler = nil
+        // The state handler captures the connection: clearing it breaks that cycle, and
+        // the `.cancelled` that follows has nothing more to report.
+        connection.stateUpdateHandler = nil
         connection.cancel()
         handler?(.closed(reason: reason))
     }
