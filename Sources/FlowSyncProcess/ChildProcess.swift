@@ -202,7 +202,7 @@ public final class ChildProcess: Sendable {
     public var output: String { log.text }
 
     /// True once the child has exited and its output is read.
-    public var hasExited: Bool { log.isFinished }
+    public var hasExited: Bool { exit.isResolved }
 
     /// Sends `signal` to the child now, if it has not been reaped yet.
     ///

@@ -40,6 +40,21 @@ public struct DirectorGenerator {
 
     /// A director of one of several shapes: empty, one section, or many sections of
     /// varied (possibly zero) length.
+    /// Two random states for a whole-list replacement (catch-up, resync): mostly
+    /// unrelated, but 70 % of the time the second also holds the first's first section
+    /// (new header, rows shuffled), so the diff has moves and updates, not only deletes
+    /// and inserts.
+    public mutating func unrelatedPair() -> (Director, Director) {
+        let a = director()
+        var b = director()
+        if let section = a.sections.first, random.chance(0.7) {
+            var shared = section
+            shared.header = header()
+            _ = try? b.apply([.insertSections([Section(id: shared.id, header: shared.header, rows: shared.rows.shuffled(using: &random))], at: 0)])
+        }
+        return (a, b)
+    }
+
     public mutating func director() -> Director {
         let shape = random.int(0..<6)
         let sectionCount: Int

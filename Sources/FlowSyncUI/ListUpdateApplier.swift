@@ -87,7 +87,7 @@ public final class ListUpdateApplier<Target: ListUpdateTarget> {
                 batches += 1
                 target.performBatchUpdates { [self] in
                     snapshot = data
-                    issue(stage)
+                    target.issueChanges(of: stage)
                 }
             }
             if !stage.supplementaryUpdates.isEmpty {
@@ -124,16 +124,20 @@ public final class ListUpdateApplier<Target: ListUpdateTarget> {
             && stage.rowDeletes.isEmpty && stage.rowInserts.isEmpty && stage.rowMoves.isEmpty && stage.rowUpdates.isEmpty)
     }
 
-    /// One stage's changes, as UIKit takes them (the order of calls inside a batch does
-    /// not matter to UIKit; this is its documented order: deletes, inserts, moves,
-    /// reloads).
-    private func issue(_ stage: ChangesetStage) {
-        if !stage.sectionDeletes.isEmpty { target.deleteSections(stage.sectionDeletes) }
-        if !stage.sectionInserts.isEmpty { target.insertSections(stage.sectionInserts.map(\.index)) }
-        for move in stage.sectionMoves { target.moveSection(move.from, toSection: move.to) }
-        if !stage.rowDeletes.isEmpty { target.deleteRows(at: stage.rowDeletes) }
-        if !stage.rowInserts.isEmpty { target.insertRows(at: stage.rowInserts.map(\.path)) }
-        for move in stage.rowMoves { target.moveRow(at: move.from, to: move.to) }
-        if !stage.rowUpdates.isEmpty { target.reloadRows(at: stage.rowUpdates.map(\.path)) }
+}
+
+extension ListUpdateTarget {
+    /// One stage's row and section changes, as UIKit takes them inside one batch (the
+    /// order of calls inside a batch does not matter to UIKit; this is its documented
+    /// order: deletes, inserts, moves, reloads). Header and footer updates are not
+    /// among them: the applier sends those in a batch of their own.
+    public func issueChanges(of stage: ChangesetStage) {
+        if !stage.sectionDeletes.isEmpty { deleteSections(stage.sectionDeletes) }
+        if !stage.sectionInserts.isEmpty { insertSections(stage.sectionInserts.map(\.index)) }
+        for move in stage.sectionMoves { moveSection(move.from, toSection: move.to) }
+        if !stage.rowDeletes.isEmpty { deleteRows(at: stage.rowDeletes) }
+        if !stage.rowInserts.isEmpty { insertRows(at: stage.rowInserts.map(\.path)) }
+        for move in stage.rowMoves { moveRow(at: move.from, to: move.to) }
+        if !stage.rowUpdates.isEmpty { reloadRows(at: stage.rowUpdates.map(\.path)) }
     }
 }

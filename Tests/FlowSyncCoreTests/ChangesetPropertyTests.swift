@@ -85,14 +85,7 @@ import Testing
     @Test func diffBetweenUnrelatedStates() {
         var generator = DirectorGenerator(seed: 99)
         for caseIndex in 0..<1_000 {
-            let a = generator.director()
-            var b = generator.director()
-            // Share some rows and sections so moves and updates happen.
-            if let section = a.sections.first, generator.random.chance(0.7) {
-                var shared = section
-                shared.header = generator.header()
-                _ = try? b.apply([.insertSections([Section(id: shared.id, header: shared.header, rows: shared.rows.shuffled(using: &generator.random))], at: 0)])
-            }
+            let (a, b) = generator.unrelatedPair()
             if let problem = UIKitBatchSimulator.check(Changeset.diff(from: a, to: b), from: a, to: b) {
                 Issue.record("case \(caseIndex): \(problem)")
                 return

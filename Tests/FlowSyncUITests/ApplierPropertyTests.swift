@@ -60,13 +60,7 @@ import Testing
         view.dataSource = { final }
         for stage in change.changeset.stages {
             view.performBatchUpdates {
-                if !stage.sectionDeletes.isEmpty { view.deleteSections(stage.sectionDeletes) }
-                if !stage.sectionInserts.isEmpty { view.insertSections(stage.sectionInserts.map(\.index)) }
-                for move in stage.sectionMoves { view.moveSection(move.from, toSection: move.to) }
-                if !stage.rowDeletes.isEmpty { view.deleteRows(at: stage.rowDeletes) }
-                if !stage.rowInserts.isEmpty { view.insertRows(at: stage.rowInserts.map(\.path)) }
-                for move in stage.rowMoves { view.moveRow(at: move.from, to: move.to) }
-                if !stage.rowUpdates.isEmpty { view.reloadRows(at: stage.rowUpdates.map(\.path)) }
+                view.issueChanges(of: stage)
                 for update in stage.supplementaryUpdates { view.reloadSupplementary(update.element, inSections: [update.section]) }
             }
         }
@@ -189,13 +183,7 @@ import Testing
             var generator = DirectorGenerator(seed: 99)
             var summary = Summary()
             for caseIndex in 0..<1_000 {
-                let a = generator.director()
-                var b = generator.director()
-                if let section = a.sections.first, generator.random.chance(0.7) {
-                    var shared = section
-                    shared.header = generator.header()
-                    _ = try? b.apply([.insertSections([Section(id: shared.id, header: shared.header, rows: shared.rows.shuffled(using: &generator.random))], at: 0)])
-                }
+                let (a, b) = generator.unrelatedPair()
                 Self.examine(Self.listChange(a, Changeset.diff(from: a, to: b), b), "seed 99 case \(caseIndex)", into: &summary)
             }
             return summary
