@@ -27,7 +27,9 @@ public struct Director: Sendable {
     public internal(set) var rowCount: Int
 
     /// Row ID → ID of the section that holds it: uniqueness checks and lookups by ID.
-    @usableFromInline internal var rowSectionIDs: [String: String]
+    /// Sharded, so that an edit made while a copy of this director is held (a client's
+    /// last delivered snapshot, a data source) copies one shard, not the whole map.
+    internal var rowSectionIDs: ShardedDictionary<String, String>
     /// Section IDs present, for O(1) uniqueness checks.
     @usableFromInline internal var sectionIDs: Set<String>
 
@@ -117,7 +119,10 @@ public struct Director: Sendable {
             }
         }
         precondition(seenSections == sectionIDs, "Internal inconsistency in Director: section ID set out of date")
-        precondition(seenRows == rowSectionIDs, "Internal inconsistency in Director: row index out of date")
+        precondition(seenRows.count == rowSectionIDs.count, "Internal inconsistency in Director: row index holds \(rowSectionIDs.count) IDs for \(seenRows.count) rows")
+        for (row, section) in seenRows {
+            precondition(rowSectionIDs[row] == section, "Internal inconsistency in Director: row index out of date for row \(row)")
+        }
         precondition(rows == rowCount, "Internal inconsistency in Director: row count \(rowCount) != \(rows)")
         precondition(StateDigest.compute(sections) == digest, "Internal inconsistency in Director: digest out of date")
     }

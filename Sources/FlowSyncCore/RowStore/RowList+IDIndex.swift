@@ -13,7 +13,7 @@ extension RowList {
     ///   chunk splits or merges, amortized O(1)).
     public mutating func turnOnIDIndex() {
         guard idIndex == nil else { return }
-        var index: [String: Int32] = [:]
+        var index: ShardedDictionary<String, Int32> = [:]
         index.reserveCapacity(count)
         for chunk in chunks {
             for row in chunk.rows { index[row.id] = chunk.serial }

@@ -19,7 +19,8 @@
 ///   O(k + m); removed through `removeSubrange`: O(k·(log m + 256)).
 /// - iteration (`for row in rows`, `map`, `Array(rows)`): O(n), chunk by chunk.
 /// - a copy: O(1); the first edit of a copy then copies the chunk table (O(m) pointers),
-///   the edited chunk (≤ 256 rows) and, when the ID index is on, the index (O(n) once).
+///   the edited chunk (≤ 256 rows) and, when the ID index is on, the index's shard
+///   table (O(n/128) pointers) and one shard (``ShardedDictionary``): O(m) in all, not O(n).
 ///
 /// ## Not guaranteed
 /// - Generic algorithms that walk indices (`firstIndex(where:)` from the standard
@@ -44,8 +45,9 @@ public struct RowList: Sendable {
     /// Serials of `positions` not in use, reused before new ones are minted (keeps
     /// `positions` at most as long as the largest chunk count seen).
     var freeSerials: [Int32]
-    /// Row ID → serial of the chunk holding it; `nil` when the index is off.
-    var idIndex: [String: Int32]?
+    /// Row ID → serial of the chunk holding it; `nil` when the index is off. Sharded, so
+    /// an edit of a copy copies one shard of it, not all of it.
+    var idIndex: ShardedDictionary<String, Int32>?
     /// The number of rows.
     public internal(set) var count: Int
 
