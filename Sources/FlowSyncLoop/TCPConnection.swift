@@ -3,8 +3,8 @@ import CLibUV
 import Glibc
 #endif
 
-/// A TCP stream on the loop: reads into one reused buffer, writes with back-pressure
-/// accounting.
+/// A TCP stream on the loop: reads into its loop's one read buffer
+/// (``EventLoop/readBuffer``), writes with back-pressure accounting.
 ///
 /// Write path (why it looks like this):
 /// - `uv_try_write` first: on an idle socket the kernel takes the bytes at once and no
@@ -23,10 +23,6 @@ public final class TCPConnection: LoopHandle {
     /// A Unix-domain stream accepted by a ``UnixListener``: the handle is a `uv_pipe_t`
     /// (in memory large enough for either); TCP-only calls are skipped.
     public let isUnixSocket: Bool
-
-    /// Size of the reused read buffer (one per connection; no allocation per read).
-    public static let readBufferSize = 64 * 1024
-    private let readBuffer: UnsafeMutableRawBufferPointer
 
     /// Bytes handed to libuv and not yet written to the socket.
     public private(set) var queuedBytes = 0
@@ -50,12 +46,7 @@ public final class TCPConnection: LoopHandle {
         }
         self.isUnixSocket = unixSocket
         self.tcp = tcp
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.readBufferSize, alignment: 16)
-        readBuffer = buffer
-        super.init(loop: loop, handle: CLibUV_tcp_as_handle(tcp), deallocate: {
-            raw.deallocate()
-            buffer.deallocate()
-        })
+        super.init(loop: loop, handle: CLibUV_tcp_as_handle(tcp), deallocate: { raw.deallocate() })
     }
 
     /// Connects to `address`; `completion` runs on the loop thread with the connection
@@ -131,13 +122,15 @@ public final class TCPConnection: LoopHandle {
         let result = uv_read_start(stream, { handle, _, buf in
             guard let handle, let buf else { return }
             let me = Unmanaged<TCPConnection>.fromOpaque(handle.pointee.data).takeUnretainedValue()
-            // One read is in flight at a time, so the one buffer is always free here.
-            buf.pointee = uv_buf_init(me.readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(me.readBuffer.count))
+            // The loop's buffer: free here, since reads on one loop never overlap
+            // (EventLoop.readBuffer says why).
+            let buffer = me.loop.readBuffer
+            buf.pointee = uv_buf_init(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(buffer.count))
         }, { stream, nread, _ in
             guard let stream else { return }
             let me = Unmanaged<TCPConnection>.fromOpaque(stream.pointee.data).takeUnretainedValue()
             if nread > 0 {
-                me.onRead?(UnsafeRawBufferPointer(rebasing: me.readBuffer[0..<nread]))
+                me.onRead?(UnsafeRawBufferPointer(rebasing: me.loop.readBuffer[0..<nread]))
             } else if nread < 0 {
                 me.end(nread == Int(UV_EOF.rawValue) ? nil : UVError(code: Int32(nread), operation: "read"))
             }

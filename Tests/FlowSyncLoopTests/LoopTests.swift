@@ -153,6 +153,46 @@ final class LoopLocal<T>: @unchecked Sendable {
         expectCleanShutdown(thread)
     }
 
+    /// Every stream on a loop reads into the loop's one buffer: 40 connections stream
+    /// 256 KiB each, all at once, each with its own byte pattern, through one echo
+    /// server (80 streams on the loop). Every client must get back exactly its own bytes.
+    @Test func manyStreamsSharingTheLoopsReadBufferKeepTheirOwnBytes() async throws {
+        let thread = try EventLoopThread()
+        let listener = LoopLocal<TCPListener?>(nil)
+        let port = try await startEchoServer(thread, listener: listener)
+        let clients = 40
+        let size = 262_144
+        @Sendable func pattern(_ c: Int) -> [UInt8] { (0..<size).map { UInt8(truncatingIfNeeded: $0 &* (2 * c + 1) &+ c) } }
+        let received = Shared<[[UInt8]]>(Array(repeating: [], count: clients))
+        let closed = Shared(0)
+        thread.loop.execute {
+            for c in 0..<clients {
+                TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port)) { result in
+                    guard case .success(let client) = result else { Issue.record("connect failed: \(result)"); return }
+                    client.onRead = { bytes in
+                        var count = 0
+                        received.update { all in
+                            all[c].append(contentsOf: bytes)
+                            count = all[c].count
+                        }
+                        if count >= size { client.shutdownAndClose() }
+                    }
+                    client.onClose = { closed.update { $0 += 1 } }
+                    try! client.startReading()
+                    let bytes = pattern(c)
+                    _ = try! client.write(stride(from: 0, to: size, by: 8_192).map { Array(bytes[$0..<($0 + 8_192)]) })
+                }
+            }
+        }
+        #expect(await eventually(60) { closed.get() == clients })
+        let all = received.get()
+        for c in 0..<clients {
+            #expect(all[c] == pattern(c), "client \(c) got \(all[c].count) bytes, not its own \(size)")
+        }
+        thread.loop.execute { listener.value?.close() }
+        expectCleanShutdown(thread)
+    }
+
     @Test func queuedBytesRiseForAStalledReaderAndDrainAfterwards() async throws {
         let thread = try EventLoopThread()
         let serverSide = LoopLocal<TCPConnection?>(nil)
