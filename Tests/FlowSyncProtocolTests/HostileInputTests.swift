@@ -191,6 +191,26 @@ import Testing
         #expect(decoder.peakInflateCapacity == (1 << 20) + 1)
     }
 
+    /// A connection that once sent a large frame does not keep a buffer of that size
+    /// for the rest of its life (a server holds one decoder per idle connection); small
+    /// frames keep reusing theirs.
+    @Test func aDrainedLargeFrameDoesNotStayBuffered() throws {
+        let encoder = FrameEncoder(configuration: .disabled)
+        let decoder = FrameDecoder(limits: DecoderLimits(maxTextBytes: 1 << 20))
+        let large = encoder.encode(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: String(repeating: "x", count: 200_000), clientID: "c", authToken: nil)))
+        // In pieces, as reads bring it: the buffer grows to the frame's size meanwhile.
+        for start in stride(from: 0, to: large.count, by: 65_536) {
+            decoder.feed(Array(large[start..<min(start + 65_536, large.count)]))
+        }
+        #expect(decoder.bufferCapacity >= large.count)
+        #expect(try decoder.next() != nil)
+        #expect(decoder.bufferCapacity <= FrameDecoder.retainedCapacity)
+        let small = encoder.encode(.ping(Ping(nonce: 1)))
+        decoder.feed(small)
+        #expect(try decoder.next() != nil)
+        #expect(decoder.bufferCapacity > 0 && decoder.bufferCapacity <= FrameDecoder.retainedCapacity)
+    }
+
     /// Random garbage never traps; it decodes or fails with a catalog code.
     @Test func randomGarbageNeverTraps() {
         var random = SplitMix64(seed: 4)
