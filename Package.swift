@@ -45,6 +45,13 @@ let package = Package(
             pkgConfig: "libuv",
             providers: [.apt(["libuv1-dev"])]
         ),
+        // liburing (apt: liburing-dev), only for flowsync-server-bench's write-path
+        // experiment (issue #20); opaque C, see Sources/CURing/include/CURing.h.
+        .target(
+            name: "CURing",
+            path: "Sources/CURing",
+            linkerSettings: [.linkedLibrary("uring")]
+        ),
         .target(
             name: "CZlib",
             path: "Sources/CZlib",
@@ -199,7 +206,7 @@ let package = Package(
         // MARK: Benchmarks (release-mode executable; figures go to docs/BENCHMARKS.md)
         .executableTarget(
             name: "flowsync-server-bench",
-            dependencies: ["FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncServer", "FlowSyncTestSupport"],
+            dependencies: ["FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncServer", "FlowSyncTestSupport", "CURing", "CLibUV"],
             path: "Benchmarks/ServerBench"
         ),
         .executableTarget(

@@ -4,6 +4,8 @@
 //   swift build -c release --product flowsyncd --product ... (see Makefile: make bench-server)
 //   .build/release/flowsync-server-bench [--daemon .build/release/flowsyncd] [--quick]
 //   .build/release/flowsync-server-bench --stall [--quick]   (loop stalls, StallBench.swift)
+//   .build/release/flowsync-server-bench --write-baseline [--quick]   (write calls: libuv vs io_uring)
+//   .build/release/flowsync-server-bench --idle 5000,14960   (daemon RSS per idle connection)
 //
 // Subscribers only split frames by their length prefix (cheap), so the client side
 // does not hide the server's cost; one subscriber per scenario decodes everything and
@@ -165,6 +167,11 @@ func idleMemory(daemon: DaemonProcess, counts: [Int]) async throws {
         say("| \(established) | \(before) KiB | \(after) KiB | \(format(Double(after - before) * 1024 / Double(max(established, 1)))) bytes |")
     }
     _ = held
+}
+
+// `--write-baseline`: the write call alone, libuv against io_uring (WriteBaseline.swift).
+if arguments.contains("--write-baseline") {
+    exit(try await WriteBaseline.run(arguments: arguments, quick: quick))
 }
 
 // `--idle N[,N…]`: only the idle-connection memory, for the given counts (issue #20's

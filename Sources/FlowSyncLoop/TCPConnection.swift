@@ -105,6 +105,14 @@ public final class TCPConnection: LoopHandle {
         _ = uv_recv_buffer_size(handle, &value)
     }
 
+    /// The socket's file descriptor (`uv_fileno`), or -1 when it has none (closed). For
+    /// code that writes to it outside libuv (the io_uring experiment of
+    /// flowsync-server-bench); reading or writing it while libuv also does breaks both.
+    public var fileDescriptor: Int32 {
+        var fd = uv_os_fd_t(-1)
+        return uv_fileno(handle, &fd) == 0 ? Int32(fd) : -1
+    }
+
     /// The peer's address, if known.
     public var peer: String {
         if isUnixSocket { return "unix" }
