@@ -7,7 +7,7 @@
 
 SHELL        := /bin/bash
 SWIFT        ?= swift
-APT_PACKAGES := libuv1-dev zlib1g-dev pkg-config python3 systemd stunnel4 openssl liburing-dev
+APT_PACKAGES := libuv1-dev zlib1g-dev pkg-config python3 systemd stunnel4 openssl liburing-dev postgresql libpq-dev
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG       ?= config/flowsyncd.toml
 # `make install` destinations (DESTDIR for packaging and dry runs).

@@ -45,6 +45,12 @@ let package = Package(
             pkgConfig: "libuv",
             providers: [.apt(["libuv1-dev"])]
         ),
+        .systemLibrary(
+            name: "CLibPQ",
+            path: "Sources/CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         // liburing (apt: liburing-dev), only for flowsync-server-bench's write-path
         // experiment (issue #20); opaque C, see Sources/CURing/include/CURing.h.
         .target(
@@ -87,6 +93,9 @@ let package = Package(
 
         // MARK: Event loop (libuv wrapper; knows nothing about lists)
         .target(name: "FlowSyncLoop", dependencies: ["CLibUV"]),
+        // PostgreSQL from the loop (libpq pipeline mode under a uv_poll_t): the
+        // foundation of cluster mode (issue #18); not yet used by the daemon.
+        .target(name: "FlowSyncPostgres", dependencies: ["CLibPQ", "FlowSyncLoop"]),
 
         // MARK: Child processes: the one launcher of flowsyncd and tools, for the tests,
         // the benchmarks and flowsync-load --spawn.
@@ -179,6 +188,7 @@ let package = Package(
             dependencies: ["FlowSyncCore", "FlowSyncTestSupport"],
             exclude: ["Vectors/digest_reference.py"]
         ),
+        .testTarget(name: "FlowSyncPostgresTests", dependencies: ["FlowSyncPostgres", "FlowSyncLoop", "FlowSyncProcess"]),
         .testTarget(name: "PlatformTests", dependencies: ["CLibUV", "CZlib"]),
         .testTarget(name: "FlowSyncProcessTests", dependencies: ["FlowSyncProcess"]),
         .testTarget(name: "FlowSyncLoopTests", dependencies: ["FlowSyncLoop"]),

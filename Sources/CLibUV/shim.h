@@ -14,4 +14,5 @@ static inline uv_handle_t *CLibUV_prepare_as_handle(uv_prepare_t *p) { return (u
 static inline uv_handle_t *CLibUV_check_as_handle(uv_check_t *c) { return (uv_handle_t *)c; }
 static inline uv_handle_t *CLibUV_pipe_as_handle(uv_pipe_t *p) { return (uv_handle_t *)p; }
 static inline uv_stream_t *CLibUV_pipe_as_stream(uv_pipe_t *p) { return (uv_stream_t *)p; }
+static inline uv_handle_t *CLibUV_poll_as_handle(uv_poll_t *p) { return (uv_handle_t *)p; }
 #endif

@@ -1,0 +1,177 @@
+import FlowSyncLoop
+
+/// The cluster's shared log on PostgreSQL (issue #18), one statement per operation:
+/// node leases on PostgreSQL's clock, list ownership by term, and the fenced append.
+///
+/// Tables (``schema``):
+/// - `fs_lists`: per list, its epoch, `head` (the last version appended), its `owner`
+///   node and the ownership `term`;
+/// - `fs_leases`: per node, when its lease expires (PostgreSQL's clock, so no two
+///   machines' clocks are compared);
+/// - `fs_batches`: the batch log, `(list, epoch, version)` → the record body the file
+///   store writes.
+///
+/// **The fence.** An append advances `head` only where `owner = me`, `term = t`,
+/// `epoch = e` and `head = v - 1`, and inserts the batch in the same statement. Zero rows
+/// means this node was fenced (another node claimed the list, or the version is not
+/// next): it must drop the list and acknowledge nothing. A lost connection leaves the
+/// outcome unknown; ``head(list:_:)`` reads it back.
+///
+/// Not yet used by the daemon: this is the storage side of cluster mode, tested against
+/// a real PostgreSQL (`ClusterLogTests`).
+public final class ClusterLog {
+    /// Who owns a list, as a successful ``claim(list:epoch:_:)`` returns it.
+    public struct Ownership: Sendable, Equatable {
+        public var term: Int64
+        public var epoch: Int64
+        /// The last version appended (0: none).
+        public var head: Int64
+
+        public init(term: Int64, epoch: Int64, head: Int64) {
+            self.term = term
+            self.epoch = epoch
+            self.head = head
+        }
+    }
+
+    /// A list's row, as ``head(list:_:)`` reads it.
+    public struct ListState: Sendable, Equatable {
+        public var epoch: Int64
+        public var head: Int64
+        public var owner: String?
+        public var term: Int64
+
+        public init(epoch: Int64, head: Int64, owner: String?, term: Int64) {
+            self.epoch = epoch
+            self.head = head
+            self.owner = owner
+            self.term = term
+        }
+    }
+
+    /// What an append did.
+    public enum AppendOutcome: Sendable, Equatable {
+        /// `head` advanced and the batch is in the log (committed when the completion runs).
+        case appended
+        /// Nothing changed: this node no longer owns the list at this term, or the version
+        /// is not the next one.
+        case fenced
+    }
+
+    /// The statements that create the tables (each sent on its own: the extended
+    /// protocol takes one statement per query).
+    public static let schema: [String] = [
+        """
+        CREATE TABLE IF NOT EXISTS fs_lists (
+            list text PRIMARY KEY, epoch bigint NOT NULL, head bigint NOT NULL,
+            owner text, term bigint NOT NULL DEFAULT 0)
+        """,
+        "CREATE TABLE IF NOT EXISTS fs_leases (node text PRIMARY KEY, expires_at timestamptz NOT NULL)",
+        """
+        CREATE TABLE IF NOT EXISTS fs_batches (
+            list text NOT NULL, epoch bigint NOT NULL, version bigint NOT NULL, body bytea NOT NULL,
+            PRIMARY KEY (list, epoch, version))
+        """,
+    ]
+
+    public let connection: PostgresConnection
+    /// This node's name in `fs_leases` and `fs_lists.owner`.
+    public let node: String
+
+    public init(connection: PostgresConnection, node: String) {
+        self.connection = connection
+        self.node = node
+    }
+
+    /// Creates the tables if missing.
+    public func createSchema(_ completion: @escaping (Result<Void, PostgresError>) -> Void) {
+        var remaining = Self.schema.count
+        var failed = false
+        for statement in Self.schema {
+            connection.send(statement) { result in
+                guard !failed else { return }
+                switch result {
+                case .failure(let error):
+                    failed = true
+                    completion(.failure(error))
+                case .success:
+                    remaining -= 1
+                    if remaining == 0 { completion(.success(())) }
+                }
+            }
+        }
+    }
+
+    /// Extends this node's lease to `milliseconds` from now, on PostgreSQL's clock.
+    public func renewLease(milliseconds: Int, _ completion: @escaping (Result<Void, PostgresError>) -> Void) {
+        connection.send("""
+            INSERT INTO fs_leases (node, expires_at) VALUES ($1, clock_timestamp() + $2::bigint * interval '1 millisecond')
+            ON CONFLICT (node) DO UPDATE SET expires_at = EXCLUDED.expires_at
+            """, [.text(node), .text("\(milliseconds)")]) { result in
+            completion(result.map { _ in () })
+        }
+    }
+
+    /// Takes ownership of `list` (created at `epoch` if new) with the next term, if it
+    /// has no owner, is already ours, or its owner's lease has expired, and only while
+    /// this node's own lease is alive. `nil`: another live node owns it.
+    public func claim(list: String, epoch: Int64, _ completion: @escaping (Result<Ownership?, PostgresError>) -> Void) {
+        // Two statements, pipelined: the insert must be committed for the update to see
+        // a new list's row (one statement's CTEs share a snapshot).
+        connection.send("INSERT INTO fs_lists (list, epoch, head, owner, term) VALUES ($1, $2::bigint, 0, NULL, 0) ON CONFLICT (list) DO NOTHING",
+                        [.text(list), .text("\(epoch)")]) { _ in }
+        connection.send("""
+            UPDATE fs_lists SET owner = $2, term = term + 1
+            WHERE list = $1
+              AND (owner IS NULL OR owner = $2
+                   OR NOT EXISTS (SELECT 1 FROM fs_leases l WHERE l.node = fs_lists.owner AND l.expires_at > clock_timestamp()))
+              AND EXISTS (SELECT 1 FROM fs_leases l WHERE l.node = $2 AND l.expires_at > clock_timestamp())
+            RETURNING term, epoch, head
+            """, [.text(list), .text(node)]) { result in
+            completion(result.map { rows in
+                guard rows.rows.count == 1, let term = rows.int(0, 0), let epoch = rows.int(0, 1), let head = rows.int(0, 2) else { return nil }
+                return Ownership(term: term, epoch: epoch, head: head)
+            })
+        }
+    }
+
+    /// Appends batch `version` of `list` under `ownership`: the fenced statement (see the
+    /// type's notes). Acknowledge the batch's writes only after `.appended`.
+    public func append(list: String, ownership: Ownership, version: Int64, body: [UInt8],
+                       _ completion: @escaping (Result<AppendOutcome, PostgresError>) -> Void) {
+        connection.send("""
+            WITH advanced AS (
+                UPDATE fs_lists SET head = $5::bigint
+                WHERE list = $1 AND owner = $2 AND term = $3::bigint AND epoch = $4::bigint AND head = $5::bigint - 1
+                RETURNING list)
+            INSERT INTO fs_batches (list, epoch, version, body) SELECT $1, $4::bigint, $5::bigint, $6::bytea FROM advanced
+            """, [.text(list), .text(node), .text("\(ownership.term)"), .text("\(ownership.epoch)"), .text("\(version)"), .bytes(body)]) { result in
+            completion(result.map { $0.affectedRows == 1 ? .appended : .fenced })
+        }
+    }
+
+    /// The list's row, or `nil` when the list does not exist: how a node resolves an
+    /// append whose outcome a lost connection left unknown.
+    public func head(list: String, _ completion: @escaping (Result<ListState?, PostgresError>) -> Void) {
+        connection.send("SELECT epoch, head, owner, term FROM fs_lists WHERE list = $1", [.text(list)]) { result in
+            completion(result.map { rows in
+                guard rows.rows.count == 1, let epoch = rows.int(0, 0), let head = rows.int(0, 1), let term = rows.int(0, 3) else { return nil }
+                return ListState(epoch: epoch, head: head, owner: rows.rows[0][2], term: term)
+            })
+        }
+    }
+
+    /// The batches of `list` at `epoch` after `version`, in order: (version, body).
+    public func batches(list: String, epoch: Int64, after version: Int64,
+                        _ completion: @escaping (Result<[(version: Int64, body: [UInt8])], PostgresError>) -> Void) {
+        connection.send("SELECT version, body FROM fs_batches WHERE list = $1 AND epoch = $2::bigint AND version > $3::bigint ORDER BY version",
+                        [.text(list), .text("\(epoch)"), .text("\(version)")]) { result in
+            completion(result.map { rows in
+                (0..<rows.rows.count).compactMap { r in
+                    guard let v = rows.int(r, 0), let body = rows.bytes(r, 1) else { return nil }
+                    return (version: v, body: body)
+                }
+            })
+        }
+    }
+}
