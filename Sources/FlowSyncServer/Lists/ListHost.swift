@@ -90,6 +90,35 @@ final class ListHost {
         return encoder.encode(.snapshot(snapshot))
     }
 
+    // MARK: Sealing
+
+    /// A batch committed by ``seal(encoder:)``, with its `Diff` frame: encoded once,
+    /// the same bytes for the store's log record and for every subscriber.
+    struct SealedBatch {
+        let commit: Sequencer.Commit
+        let frame: [UInt8]
+    }
+
+    /// Seals the mutations queued this turn into one batch (or none, when every one was
+    /// refused) and encodes its `Diff` frame. `outcomes` answer each writer.
+    func seal(encoder: FrameEncoder) -> (batch: SealedBatch?, outcomes: [Sequencer.Outcome]) {
+        let sealed = sequencer.seal()
+        guard let commit = sealed.commit else { return (nil, sealed.outcomes) }
+        let diff = Diff(listName: name, epoch: commit.to.epoch, fromVersion: commit.from.version, toVersion: commit.to.version,
+                        digest: commit.digest, changeset: commit.changeset, mutations: commit.mutations)
+        return (SealedBatch(commit: commit, frame: encoder.encode(.diff(diff))), sealed.outcomes)
+    }
+
+    /// The wire code and message of a refused mutation.
+    static func wire(_ rejection: SequencerRejection) -> (ErrorCode, String) {
+        switch rejection {
+        case .invalid(let error): return (ErrorCode(for: error.reason), error.description)
+        case .staleBase: return (.staleBaseVersion, rejection.description)
+        case .futureBase: return (.staleBaseVersion, rejection.description)
+        case .retryOutsideWindow: return (.staleBaseVersion, rejection.description)
+        }
+    }
+
     // MARK: Frames built off the loop
 
     /// The build a snapshot joiner for `reason` can share, if one is in flight.

@@ -76,6 +76,9 @@ public final class InMemoryStore: DirectorStore {
         try sync()
     }
 
+    /// Nothing to release: the values stay in memory (what a killed process would lose).
+    public func abandon() {}
+
     /// Names of the stored lists (tests).
     public var listNames: [String] { lists.keys.sorted() }
 }
