@@ -3,7 +3,7 @@
 /// failure replays exactly; the load tester's operations and the SDK's reconnect jitter
 /// come from it too. Not cryptographic.
 public struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
+    @usableFromInline var state: UInt64
 
     /// The seed this generator started from.
     public let seed: UInt64
@@ -14,7 +14,9 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
         self.state = seed
     }
 
-    /// The next 64 random bits.
+    /// The next 64 random bits. Inlinable: generators in other modules' hot loops (the
+    /// load tester's operations) pay no call.
+    @inlinable
     public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
