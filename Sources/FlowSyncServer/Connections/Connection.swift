@@ -10,7 +10,7 @@ import Logging
 /// the protocol itself. Loop-confined.
 final class Connection {
     let id: Int
-    let tcp: TCPConnection
+    private let tcp: TCPConnection
     var machine: ConnectionStateMachine
     let decoder: FrameDecoder
     let logger: Logger
@@ -66,6 +66,25 @@ final class Connection {
     /// libuv wrote everything it held: the write deadline starts over.
     func drained() {
         outbound.stalledSince = nil
+    }
+
+    /// What libuv still holds for this peer (the socket's part of ``queuedBytes``).
+    var socketQueuedBytes: Int { tcp.queuedBytes }
+
+    /// Sends what was written, then closes (`uv_shutdown`, then close in its callback:
+    /// `uv_close` alone would cancel the pending writes); `closed` runs once the socket is
+    /// closed. Reads stop now. Does nothing when the socket is already closing.
+    func shutdownAfterWrites(closed: @escaping () -> Void) {
+        guard !tcp.isClosing else { return }
+        tcp.onRead = nil
+        tcp.shutdownAndClose()
+        tcp.onClose = closed
+    }
+
+    /// Closes the socket at once, dropping what libuv holds (a peer gone, a stuck
+    /// close, the end of a shutdown's grace period).
+    func cut() {
+        tcp.close()
     }
 
     /// Drops queued frames (used when the peer is gone or too slow to ever read them).

@@ -5,7 +5,9 @@ import FlowSyncProtocol
 /// snapshot frames of its current version. Loop-confined.
 final class ListHost {
     let name: String
-    var sequencer: Sequencer
+    /// The list's ordering and state (the core's `Sequencer`). Changed only through
+    /// this host: ``submit(_:tag:)``, ``seal(encoder:)``, ``apply(history:director:)``.
+    private(set) var sequencer: Sequencer
     /// Connection IDs subscribed to this list, in subscription order.
     private(set) var subscribers: [Int] = []
     /// Declared in the config (never dropped when idle).
@@ -88,6 +90,22 @@ final class ListHost {
     static func snapshotFrame(name: String, sequencer: Sequencer, reason: Snapshot.Reason, encoder: FrameEncoder) -> [UInt8] {
         let snapshot = Snapshot(listName: name, position: sequencer.position, digest: sequencer.director.digest, reason: reason, sections: sequencer.director.sections)
         return encoder.encode(.snapshot(snapshot))
+    }
+
+    // MARK: Writes
+
+    /// Whether mutations wait for the turn's seal.
+    var hasPending: Bool { sequencer.hasPending }
+
+    /// Queues a mutation for this turn's seal; `tag` names the writer's connection.
+    func submit(_ request: MutationRequest, tag: Int) {
+        sequencer.submit(request, tag: tag)
+    }
+
+    /// A reload's limits, for batches sealed from now on.
+    func apply(history: Sequencer.HistoryLimits, director: DirectorLimits) {
+        sequencer.historyLimits = history
+        sequencer.setDirectorLimits(director)
     }
 
     // MARK: Sealing

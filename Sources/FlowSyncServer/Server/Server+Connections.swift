@@ -109,7 +109,7 @@ extension Server {
                 metrics.mutationRejected(code: ErrorCode.unknownList.rawValue)
                 return
             }
-            list.sequencer.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: connection.id)
+            list.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: connection.id)
             dirtyLists.insert(list.name)
         case .pong(let nonce):
             send(.pong(Pong(nonce: nonce)), to: connection)
@@ -130,7 +130,7 @@ extension Server {
         }
         // Seal first, so the subscriber starts exactly at a committed version and the
         // mutations already queued this turn arrive as a normal diff.
-        if list.sequencer.hasPending { seal(list) }
+        if list.hasPending { seal(list) }
         let first = firstFrame(for: connection, of: list, from: request.resumeFrom, digest: request.digest,
                                cause: request.resumeFrom == nil ? .subscribe : .resume)
         // The flow first, then the frame: a frame that passes the hard limit closes a
@@ -160,7 +160,7 @@ extension Server {
         connection.discardPending()
         if let error { connection.logger.debug("connection error", metadata: ["error": "\(error)"]) }
         forget(connection, leaving: leaving)
-        connection.tcp.close()
+        connection.cut()
     }
 
     /// Removes a connection from the lists it still subscribes to (`leaving`) and from
@@ -210,7 +210,7 @@ extension Server {
         if error.code == .slowConsumer || error.code == .writeTimeout {
             // Its queue is what is wrong: drop this turn's frames so the error is next.
             connection.discardPending()
-            connection.logger.warning("closing slow consumer", metadata: ["code": "\(error.code.rawValue)", "queued": "\(connection.tcp.queuedBytes)"])
+            connection.logger.warning("closing slow consumer", metadata: ["code": "\(error.code.rawValue)", "queued": "\(connection.socketQueuedBytes)"])
         } else {
             connection.logger.info("closing connection", metadata: ["code": "\(error.code.rawValue)", "reason": "\(error.message)"])
         }
@@ -240,7 +240,7 @@ extension Server {
             if let closing = connection.machine.closing {
                 // A peer that never reads keeps uv_shutdown pending forever: cut it.
                 if now - closing.since > 2_000 || shutdownDeadline.map({ now >= $0 }) == true {
-                    connection.tcp.close()
+                    connection.cut()
                 }
                 continue
             }
@@ -252,7 +252,7 @@ extension Server {
         metrics.largestQueueBytes.record(largest)
         flushAll()
         if let deadline = shutdownDeadline, now >= deadline {
-            for connection in connections.values { connection.tcp.close() }
+            for connection in connections.values { connection.cut() }
         }
     }
 }

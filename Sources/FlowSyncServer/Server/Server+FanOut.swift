@@ -156,10 +156,8 @@ extension Server {
             statistics.bytesSent += bytes
             metrics.framesSent.increment(by: Int64(frames))
             metrics.bytesSent.increment(by: Int64(bytes))
-            if connection.isClosing && !connection.tcp.isClosing {
-                connection.tcp.onRead = nil
-                connection.tcp.shutdownAndClose()
-                connection.tcp.onClose = { [weak self, weak connection] in
+            if connection.isClosing {
+                connection.shutdownAfterWrites { [weak self, weak connection] in
                     guard let self, let connection else { return }
                     // Closing: its subscriptions ended with the close.
                     forget(connection, leaving: [])

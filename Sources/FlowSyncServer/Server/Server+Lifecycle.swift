@@ -196,8 +196,7 @@ extension Server {
         configuration = applied
         encoder = FrameEncoder(configuration: applied.frameCompression)
         for list in lists.values {
-            list.sequencer.historyLimits = applied.historyLimits
-            list.sequencer.setDirectorLimits(applied.director)
+            list.apply(history: applied.historyLimits, director: applied.director)
         }
         for connection in connections.values where connection.machine.isReady {
             connection.decoder.limits = applied.readyDecoderLimits
