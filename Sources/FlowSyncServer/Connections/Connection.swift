@@ -3,9 +3,10 @@ import FlowSyncLoop
 import FlowSyncProtocol
 import Logging
 
-/// The I/O shell of one client connection: the socket, its incremental decoder and its
-/// outbound queue, beside the ``ConnectionStateMachine`` that owns everything else (the
-/// handshake, the grant, the subscriptions and their flows, the close). ``Server``
+/// The I/O shell of one client connection: the socket, its incremental decoder, its
+/// outbound queue and the verifier it was admitted under, beside the
+/// ``ConnectionStateMachine`` that owns everything else (the handshake, the grant, the
+/// subscriptions and their flows, the close). ``Server``
 /// feeds the machine and carries out its actions; the connection decides nothing about
 /// the protocol itself. Loop-confined.
 final class Connection {
@@ -15,11 +16,16 @@ final class Connection {
     let decoder: FrameDecoder
     let logger: Logger
     let peer: String
+    /// The verifier in force when the connection was accepted: it checks this
+    /// connection's tokens (a RefreshToken's too) and its clock says when the grant
+    /// expires. A reload's new keys apply to new connections; `nil` with auth off.
+    let verifier: TokenVerifier?
     /// This turn's frames and the write-deadline clock.
     private(set) var outbound = OutboundQueue()
 
-    init(id: Int, tcp: TCPConnection, machine: ConnectionStateMachine, decoder: FrameDecoder, logger: Logger) {
+    init(id: Int, tcp: TCPConnection, machine: ConnectionStateMachine, decoder: FrameDecoder, verifier: TokenVerifier?, logger: Logger) {
         self.id = id
+        self.verifier = verifier
         self.tcp = tcp
         self.machine = machine
         self.decoder = decoder

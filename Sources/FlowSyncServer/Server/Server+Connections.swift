@@ -23,7 +23,8 @@ extension Server {
             handshakeTimeout: UInt64(configuration.handshakeTimeoutMilliseconds),
             configuration: configuration.connectionConfiguration(verifiesTokens: verifier != nil)
         )
-        let connection = Connection(id: id, tcp: tcp, machine: machine, decoder: FrameDecoder(limits: configuration.preAuthDecoderLimits), logger: logger)
+        let connection = Connection(id: id, tcp: tcp, machine: machine, decoder: FrameDecoder(limits: configuration.preAuthDecoderLimits),
+                                    verifier: verifier, logger: logger)
         connections[id] = connection
         pendingHandshakes.insert(id)
         statistics.connectionsAccepted += 1
@@ -75,7 +76,7 @@ extension Server {
         case .verifyToken(let token):
             // Synchronous (the keys are loaded; jwt-kit's verify does not block), so the
             // answer comes back before the connection's next message is decoded.
-            guard let verifier else {
+            guard let verifier = connection.verifier else {
                 preconditionFailure("Internal inconsistency in Server: a machine that verifies tokens without a verifier")
             }
             perform(connection.machine.tokenVerified(verifier.verify(token), now: loop.now), on: connection)
@@ -234,7 +235,6 @@ extension Server {
         var largest = 0
         let writeDeadline = UInt64(configuration.writeDeadlineMilliseconds)
         let shutdownDeadline = lifecycle.shutdownDeadline
-        let tokenClock = verifier?.now
         for connection in Array(connections.values) {
             largest = max(largest, connection.queuedBytes)
             if let closing = connection.machine.closing {
@@ -244,7 +244,7 @@ extension Server {
                 }
                 continue
             }
-            perform(connection.machine.tick(now: now, tokenClock: tokenClock), on: connection)
+            perform(connection.machine.tick(now: now, tokenClock: connection.verifier?.now), on: connection)
             if let since = connection.outbound.stalledSince, now - since > writeDeadline {
                 close(connection, code: .writeTimeout, message: "queue not drained for \(writeDeadline) ms")
             }

@@ -71,7 +71,8 @@ public final class Server {
     /// only at these: scanning every connection's flows per turn would cost
     /// O(connections) even when nobody lags.
     var laggingConnections: Set<Int> = []
-    /// Checks Hello tokens; `nil` with `[auth] mode = "off"` (docs/SECURITY.md).
+    /// The token verifier new connections get; `nil` with `[auth] mode = "off"`
+    /// (docs/SECURITY.md). A reload replaces it; accepted connections keep theirs.
     var verifier: TokenVerifier?
     /// Encodes every frame the server sends (compression from the configuration).
     var encoder: FrameEncoder
