@@ -59,21 +59,22 @@ public struct ServerConfiguration: Hashable, Sendable {
     public var writeDeadlineMilliseconds = 30_000
 
     // MARK: [storage]
+    // Defaults are the store's own (`FileStore.Options`), stated there once.
     /// Where committed batches are kept. Default `.file`.
     public var storageEngine = StorageEngine.file
     /// When batches reach the disk. Default `.always`.
-    public var fsyncPolicy = FsyncPolicy.always
+    public var fsyncPolicy = FileStore.Options().fsync
     /// Under `fsync = "interval"`: how often, ms. Default 1000.
     public var fsyncIntervalMilliseconds = 1_000
     /// A list's log is compacted into a snapshot after this many batches (0: never by
     /// count). Default 10000.
-    public var snapshotEveryBatches = 10_000
+    public var snapshotEveryBatches = FileStore.Options().snapshotEveryBatches
     /// … or after this many log bytes (0: never by size). Default 64 MiB.
-    public var snapshotEveryBytes = 64 << 20
+    public var snapshotEveryBytes = FileStore.Options().snapshotEveryBytes
     /// Sync the files of several lists written in one turn concurrently. Default true.
-    public var parallelSync = true
+    public var parallelSync = FileStore.Options().parallelSync
     /// Most log files held open at once (least recently written closed first). Default 1024.
-    public var maxOpenLogs = 1_024
+    public var maxOpenLogs = FileStore.Options().maxOpenLogs
 
     // MARK: [history]
     /// Batches kept per list for resume and catch-up. Default 10000.

@@ -21,7 +21,7 @@ public final class InMemoryStore: DirectorStore {
     /// Times ``sync()`` found something to do (for tests of group commit).
     public private(set) var syncCount = 0
 
-    public init(snapshotEveryBatches: Int = 10_000) {
+    public init(snapshotEveryBatches: Int = FileStore.Options().snapshotEveryBatches) {
         self.snapshotEveryBatches = snapshotEveryBatches
     }
 
