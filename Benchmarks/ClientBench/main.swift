@@ -25,7 +25,7 @@ struct Item: FlowModel {
 
 let quick = CommandLine.arguments.contains("--quick")
 
-func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+func now() -> UInt64 { MonotonicClock.nanoseconds() }
 
 func percentile(_ values: [Double], _ p: Double) -> Double {
     let sorted = values.sorted()

@@ -49,15 +49,12 @@ func rate(_ perSecond: Double) -> String {
 
 // MARK: Data
 
+/// The core's SplitMix64 with the modulo draw these figures were always measured with
+/// (so the data, and the figures, stay the same).
 struct Random {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    private var generator: SplitMix64
+    init(state: UInt64) { generator = SplitMix64(seed: state) }
+    mutating func next() -> UInt64 { generator.next() }
     mutating func int(_ n: Int) -> Int { Int(next() % UInt64(n)) }
 }
 

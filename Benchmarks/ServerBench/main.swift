@@ -25,7 +25,7 @@ let daemonPath = arguments.firstIndex(of: "--daemon").map { arguments[$0 + 1] } 
 func say(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
 func progress(_ text: String) { FileHandle.standardError.write(Data(("… " + text + "\n").utf8)) }
 
-func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+func now() -> Double { Double(MonotonicClock.nanoseconds()) / 1e9 }
 
 // MARK: The daemon process
 

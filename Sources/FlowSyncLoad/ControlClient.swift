@@ -12,7 +12,7 @@ final class ControlClient: LoadConnection {
     var readyCallback: (() -> Void)?
 
     init(context: LoadContext) {
-        super.init(context: context, clientID: "load-control-\(monotonicNanoseconds() % 1_000_000)")
+        super.init(context: context, clientID: "load-control-\(MonotonicClock.nanoseconds() % 1_000_000)")
     }
 
     override func didBecomeReady() { readyCallback?() }

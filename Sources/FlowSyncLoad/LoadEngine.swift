@@ -113,7 +113,7 @@ final class LoadEngine: @unchecked Sendable {
     /// Starts the writers' schedule and the 1 ms send tick and the 1 s progress line.
     func startWriters() {
         let c = configuration
-        let now = monotonicNanoseconds()
+        let now = MonotonicClock.nanoseconds()
         let interval: UInt64 = c.rate > 0 ? UInt64(Double(c.writers) / c.rate * 1e9) : 0
         for (w, writer) in writers.enumerated() {
             let offset = c.writers > 0 ? interval / UInt64(c.writers) * UInt64(w) : 0
@@ -122,7 +122,7 @@ final class LoadEngine: @unchecked Sendable {
         let tick = LoopTimer(loop: context.loop)
         tick.start(after: 1, repeat: 1) { [weak self] in
             guard let self else { return }
-            let now = monotonicNanoseconds()
+            let now = MonotonicClock.nanoseconds()
             for writer in self.writers { writer.pump(now: now) }
         }
         self.tick = tick
@@ -144,7 +144,7 @@ final class LoadEngine: @unchecked Sendable {
     private func printProgress() {
         guard progressEnabled else { return }
         let m = metrics
-        let now = monotonicNanoseconds()
+        let now = MonotonicClock.nanoseconds()
         let current = (at: now, sent: m.totalSent, acked: m.totalAnswered, frames: m.batchDeliveries, rows: m.rowChangesDelivered)
         defer { lastProgress = current }
         guard let last = lastProgress else { return }

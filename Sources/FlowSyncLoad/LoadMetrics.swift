@@ -2,14 +2,6 @@
 import Glibc
 #endif
 
-/// Monotonic time in nanoseconds (`CLOCK_MONOTONIC`): every latency is a difference of two.
-@inline(__always)
-public func monotonicNanoseconds() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-}
-
 /// The counters and latency recorders of one run. Loop-confined: every load client
 /// lives on the one load loop thread, so nothing here is locked.
 ///

@@ -150,9 +150,9 @@ public final class LoadRunner {
 
         // Warm-up, then the measured window.
         onLoop(loop) { engine.startWriters() }
-        sleep(until: monotonicNanoseconds() + UInt64(c.warmup * 1e9))
+        sleep(until: MonotonicClock.nanoseconds() + UInt64(c.warmup * 1e9))
         let windowStart = onLoop(loop) { () -> UInt64 in
-            let now = monotonicNanoseconds()
+            let now = MonotonicClock.nanoseconds()
             engine.metrics.startWindow(at: now)
             return now
         }
@@ -168,7 +168,7 @@ public final class LoadRunner {
         // The window, cut short when the daemon goes away (its control connection ends):
         // nothing more can be measured, and the report should say so now, not later.
         let windowEndsAt = windowStart + UInt64(c.duration * 1e9)
-        let remaining = Double(windowEndsAt &- min(windowEndsAt, monotonicNanoseconds())) / 1e9
+        let remaining = Double(windowEndsAt &- min(windowEndsAt, MonotonicClock.nanoseconds())) / 1e9
         if wait(loop, timeout: remaining, { engine.control.isClosed }) {
             note("the daemon closed the control connection: the measured window ends early")
         }
@@ -182,7 +182,7 @@ public final class LoadRunner {
         }
         let windowEnd = onLoop(loop) { () -> UInt64 in
             engine.metrics.measuring = false
-            return monotonicNanoseconds()
+            return MonotonicClock.nanoseconds()
         }
         let daemon1 = daemon?.sample()
         let self1 = ProcessSample.read(pid: "self")
@@ -252,7 +252,7 @@ public final class LoadRunner {
 
     private func sleep(until deadline: UInt64) {
         while true {
-            let now = monotonicNanoseconds()
+            let now = MonotonicClock.nanoseconds()
             guard deadline > now else { return }
             usleep(UInt32(min(deadline - now, 1_000_000_000) / 1_000))   // ≤ 1 s per call
         }

@@ -51,7 +51,7 @@ final class SubscriberClient: LoadConnection {
     /// Drops the connection and reconnects with resume (the resume storm).
     func dropAndResume() {
         guard isReady else { return }
-        droppedAt = monotonicNanoseconds()
+        droppedAt = MonotonicClock.nanoseconds()
         isRecovering = true
         droppingOnPurpose = true
         close()
@@ -121,7 +121,7 @@ final class SubscriberClient: LoadConnection {
             }
             metrics.batchDeliveries += 1
             if frame.intendedTimes == nil { frame.intendedTimes = context.intendedTimes(of: diff.mutations) }
-            let now = monotonicNanoseconds()
+            let now = MonotonicClock.nanoseconds()
             for t in frame.intendedTimes! where t >= metrics.windowStart {
                 metrics.writeToDelivery.record(nanoseconds: Int64(bitPattern: now &- t))
             }
@@ -143,7 +143,7 @@ final class SubscriberClient: LoadConnection {
         isRecovering = false
         guard let droppedAt else { return }
         self.droppedAt = nil
-        onRecovered?(viaDiff, monotonicNanoseconds() &- droppedAt)
+        onRecovered?(viaDiff, MonotonicClock.nanoseconds() &- droppedAt)
     }
 
     private func fail(_ text: String, gap: Bool = false, digest: Bool = false, apply: Bool = false) {

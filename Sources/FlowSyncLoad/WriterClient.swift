@@ -44,7 +44,7 @@ final class WriterClient: LoadConnection {
         self.nextDue = start
         self.interval = interval
         running = true
-        pump(now: monotonicNanoseconds())
+        pump(now: MonotonicClock.nanoseconds())
     }
 
     /// Stops scheduling new mutations (answers to those in flight still count).
@@ -92,7 +92,7 @@ final class WriterClient: LoadConnection {
             }
             metrics.totalAnswered += 1
             lastCommitted[ack.listName] = ack.committed
-            let now = monotonicNanoseconds()
+            let now = MonotonicClock.nanoseconds()
             if metrics.measuring, record.intended >= metrics.windowStart {
                 metrics.mutationsAcked += 1
                 metrics.writeToAck.record(nanoseconds: Int64(bitPattern: now &- record.intended))
@@ -110,7 +110,7 @@ final class WriterClient: LoadConnection {
                 metrics.rejectsByCode[reject.code.rawValue, default: 0] += 1
             }
             if metrics.rejectExamples.count < 10 { metrics.rejectExamples.append("\(clientID) seq \(reject.seq): \(reject.code) \(reject.message)") }
-            pump(now: monotonicNanoseconds())
+            pump(now: MonotonicClock.nanoseconds())
         case .error(let error):
             metrics.protocolError("\(clientID): \(error.code) \(error.message)")
         default:

@@ -96,7 +96,7 @@ public final class EmbeddedServer: Sendable {
         let server = self.server
         let done = Shared(false)
         thread.loop.execute {
-            (server.value.store as? FileStore)?.abandon()
+            server.value.store.abandon()
             done.set(true)
         }
         for _ in 0..<5_000 where !done.get() { usleep(1_000) }

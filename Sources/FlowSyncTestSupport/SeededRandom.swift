@@ -1,28 +1,6 @@
-/// A small, fast, seedable generator (SplitMix64), so every randomized test and
-/// benchmark can print its seed and be replayed exactly.
-public struct SeededRandom: RandomNumberGenerator, Sendable {
-    private var state: UInt64
+import FlowSyncCore
 
-    /// The seed this generator started from.
-    public let seed: UInt64
-
-    public init(seed: UInt64) {
-        self.seed = seed
-        self.state = seed
-    }
-
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A uniformly random integer in `range`.
-    public mutating func int(_ range: Range<Int>) -> Int { Int.random(in: range, using: &self) }
-    /// A uniformly random integer in `range`.
-    public mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &self) }
-    /// True with probability `p`.
-    public mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self) < p }
-}
+/// The tests' and benchmarks' seeded generator: FlowSync's one `SplitMix64` (in
+/// `FlowSyncCore`), under the name the tests know. Every randomized test prints its
+/// seed so a failure replays exactly.
+public typealias SeededRandom = SplitMix64

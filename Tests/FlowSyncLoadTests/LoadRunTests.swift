@@ -1,3 +1,4 @@
+import FlowSyncCore
 import FlowSyncLoad
 import FlowSyncServer
 import FlowSyncTestSupport
@@ -173,9 +174,9 @@ import Testing
         // Mid-run by construction: the server stops itself, on its own loop thread, once
         // the writers have committed 50 batches (the setup writes fewer than 10).
         _ = await server.stop(afterBatches: 50)
-        let stopped = monotonicNanoseconds()
+        let stopped = MonotonicClock.nanoseconds()
         let report = try await run.value
-        let seconds = Double(monotonicNanoseconds() - stopped) / 1e9
+        let seconds = Double(MonotonicClock.nanoseconds() - stopped) / 1e9
         #expect(!report.passed)
         #expect(report.failures.contains { $0.contains("nothing could be verified") }, "\(report.failures)")
         #expect(seconds < 40, "the run took \(seconds) s to end after the daemon stopped")

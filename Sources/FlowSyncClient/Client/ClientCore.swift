@@ -127,11 +127,9 @@ final class ClientCore: @unchecked Sendable {
         _state = State(session: ClientSession(settings: settings))
     }
 
-    /// Milliseconds on the monotonic clock.
+    /// Milliseconds on the monotonic clock (FlowSync's one, ``MonotonicClock``).
     static func now() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1000 + UInt64(ts.tv_nsec) / 1_000_000
+        MonotonicClock.milliseconds()
     }
 
     // MARK: Inputs
@@ -271,12 +269,12 @@ final class ClientCore: @unchecked Sendable {
             case .send(let message):
                 let frame = state.encoder.encode(message)
                 if case .mutate(let mutate) = message, let limits = state.session.serverLimits,
-                   frame.count - 4 > Int(limits.maxFrameBytes) {
+                   !limits.accepts(encodedFrame: frame) {
                     // Sent, it would be a frame fault that closes the connection (and,
                     // resent after every reconnect, forever). Refuse it here with the
                     // code the server would use; the session rolls it back.
                     let reject = Reject(listName: mutate.listName, seq: mutate.seq, code: .frameTooLarge,
-                                        message: "the write is \(frame.count - 4) bytes on the wire, the server accepts \(limits.maxFrameBytes) (refused before sending; split it)")
+                                        message: "the write is \(FrameEncoder.lengthPrefixValue(ofEncodedFrame: frame)) bytes on the wire, the server accepts \(limits.maxFrameBytes) (refused before sending; split it)")
                     perform(state.session.received(.reject(reject), now: Self.now()), &state)
                     continue
                 }

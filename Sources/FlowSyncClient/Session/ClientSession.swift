@@ -71,7 +71,7 @@ struct ClientSession: Sendable {
     private var heartbeat: UInt64
     private var nextRequestID: UInt64 = 1
     private var statsRequests: Set<UInt64> = []
-    private var random: UInt64
+    private var random: SplitMix64
     private(set) var serverLimits: ServerLimits?
 
     /// The server's limits on one write, as director limits (counts stay unlimited:
@@ -88,7 +88,7 @@ struct ClientSession: Sendable {
         self.nextSeq = settings.firstSeq
         self.token = settings.token
         self.heartbeat = settings.pingIntervalMilliseconds
-        self.random = settings.randomSeed
+        self.random = SplitMix64(seed: settings.randomSeed)
     }
 
     // MARK: App inputs
@@ -550,14 +550,9 @@ struct ClientSession: Sendable {
         return actions
     }
 
-    /// A uniform number in 0..<1 (SplitMix64), for jitter.
+    /// A uniform number in 0..<1, for jitter.
     private mutating func nextUnit() -> Double {
-        random &+= 0x9E37_79B9_7F4A_7C15
-        var z = random
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        z ^= z >> 31
-        return Double(z >> 11) / Double(1 << 53)
+        random.nextUnit()
     }
 }
 

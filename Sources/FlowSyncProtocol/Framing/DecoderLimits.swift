@@ -1,3 +1,5 @@
+import FlowSyncCore
+
 /// Everything a ``FrameDecoder`` checks *before* it allocates: frame size, inflated
 /// size, and every count and length inside a message.
 ///
@@ -48,18 +50,20 @@ public struct DecoderLimits: Hashable, Sendable {
     /// Most entries in a StatsReply. ``ErrorCode/tooManyElements``.
     public var maxStatsEntries: Int
 
-    /// Creates limits; every argument defaults to the ``server`` value.
+    /// Creates limits; every argument defaults to the ``server`` value. The limits on
+    /// IDs, kinds, payloads and ops per mutation default to `DirectorLimits.default`
+    /// (the core states them once; a decoder refuses what the director would refuse).
     public init(
         maxFrameBytes: Int = 4 * 1024 * 1024,
         maxInflatedBytes: Int = 16 * 1024 * 1024,
         allowCompressed: Bool = true,
         maxListNameBytes: Int = 256,
-        maxIDBytes: Int = 256,
-        maxKindBytes: Int = 64,
-        maxPayloadBytes: Int = 64 * 1024,
+        maxIDBytes: Int = DirectorLimits.default.maxIDBytes,
+        maxKindBytes: Int = DirectorLimits.default.maxKindBytes,
+        maxPayloadBytes: Int = DirectorLimits.default.maxPayloadBytes,
         maxTextBytes: Int = 8 * 1024,
         maxDictionaryBytes: Int = 32 * 1024,
-        maxOpsPerMutation: Int = 1_000,
+        maxOpsPerMutation: Int = DirectorLimits.default.maxOpsPerMutation,
         maxSectionsPerMessage: Int = 10_000,
         maxRowsPerMessage: Int = 100_000,
         maxChangesPerMessage: Int = 100_000,

@@ -29,6 +29,12 @@ public final class FrameEncoder {
         self.configuration = configuration
     }
 
+    /// The value of an encoded frame's length prefix: what a peer compares with its
+    /// `maxFrameBytes` (header and body, not the prefix itself).
+    public static func lengthPrefixValue(ofEncodedFrame frame: [UInt8]) -> Int {
+        frame.count - FrameLayout.prefixBytes
+    }
+
     /// Encodes `message` as one frame.
     ///
     /// The body is deflated when it is at least `configuration.threshold` bytes, its type

@@ -17,15 +17,16 @@ public struct ServerLimits: Hashable, Sendable {
     /// Largest row payload, header or footer.
     public var maxPayloadBytes: UInt32
 
-    /// Creates limits; the defaults match ``DecoderLimits/server`` and `DirectorLimits.default`.
+    /// Creates limits; the defaults are read from ``DecoderLimits/server`` (which reads
+    /// `DirectorLimits.default`), except ``maxListsPerConnection``, stated here.
     public init(
-        maxFrameBytes: UInt32 = 4 * 1024 * 1024,
-        maxInflatedBytes: UInt32 = 16 * 1024 * 1024,
-        maxOpsPerMutation: UInt32 = 1_000,
+        maxFrameBytes: UInt32 = UInt32(DecoderLimits.server.maxFrameBytes),
+        maxInflatedBytes: UInt32 = UInt32(DecoderLimits.server.maxInflatedBytes),
+        maxOpsPerMutation: UInt32 = UInt32(DecoderLimits.server.maxOpsPerMutation),
         maxListsPerConnection: UInt32 = 64,
-        maxListNameBytes: UInt32 = 256,
-        maxIDBytes: UInt32 = 256,
-        maxPayloadBytes: UInt32 = 64 * 1024
+        maxListNameBytes: UInt32 = UInt32(DecoderLimits.server.maxListNameBytes),
+        maxIDBytes: UInt32 = UInt32(DecoderLimits.server.maxIDBytes),
+        maxPayloadBytes: UInt32 = UInt32(DecoderLimits.server.maxPayloadBytes)
     ) {
         self.maxFrameBytes = maxFrameBytes
         self.maxInflatedBytes = maxInflatedBytes
@@ -34,5 +35,27 @@ public struct ServerLimits: Hashable, Sendable {
         self.maxListNameBytes = maxListNameBytes
         self.maxIDBytes = maxIDBytes
         self.maxPayloadBytes = maxPayloadBytes
+    }
+}
+
+extension ServerLimits {
+    /// The limits a server announces for what its decoder enforces after the handshake
+    /// (`decoderLimits`), so the two cannot disagree; values past `UInt32.max` are clamped.
+    public init(decoderLimits: DecoderLimits, maxListsPerConnection: Int) {
+        self.init(
+            maxFrameBytes: UInt32(clamping: decoderLimits.maxFrameBytes),
+            maxInflatedBytes: UInt32(clamping: decoderLimits.maxInflatedBytes),
+            maxOpsPerMutation: UInt32(clamping: decoderLimits.maxOpsPerMutation),
+            maxListsPerConnection: UInt32(clamping: maxListsPerConnection),
+            maxListNameBytes: UInt32(clamping: decoderLimits.maxListNameBytes),
+            maxIDBytes: UInt32(clamping: decoderLimits.maxIDBytes),
+            maxPayloadBytes: UInt32(clamping: decoderLimits.maxPayloadBytes)
+        )
+    }
+
+    /// Whether the server accepts `frame`, a whole encoded frame (length prefix
+    /// included): its length prefix's value must not exceed ``maxFrameBytes``.
+    public func accepts(encodedFrame frame: [UInt8]) -> Bool {
+        FrameEncoder.lengthPrefixValue(ofEncodedFrame: frame) <= Int(maxFrameBytes)
     }
 }

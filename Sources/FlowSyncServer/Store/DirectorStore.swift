@@ -43,6 +43,11 @@ public protocol DirectorStore: AnyObject {
     /// Syncs and releases files; marks a clean shutdown (``FileStore``: records what it
     /// left in a clean-stop manifest, which the next start holds the files to).
     func close() throws(StoreError)
+
+    /// Releases every resource without syncing or marking a clean stop — what a killed
+    /// process leaves behind. Called instead of ``close()`` after a fatal storage error
+    /// (the state in memory is ahead of the disk, so a clean-stop mark would lie).
+    func abandon()
 }
 
 /// fsync policy: when appended batches reach the disk (`[storage] fsync`).

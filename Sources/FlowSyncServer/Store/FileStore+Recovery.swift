@@ -1,3 +1,5 @@
+// Past ~400 lines on purpose: recovery's steps (snapshot, replay, torn tail, repair)
+// are one ordered procedure over the same files, read best top to bottom.
 import FlowSyncCore
 import FlowSyncProtocol
 

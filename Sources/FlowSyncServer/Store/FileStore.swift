@@ -1,3 +1,6 @@
+// Past ~400 lines on purpose: the store's write path (append, sync, snapshot install,
+// descriptor cache) shares one set of invariants on the open files; recovery,
+// compaction and the clean stop are in their own FileStore+*.swift files.
 import Dispatch
 import FlowSyncCore
 import FlowSyncProtocol
@@ -180,7 +183,7 @@ public final class FileStore: DirectorStore {
 
     private func syncDirtyLists() throws(StoreError) {
         guard !dirty.isEmpty else { return }
-        let started = monotonicNanoseconds()
+        let started = MonotonicClock.nanoseconds()
         let lists = dirty
         dirty = []
         var targets: [(fd: Int32, path: String)] = []
@@ -208,7 +211,7 @@ public final class FileStore: DirectorStore {
             if let failure = failures.first(where: { $0 != nil }) ?? nil { throw failure }
         }
         syncCount += 1
-        onSync?(monotonicNanoseconds() - started)
+        onSync?(MonotonicClock.nanoseconds() - started)
     }
 
     // MARK: Snapshots
@@ -430,16 +433,6 @@ public final class FileStore: DirectorStore {
         io.close(fd)
         try io.syncDirectory(directory)
     }
-}
-
-#if canImport(Glibc)
-import Glibc
-#endif
-
-func monotonicNanoseconds() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
 
 /// Each concurrent iteration writes only its own slot, and the buffer outlives

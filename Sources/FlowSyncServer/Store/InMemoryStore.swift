@@ -21,7 +21,7 @@ public final class InMemoryStore: DirectorStore {
     /// Times ``sync()`` found something to do (for tests of group commit).
     public private(set) var syncCount = 0
 
-    public init(snapshotEveryBatches: Int = 10_000) {
+    public init(snapshotEveryBatches: Int = FileStore.Options().snapshotEveryBatches) {
         self.snapshotEveryBatches = snapshotEveryBatches
     }
 
@@ -75,6 +75,9 @@ public final class InMemoryStore: DirectorStore {
     public func close() throws(StoreError) {
         try sync()
     }
+
+    /// Nothing to release: the values stay in memory (what a killed process would lose).
+    public func abandon() {}
 
     /// Names of the stored lists (tests).
     public var listNames: [String] { lists.keys.sorted() }

@@ -46,15 +46,15 @@ extension Server {
         compactionsInFlight.insert(name)
         offloadsOutstanding += 1
         loop.offload(work: { () -> CompactionOutcome in
-            let started = monotonicNanoseconds()
+            let started = MonotonicClock.nanoseconds()
             guard let state = sequencer.state(at: base) else {
                 preconditionFailure("Internal inconsistency in Server: the oldest resumable version \(base) is out of the history's reach")
             }
             let snapshot = StoredSnapshot(listName: name, position: base, digest: state.digest, sections: state.sections,
                                           dedupe: sequencer.dedupeRecords(through: base))
-            guard let stager else { return .built(snapshot, nanoseconds: monotonicNanoseconds() - started) }
+            guard let stager else { return .built(snapshot, nanoseconds: MonotonicClock.nanoseconds() - started) }
             do throws(StoreError) {
-                return .staged(try stager.write(snapshot), nanoseconds: monotonicNanoseconds() - started)
+                return .staged(try stager.write(snapshot), nanoseconds: MonotonicClock.nanoseconds() - started)
             } catch {
                 return .failed(error)
             }
@@ -71,7 +71,7 @@ extension Server {
     /// there (the store keeps every segment that ends after `base`).
     private func compactionFinished(_ name: String, _ outcome: CompactionOutcome) {
         compactionsInFlight.remove(name)
-        let started = monotonicNanoseconds()
+        let started = MonotonicClock.nanoseconds()
         let workNanoseconds: UInt64
         let base: ListVersion
         do throws(StoreError) {
@@ -95,7 +95,7 @@ extension Server {
             storageFailed(error)
             return
         }
-        let loopNanoseconds = monotonicNanoseconds() - started
+        let loopNanoseconds = MonotonicClock.nanoseconds() - started
         statistics.storeSnapshots += 1
         metrics.storeSnapshot.recordNanoseconds(Int64(workNanoseconds + loopNanoseconds))
         logger.debug("snapshot written", metadata: ["flowsync.list": "\(name)", "at": "\(base)", "worker_ms": "\(workNanoseconds / 1_000_000)",

@@ -5,7 +5,9 @@ import FlowSyncProtocol
 /// snapshot frames of its current version. Loop-confined.
 final class ListHost {
     let name: String
-    var sequencer: Sequencer
+    /// The list's ordering and state (the core's `Sequencer`). Changed only through
+    /// this host: ``submit(_:tag:)``, ``seal(encoder:)``, ``apply(history:director:)``.
+    private(set) var sequencer: Sequencer
     /// Connection IDs subscribed to this list, in subscription order.
     private(set) var subscribers: [Int] = []
     /// Declared in the config (never dropped when idle).
@@ -88,6 +90,51 @@ final class ListHost {
     static func snapshotFrame(name: String, sequencer: Sequencer, reason: Snapshot.Reason, encoder: FrameEncoder) -> [UInt8] {
         let snapshot = Snapshot(listName: name, position: sequencer.position, digest: sequencer.director.digest, reason: reason, sections: sequencer.director.sections)
         return encoder.encode(.snapshot(snapshot))
+    }
+
+    // MARK: Writes
+
+    /// Whether mutations wait for the turn's seal.
+    var hasPending: Bool { sequencer.hasPending }
+
+    /// Queues a mutation for this turn's seal; `tag` names the writer's connection.
+    func submit(_ request: MutationRequest, tag: Int) {
+        sequencer.submit(request, tag: tag)
+    }
+
+    /// A reload's limits, for batches sealed from now on.
+    func apply(history: Sequencer.HistoryLimits, director: DirectorLimits) {
+        sequencer.historyLimits = history
+        sequencer.setDirectorLimits(director)
+    }
+
+    // MARK: Sealing
+
+    /// A batch committed by ``seal(encoder:)``, with its `Diff` frame: encoded once,
+    /// the same bytes for the store's log record and for every subscriber.
+    struct SealedBatch {
+        let commit: Sequencer.Commit
+        let frame: [UInt8]
+    }
+
+    /// Seals the mutations queued this turn into one batch (or none, when every one was
+    /// refused) and encodes its `Diff` frame. `outcomes` answer each writer.
+    func seal(encoder: FrameEncoder) -> (batch: SealedBatch?, outcomes: [Sequencer.Outcome]) {
+        let sealed = sequencer.seal()
+        guard let commit = sealed.commit else { return (nil, sealed.outcomes) }
+        let diff = Diff(listName: name, epoch: commit.to.epoch, fromVersion: commit.from.version, toVersion: commit.to.version,
+                        digest: commit.digest, changeset: commit.changeset, mutations: commit.mutations)
+        return (SealedBatch(commit: commit, frame: encoder.encode(.diff(diff))), sealed.outcomes)
+    }
+
+    /// The wire code and message of a refused mutation.
+    static func wire(_ rejection: SequencerRejection) -> (ErrorCode, String) {
+        switch rejection {
+        case .invalid(let error): return (ErrorCode(for: error.reason), error.description)
+        case .staleBase: return (.staleBaseVersion, rejection.description)
+        case .futureBase: return (.staleBaseVersion, rejection.description)
+        case .retryOutsideWindow: return (.staleBaseVersion, rejection.description)
+        }
     }
 
     // MARK: Frames built off the loop

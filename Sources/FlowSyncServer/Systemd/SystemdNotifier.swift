@@ -91,6 +91,8 @@ public final class SystemdNotifier {
     /// versions ignore it. Follow with ``ready(status:)`` when the reload is done —
     /// whether it succeeded or not, or the unit stays "reloading".
     public func reloading() {
+        // Not FlowSync's MonotonicClock (an origin-relative reading for differences):
+        // the protocol wants the absolute value of CLOCK_MONOTONIC, as systemd reads it.
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         let microseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000

@@ -1,4 +1,5 @@
 import FlowSyncCore
+import FlowSyncProtocol
 
 /// Everything `flowsyncd` can be configured with, with the documented defaults.
 /// `config/flowsyncd.toml` documents every key (unit and default); keep the two in step.
@@ -26,23 +27,26 @@ public struct ServerConfiguration: Hashable, Sendable {
     public var unixSocketMode = 0o660
 
     // MARK: [limits]
+    // Defaults are read from the layer that enforces each limit (`DecoderLimits`,
+    // `ServerLimits`, `DirectorLimits`), never restated here; the documented values
+    // (config/flowsyncd.toml) are those layers' defaults.
     /// Largest frame accepted after the handshake, bytes. Default 4 MiB (client frames
     /// are mutations; snapshots only flow the other way).
-    public var maxFrameBytes = 4 << 20
+    public var maxFrameBytes = DecoderLimits.server.maxFrameBytes
     /// Largest inflated body accepted, bytes. Default 16 MiB.
-    public var maxInflatedBytes = 16 << 20
+    public var maxInflatedBytes = DecoderLimits.server.maxInflatedBytes
     /// Largest frame accepted before the handshake completes, bytes. Default 16 KiB.
-    public var preAuthMaxFrameBytes = 16 << 10
+    public var preAuthMaxFrameBytes = DecoderLimits.preAuth.maxFrameBytes
     /// Time allowed from connect to a valid Hello, ms. Default 5000.
     public var handshakeTimeoutMilliseconds = 5_000
     /// Most lists one connection may subscribe to. Default 64.
-    public var maxListsPerConnection = 64
+    public var maxListsPerConnection = Int(ServerLimits().maxListsPerConnection)
     /// Longest list name, UTF-8 bytes. Default 256.
-    public var maxListNameBytes = 256
+    public var maxListNameBytes = DecoderLimits.server.maxListNameBytes
     /// Most connections held at once; further ones are closed at accept. Default 10000.
     public var maxConnections = 10_000
     /// Per-list director limits (IDs, payloads, counts, ops per mutation).
-    public var director = DirectorLimits()
+    public var director = DirectorLimits.default
 
     // MARK: [backpressure]
     /// Below this many queued bytes, a lagging subscriber is caught up. Default 256 KiB.
@@ -55,21 +59,22 @@ public struct ServerConfiguration: Hashable, Sendable {
     public var writeDeadlineMilliseconds = 30_000
 
     // MARK: [storage]
+    // Defaults are the store's own (`FileStore.Options`), stated there once.
     /// Where committed batches are kept. Default `.file`.
     public var storageEngine = StorageEngine.file
     /// When batches reach the disk. Default `.always`.
-    public var fsyncPolicy = FsyncPolicy.always
+    public var fsyncPolicy = FileStore.Options().fsync
     /// Under `fsync = "interval"`: how often, ms. Default 1000.
     public var fsyncIntervalMilliseconds = 1_000
     /// A list's log is compacted into a snapshot after this many batches (0: never by
     /// count). Default 10000.
-    public var snapshotEveryBatches = 10_000
+    public var snapshotEveryBatches = FileStore.Options().snapshotEveryBatches
     /// … or after this many log bytes (0: never by size). Default 64 MiB.
-    public var snapshotEveryBytes = 64 << 20
+    public var snapshotEveryBytes = FileStore.Options().snapshotEveryBytes
     /// Sync the files of several lists written in one turn concurrently. Default true.
-    public var parallelSync = true
+    public var parallelSync = FileStore.Options().parallelSync
     /// Most log files held open at once (least recently written closed first). Default 1024.
-    public var maxOpenLogs = 1_024
+    public var maxOpenLogs = FileStore.Options().maxOpenLogs
 
     // MARK: [history]
     /// Batches kept per list for resume and catch-up. Default 10000.

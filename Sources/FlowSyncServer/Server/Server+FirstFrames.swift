@@ -108,12 +108,12 @@ extension Server {
         offloadsOutstanding += 1
         let compression = encoder.configuration
         loop.offload(work: {
-            let started = monotonicNanoseconds()
+            let started = MonotonicClock.nanoseconds()
             // A FrameEncoder (its deflate stream) is not Sendable: one per job. Encoding is
             // deterministic, so the bytes equal what the loop's encoder would produce.
             let parts = work(FrameEncoder(configuration: compression))
             return BuiltFrame(frame: parts.frame, isSnapshot: parts.isSnapshot, encodedSnapshots: parts.encodedSnapshots,
-                              nanoseconds: monotonicNanoseconds() - started)
+                              nanoseconds: MonotonicClock.nanoseconds() - started)
         }, then: { [weak self, weak list] built in
             // Loop thread, a later turn. Weak: the server or the list may be gone.
             guard let self else { return }
@@ -137,40 +137,46 @@ extension Server {
         if built.isSnapshot, let reason = pending.sharedReason {
             list.cache(snapshot: built.frame, reason: reason, at: pending.position)
         }
-        let policy = backpressure
+        let policy = configuration.backpressure
         for id in pending.waiting {
             // Only a flow still waiting for *this* build: the connection may have gone,
             // unsubscribed, or subscribed again (then it waits for another build, or for
             // this one and appears twice in `waiting`: served once).
-            guard let connection = connections[id], var flow = connection.flows[list.name],
-                  flow.state == .awaitingFrame(pending.id) else { continue }
+            guard let connection = connections[id],
+                  connection.machine.flow(of: list.name)?.state == .awaitingFrame(pending.id) else { continue }
             if let cause { countFirstFrame(isSnapshot: built.isSnapshot, cause: cause) }
-            flow.frameArrived(at: pending.position)
             var frames = [built.frame]
-            if pending.overflowed {
-                // Too much was committed meanwhile to hold: catch up from the frame's
-                // version once the queue is low, like any slow consumer.
-                flow.fellBehind()
-            } else {
-                for batch in pending.held {
-                    let wasLive = flow.state == .live
-                    switch flow.batchCommitted(from: batch.from, to: batch.to, queued: connection.queuedBytes + frames.reduce(0) { $0 + $1.count }, policy: policy) {
-                    case .send:
-                        frames.append(batch.frame)
-                    case .skip:
-                        if wasLive {
-                            statistics.slowConsumerEvents += 1
-                            metrics.slowConsumerEvents.increment()
+            var queued = connection.queuedBytes + built.frame.count
+            var paused = 0
+            // The flow first, then the frames (the hard limit may close the connection,
+            // which then ends this subscription with the rest).
+            let lagging = connection.machine.updateFlow(of: list.name) { flow -> Bool in
+                flow.frameArrived(at: pending.position)
+                if pending.overflowed {
+                    // Too much was committed meanwhile to hold: catch up from the frame's
+                    // version once the queue is low, like any slow consumer.
+                    flow.fellBehind()
+                } else {
+                    for batch in pending.held {
+                        let wasLive = flow.state == .live
+                        switch flow.batchCommitted(from: batch.from, to: batch.to, queued: queued, policy: policy) {
+                        case .send:
+                            frames.append(batch.frame)
+                            queued += batch.frame.count
+                        case .skip:
+                            if wasLive { paused += 1 }
+                        case .held:
+                            preconditionFailure("Internal inconsistency in Server: a served flow held a batch")
                         }
-                    case .held:
-                        preconditionFailure("Internal inconsistency in Server: a served flow held a batch")
                     }
                 }
+                return flow.state == .lagging
             }
-            if flow.state == .lagging { laggingConnections.insert(connection.id) }
-            // The flow first, then the frames (the hard limit may close the connection,
-            // which then forgets this flow with the rest).
-            connection.flows[list.name] = flow
+            for _ in 0..<paused {
+                statistics.slowConsumerEvents += 1
+                metrics.slowConsumerEvents.increment()
+            }
+            if lagging == true { laggingConnections.insert(connection.id) }
             for frame in frames { enqueue(frame, to: connection) }
         }
     }

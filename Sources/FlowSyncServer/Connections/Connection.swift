@@ -1,0 +1,100 @@
+import FlowSyncCore
+import FlowSyncLoop
+import FlowSyncProtocol
+import Logging
+
+/// The I/O shell of one client connection: the socket, its incremental decoder, its
+/// outbound queue and the verifier it was admitted under, beside the
+/// ``ConnectionStateMachine`` that owns everything else (the handshake, the grant, the
+/// subscriptions and their flows, the close). ``Server``
+/// feeds the machine and carries out its actions; the connection decides nothing about
+/// the protocol itself. Loop-confined.
+final class Connection {
+    let id: Int
+    private let tcp: TCPConnection
+    var machine: ConnectionStateMachine
+    let decoder: FrameDecoder
+    let logger: Logger
+    let peer: String
+    /// The verifier in force when the connection was accepted: it checks this
+    /// connection's tokens (a RefreshToken's too) and its clock says when the grant
+    /// expires. A reload's new keys apply to new connections; `nil` with auth off.
+    let verifier: TokenVerifier?
+    /// This turn's frames and the write-deadline clock.
+    private(set) var outbound = OutboundQueue()
+
+    init(id: Int, tcp: TCPConnection, machine: ConnectionStateMachine, decoder: FrameDecoder, verifier: TokenVerifier?, logger: Logger) {
+        self.id = id
+        self.verifier = verifier
+        self.tcp = tcp
+        self.machine = machine
+        self.decoder = decoder
+        self.peer = tcp.peer
+        var logger = logger
+        logger[metadataKey: "flowsync.conn"] = "\(id)"
+        self.logger = logger
+    }
+
+    /// Bytes queued for this peer: this turn's frames plus what libuv still holds.
+    var queuedBytes: Int { outbound.bytes + tcp.queuedBytes }
+
+    /// Whether the connection is going away (the machine is closing).
+    var isClosing: Bool { machine.isClosing }
+
+    /// Queues a frame for this turn's flush. Returns `false` when closing.
+    @discardableResult
+    func enqueue(_ frame: [UInt8]) -> Bool {
+        guard !machine.isClosing else { return false }
+        outbound.append(frame)
+        return true
+    }
+
+    /// Queues the last frame of a closing connection (its error): after it, nothing.
+    func enqueueFinal(_ frame: [UInt8]) {
+        precondition(machine.isClosing, "Internal inconsistency in Connection: a final frame before the close")
+        outbound.append(frame)
+    }
+
+    /// Writes this turn's frames in one call (`uv_try_write` first, see
+    /// `TCPConnection.write`). Returns the error when the socket is broken.
+    func flush(now: UInt64) -> UVError? {
+        guard !outbound.frames.isEmpty, !tcp.isClosing else { return nil }
+        let frames = outbound.takeAll()
+        do {
+            let left = try tcp.write(frames)
+            if left > 0 && outbound.stalledSince == nil { outbound.stalledSince = now }
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// libuv wrote everything it held: the write deadline starts over.
+    func drained() {
+        outbound.stalledSince = nil
+    }
+
+    /// What libuv still holds for this peer (the socket's part of ``queuedBytes``).
+    var socketQueuedBytes: Int { tcp.queuedBytes }
+
+    /// Sends what was written, then closes (`uv_shutdown`, then close in its callback:
+    /// `uv_close` alone would cancel the pending writes); `closed` runs once the socket is
+    /// closed. Reads stop now. Does nothing when the socket is already closing.
+    func shutdownAfterWrites(closed: @escaping () -> Void) {
+        guard !tcp.isClosing else { return }
+        tcp.onRead = nil
+        tcp.shutdownAndClose()
+        tcp.onClose = closed
+    }
+
+    /// Closes the socket at once, dropping what libuv holds (a peer gone, a stuck
+    /// close, the end of a shutdown's grace period).
+    func cut() {
+        tcp.close()
+    }
+
+    /// Drops queued frames (used when the peer is gone or too slow to ever read them).
+    func discardPending() {
+        outbound.discardAll()
+    }
+}

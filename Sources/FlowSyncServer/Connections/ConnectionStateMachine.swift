@@ -1,0 +1,389 @@
+import FlowSyncCore
+import FlowSyncProtocol
+
+/// The lifecycle of one client connection, as a pure state machine: awaiting Hello →
+/// verifying its token → ready → closing. The I/O shell (``Connection`` driven by
+/// ``Server``) feeds it events and carries out the returned action; it decides no
+/// protocol question itself.
+///
+/// **State in the state** (swift-nio-http2's `ConnectionStateMachine`): each case carries
+/// the data that only means something in it — the handshake deadline while waiting for
+/// Hello, the client's identity, grant and subscriptions (each with its
+/// ``SubscriptionFlow``) once ready, the time and reason of the close once closing. So a
+/// closing connection has no subscriptions by construction, and the shell keeps only the
+/// socket and its outbound queue.
+///
+/// **Work the machine cannot do is an action answered by an event**: it never verifies a
+/// token or reads a clock. ``Action/verifyToken(_:)`` is answered by
+/// ``tokenVerified(_:now:)``; ``Action/subscribe(_:)`` by ``subscriptionStarted(_:flow:)``
+/// or ``listNotFound(_:)``; the loop time and the token clock come in as arguments.
+struct ConnectionStateMachine {
+    /// What the machine is configured with (from `[limits]` and `[auth]`).
+    struct Configuration: Equatable {
+        var maxListsPerConnection: Int
+        var maxListNameBytes: Int
+        /// Whether Hello and RefreshToken tokens are verified (`false` with
+        /// `[auth] mode = "off"`: every client gets ``AccessGrant/unrestricted``).
+        var verifiesTokens: Bool
+    }
+
+    /// What a ready connection knows about its client.
+    struct Session: Equatable {
+        var clientID: String
+        var clientName: String
+        var protocolVersion: UInt16
+        /// What the client's token grants (``AccessGrant/unrestricted`` with auth off).
+        var grant: AccessGrant = .unrestricted
+    }
+
+    /// Waiting for `Hello`.
+    struct AwaitingHello {
+        /// Loop time (ms) by which a valid Hello must have arrived.
+        var deadline: UInt64
+    }
+
+    /// A Hello arrived; its token is being verified (``Action/verifyToken(_:)``).
+    struct VerifyingHello {
+        var deadline: UInt64
+        /// The session to open once the token is good (its grant comes from the token).
+        var session: Session
+    }
+
+    /// The handshake is done.
+    struct Ready {
+        var session: Session
+        /// Flow control per subscribed list: the connection's subscriptions.
+        var subscriptions: [String: SubscriptionFlow] = [:]
+        /// A RefreshToken's token is being verified (``Action/verifyToken(_:)``).
+        var refreshing = false
+    }
+
+    /// The connection is going away: nothing more is decided for it.
+    struct Closing {
+        /// Loop time (ms) the close began (a stuck close is cut 2 s later).
+        var since: UInt64
+        /// The code the server closed it with; `nil` when the peer left.
+        var reason: ErrorCode?
+    }
+
+    private enum State {
+        case awaitingHello(AwaitingHello)
+        case verifyingHello(VerifyingHello)
+        case ready(Ready)
+        case closing(Closing)
+        /// Only inside ``withReady(_:)``: takes the payload out of the enum so it is
+        /// uniquely referenced while it changes (no copy of the subscriptions per
+        /// batch — the same trick as swift-nio-http2's `.modifying`).
+        case modifying
+    }
+
+    /// What the shell must do.
+    enum Action: Equatable {
+        case none
+        /// Verify this token (`nil`: none was sent) and answer with
+        /// ``ConnectionStateMachine/tokenVerified(_:now:)``.
+        case verifyToken(String?)
+        /// Send `Welcome` (with the server limits) for this protocol version.
+        case welcome(version: UInt16)
+        /// Find (or create) the list and answer with
+        /// ``ConnectionStateMachine/subscriptionStarted(_:flow:)`` or
+        /// ``ConnectionStateMachine/listNotFound(_:)``.
+        case subscribe(Subscribe)
+        /// Refuse a write (the token does not grant it); nothing else happens.
+        case reject(Reject)
+        /// A RefreshToken was accepted: these subscriptions ended (the new token does not
+        /// grant them); leave their lists and send a non-fatal `forbidden` each.
+        case refreshed(dropped: [String])
+        /// The subscription ended: leave the list.
+        case unsubscribe(listName: String)
+        case mutate(Mutate)
+        case pong(nonce: UInt64)
+        /// Answer a StatsRequest, naming only the lists `grant` may read.
+        case stats(StatsRequest, grant: AccessGrant)
+        /// Reply with a non-fatal error (the connection stays open).
+        case sendError(ErrorMessage)
+        /// Leave these lists, send this error, flush, close.
+        case close(ErrorMessage, leaving: [String])
+    }
+
+    /// Protocol versions this server speaks.
+    static let supportedVersions: ClosedRange<UInt16> = 1...1
+
+    private var state: State
+    /// The configuration; a reload changes it for the machines of new connections only.
+    let configuration: Configuration
+
+    /// A connection accepted at loop time `now` (ms) that must say Hello within
+    /// `handshakeTimeout` ms.
+    init(now: UInt64, handshakeTimeout: UInt64, configuration: Configuration) {
+        state = .awaitingHello(AwaitingHello(deadline: now + handshakeTimeout))
+        self.configuration = configuration
+    }
+
+    // MARK: Reading the state
+
+    /// The session, once the handshake completed (not while closing).
+    var session: Session? {
+        if case .ready(let ready) = state { return ready.session }
+        return nil
+    }
+
+    var isReady: Bool { session != nil }
+
+    /// Whether the handshake has not completed yet (the server caps such connections).
+    var isHandshaking: Bool {
+        switch state {
+        case .awaitingHello, .verifyingHello: return true
+        case .ready, .closing: return false
+        case .modifying: preconditionFailure("Internal inconsistency in ConnectionStateMachine: read while modifying")
+        }
+    }
+
+    var isClosing: Bool { closing != nil }
+
+    /// When and why the close began, once closing.
+    var closing: Closing? {
+        if case .closing(let closing) = state { return closing }
+        return nil
+    }
+
+    /// The flow of the subscription to `list`, if subscribed.
+    func flow(of list: String) -> SubscriptionFlow? {
+        if case .ready(let ready) = state { return ready.subscriptions[list] }
+        return nil
+    }
+
+    /// The lists this connection subscribes to (none unless ready).
+    var subscribedLists: [String] {
+        if case .ready(let ready) = state { return Array(ready.subscriptions.keys) }
+        return []
+    }
+
+    /// The lists whose subscription is lagging (waiting for a catch-up).
+    var laggingLists: [String] {
+        guard case .ready(let ready) = state else { return [] }
+        return ready.subscriptions.compactMap { $0.value.state == .lagging ? $0.key : nil }
+    }
+
+    // MARK: Events
+
+    /// A message arrived at loop time `now` (ms).
+    mutating func receivedMessage(_ message: Message, now: UInt64) -> Action {
+        switch state {
+        case .closing:
+            return .none
+        case .verifyingHello:
+            preconditionFailure("Internal inconsistency in ConnectionStateMachine: a message arrived while the Hello's token was being verified")
+        case .modifying:
+            preconditionFailure("Internal inconsistency in ConnectionStateMachine: a message arrived while modifying")
+        case .awaitingHello(let awaiting):
+            guard case .hello(let hello) = message else {
+                return close(.handshakeRequired, "the first message must be Hello, got \(message.type)", now: now)
+            }
+            let low = max(hello.minVersion, Self.supportedVersions.lowerBound)
+            let high = min(hello.maxVersion, Self.supportedVersions.upperBound)
+            guard low <= high else {
+                return close(.unsupportedProtocolVersion, "client speaks \(hello.minVersion)…\(hello.maxVersion), server \(Self.supportedVersions.lowerBound)…\(Self.supportedVersions.upperBound)", now: now)
+            }
+            guard !hello.clientID.isEmpty else {
+                return close(.malformedFrame, "Hello needs a non-empty client ID (it makes retried writes idempotent)", now: now)
+            }
+            let session = Session(clientID: hello.clientID, clientName: hello.clientName, protocolVersion: high)
+            guard configuration.verifiesTokens else {
+                state = .ready(Ready(session: session))
+                return .welcome(version: high)
+            }
+            // Verified before any claim is used (TokenVerifier's order of checks).
+            state = .verifyingHello(VerifyingHello(deadline: awaiting.deadline, session: session))
+            return .verifyToken(hello.authToken)
+        case .ready:
+            let configuration = configuration
+            let action = withReady { ready in Self.receivedWhenReady(message, &ready, configuration) } ?? .none
+            // A protocol violation ends the ready state (and its subscriptions) here.
+            if case .close(let error, _) = action { return close(error.code, error.message, now: now) }
+            return action
+        }
+    }
+
+    /// The token of the Hello or of a RefreshToken was verified (the answer to
+    /// ``Action/verifyToken(_:)``).
+    mutating func tokenVerified(_ result: Result<AccessGrant, TokenVerifier.Rejection>, now: UInt64) -> Action {
+        switch state {
+        case .verifyingHello(var verifying):
+            switch result {
+            case .failure(let rejection):
+                return close(rejection.code, rejection.message, now: now)
+            case .success(let grant):
+                verifying.session.grant = grant
+                state = .ready(Ready(session: verifying.session))
+                return .welcome(version: verifying.session.protocolVersion)
+            }
+        case .ready(let ready) where ready.refreshing:
+            // In-band refresh: verified exactly like a Hello's token. A bad one ends the
+            // connection (reaction "refresh token": the client reconnects).
+            switch result {
+            case .failure(let rejection):
+                return close(rejection.code, "refresh refused: \(rejection.message)", now: now)
+            case .success(let grant):
+                guard grant.subject == ready.session.grant.subject else {
+                    return close(.forbidden, "a refreshed token must have the same sub (\"\(grant.subject)\" is not \"\(ready.session.grant.subject)\")", now: now)
+                }
+                return withReady { ready in
+                    ready.refreshing = false
+                    let dropped = ready.subscriptions.keys.filter { !grant.mayRead($0) }.sorted()
+                    for name in dropped { ready.subscriptions[name] = nil }
+                    ready.session.grant = grant
+                    return .refreshed(dropped: dropped)
+                }!
+            }
+        case .closing:
+            return .none
+        case .awaitingHello, .ready, .modifying:
+            preconditionFailure("Internal inconsistency in ConnectionStateMachine: a token verified that nobody asked for")
+        }
+    }
+
+    /// The list of a ``Action/subscribe(_:)`` is hosted: the subscription starts with `flow`.
+    mutating func subscriptionStarted(_ list: String, flow: SubscriptionFlow) {
+        let started: Void? = withReady { ready in
+            precondition(ready.subscriptions[list] == nil, "Internal inconsistency in ConnectionStateMachine: \"\(list)\" subscribed twice")
+            ready.subscriptions[list] = flow
+        }
+        precondition(started != nil, "Internal inconsistency in ConnectionStateMachine: a subscription started on a connection that is not ready")
+    }
+
+    /// The list of a ``Action/subscribe(_:)`` is not hosted (and may not be created):
+    /// no subscription; the client gets a non-fatal `unknownList`.
+    mutating func listNotFound(_ list: String) -> Action {
+        guard isReady else { return .none }
+        return .sendError(ErrorMessage(code: .unknownList, message: "no list \"\(list)\"", listName: list, closesConnection: false))
+    }
+
+    /// Changes the flow of the subscription to `list` in place; `nil` when not subscribed.
+    mutating func updateFlow<R>(of list: String, _ body: (inout SubscriptionFlow) -> R) -> R? {
+        withReady { ready -> R? in
+            guard ready.subscriptions[list] != nil else { return nil }
+            return body(&ready.subscriptions[list]!)
+        } ?? nil
+    }
+
+    /// The decoder refused the byte stream: the connection cannot be resynchronised.
+    mutating func decodeFailed(_ error: ProtocolError, now: UInt64) -> Action {
+        close(error.code, error.message, now: now)
+    }
+
+    /// Called periodically with the loop time (ms) and, when tokens are verified, the
+    /// token clock (seconds since 1970, ``TokenVerifier/now``) for the grant's expiry.
+    mutating func tick(now: UInt64, tokenClock: Double?) -> Action {
+        switch state {
+        case .awaitingHello(let awaiting) where now >= awaiting.deadline:
+            return close(.handshakeTimeout, "no Hello within the handshake timeout", now: now)
+        case .verifyingHello(let verifying) where now >= verifying.deadline:
+            // The handshake's deadline holds while its token is checked, too.
+            return close(.handshakeTimeout, "no Hello within the handshake timeout", now: now)
+        case .ready(let ready):
+            if let expiresAt = ready.session.grant.expiresAt, let tokenClock, tokenClock >= expiresAt {
+                // Reaction "refresh token": the SDK fetches a new token and reconnects.
+                return close(.tokenExpired, "the token expired", now: now)
+            }
+            return .none
+        default:
+            return .none
+        }
+    }
+
+    /// The server closes this connection for a reason of its own (slow consumer,
+    /// shutdown): ``Action/close(_:leaving:)``, or ``Action/none`` when already closing.
+    mutating func serverCloses(_ code: ErrorCode, _ message: String, now: UInt64) -> Action {
+        close(code, message, now: now)
+    }
+
+    /// The peer went away at loop time `now`; nothing more is sent. Returns the lists to
+    /// leave (none when the server had already closed it).
+    mutating func peerClosed(now: UInt64) -> [String] {
+        if case .closing = state { return [] }
+        let leaving = subscribedLists
+        state = .closing(Closing(since: now, reason: nil))
+        return leaving
+    }
+
+    // MARK: Helpers
+
+    /// A message on a ready connection. Static: it runs inside ``withReady(_:)``, which
+    /// holds `self` exclusively.
+    private static func receivedWhenReady(_ message: Message, _ ready: inout Ready, _ configuration: Configuration) -> Action {
+        switch message {
+        case .subscribe(let request):
+            if let problem = checkListName(request.listName, configuration) { return .sendError(problem) }
+            // Deny by default, and before anything else is learnt about the list.
+            guard ready.session.grant.mayRead(request.listName) else {
+                return .sendError(ErrorMessage(code: .forbidden, message: "the token does not grant reading \"\(request.listName)\"", listName: request.listName, closesConnection: false))
+            }
+            if ready.subscriptions[request.listName] != nil {
+                return .sendError(ErrorMessage(code: .alreadySubscribed, message: "already subscribed to \"\(request.listName)\"", listName: request.listName, closesConnection: false))
+            }
+            if ready.subscriptions.count >= configuration.maxListsPerConnection {
+                return .sendError(ErrorMessage(code: .tooManyLists, message: "at most \(configuration.maxListsPerConnection) lists per connection", listName: request.listName, closesConnection: false))
+            }
+            // Recorded when the shell answers with subscriptionStarted (with its flow).
+            return .subscribe(request)
+        case .unsubscribe(let request):
+            guard ready.subscriptions.removeValue(forKey: request.listName) != nil else {
+                return .sendError(ErrorMessage(code: .notSubscribed, message: "not subscribed to \"\(request.listName)\"", listName: request.listName, closesConnection: false))
+            }
+            return .unsubscribe(listName: request.listName)
+        case .mutate(let mutate):
+            if let problem = checkListName(mutate.listName, configuration) { return .sendError(problem) }
+            guard mutate.clientID == ready.session.clientID else {
+                return .sendError(ErrorMessage(code: .forbidden, message: "mutation client ID \"\(mutate.clientID)\" differs from the handshake's \"\(ready.session.clientID)\"", listName: mutate.listName, closesConnection: false))
+            }
+            guard ready.session.grant.mayWrite(mutate.listName) else {
+                // A Reject (not an Error) so the writer learns which write failed.
+                return .reject(Reject(listName: mutate.listName, seq: mutate.seq, code: .forbidden, message: "the token does not grant writing \"\(mutate.listName)\""))
+            }
+            return .mutate(mutate)
+        case .ping(let ping):
+            return .pong(nonce: ping.nonce)
+        case .pong:
+            return .none
+        case .refreshToken(let refresh):
+            guard configuration.verifiesTokens else { return .none }   // auth off: nothing to refresh
+            ready.refreshing = true
+            return .verifyToken(refresh.token)
+        case .statsRequest(let request):
+            if let name = request.listName, !ready.session.grant.mayRead(name) {
+                return .sendError(ErrorMessage(code: .forbidden, message: "the token does not grant reading \"\(name)\"", listName: name, closesConnection: false))
+            }
+            return .stats(request, grant: ready.session.grant)
+        case .hello:
+            return .close(ErrorMessage(code: .unexpectedMessage, message: "Hello after the handshake"), leaving: [])
+        case .welcome, .snapshot, .diff, .ack, .reject, .notice, .statsReply, .error:
+            return .close(ErrorMessage(code: .unexpectedMessage, message: "\(message.type) is sent by servers, not clients"), leaving: [])
+        }
+    }
+
+    /// Runs `body` on the ready state's payload, taken out of the enum first so it is
+    /// changed in place (see ``State/modifying``); `nil` when not ready.
+    private mutating func withReady<R>(_ body: (inout Ready) -> R) -> R? {
+        guard case .ready(var ready) = state else { return nil }
+        state = .modifying
+        let result = body(&ready)
+        state = .ready(ready)
+        return result
+    }
+
+    /// Moves to closing: the subscriptions end with the ready state that held them.
+    private mutating func close(_ code: ErrorCode, _ message: String, now: UInt64) -> Action {
+        if case .closing = state { return .none }
+        let leaving = subscribedLists
+        state = .closing(Closing(since: now, reason: code))
+        return .close(ErrorMessage(code: code, message: message), leaving: leaving)
+    }
+
+    private static func checkListName(_ name: String, _ configuration: Configuration) -> ErrorMessage? {
+        if name.isEmpty || name.utf8.count > configuration.maxListNameBytes {
+            return ErrorMessage(code: .limitExceeded, message: "list name must be 1…\(configuration.maxListNameBytes) bytes", listName: name, closesConnection: false)
+        }
+        return nil
+    }
+}

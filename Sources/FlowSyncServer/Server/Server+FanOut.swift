@@ -1,0 +1,168 @@
+import FlowSyncCore
+import FlowSyncLoop
+import FlowSyncProtocol
+import Logging
+
+/// The end of every loop turn (the check hook): seal → store → fan-out → acks, the
+/// catch-ups of lagging subscribers, and the one flush per connection. The list's own
+/// part (sealing, the frames) is in ``ListHost``; each subscription's decision is its
+/// ``SubscriptionFlow``'s, kept by the connection's machine.
+extension Server {
+    func endOfTurn() {
+        if storageFailure != nil {
+            closeEverythingAfterStorageFailure()
+            return
+        }
+        sealDirtyLists()
+        flushAll()
+        // Lagging subscribers whose queue is already low (the flush wrote everything
+        // without a uv_write, so no drain callback will come) are caught up now.
+        var caughtUp = false
+        for id in laggingConnections {
+            guard let connection = connections[id] else { continue }
+            caughtUp = catchUpLaggingFlows(of: connection) || caughtUp
+        }
+        if caughtUp { flushAll() }
+        if !compactionsDue.isEmpty { compactDueLists() }
+        if storageFailure != nil { closeEverythingAfterStorageFailure() }
+    }
+
+    func sealDirtyLists() {
+        guard !dirtyLists.isEmpty, storageFailure == nil else { return }
+        let names = dirtyLists
+        dirtyLists = []
+        for name in names {
+            if let list = lists[name] { seal(list) }
+        }
+    }
+
+    /// Seals a list's pending mutations into one batch and queues its frames: the diff
+    /// (encoded once, the same bytes for every subscriber), then acks and rejects — so a
+    /// writer that also subscribes sees the batch before its ack.
+    func seal(_ list: ListHost) {
+        let sealed = list.seal(encoder: encoder)
+        if let batch = sealed.batch {
+            statistics.batchesCommitted += 1
+            metrics.batches.increment()
+            // Into the store before anything is queued; the frames queued below leave
+            // only after flushAll() has synced it (fsync = always).
+            do {
+                if try store.append(StoredBatch(listName: list.name, commit: batch.commit, encodedDiff: batch.frame)) {
+                    compactionsDue.insert(list.name)
+                }
+            } catch {
+                storageFailed(error)
+                return
+            }
+            fanOut(batch, of: list)
+        }
+        for outcome in sealed.outcomes {
+            guard let connection = connections[outcome.tag] else { continue }
+            switch outcome.result {
+            case .success(let version):
+                statistics.mutationsCommitted += 1
+                metrics.mutationsCommitted.increment()
+                send(.ack(Ack(listName: list.name, seq: outcome.id.seq, committed: version)), to: connection)
+            case .failure(let rejection):
+                statistics.mutationsRejected += 1
+                let (code, message) = ListHost.wire(rejection)
+                metrics.mutationRejected(code: code.rawValue)
+                send(.reject(Reject(listName: list.name, seq: outcome.id.seq, code: code, message: message)), to: connection)
+            }
+        }
+    }
+
+    /// Queues a committed batch's frame — the same bytes for everyone — to each
+    /// subscriber whose flow says so.
+    private func fanOut(_ batch: ListHost.SealedBatch, of list: ListHost) {
+        let commit = batch.commit
+        // Subscribers whose first frame is being built off the loop get this batch
+        // after it, from the build (the same bytes, in order: no gap).
+        list.holdForPendingFrames(from: commit.from, to: commit.to, frame: batch.frame)
+        let policy = configuration.backpressure
+        for id in list.subscribers {
+            guard let connection = connections[id] else { continue }
+            let queued = connection.queuedBytes
+            let decided = connection.machine.updateFlow(of: list.name) { flow in
+                (wasLive: flow.state == .live, decision: flow.batchCommitted(from: commit.from, to: commit.to, queued: queued, policy: policy))
+            }
+            guard let decided else { continue }
+            switch decided.decision {
+            case .send:
+                enqueue(batch.frame, to: connection)
+            case .held:
+                break
+            case .skip:
+                if decided.wasLive {
+                    laggingConnections.insert(connection.id)
+                    statistics.slowConsumerEvents += 1
+                    metrics.slowConsumerEvents.increment()
+                    connection.logger.info("subscriber lagging: per-batch frames paused", metadata: ["flowsync.list": "\(list.name)", "queued": "\(queued)"])
+                }
+            }
+        }
+    }
+
+    /// Queues catch-ups for the connection's lagging subscriptions whose queue is low
+    /// enough; returns whether any was queued.
+    @discardableResult
+    func catchUpLaggingFlows(of connection: Connection) -> Bool {
+        var queued = false
+        for name in connection.machine.laggingLists {
+            // A catch-up queued above may have closed the connection (hard limit): its
+            // subscriptions are gone and must stay gone.
+            guard !connection.isClosing else { break }
+            let policy = configuration.backpressure
+            let bytes = connection.queuedBytes
+            guard let list = lists[name], connection.machine.updateFlow(of: name, { $0.queueShrank(to: bytes, policy: policy) }) == true,
+                  let delivered = connection.machine.flow(of: name)?.delivered else { continue }
+            // Inline for a small list; a large list's catch-up is built off the loop and
+            // the flow waits for it (holding the batches committed meanwhile).
+            let first = firstFrame(for: connection, of: list, from: delivered, digest: nil, cause: .lag)
+            _ = connection.machine.updateFlow(of: name) { $0 = first.flow }
+            if let frame = first.frame {
+                enqueue(frame, to: connection)
+                queued = true
+            }
+        }
+        if connection.machine.laggingLists.isEmpty {
+            laggingConnections.remove(connection.id)
+        }
+        return queued
+    }
+
+    /// Writes every connection with queued frames, once. The durability rule: under
+    /// fsync = always, no byte leaves while a batch appended to the store is not on
+    /// disk — one sync covers every list written this turn (group commit), then the
+    /// acks and diffs of all of them go out.
+    func flushAll() {
+        guard storageFailure == nil else { return }
+        if configuration.fsyncPolicy == .always && store.hasUnsyncedWrites {
+            syncStore()
+            guard storageFailure == nil else { return }
+        }
+        let now = loop.now
+        let ids = toFlush
+        toFlush = []
+        for id in ids {
+            guard let connection = connections[id] else { continue }
+            let frames = connection.outbound.frames.count
+            let bytes = connection.outbound.bytes
+            if let error = connection.flush(now: now) {
+                peerEnded(connection, error)
+                continue
+            }
+            statistics.framesSent += frames
+            statistics.bytesSent += bytes
+            metrics.framesSent.increment(by: Int64(frames))
+            metrics.bytesSent.increment(by: Int64(bytes))
+            if connection.isClosing {
+                connection.shutdownAfterWrites { [weak self, weak connection] in
+                    guard let self, let connection else { return }
+                    // Closing: its subscriptions ended with the close.
+                    forget(connection, leaving: [])
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,209 @@
+import FlowSyncCore
+import FlowSyncLoop
+import FlowSyncProtocol
+import Logging
+
+/// Start, reload and graceful shutdown: the shell of ``ServerLifecycle``.
+extension Server {
+    /// Binds the configured address (or adopts `descriptor`, a listening socket handed
+    /// over by systemd) and starts serving. Returns the bound port.
+    @discardableResult
+    public func start(adoptingDescriptor descriptor: Int32? = nil) throws(UVError) -> Int {
+        if !lifecycle.hasRecovered {
+            // Callers that want the recovery report (and --repair) call recover() first.
+            do {
+                try recover()
+            } catch {
+                throw UVError(code: -5, operation: "store recovery: \(error)")
+            }
+        }
+        // A socket handed over by systemd may listen elsewhere than server.host: judge
+        // the default mode (and "off beyond loopback") by the address really bound.
+        var listenHost = configuration.host
+        if let descriptor { listenHost = AuthConfiguration.boundHost(ofDescriptor: descriptor) ?? "unknown address" }
+        if let (key, problem) = configuration.auth.validate(host: listenHost) {
+            throw UVError(code: -22, operation: "\(key): \(problem) (listening on \(listenHost))")
+        }
+        switch configuration.auth.effectiveMode(host: listenHost) {
+        case .required:
+            do {
+                verifier = try TokenVerifier(configuration: configuration.auth)
+            } catch {
+                throw UVError(code: -22, operation: "auth keys: \(error)")
+            }
+        case .off:
+            verifier = nil
+            if !AuthConfiguration.isLoopback(listenHost) {
+                logger.warning("auth is OFF on a non-loopback address (auth.allow_off_beyond_loopback): anyone who reaches the port can read and write every list",
+                               metadata: ["host": "\(listenHost)"])
+            }
+        }
+        let listener: TCPListener
+        if let descriptor {
+            listener = try TCPListener(loop: loop, adoptingDescriptor: descriptor)
+        } else {
+            listener = try TCPListener(loop: loop, address: SocketAddress(host: configuration.host, port: configuration.port))
+        }
+        // Handle callbacks capture weakly: a handle's callbacks may outlive the objects
+        // they talk to (a close callback after the peer's EOF already forgot the
+        // connection), and `unowned` would trap there.
+        listener.onConnection = { [weak self] tcp in self?.accept(tcp) }
+        listener.onAcceptError = { [weak self] error in
+            self?.logger.warning("accept failed", metadata: ["error": "\(error)"])
+        }
+        self.listener = listener
+        if let path = configuration.unixSocketPath {
+            let unix: UnixListener
+            do throws(UVError) {
+                unix = try UnixListener(loop: loop, path: path, mode: configuration.unixSocketMode)
+            } catch {
+                listener.close()
+                self.listener = nil
+                throw error
+            }
+            unix.onConnection = { [weak self] connection in self?.accept(connection) }
+            unix.onAcceptError = { [weak self] error in
+                self?.logger.warning("accept failed", metadata: ["error": "\(error)"])
+            }
+            unixListener = unix
+            logger.info("listening", metadata: ["unix_socket": "\(path)", "mode": "\(String(configuration.unixSocketMode, radix: 8))"])
+        }
+        lifecycle.started(now: loop.now)
+        logLifecycle()
+        for name in configuration.declaredLists { _ = host(for: name, create: true, declared: true) }
+        hook = LoopHook(loop: loop, kind: .check) { [weak self] in self?.endOfTurn() }
+        let sweep = LoopTimer(loop: loop)
+        sweep.start(after: 100, repeat: 100) { [weak self] in self?.sweepConnections() }
+        sweep.unref()
+        self.sweep = sweep
+        if configuration.fsyncPolicy == .interval {
+            // Acks leave at once; this timer bounds what an OS crash can lose.
+            let timer = LoopTimer(loop: loop)
+            let interval = UInt64(configuration.fsyncIntervalMilliseconds)
+            timer.start(after: interval, repeat: interval) { [weak self] in self?.syncStore() }
+            timer.unref()
+            syncTimer = timer
+        }
+        logger.info("listening", metadata: ["address": "\(configuration.host):\(listener.port)"])
+        return listener.port
+    }
+
+    /// The port the listener is bound to (0 before ``start(adoptingDescriptor:)``).
+    public var port: Int { listener?.port ?? 0 }
+
+    /// Graceful shutdown: stop accepting, seal pending mutations, send every client a
+    /// `Notice` (shutting down) and flush, then close. Connections that have not
+    /// flushed within the grace period are closed anyway. `completion` runs when every
+    /// connection is closed and the server's own handles are closed too (at once when
+    /// the server has already stopped; not at all when a shutdown is in progress).
+    public func shutdown(_ completion: @escaping () -> Void) {
+        switch lifecycle.shutdownRequested(now: loop.now, grace: UInt64(configuration.shutdownGraceMilliseconds), completion: completion) {
+        case .none:
+            return
+        case .completeNow:
+            completion()
+            return
+        case .begin:
+            break
+        }
+        logLifecycle()
+        listener?.close()
+        listener = nil
+        unixListener?.close()
+        unixListener = nil
+        logger.info("shutting down", metadata: ["connections": "\(connections.count)"])
+        sealDirtyLists()
+        let notice = encoder.encode(.notice(Notice(kind: .shuttingDown, message: "server is shutting down", delayMilliseconds: 0)))
+        for connection in connections.values {
+            connection.enqueue(notice)
+            close(connection, code: .serverShuttingDown, message: "server is shutting down")
+        }
+        flushAll()
+        finishShutdownIfDone()
+        // The sweep timer must keep the loop alive until the grace period ends.
+        sweep?.ref()
+    }
+
+    /// Completes a shutdown once nothing is left: no connection, no offloaded work
+    /// (its completion may install a compaction, so the store must still be open, or
+    /// serve subscribers). Called wherever one of the two may have reached zero.
+    func finishShutdownIfDone() {
+        guard let finish = lifecycle.drained(connections: connections.count, offloads: offloadsOutstanding) else { return }
+        hook?.close()
+        sweep?.close()
+        syncTimer?.close()
+        hook = nil
+        sweep = nil
+        syncTimer = nil
+        if finish.closeStore {
+            do {
+                try store.close()
+            } catch {
+                storageFailed(error)
+            }
+        }
+        if storageFailure != nil { store.abandon() }
+        logLifecycle()
+        logger.info("stopped", metadata: ["batches": "\(statistics.batchesCommitted)"])
+        finish.completion()
+    }
+
+    /// Logs the lifecycle's state after a transition.
+    func logLifecycle() {
+        logger.debug("lifecycle", metadata: ["state": "\(lifecycle.name)"])
+    }
+
+    /// Applies a reloaded configuration: limits, back-pressure, history, compression
+    /// and log level take effect now (limits for frames decoded from now on); the
+    /// listen address and the data directory need a restart. Returns what changed.
+    @discardableResult
+    public func reload(_ new: ServerConfiguration) -> [String] {
+        var changes: [String] = []
+        func note<T: Equatable>(_ key: String, _ old: T, _ new: T) {
+            if old != new { changes.append("\(key): \(old) → \(new)") }
+        }
+        note("logging.level", configuration.logLevel, new.logLevel)
+        note("limits.max_frame_bytes", configuration.maxFrameBytes, new.maxFrameBytes)
+        note("limits.max_inflated_bytes", configuration.maxInflatedBytes, new.maxInflatedBytes)
+        note("limits.director", configuration.director, new.director)
+        note("limits.max_lists_per_connection", configuration.maxListsPerConnection, new.maxListsPerConnection)
+        note("backpressure", [configuration.lowWatermarkBytes, configuration.highWatermarkBytes, configuration.hardLimitBytes, configuration.writeDeadlineMilliseconds],
+             [new.lowWatermarkBytes, new.highWatermarkBytes, new.hardLimitBytes, new.writeDeadlineMilliseconds])
+        note("history", [configuration.historyMaxBatches, configuration.historyMaxBytes], [new.historyMaxBatches, new.historyMaxBytes])
+        note("compression", [configuration.compressionLevel, configuration.compressionThresholdBytes], [new.compressionLevel, new.compressionThresholdBytes])
+        note("compression.offload_snapshot_rows", configuration.offloadSnapshotRows, new.offloadSnapshotRows)
+        // What needs a restart is kept as a group (ServerConfiguration.RestartOnly).
+        let ignored = configuration.restartOnly.differences(from: new.restartOnly)
+        var applied = new
+        applied.restartOnly = configuration.restartOnly
+        if new.auth != configuration.auth {
+            // New keys (rotation) apply to handshakes from now on; ready connections
+            // keep the grant of the token they were admitted with until it expires.
+            switch new.auth.effectiveMode(host: configuration.host) {
+            case .off:
+                verifier = nil
+                changes.append("auth: off")
+            case .required:
+                do {
+                    verifier = try TokenVerifier(configuration: new.auth)
+                    changes.append("auth: keys \(new.auth.keys.map(\.kid).joined(separator: ", "))")
+                } catch {
+                    logger.error("reload: auth keys refused, the old ones stay", metadata: ["error": "\(error)"])
+                    applied.auth = configuration.auth
+                }
+            }
+        }
+        configuration = applied
+        encoder = FrameEncoder(configuration: applied.frameCompression)
+        for list in lists.values {
+            list.apply(history: applied.historyLimits, director: applied.director)
+        }
+        for connection in connections.values where connection.machine.isReady {
+            connection.decoder.limits = applied.readyDecoderLimits
+        }
+        if !ignored.isEmpty {
+            logger.warning("reload: these settings need a restart and were not changed", metadata: ["keys": "\(ignored.joined(separator: ", "))"])
+        }
+        return changes
+    }
+}

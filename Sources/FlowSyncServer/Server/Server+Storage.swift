@@ -1,0 +1,79 @@
+import FlowSyncCore
+import FlowSyncLoop
+import FlowSyncProtocol
+import Logging
+
+/// The store's part of the daemon: recovery at start, syncs (group commit and the
+/// `interval` timer) and a storage failure (docs/ARCHITECTURE.md, "Storage"). The store
+/// is used through ``DirectorStore`` only.
+extension Server {
+    /// Rebuilds the lists from the store (before ``start(adoptingDescriptor:)``, which
+    /// calls it when nobody did). Lists whose stored history may not be what clients
+    /// saw (a repair, or an unclean stop under a lossy fsync policy) start a new epoch,
+    /// so their subscribers resync from a snapshot instead of trusting a gap.
+    /// - Throws: ``StoreError`` — corruption (refuse to start; `repair` keeps the
+    ///   valid prefix) or an I/O failure.
+    @discardableResult
+    public func recover(repair: Bool = false) throws(StoreError) -> RecoveryReport {
+        precondition(!lifecycle.hasRecovered, "Internal inconsistency in Server: recover() called twice")
+        let options = RecoveryOptions(directorLimits: configuration.director, historyLimits: configuration.historyLimits,
+                                      dedupeLimits: configuration.dedupeLimits, repair: repair)
+        let started = MonotonicClock.nanoseconds()
+        let report = try store.recover(options)
+        for var list in report.lists {
+            if list.needsNewEpoch {
+                let old = list.sequencer.position
+                list.sequencer.startEpoch(UInt64.random(in: 1...UInt64.max))
+                let sequencer = list.sequencer
+                try store.startEpoch(StoredSnapshot(listName: list.name, position: sequencer.position, digest: sequencer.director.digest,
+                                                    sections: sequencer.director.sections, dedupe: sequencer.dedupeRecords()))
+                logger.warning("list starts a new epoch: clients resync from a snapshot", metadata: ["flowsync.list": "\(list.name)", "was": "\(old)", "now": "\(sequencer.position)"])
+            }
+            lists[list.name] = ListHost(name: list.name, sequencer: list.sequencer, declared: false)
+        }
+        for note in report.notes { logger.warning("store: \(note)") }
+        lifecycle.recovered()
+        logLifecycle()
+        recordListGauges()
+        if !report.lists.isEmpty || report.truncatedBytes > 0 {
+            logger.info("recovered", metadata: ["lists": "\(report.lists.count)", "batches": "\(report.replayedBatches)",
+                                                "truncatedBytes": "\(report.truncatedBytes)", "ms": "\((MonotonicClock.nanoseconds() - started) / 1_000_000)"])
+        }
+        return report
+    }
+
+    /// Syncs what the store wrote (group commit under `always`, the timer under `interval`).
+    func syncStore() {
+        guard storageFailure == nil, store.hasUnsyncedWrites else { return }
+        let started = MonotonicClock.nanoseconds()
+        do {
+            try store.sync()
+        } catch {
+            storageFailed(error)
+            return
+        }
+        statistics.storeSyncs += 1
+        metrics.storeSync.recordNanoseconds(Int64(MonotonicClock.nanoseconds() - started))
+    }
+
+    /// A write or fsync failed: nothing more leaves (the batch in flight is never
+    /// acknowledged), and the fatal handler runs. Connections are closed at the end of
+    /// the turn, never inside a callback.
+    func storageFailed(_ error: StoreError) {
+        guard lifecycle.storageFailed(error) else { return }
+        logLifecycle()
+        logger.critical("storage failed; no further acknowledgement will be sent", metadata: ["error": "\(error)"])
+        toFlush = []
+        for connection in connections.values { connection.discardPending() }
+        onFatalStorageError?(error)
+    }
+
+    /// The end of the turn after a failure: the listener and every connection close,
+    /// once.
+    func closeEverythingAfterStorageFailure() {
+        guard lifecycle.closeAfterFailure() else { return }
+        listener?.close()
+        listener = nil
+        for connection in Array(connections.values) { peerEnded(connection, nil) }
+    }
+}

@@ -1,0 +1,157 @@
+import FlowSyncCore
+import FlowSyncLoop
+import FlowSyncProtocol
+import Logging
+
+/// The daemon's hub: it accepts connections, hosts lists by name, seals each list's
+/// mutations once per loop turn into one batch, encodes that batch once and queues the
+/// same bytes to every subscriber, and enforces back-pressure. Loop-confined: create
+/// and use it on the loop thread.
+///
+/// The server *routes*; the decisions live in pure machines it drives:
+/// ``ServerLifecycle`` (created → recovered → running → shutting down → stopped, or
+/// failed), one ``ConnectionStateMachine`` per connection (handshake, grant,
+/// subscriptions and their ``SubscriptionFlow``s, close) and each list's `Sequencer`
+/// (inside ``ListHost``). Its work is split by concept, one file each:
+///
+/// | file | concern |
+/// | --- | --- |
+/// | `Server+Lifecycle.swift` | start, reload, graceful shutdown |
+/// | `Server+Connections.swift` | accept, decode, the connection machine's actions, close, the sweep |
+/// | `Server+FanOut.swift` | end of turn: seal → store → fan-out → acks, catch-ups, the flush |
+/// | `Server+FirstFrames.swift` | a subscriber's first frame, inline or off the loop |
+/// | `Server+Storage.swift` | recovery, syncs, a storage failure |
+/// | `Server+Compaction.swift` | snapshots of the log, off the loop |
+/// | `Server+Stats.swift` | the StatsReply and the read-only accessors |
+///
+/// Per loop turn (libuv: timers → I/O poll → **check** → close callbacks):
+/// 1. during poll, reads are decoded and their actions carried out; mutations are only
+///    queued in their list's sequencer, replies only queued in the connection;
+/// 2. in the check hook, every list with pending mutations is sealed (one version, one
+///    changeset, one encoded diff frame), the frame is queued to each live subscriber,
+///    then acks and rejects; lagging subscribers whose queue drained get a catch-up;
+/// 3. still in the hook, each connection with queued frames is written **once**, and
+///    connections marked for closing are shut down — never in the middle of their own
+///    callbacks.
+public final class Server {
+    public internal(set) var configuration: ServerConfiguration
+    public let loop: EventLoop
+    public var logger: Logger
+    public internal(set) var statistics = ServerStatistics()
+    /// The same events for a metrics backend (swift-metrics; a no-op when none).
+    let metrics = ServerMetrics()
+    /// Where the server is in its life; every transition is logged.
+    var lifecycle = ServerLifecycle()
+
+    // MARK: Handles (closed at the end of a shutdown)
+
+    var listener: TCPListener?
+    /// The Unix-domain listener (`server.unix_socket`), when configured.
+    var unixListener: UnixListener?
+    /// The check hook: the end of every loop turn (``endOfTurn()``).
+    var hook: LoopHook?
+    /// Every 100 ms: deadlines and the shutdown's grace period.
+    var sweep: LoopTimer?
+    /// The `fsync = "interval"` timer.
+    var syncTimer: LoopTimer?
+    /// Loop time of the previous sweep (loop lag is measured against it).
+    var lastSweep: UInt64 = 0
+
+    // MARK: Connections
+
+    /// Open connections by ID.
+    var connections: [Int: Connection] = [:]
+    var nextConnectionID = 1
+    /// Connections that have not completed the handshake (capped by
+    /// `auth.max_pending_handshakes`: excess connections are closed at accept).
+    var pendingHandshakes: Set<Int> = []
+    /// Connections with frames queued this turn.
+    var toFlush: Set<Int> = []
+    /// Connections with at least one lagging subscription. The end of every turn looks
+    /// only at these: scanning every connection's flows per turn would cost
+    /// O(connections) even when nobody lags.
+    var laggingConnections: Set<Int> = []
+    /// The token verifier new connections get; `nil` with `[auth] mode = "off"`
+    /// (docs/SECURITY.md). A reload replaces it; accepted connections keep theirs.
+    var verifier: TokenVerifier?
+    /// Encodes every frame the server sends (compression from the configuration).
+    var encoder: FrameEncoder
+
+    // MARK: Lists
+
+    /// Hosted lists by name.
+    var lists: [String: ListHost] = [:]
+    /// Lists with mutations queued this turn (sealed in the check hook).
+    var dirtyLists: Set<String> = []
+    /// Lists that asked for a snapshot (compaction) this turn; done after the flush, so
+    /// no ack waits for it.
+    var compactionsDue: Set<String> = []
+    /// Lists whose compaction snapshot is being written off the loop (one at a time per
+    /// list: a second would race the first's install).
+    var compactionsInFlight: Set<String> = []
+    /// Work handed to the thread pool whose completion has not run: snapshot builds and
+    /// compactions. A shutdown completes only at 0 — the completions touch the server
+    /// and the store, which must still be open.
+    var offloadsOutstanding = 0
+    /// The next ``PendingFrame`` ID.
+    var nextPendingFrameID: UInt64 = 1
+
+    /// Called once per change of the listener port, connections or lists (for
+    /// `STATUS=` lines in systemd); optional.
+    public var onStatusChange: (() -> Void)?
+
+    /// Where committed batches go (docs/STORAGE.md), behind its protocol.
+    public let store: DirectorStore
+    /// Set once the store failed a write or an fsync: from then on nothing is sent.
+    public var storageFailure: StoreError? { lifecycle.storageFailure }
+    /// Called once, on the loop thread, when the store fails a write or an fsync. The
+    /// batch in flight is never acknowledged, and the in-memory state is ahead of the
+    /// disk, so the only safe continuation is a restart: `flowsyncd` exits with
+    /// `EX_IOERR` (74) and systemd restarts it; tests observe it instead. Without a
+    /// handler the server just stops serving (every connection is closed).
+    public var onFatalStorageError: ((StoreError) -> Void)?
+
+    /// A server over `store`, or over the store `configuration` names (`[storage]`:
+    /// a ``FileStore`` in the data directory by default).
+    public init(configuration: ServerConfiguration, loop: EventLoop, logger: Logger, store: DirectorStore? = nil) {
+        self.configuration = configuration
+        self.loop = loop
+        self.logger = logger
+        self.encoder = FrameEncoder(configuration: configuration.frameCompression)
+        self.store = store ?? configuration.makeStore()
+    }
+
+    // MARK: The registries
+
+    /// The list named `name`: hosted, or created (with a fresh random epoch) when
+    /// `create` allows it. `declared` lists (from the config) are never dropped.
+    func host(for name: String, create: Bool, declared: Bool = false) -> ListHost? {
+        if let list = lists[name] {
+            if declared { list.declared = true }
+            return list
+        }
+        guard create else { return nil }
+        // A fresh random epoch: a list that is not in the store is a new history, and a
+        // client holding a position of an older list of that name must resync.
+        defer { recordListGauges() }
+        let list = ListHost(name: name, epoch: UInt64.random(in: 1...UInt64.max), limits: configuration.director, history: configuration.historyLimits,
+                            dedupe: configuration.dedupeLimits, declared: declared)
+        lists[name] = list
+        logger.debug("list created", metadata: ["flowsync.list": "\(name)"])
+        return list
+    }
+
+    /// Forgets a list nobody needs any more (``ListHost/isDisposable``).
+    func dropIfDisposable(_ list: ListHost) {
+        if list.isDisposable { lists[list.name] = nil }
+        recordListGauges()
+    }
+
+    func recordListGauges() {
+        metrics.lists.record(lists.count)
+        metrics.subscriptions.record(subscriptionCount)
+    }
+
+    /// Subscriptions over all lists.
+    var subscriptionCount: Int { lists.values.reduce(0) { $0 + $1.subscribers.count } }
+}
