@@ -362,6 +362,7 @@ public final class Server {
               pendingHandshakes < configuration.auth.maxPendingHandshakes else {
             statistics.connectionsRefused += 1
             metrics.connectionsRefused.increment()
+            if pendingHandshakes >= configuration.auth.maxPendingHandshakes { metrics.handshakeBudgetExhausted.increment() }
             tcp.close()
             return
         }
@@ -784,6 +785,7 @@ public final class Server {
             }
         }
         metrics.largestQueueBytes.record(largest)
+        metrics.subscribersPaused.record(laggingConnections.count)
         flushAll()
         if let deadline = shutdownDeadline, now >= deadline {
             for connection in connections.values { connection.tcp.close() }
@@ -847,6 +849,7 @@ public final class Server {
     func storageFailed(_ error: StoreError) {
         guard storageFailure == nil else { return }
         storageFailure = error
+        metrics.storeFailed.record(1)
         logger.critical("storage failed; no further acknowledgement will be sent", metadata: ["error": "\(error)"])
         toFlush = []
         for connection in connections.values { connection.discardPending() }
