@@ -101,7 +101,9 @@ public enum LoadReportPage {
 
         let t = report.timeline
         let window = t.filter { $0.phase == .measure }.map(\.seconds)
-        let band = window.first.map { first in (from: first - 1, to: window.last!, label: "measured window") }
+        // Shaded from the start of the second in which the window opened (samples are
+        // one second apart, each at the end of its second).
+        let band = window.first.map { first in (from: max(0, first - 1), to: window.last!, label: "measured window") }
         func timeSeries(_ id: String, _ label: String, _ color: String, _ value: (TimelineSample) -> Double?) -> SVGChart.Series {
             .init(id: id, label: label, color: color, points: t.map { (x: $0.seconds, y: value($0)) })
         }
@@ -124,8 +126,8 @@ public enum LoadReportPage {
         p99.yFormat = { milliseconds($0) }
         var connections = SVGChart(id: ChartID.connections.rawValue, title: "Connections over time", xLabel: "seconds since the subscribers began to connect",
                                    yLabel: "connections ready", series: [
-                                       timeSeries("subscribers", "subscribers", colors[0]) { Double($0.subscribers) },
-                                       timeSeries("writers", "writers", colors[3]) { Double($0.writers) },
+                                       timeSeries("subscribers", "subscribers (max \(t.map(\.subscribers).max() ?? 0))", colors[0]) { Double($0.subscribers) },
+                                       timeSeries("writers", "writers (max \(t.map(\.writers).max() ?? 0))", colors[3]) { Double($0.writers) },
                                    ])
         connections.band = band
         connections.xIncludes = [0]

@@ -24,7 +24,7 @@ public struct TimelineSample: Codable, Sendable, Hashable {
     /// Subscriber and writer connections ready (handshake done) at the sample.
     public var subscribers: Int
     public var writers: Int
-    /// Over the second: mutations answered (Ack or Reject), batch Diff frames received
+    /// Over the second: mutations answered (Ack or Reject; those due in the window), batch Diff frames received
     /// (summed over subscribers), row changes in them. `nil` outside the window.
     public var answeredPerSecond: Double?
     public var deliveriesPerSecond: Double?
@@ -80,20 +80,22 @@ struct TimelineSampler {
 
     /// Takes the sample for the second that ends `now`.
     mutating func sample(now: UInt64, phase: TimelineSample.Phase, metrics m: LoadMetrics, subscribers: Int, writers: Int) {
-        let dt = Double(now &- last.at) / 1e9
+        // The second in which the window opened counts only its part inside the window.
+        let from = phase == .measure && m.windowStart > last.at ? m.windowStart : last.at
+        let dt = Double(now &- min(from, now)) / 1e9
         // The window's counters restart from zero when it opens.
-        let frames = m.batchDeliveries >= last.frames ? m.batchDeliveries - last.frames : m.batchDeliveries
-        let rows = m.rowChangesDelivered >= last.rows ? m.rowChangesDelivered - last.rows : m.rowChangesDelivered
+        func delta(_ current: Int, _ previous: Int) -> Int { current >= previous ? current - previous : current }
+        let answered = m.mutationsAcked + m.mutationsRejected
         var sample = TimelineSample(seconds: Double(now &- start) / 1e9, phase: phase, subscribers: subscribers, writers: writers)
         if phase == .measure, dt > 0 {
-            sample.answeredPerSecond = Double(m.totalAnswered - last.answered) / dt
-            sample.deliveriesPerSecond = Double(frames) / dt
-            sample.rowChangesPerSecond = Double(rows) / dt
+            sample.answeredPerSecond = Double(delta(answered, last.answered)) / dt
+            sample.deliveriesPerSecond = Double(delta(m.batchDeliveries, last.frames)) / dt
+            sample.rowChangesPerSecond = Double(delta(m.rowChangesDelivered, last.rows)) / dt
             if secondWriteToDelivery.count > 0 { sample.p99WriteToDeliveryMicroseconds = secondWriteToDelivery.microseconds(atPercentile: 99) }
             if secondWriteToAck.count > 0 { sample.p99WriteToAckMicroseconds = secondWriteToAck.microseconds(atPercentile: 99) }
         }
         samples.append(sample)
-        last = (now, m.totalAnswered, m.batchDeliveries, m.rowChangesDelivered)
+        last = (now, answered, m.batchDeliveries, m.rowChangesDelivered)
         secondWriteToDelivery.reset()
         secondWriteToAck.reset()
     }

@@ -106,7 +106,8 @@ import Testing
         var sampler = TimelineSampler(start: 0)
         sampler.sample(now: 1_000_000_000, phase: .connect, metrics: m, subscribers: 10, writers: 0)
         m.startWindow(at: 1_000_000_000)
-        m.totalAnswered = 50
+        m.mutationsAcked = 49
+        m.mutationsRejected = 1
         m.batchDeliveries = 200
         m.rowChangesDelivered = 2_000
         sampler.secondWriteToDelivery.record(nanoseconds: 3_000_000)
@@ -116,6 +117,12 @@ import Testing
         #expect(s[0].subscribers == 0 && s[1].subscribers == 10 && s[1].deliveriesPerSecond == nil)
         // Half a second: rates are per second.
         #expect(s[2].answeredPerSecond == 100 && s[2].deliveriesPerSecond == 400 && s[2].rowChangesPerSecond == 4_000)
+        // A window that opens mid-second: only its part of the second counts.
+        var late = TimelineSampler(start: 0)
+        m.startWindow(at: 750_000_000)
+        m.batchDeliveries = 100
+        late.sample(now: 1_000_000_000, phase: .measure, metrics: m, subscribers: 10, writers: 1)
+        #expect(late.samples.last?.deliveriesPerSecond == 400)
         #expect(s[2].p99WriteToDeliveryMicroseconds.map { abs($0 - 3_000) <= 3 } == true)
         #expect(s[2].p99WriteToAckMicroseconds == nil, "nothing was acked in that second")
         #expect(sampler.secondWriteToDelivery.count == 0, "each second starts afresh")
