@@ -102,8 +102,9 @@ flowsync durable
 
 # Redis messages that carry the same rows as a FlowSync batch of the in-memory run.
 ROWS=${ROWS_PER_MESSAGE:-$(cat "$WORK/in-memory.rate.rows")}
+WHY=$([ -n "${ROWS_PER_MESSAGE:-}" ] && echo "ROWS_PER_MESSAGE" || echo "the rows of one FlowSync frame in the in-memory run")
 echo
-echo "== Redis $REDIS_VERSION pub/sub: $SUBSCRIBERS subscribers, messages of $ROWS rows ($((ROWS * 100)) bytes: the rows of one FlowSync frame), ${SECONDS_MEASURED} s"
+echo "== Redis $REDIS_VERSION pub/sub: $SUBSCRIBERS subscribers, messages of $ROWS rows ($((ROWS * 100)) bytes: $WHY), ${SECONDS_MEASURED} s"
 redis redis-rows $((ROWS * 100))
 
 echo
