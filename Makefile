@@ -8,6 +8,10 @@
 SHELL        := /bin/bash
 SWIFT        ?= swift
 APT_PACKAGES := libuv1-dev zlib1g-dev pkg-config python3 systemd stunnel4 openssl liburing-dev postgresql libpq-dev
+# For `make test` (issue #20): promtool (Debian ships it in `prometheus`, with the server
+# and its unit; under systemd apt also enables and starts that server on :9090) checks
+# config/prometheus; headless `chromium` renders flowsync-load's HTML report in a test.
+TEST_APT_PACKAGES := prometheus chromium
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG       ?= config/flowsyncd.toml
 # `make install` destinations (DESTDIR for packaging and dry runs).
@@ -35,11 +39,11 @@ all: build
 deps:
 	@command -v $(SWIFT) >/dev/null 2>&1 || { echo "error: no Swift toolchain on PATH (Swift 6.1 or later is needed)"; exit 1; }
 	@missing=""; \
-	for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	for p in $(APT_PACKAGES) $(TEST_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
 build: deps
@@ -70,6 +74,7 @@ test: deps
 	$(SWIFT) build -c release --product flowsync-load
 	$(STEP_TIMEOUT) .build/release/flowsync-load --spawn --daemon .build/release/flowsyncd --scenario mixed --duration 3 --warmup 1 --quiet > .build/load-smoke.txt || { cat .build/load-smoke.txt; exit 1; }
 	$(STEP_TIMEOUT) python3 clients/python/test_vectors.py
+	$(STEP_TIMEOUT) scripts/check-monitoring.sh   # promtool: alerting rules, their unit tests, the dashboard's queries
 	$(STEP_TIMEOUT) scripts/tls-proxy-test.sh .build/debug
 	$(STEP_TIMEOUT) scripts/clean-stop-damage.sh 8 .build/debug
 	$(STEP_TIMEOUT) scripts/fuzz.sh $(TEST_FUZZ_SECONDS)

@@ -57,6 +57,24 @@ public struct LatencyRecorder: Sendable {
         return Double(histogram.valueAtPercentile(percentile)) / 1_000
     }
 
+    /// The percentiles an HdrHistogram percentile plot shows: dense towards the tail
+    /// (x = 1 / (1 − p) on a log axis), from the median to 99.9999 %, then the max.
+    public static let curvePercentiles: [Double] = [0, 10, 20, 30, 40, 50, 60, 70, 75, 80, 85, 90, 92.5, 95, 96.875, 98, 99, 99.5, 99.75,
+                                                    99.9, 99.95, 99.975, 99.99, 99.995, 99.999, 99.9995, 99.9999]
+
+    /// The distribution as (percentile, µs) points for a percentile plot: each of
+    /// ``curvePercentiles`` the recorded values can tell apart (p with 1 / (1 − p/100) at
+    /// most the count: p99.99 needs 10,000 values), then 100 (the max). Empty when
+    /// nothing was recorded.
+    public func percentileCurve() -> [PercentilePoint] {
+        let count = histogram.totalCount
+        guard count > 0 else { return [] }
+        var points = Self.curvePercentiles.filter { 1 / (1 - $0 / 100) <= Double(count) }
+            .map { PercentilePoint(percentile: $0, microseconds: microseconds(atPercentile: $0)) }
+        points.append(PercentilePoint(percentile: 100, microseconds: Double(histogram.max) / 1_000))
+        return points
+    }
+
     /// p50, p90, p99, p99.9 and max, in microseconds.
     public var summary: LatencySummary {
         guard histogram.totalCount > 0 else { return .empty }

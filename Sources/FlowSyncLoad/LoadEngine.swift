@@ -16,6 +16,8 @@ final class LoadEngine: @unchecked Sendable {
     private(set) var writers: [WriterClient] = []
     private var tick: LoopTimer?
     private var progressTimer: LoopTimer?
+    private var sampleTimer: LoopTimer?
+    private var writersStarted = false
     private var slowTimer: LoopTimer?
     private var slowResumeTimer: LoopTimer?
     private var slowSet: [SubscriberClient] = []
@@ -72,6 +74,7 @@ final class LoadEngine: @unchecked Sendable {
 
     func connectSubscribers() {
         let c = configuration
+        startSampling()
         let full = c.fullReplicasPerList ?? c.subscribersPerList
         var serial = 0
         // Interleave lists so every list fills up evenly while connecting.
@@ -113,6 +116,7 @@ final class LoadEngine: @unchecked Sendable {
     /// Starts the writers' schedule and the 1 ms send tick and the 1 s progress line.
     func startWriters() {
         let c = configuration
+        writersStarted = true
         let now = MonotonicClock.nanoseconds()
         let interval: UInt64 = c.rate > 0 ? UInt64(Double(c.writers) / c.rate * 1e9) : 0
         for (w, writer) in writers.enumerated() {
@@ -135,6 +139,25 @@ final class LoadEngine: @unchecked Sendable {
         for writer in writers { writer.stop() }
         tick?.close()
         tick = nil
+        sampleTimer?.close()
+        sampleTimer = nil
+    }
+
+    /// Samples the run every second from now until the writers stop (the HTML report's
+    /// charts over the run).
+    private func startSampling() {
+        guard sampleTimer == nil else { return }
+        metrics.timeline = TimelineSampler(start: MonotonicClock.nanoseconds())
+        let timer = LoopTimer(loop: context.loop)
+        timer.start(after: 1_000, repeat: 1_000) { [weak self] in
+            guard let self else { return }
+            let m = self.metrics
+            let phase: TimelineSample.Phase = m.measuring ? .measure : !self.writersStarted ? .connect : m.windowStart == 0 ? .warmUp : .drain
+            // O(connections) once a second: 20,000 flags, far below a millisecond.
+            m.timeline?.sample(now: MonotonicClock.nanoseconds(), phase: phase, metrics: m,
+                               subscribers: self.subscribers.count { $0.isReady }, writers: self.writers.count { $0.isReady })
+        }
+        sampleTimer = timer
     }
 
     var answersOutstanding: Int { metrics.totalSent - metrics.totalAnswered }
@@ -204,6 +227,8 @@ final class LoadEngine: @unchecked Sendable {
         stopSlowConsumers()
         progressTimer?.close()
         progressTimer = nil
+        sampleTimer?.close()
+        sampleTimer = nil
         for s in subscribers { s.close() }
         for w in writers { w.close() }
         control?.close()

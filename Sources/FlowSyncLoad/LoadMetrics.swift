@@ -53,6 +53,23 @@ final class LoadMetrics {
     public var writeToAck = LatencyRecorder()
     /// From the actual send (service time, without the schedule's slip).
     public var sendToAck = LatencyRecorder()
+    /// Per-second samples for the HTML report; `nil` until the first subscriber connects.
+    var timeline: TimelineSampler?
+
+    /// Records one write → delivery latency (measured window) in the window's and the
+    /// current second's histograms.
+    @inline(__always)
+    func recordDelivery(nanoseconds: Int64) {
+        writeToDelivery.record(nanoseconds: nanoseconds)
+        timeline?.secondWriteToDelivery.record(nanoseconds: nanoseconds)
+    }
+
+    /// Records one write → ack latency (measured window), as ``recordDelivery(nanoseconds:)``.
+    @inline(__always)
+    func recordAck(nanoseconds: Int64) {
+        writeToAck.record(nanoseconds: nanoseconds)
+        timeline?.secondWriteToAck.record(nanoseconds: nanoseconds)
+    }
 
     // Correctness (whole run).
     public var protocolErrors = 0

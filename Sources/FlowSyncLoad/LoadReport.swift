@@ -58,6 +58,21 @@ public struct LoadReport: Codable, Sendable {
         public var writeToAck = LatencySummary.empty
         /// Actual send time → Ack (service time, without the schedule's slip).
         public var sendToAck = LatencySummary.empty
+        /// The window's whole distributions, for percentile plots (``PercentilePoint``);
+        /// empty in reports written before they were recorded.
+        public var writeToDeliveryCurve: [PercentilePoint] = []
+        public var writeToAckCurve: [PercentilePoint] = []
+
+        enum CodingKeys: String, CodingKey { case writeToDelivery, writeToAck, sendToAck, writeToDeliveryCurve, writeToAckCurve }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            writeToDelivery = try c.decode(LatencySummary.self, forKey: .writeToDelivery)
+            writeToAck = try c.decode(LatencySummary.self, forKey: .writeToAck)
+            sendToAck = try c.decode(LatencySummary.self, forKey: .sendToAck)
+            writeToDeliveryCurve = try c.decodeIfPresent([PercentilePoint].self, forKey: .writeToDeliveryCurve) ?? []
+            writeToAckCurve = try c.decodeIfPresent([PercentilePoint].self, forKey: .writeToAckCurve) ?? []
+        }
     }
     public struct ProcessFigures: Codable, Sendable {
         public init(cpuPercent: Double = 0, rssKiB: Int = 0, peakRSSKiB: Int = 0) {
@@ -125,6 +140,9 @@ public struct LoadReport: Codable, Sendable {
     public var loadTool = ProcessFigures()
     public var resumeStorm: ResumeStorm?
     public var checks = Checks()
+    /// One sample per second from the first subscriber's connect to the writers' stop
+    /// (``TimelineSample``); empty in reports written before it was recorded.
+    public var timeline: [TimelineSample] = []
     /// Why the run failed (empty: passed).
     public var failures: [String] = []
     public var passed: Bool { failures.isEmpty }
@@ -146,7 +164,7 @@ public struct LoadReport: Codable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case tool, scenario, configuration, startedAt, measuredSeconds, connections, mutations, deliveries, bytes, latency, daemon, loadTool, resumeStorm, checks, failures, passed
+        case tool, scenario, configuration, startedAt, measuredSeconds, connections, mutations, deliveries, bytes, latency, daemon, loadTool, resumeStorm, checks, timeline, failures, passed
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -165,6 +183,7 @@ public struct LoadReport: Codable, Sendable {
         try c.encode(loadTool, forKey: .loadTool)
         try c.encodeIfPresent(resumeStorm, forKey: .resumeStorm)
         try c.encode(checks, forKey: .checks)
+        try c.encode(timeline, forKey: .timeline)
         try c.encode(failures, forKey: .failures)
         try c.encode(passed, forKey: .passed)
     }
@@ -185,6 +204,7 @@ public struct LoadReport: Codable, Sendable {
         loadTool = try c.decode(ProcessFigures.self, forKey: .loadTool)
         resumeStorm = try c.decodeIfPresent(ResumeStorm.self, forKey: .resumeStorm)
         checks = try c.decode(Checks.self, forKey: .checks)
+        timeline = try c.decodeIfPresent([TimelineSample].self, forKey: .timeline) ?? []
         failures = try c.decode([String].self, forKey: .failures)
     }
 

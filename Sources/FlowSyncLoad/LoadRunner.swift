@@ -296,6 +296,9 @@ public final class LoadRunner {
         report.latency.writeToDelivery = m.writeToDelivery.summary
         report.latency.writeToAck = m.writeToAck.summary
         report.latency.sendToAck = m.sendToAck.summary
+        report.latency.writeToDeliveryCurve = m.writeToDelivery.percentileCurve()
+        report.latency.writeToAckCurve = m.writeToAck.percentileCurve()
+        report.timeline = m.timeline?.samples ?? []
     }
 
     /// Steps 6 of the run: final positions and digests against the daemon's, then a

@@ -123,7 +123,7 @@ final class SubscriberClient: LoadConnection {
             if frame.intendedTimes == nil { frame.intendedTimes = context.intendedTimes(of: diff.mutations) }
             let now = MonotonicClock.nanoseconds()
             for t in frame.intendedTimes! where t >= metrics.windowStart {
-                metrics.writeToDelivery.record(nanoseconds: Int64(bitPattern: now &- t))
+                metrics.recordDelivery(nanoseconds: Int64(bitPattern: now &- t))
             }
         case .error(let error):
             // The daemon closing a subscriber it cannot keep up with (or shutting down) is

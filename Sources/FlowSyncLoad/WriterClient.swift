@@ -95,7 +95,7 @@ final class WriterClient: LoadConnection {
             let now = MonotonicClock.nanoseconds()
             if metrics.measuring, record.intended >= metrics.windowStart {
                 metrics.mutationsAcked += 1
-                metrics.writeToAck.record(nanoseconds: Int64(bitPattern: now &- record.intended))
+                metrics.recordAck(nanoseconds: Int64(bitPattern: now &- record.intended))
                 metrics.sendToAck.record(nanoseconds: Int64(bitPattern: now &- record.sent))
             }
             pump(now: now)

@@ -47,6 +47,7 @@ struct FlowSyncLoadCommand: ParsableCommand {
     @Option(name: .customLong("source-addresses"), help: "Loopback source addresses to spread connections over (127.0.0.1…n).") var sourceAddresses: Int?
     @Flag(help: "Print the report as JSON (every figure) instead of the table.") var json = false
     @Option(name: .customLong("json-file"), help: "Also write the JSON report to this file.") var jsonFile: String?
+    @Option(help: "Also write the report as one self-contained HTML page with inline SVG charts (latency percentiles, throughput and p99 per second, connections over time, the summary).") var html: String?
     @Flag(help: "No progress lines on stderr.") var quiet = false
 
     func run() throws {
@@ -104,15 +105,19 @@ struct FlowSyncLoadCommand: ParsableCommand {
             throw ExitCode(2)
         }
         print(json ? report.json() : report.table())
-        if let jsonFile {
-            do {
-                try report.json().write(toFile: jsonFile, atomically: true, encoding: .utf8)
-            } catch {
-                FileHandle.standardError.write(Data("flowsync-load: cannot write \(jsonFile): \(error)\n".utf8))
-                throw ExitCode(2)
-            }
-        }
+        if let jsonFile { try write(report.json(), to: jsonFile) }
+        if let html { try write(LoadReportPage.html(for: report), to: html) }
         if !report.passed { throw ExitCode(1) }
+    }
+
+    /// Writes an output file; a failure is exit code 2 with the reason on stderr.
+    private func write(_ text: String, to path: String) throws {
+        do {
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+        } catch {
+            FileHandle.standardError.write(Data("flowsync-load: cannot write \(path): \(error)\n".utf8))
+            throw ExitCode(2)
+        }
     }
 }
 

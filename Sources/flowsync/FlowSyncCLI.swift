@@ -9,7 +9,8 @@ struct FlowSyncCLI: AsyncParsableCommand {
         abstract: "Watch, read and write the lists of a FlowSync server.",
         discussion: """
         Connection: --host, --port, --token (or FLOWSYNC_HOST, FLOWSYNC_PORT, FLOWSYNC_TOKEN); \
-        --timeout bounds the wait for the server.
+        --timeout bounds the wait for the server. They go before the command or after it: \
+        flowsync --port 7400 get contacts, or flowsync get contacts --port 7400.
 
         Exit codes: 0 success; 1 bad input (arguments, JSON, an edit that does not apply); \
         2 no connection within --timeout; 3 the server refused the write (its error code is \
@@ -28,4 +29,10 @@ struct FlowSyncCLI: AsyncParsableCommand {
         subcommands: [Watch.self, Get.self, Lists.self, Stats.self, AddSection.self, Insert.self, Update.self,
                       Remove.self, Move.self, Apply.self, Token.self]
     )
+
+    /// The entry point: the connection options may come before the command as well as
+    /// after it (``LeadingOptions``), as the README's synopsis writes them.
+    static func main() async {
+        await main(LeadingOptions.commandFirst(Array(CommandLine.arguments.dropFirst())))
+    }
 }

@@ -1,4 +1,9 @@
 import Metrics
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The daemon's metrics, through swift-metrics: the library only records; the
 /// executable chooses the backend (Prometheus in `flowsyncd`). Without a bootstrapped
@@ -19,12 +24,34 @@ final class ServerMetrics {
     let bytesSent = Counter(label: "flowsync_bytes_sent_total")
     let slowConsumerEvents = Counter(label: "flowsync_slow_consumer_events_total")
     let largestQueueBytes = Gauge(label: "flowsync_largest_queue_bytes")
+    /// Connections with at least one paused (lagging) subscription, sampled every 100 ms
+    /// with the largest queue (config/grafana/flowsyncd.json).
+    let subscribersPaused = Gauge(label: "flowsync_subscribers_paused")
+    /// Connections closed at accept because `auth.max_pending_handshakes` connections
+    /// were already waiting for their handshake (the pre-auth budget; they are also in
+    /// `flowsync_connections_refused_total`).
+    let handshakeBudgetExhausted = Counter(label: "flowsync_handshake_budget_exhausted_total")
+    /// 1 once a store write or fsync failed (``Server/storageFailed(_:)``). `flowsyncd`
+    /// exits right after (status 74), so a scrape rarely sees it there; its restart shows
+    /// in `flowsync_start_time_seconds` (config/prometheus/flowsyncd-rules.yml).
+    let storeFailed = Gauge(label: "flowsync_store_failed")
+    /// When this server was created, in seconds since the Unix epoch (Prometheus's
+    /// `process_start_time_seconds` convention): a change means a restart.
+    let startTime = Gauge(label: "flowsync_start_time_seconds")
     /// How late the 100 ms sweep timer fires: a busy or blocked loop shows here first.
     let loopLag = Timer(label: "flowsync_loop_lag_seconds")
     /// One store sync (a group commit: every list written this turn), on the loop thread.
     let storeSync = Timer(label: "flowsync_store_sync_seconds")
     /// Compaction: a snapshot written and the log before it dropped, on the loop thread.
     let storeSnapshot = Timer(label: "flowsync_store_snapshot_seconds")
+
+    init() {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        startTime.record(Double(now.tv_sec) + Double(now.tv_nsec) / 1e9)
+        storeFailed.record(0)
+        subscribersPaused.record(0)
+    }
 
     private var closedByReason: [UInt16: Counter] = [:]
     private var rejectedByCode: [UInt16: Counter] = [:]

@@ -13,6 +13,7 @@ extension Server {
               pendingHandshakes.count < configuration.auth.maxPendingHandshakes else {
             statistics.connectionsRefused += 1
             metrics.connectionsRefused.increment()
+            if pendingHandshakes.count >= configuration.auth.maxPendingHandshakes { metrics.handshakeBudgetExhausted.increment() }
             tcp.close()
             return
         }
@@ -250,6 +251,7 @@ extension Server {
             }
         }
         metrics.largestQueueBytes.record(largest)
+        metrics.subscribersPaused.record(laggingConnections.count)
         flushAll()
         if let deadline = shutdownDeadline, now >= deadline {
             for connection in connections.values { connection.cut() }

@@ -62,6 +62,7 @@ extension Server {
     func storageFailed(_ error: StoreError) {
         guard lifecycle.storageFailed(error) else { return }
         logLifecycle()
+        metrics.storeFailed.record(1)
         logger.critical("storage failed; no further acknowledgement will be sent", metadata: ["error": "\(error)"])
         toFlush = []
         for connection in connections.values { connection.discardPending() }
