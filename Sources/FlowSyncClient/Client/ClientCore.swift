@@ -21,6 +21,8 @@ import Foundation
 final class ClientCore: @unchecked Sendable {
     let configuration: FlowSyncClient.Configuration
     let transport: any ClientTransport
+    /// Where lists are kept between launches (``FlowSyncClient/Configuration/persistence``).
+    let directory: ReplicaDirectory?
     /// Guards ``state``; every access goes through ``withLock(_:)``. (A class with a
     /// lock rather than `Mutex<State>`: the closures that run under it capture
     /// continuations and handlers, which region isolation cannot see through.)
@@ -58,7 +60,7 @@ final class ClientCore: @unchecked Sendable {
         func snapshot(of name: String) -> ListSnapshot? {
             guard let list = session.lists[name] else { return nil }
             return ListSnapshot(name: name, director: list.view, version: list.position,
-                                pendingWrites: list.pending.count, registry: registry)
+                                pendingWrites: list.pending.count, isFromDisk: list.isRestored, registry: registry)
         }
 
         /// Registers a new observer or stream of `name` and returns the change that
@@ -113,9 +115,27 @@ final class ClientCore: @unchecked Sendable {
         var afterUnlock: [@Sendable () -> Void] = []
         /// Bumped per connection, so transport events of an old one are ignored.
         var connection = 0
+        /// What to write to ``ClientCore/directory`` and when; `nil` without one.
+        var persistence: ReplicaPersistence?
+        /// Orders captures of the lists' state for writing (``ReplicaDirectory/Job``).
+        var persistGeneration: UInt64 = 0
     }
 
     init(configuration: FlowSyncClient.Configuration, transport: any ClientTransport) {
+        var configuration = configuration
+        var directory: ReplicaDirectory?
+        if let options = configuration.persistence {
+            do throws(ReplicaFileError) {
+                let opened = try ReplicaDirectory(path: options.directory, synchronizes: options.synchronizesToDisk, logger: configuration.logger)
+                // The stored identity wins: the stored writes were made under it, and
+                // a resend must carry it for the server to recognise them.
+                configuration.clientID = opened.clientID(proposing: configuration.clientID)
+                directory = opened
+            } catch {
+                configuration.logger.error("persistence directory unusable, lists stay in memory: \(error)")
+            }
+        }
+        self.directory = directory
         self.configuration = configuration
         self.transport = transport
         let settings = ClientSession.Settings(
@@ -125,6 +145,61 @@ final class ClientCore: @unchecked Sendable {
             handshakeTimeoutMilliseconds: configuration.handshakeTimeoutMilliseconds,
             firstSeq: configuration.firstSeq, randomSeed: configuration.randomSeed)
         _state = State(session: ClientSession(settings: settings))
+        if directory != nil, let options = configuration.persistence { _state.persistence = ReplicaPersistence(options: options) }
+    }
+
+    // MARK: Persistence
+
+    /// Subscribes to `name`, first loading what a previous launch stored for it (outside
+    /// the lock: disk reads and decoding).
+    func subscribe(_ name: String) {
+        guard !read({ $0.session.lists[name] != nil }) else { return }
+        let restored = directory?.load(list: name)
+        withLock { state in
+            guard state.session.lists[name] == nil else { return }
+            if let restored { state.persistence?.restored(list: name, position: restored.position, pending: restored.pending) }
+            perform(state.session.subscribe(name, restoring: restored), &state)
+        }
+    }
+
+    /// Writes what the session's new state makes due. Pending files are written before
+    /// the input returns (after the lock is released, on the caller's thread: an edit
+    /// is on disk when the edit call returns); replica files on the directory's queue,
+    /// or before returning too when `flush` (pause, close).
+    private func persist(_ state: inout State, flush: Bool = false) {
+        guard let directory, state.persistence != nil else { return }
+        let actions = state.persistence!.observe(state.session, now: Self.now(), flush: flush)
+        guard !actions.isEmpty else { return }
+        var immediate: [ReplicaDirectory.Job] = []
+        var later: [ReplicaDirectory.Job] = []
+        for action in actions {
+            state.persistGeneration += 1
+            let job = ReplicaDirectory.Job(generation: state.persistGeneration, action: action)
+            if case .writeReplica = action, !flush { later.append(job) } else { immediate.append(job) }
+        }
+        let now = immediate
+        let written: @Sendable (String, ListVersion) -> Void = { [weak self] name, position in
+            self?.update { $0.persistence?.replicaWritten(list: name, at: position) }
+        }
+        if !now.isEmpty { state.afterUnlock.append { directory.perform(now, synchronously: true, replicaWritten: written) } }
+        directory.perform(later, synchronously: false, replicaWritten: written)
+    }
+
+    /// Writes every list that is behind, before returning.
+    func flushPersistence() {
+        withLock { persist(&$0, flush: true) }
+        directory?.drain()
+    }
+
+    /// Test hook: stops like a killed process — no more file writes (queued ones are
+    /// dropped), no goodbye to the server.
+    func abandonForTesting() {
+        directory?.disable()
+        withLock { state in
+            state.shutDown = true
+            state.connection += 1
+        }
+        transport.shutdown()
     }
 
     /// Milliseconds on the monotonic clock.
@@ -258,6 +333,11 @@ final class ClientCore: @unchecked Sendable {
     // MARK: Actions
 
     private func perform(_ actions: [SessionAction], _ state: inout State) {
+        performWithoutPersisting(actions, &state)
+        persist(&state)
+    }
+
+    private func performWithoutPersisting(_ actions: [SessionAction], _ state: inout State) {
         for action in actions {
             switch action {
             case .connect:
@@ -301,6 +381,7 @@ final class ClientCore: @unchecked Sendable {
             case .deliver(let list, let cause, let changeset, let view, let version, let pending):
                 deliver(list: list, cause: cause, changeset: changeset, view: view, version: version, pending: pending, &state)
             case .complete(let list, let seq, let result):
+                state.persistence?.completed(list: list, seq: seq, result)
                 if let ticket = state.tickets[list]?.removeValue(forKey: seq) { ticket.resolve(result) }
             case .listFailed(let list, let error):
                 state.failures[list] = error
@@ -324,7 +405,8 @@ final class ClientCore: @unchecked Sendable {
 
     private func deliver(list: String, cause: ListChange.Cause, changeset: Changeset, view: Director,
                          version: ListVersion?, pending: Int, _ state: inout State) {
-        let snapshot = ListSnapshot(name: list, director: view, version: version, pendingWrites: pending, registry: state.registry)
+        let snapshot = ListSnapshot(name: list, director: view, version: version, pendingWrites: pending,
+                                    isFromDisk: state.session.lists[list]?.isRestored ?? false, registry: state.registry)
         if version != nil {
             for waiter in state.loadWaiters.removeValue(forKey: list) ?? [] { waiter.resume(returning: .success(())) }
         }
@@ -347,6 +429,7 @@ final class ClientCore: @unchecked Sendable {
     func close() {
         let streams = withLock { state -> [AsyncThrowingStream<ListChange, any Error>.Continuation]? in
             guard !state.shutDown else { return nil }
+            persist(&state, flush: true)
             state.shutDown = true
             perform(state.session.close(), &state)
             let all = state.streams.values.flatMap(\.values)

@@ -79,6 +79,10 @@ public final class FlowSyncClient: Sendable {
         /// A transport passed to ``FlowSyncClient/init(configuration:transport:)`` brings
         /// its own TLS and ignores this.
         public var tls: TLSPolicy
+        /// Keep lists and pending writes on disk between launches (docs/SDK.md,
+        /// "Offline"). Default `nil`: everything stays in memory. With it, ``clientID``
+        /// is the one stored in the directory (this value is stored on first use).
+        public var persistence: PersistenceOptions?
 
         /// Creates a configuration.
         public init(host: String = "127.0.0.1", port: Int = 7400, token: String? = nil,
@@ -90,8 +94,9 @@ public final class FlowSyncClient: Sendable {
                     randomSeed: UInt64 = UInt64.random(in: 0...UInt64.max),
                     tokenProvider: (@Sendable () -> String?)? = nil, maxTokenRefreshes: Int = 3,
                     refreshesTokenInBand: Bool = true, tokenRefreshMarginSeconds: Double = 30,
-                    tls: TLSPolicy = .automatic) {
+                    tls: TLSPolicy = .automatic, persistence: PersistenceOptions? = nil) {
             self.tls = tls
+            self.persistence = persistence
             self.refreshesTokenInBand = refreshesTokenInBand
             self.tokenRefreshMarginSeconds = tokenRefreshMarginSeconds
             self.tokenProvider = tokenProvider
@@ -155,8 +160,12 @@ public final class FlowSyncClient: Sendable {
     ///
     /// The handle is usable at once: edits made before the first snapshot arrives are
     /// shown on the empty list and re-applied by identity onto the server's state.
+    /// With ``Configuration/persistence``, the first call loads what a previous launch
+    /// stored (on the calling thread, before any network): the list is loaded at once
+    /// (``ListSnapshot/isFromDisk`` until the server answers the resume) and its stored
+    /// writes are resent.
     public func director(_ name: String) -> ListDirector {
-        core.input { $0.subscribe(name) }
+        core.subscribe(name)
         return ListDirector(name: name, client: self)
     }
 

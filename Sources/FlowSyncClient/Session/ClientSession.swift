@@ -99,13 +99,53 @@ struct ClientSession: Sendable {
         return beginConnect(now: now)
     }
 
+    /// The `seq` the next write will get.
+    var nextSequenceNumber: UInt64 { nextSeq }
+
     /// Subscribes to `name` (once; later calls do nothing). Sent now when ready, else on
     /// the next Welcome.
-    mutating func subscribe(_ name: String) -> [SessionAction] {
+    ///
+    /// With `restoring` (the list as a previous launch left it on disk), the replica
+    /// starts from it: it is shown at once (a change with cause `.initial`, its snapshot
+    /// marked ``ListReplica/isRestored``), the Subscribe resumes from its position and
+    /// digest, and its pending writes are sent as if this session had made them — the
+    /// one that was sent is resent unchanged, so the server's idempotency window
+    /// answers it if it had committed.
+    mutating func subscribe(_ name: String, restoring restored: RestoredList? = nil) -> [SessionAction] {
         guard lists[name] == nil else { return [] }
-        lists[name] = ListReplica(name: name)
-        guard phase == .ready else { return [] }
-        return [.send(.subscribe(Subscribe(listName: name, resumeFrom: nil, digest: nil)))]
+        let list = ListReplica(name: name)
+        lists[name] = list
+        var actions: [SessionAction] = []
+        if let restored {
+            if let position = restored.position {
+                list.confirmed = restored.confirmed
+                list.position = position
+                list.isRestored = true
+            }
+            list.pending = restored.pending
+            // Writes acked at or before the replica's position are in it already.
+            list.dropConfirmed(seqs: [])
+            _ = list.rebuildView()
+            if let last = restored.pending.map(\.seq).max() { nextSeq = max(nextSeq, last + 1) }
+            nextSeq = max(nextSeq, restored.nextSeq)
+            if list.position != nil || !list.pending.isEmpty {
+                actions.append(deliver(list, .initial, Changeset.diff(from: Director(limits: ListReplica.limits), to: list.view)))
+            }
+        }
+        guard phase == .ready else { return actions }
+        actions.append(.send(.subscribe(Subscribe(listName: name, resumeFrom: list.position,
+                                                  digest: list.position == nil ? nil : list.confirmed.digest))))
+        return actions + resendUnanswered(list)
+    }
+
+    /// Resends, unchanged, the write that was sent on an earlier connection (or by an
+    /// earlier launch) and not answered. After a relaunch it may follow writes acked
+    /// before the kill whose commit the replica does not hold yet, so it is the first
+    /// write without an Ack, not the first write.
+    private func resendUnanswered(_ list: ListReplica) -> [SessionAction] {
+        guard let first = list.pending.first(where: { $0.ackedAt == nil }), let mutate = first.sent else { return [] }
+        list.inFlight = first.seq
+        return [.send(.mutate(mutate))]
     }
 
     /// Applies `operations` to the list's view at once and queues them as one write.
@@ -313,10 +353,7 @@ struct ClientSession: Sendable {
             }
             list.inFlight = nil
             list.committedUnacked = []   // Acks of the old connection never come
-            if let first = list.pending.first, let mutate = first.sent, first.ackedAt == nil {
-                list.inFlight = first.seq
-                actions.append(.send(.mutate(mutate)))
-            }
+            actions += resendUnanswered(list)
             lists[name] = list
         }
         return actions
@@ -341,6 +378,7 @@ struct ClientSession: Sendable {
         list.confirmed = state
         list.position = snapshot.position
         list.phase = .live
+        list.isRestored = false
         // Writes acked in an older epoch are either in this state or lost with the
         // server's history; either way they are no longer pending.
         list.pending.removeAll { write in write.ackedAt.map { $0.epoch != snapshot.position.epoch } ?? false }
@@ -366,6 +404,7 @@ struct ClientSession: Sendable {
             return resync(&list, .gap)
         }
         list.phase = .live
+        list.isRestored = false
         if diff.from == diff.to {
             // The resume answer for a replica that is current: nothing to apply.
             let actions = sendNext(&list)
@@ -573,4 +612,16 @@ extension ClientSession {
         lists[name] = list
         return [deliver(list, .remote, ListReplica.change(from: old, to: list.view))]
     }
+}
+
+/// A list as a previous launch left it on disk (``ClientSession/subscribe(_:restoring:)``).
+struct RestoredList: Sendable {
+    /// The confirmed state at ``position``; empty when only writes were stored.
+    var confirmed: Director
+    /// `nil` when no replica file was usable.
+    var position: ListVersion?
+    /// The stored writes, oldest first.
+    var pending: [PendingWrite]
+    /// The next `seq` the previous launch would have used.
+    var nextSeq: UInt64
 }
