@@ -22,6 +22,8 @@ final class Connection {
     private(set) var pending: [[UInt8]] = []
     private(set) var pendingBytes = 0
 
+    /// Loop time (ms) of the last bytes read, for the heartbeat check.
+    var lastReceivedAt: UInt64 = 0
     /// Loop time (ms) since which libuv has held unwritten bytes, for the write deadline.
     var stalledSince: UInt64?
     /// Set once the connection is being closed: nothing more is queued to it.

@@ -367,6 +367,7 @@ public final class Server {
         }
         let id = nextConnectionID
         nextConnectionID += 1
+        tcp.setKeepAlive(seconds: configuration.tcpKeepaliveSeconds)
         let machine = ConnectionStateMachine(
             now: loop.now,
             handshakeTimeout: UInt64(configuration.handshakeTimeoutMilliseconds),
@@ -404,6 +405,7 @@ public final class Server {
 
     private func received(_ bytes: UnsafeRawBufferPointer, on connection: Connection) {
         guard !connection.isClosing else { return }
+        connection.lastReceivedAt = loop.now
         connection.decoder.feed(bytes)
         while !connection.isClosing {
             let message: Message?
@@ -432,7 +434,7 @@ public final class Server {
             }
             connection.decoder.limits = readyDecoderLimits
             connection.decoder.dictionary = dictionary
-            send(.welcome(Welcome(version: version, serverName: configuration.serverName, limits: serverLimits, heartbeatMilliseconds: 0, dictionary: dictionary?.bytes ?? [])), to: connection)
+            send(.welcome(Welcome(version: version, serverName: configuration.serverName, limits: serverLimits, heartbeatMilliseconds: UInt32(configuration.heartbeatMilliseconds), dictionary: dictionary?.bytes ?? [])), to: connection)
             connection.logger.debug("handshake", metadata: ["client": "\(connection.machine.session?.clientName ?? "")", "clientID": "\(connection.machine.session?.clientID ?? "")"])
         case .subscribe(let request):
             subscribe(connection, request)
@@ -761,7 +763,8 @@ public final class Server {
         }
     }
 
-    /// Every 100 ms: handshake deadlines, write deadlines, stuck closes, shutdown grace.
+    /// Every 100 ms: handshake deadlines, heartbeats, write deadlines, stuck closes,
+    /// shutdown grace.
     private func sweepConnections() {
         let now = loop.now
         // The timer is due every 100 ms; anything later is time the loop spent elsewhere.
@@ -769,6 +772,7 @@ public final class Server {
         lastSweep = now
         var largest = 0
         let writeDeadline = UInt64(configuration.writeDeadlineMilliseconds)
+        let heartbeat = UInt64(configuration.heartbeatMilliseconds)
         for connection in Array(connections.values) {
             largest = max(largest, connection.queuedBytes)
             if connection.isClosing {
@@ -779,7 +783,11 @@ public final class Server {
                 continue
             }
             perform(connection.machine.tick(now: now), on: connection)
-            if let since = connection.stalledSince, now - since > writeDeadline {
+            // Heartbeats (issue #19): a ready peer silent for twice the announced interval
+            // is presumed gone (a phone that lost its network sends no FIN).
+            if heartbeat > 0, connection.machine.isReady, now &- connection.lastReceivedAt > 2 * heartbeat {
+                close(connection, code: .heartbeatTimeout, message: "nothing received for \(now &- connection.lastReceivedAt) ms (heartbeat \(heartbeat) ms)")
+            } else if let since = connection.stalledSince, now - since > writeDeadline {
                 close(connection, code: .writeTimeout, message: "queue not drained for \(writeDeadline) ms")
             }
         }

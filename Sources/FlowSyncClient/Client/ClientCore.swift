@@ -317,8 +317,12 @@ final class ClientCore: @unchecked Sendable {
         return (claims["exp"] as? NSNumber)?.doubleValue
     }
 
+    /// Every second, or four times per heartbeat when that is shorter (a dead path is
+    /// then found within about 2.25 heartbeats).
     private func scheduleTick() {
-        transport.schedule(after: 1000) { [weak self] in
+        let heartbeat = read { $0.session.heartbeatMilliseconds }
+        let period = heartbeat > 0 ? min(1_000, max(10, heartbeat / 4)) : 1_000
+        transport.schedule(after: period) { [weak self] in
             guard let self else { return }
             self.refreshTokenIfDue()
             let again = self.withLock { state -> Bool in

@@ -67,8 +67,15 @@ struct ClientSession: Sendable {
     private var refusal: FlowSyncError?
     private var phaseSince: UInt64 = 0
     private var lastReceived: UInt64 = 0
+    private var lastPing: UInt64 = 0
     private var pingNonce: UInt64 = 0
     private var heartbeat: UInt64
+    /// Set when this session dropped a connection it found dead: the reconnect then
+    /// starts at once, without a backoff (the server is fine; the path was not).
+    private var reconnectAtOnce = false
+
+    /// The heartbeat in force (the smaller of this client's and the server's), ms; 0 none.
+    var heartbeatMilliseconds: UInt64 { heartbeat }
     private var nextRequestID: UInt64 = 1
     private var statsRequests: Set<UInt64> = []
     private var random: UInt64
@@ -200,6 +207,7 @@ struct ClientSession: Sendable {
         phase = .handshaking
         phaseSince = now
         lastReceived = now
+        lastPing = now
         return [.send(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: settings.clientName,
                                    clientID: settings.clientID, authToken: token)))]
     }
@@ -232,7 +240,9 @@ struct ClientSession: Sendable {
             guard case .live = lists[name]!.phase else { continue }
             lists[name]!.phase = .subscribing
         }
-        let delay = settings.reconnect.delay(attempt: failedAttempts, minimum: serverDelay, unit: nextUnit())
+        var delay = settings.reconnect.delay(attempt: failedAttempts, minimum: serverDelay, unit: nextUnit())
+        if reconnectAtOnce && serverDelay == 0 { delay = 0 }
+        reconnectAtOnce = false
         serverDelay = 0
         actions.append(.status(.disconnected(reason: reason, retryInMilliseconds: delay)))
         actions.append(.scheduleReconnect(milliseconds: delay))
@@ -259,8 +269,14 @@ struct ClientSession: Sendable {
         return beginConnect(now: now)
     }
 
-    /// Periodic check (the shell calls it about every second): handshake deadline,
-    /// heartbeat pings, dead-connection detection.
+    /// Periodic check (the shell calls it at least four times per heartbeat, and at
+    /// least every second): handshake deadline, heartbeat pings, dead-connection detection.
+    ///
+    /// A ready connection gets a Ping every heartbeat, whatever else flows: the server
+    /// counts only what it *receives* (a subscriber that only reads would look silent),
+    /// and the Pong proves the path both ways. Nothing received for twice the heartbeat
+    /// means a dead path (a phone that lost its network sees no FIN): the connection is
+    /// dropped and the reconnect starts at once, resuming every list.
     mutating func tick(now: UInt64) -> [SessionAction] {
         switch phase {
         case .connecting, .handshaking:
@@ -270,9 +286,11 @@ struct ClientSession: Sendable {
         case .ready where heartbeat > 0:
             let silent = now &- lastReceived
             if silent >= 2 * heartbeat {
-                return [.disconnect(reason: "nothing received for \(silent) ms")]
+                reconnectAtOnce = true
+                return [.disconnect(reason: "nothing received for \(silent) ms (heartbeat \(heartbeat) ms): dead connection")]
             }
-            if silent >= heartbeat {
+            if now &- lastPing >= heartbeat {
+                lastPing = now
                 pingNonce += 1
                 return [.send(.ping(Ping(nonce: pingNonce)))]
             }

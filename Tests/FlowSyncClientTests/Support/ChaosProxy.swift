@@ -3,7 +3,8 @@ import FlowSyncTestSupport
 
 /// A TCP proxy on 127.0.0.1 port 0 between SDK clients and a server, which a test can
 /// turn against them: cut every connection, swallow what the server sends, or point new
-/// connections at another server (a "restarted" daemon on a new port).
+/// connections at another server (a "restarted" daemon on a new port), or blackhole
+/// the path: nothing passes either way, not even a close (a phone that lost its network).
 final class ChaosProxy: Sendable {
     let thread: EventLoopThread
     let port: Int
@@ -22,6 +23,7 @@ final class ChaosProxy: Sendable {
         var upstreamPort: Int
         var pairs: [ObjectIdentifier: Pair] = [:]
         var swallowDownstream = false
+        var blackholed = false
         var accepted = 0
     }
 
@@ -47,12 +49,14 @@ final class ChaosProxy: Sendable {
         state.value.pairs[key] = pair
         state.value.accepted += 1
         client.onRead = { bytes in
+            if state.value.blackholed { return }
             let chunk = Array(bytes)
             if let server = pair.server { _ = try? server.write([chunk]) } else { pair.early.append(chunk) }
         }
-        client.onEnd = { [weak client] _ in client?.close() }
+        // Blackholed, a close does not cross either: each side must find out by itself.
+        client.onEnd = { [weak client] _ in if !state.value.blackholed { client?.close() } }
         client.onClose = {
-            pair.server?.close()
+            if !state.value.blackholed { pair.server?.close() }
             state.value.pairs[key] = nil
         }
         try? client.startReading()
@@ -66,11 +70,11 @@ final class ChaosProxy: Sendable {
             for chunk in pair.early { _ = try? server.write([chunk]) }
             pair.early = []
             server.onRead = { bytes in
-                if state.value.swallowDownstream { return }
+                if state.value.swallowDownstream || state.value.blackholed { return }
                 _ = try? client.write([Array(bytes)])
             }
-            server.onEnd = { [weak server] _ in server?.close() }
-            server.onClose = { client.close() }
+            server.onEnd = { [weak server] _ in if !state.value.blackholed { server?.close() } }
+            server.onClose = { if !state.value.blackholed { client.close() } }
             try? server.startReading()
         }
     }
@@ -87,6 +91,10 @@ final class ChaosProxy: Sendable {
 
     /// While true, bytes from the server are dropped (the client hears nothing).
     func swallowDownstream(_ on: Bool) async { await run { $0.swallowDownstream = on } }
+
+    /// While true, nothing passes in either direction — bytes nor closes — on the
+    /// connections there are and on new ones.
+    func blackhole(_ on: Bool) async { await run { $0.blackholed = on } }
 
     /// New connections go to `port` from now on.
     func redirect(to port: Int) async { await run { $0.upstreamPort = port } }
