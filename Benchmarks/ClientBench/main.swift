@@ -82,7 +82,7 @@ for rows in quick ? [100] : [100, 10_000, 100_000] {
     let iterations = quick ? 50 : 500
     for i in 0..<iterations {
         let start = now()
-        let ticket = try list.section(at: 0).add(model: Item(id: "v\(i)", title: "visible"), at: 0)
+        let ticket = try list.section(at: 0)!.add(model: Item(id: "v\(i)", title: "visible"), at: 0)
         let shown = now()
         seen.wait()
         let delivered = now()
@@ -109,7 +109,7 @@ do {
     let iterations = quick ? 100 : 2_000
     for i in 0..<iterations {
         let start = now()
-        _ = try await list.section(at: 0).add(model: Item(id: "a\(i)", title: "acked"), at: 0).committed()
+        _ = try await list.section(at: 0)!.add(model: Item(id: "a\(i)", title: "acked"), at: 0).committed()
         latencies.append(Double(now() - start) / 1000)
     }
     print(String(format: "edit → ack (loopback, one in flight, %d writes): p50 %.0f µs p90 %.0f µs p99 %.0f µs max %.0f µs",

@@ -309,6 +309,31 @@ import Testing
         #expect(h.other.contains { if case .scheduleReconnect(milliseconds: 0) = $0 { true } else { false } })
     }
 
+    @Test func pauseStaysOfflineUntilResumeAndReconnectNowSkipsTheBackoff() {
+        var h = Harness()
+        h.ready()
+        h.receive(Self.snapshot(Self.base, version: 1))
+        h.other = []
+        h.take(h.session.pause(now: 10))
+        #expect(h.other.contains { if case .disconnect = $0 { true } else { false } })
+        #expect(h.other.contains { if case .status(.paused) = $0 { true } else { false } })
+        // The close that follows schedules nothing; neither does a stale reconnect timer.
+        h.other = []
+        h.take(h.session.transportClosed(reason: "closed", now: 11))
+        h.take(h.session.reconnectDue(now: 12))
+        #expect(h.other.isEmpty && h.session.phase == .paused)
+        h.take(h.session.resume(now: 13))
+        #expect(h.other.contains { if case .connect = $0 { true } else { false } })
+        // From a backoff, reconnectNow connects without waiting for the timer.
+        h.take(h.session.connected(now: 14))
+        h.take(h.session.transportClosed(reason: "cut", now: 15))
+        #expect(h.session.phase == .backingOff)
+        h.other = []
+        h.take(h.session.reconnectNow(now: 16))
+        #expect(h.other.contains { if case .connect = $0 { true } else { false } } && h.session.phase == .connecting)
+        #expect(h.session.reconnectNow(now: 17).isEmpty, "nothing while connecting")
+    }
+
     @Test func invalidLocalEditChangesNothingAndSendsNothing() {
         var h = Harness()
         h.ready()

@@ -107,6 +107,7 @@ final class ClientCore: @unchecked Sendable {
         var loadWaiters: [String: [CheckedContinuation<Result<Void, FlowSyncError>, Never>]] = [:]
         var statsWaiters: [UInt64: CheckedContinuation<Result<StatsReply, FlowSyncError>, Never>] = [:]
         var statusObservers: [UInt64: (DispatchQueue, @Sendable (ConnectionStatus) -> Void)] = [:]
+        var statusStreams: [UInt64: AsyncStream<ConnectionStatus>.Continuation] = [:]
         var status: ConnectionStatus = .connecting
         var nextObserverID: UInt64 = 1
         var tickerRunning = false
@@ -117,6 +118,9 @@ final class ClientCore: @unchecked Sendable {
         var connection = 0
         /// What to write to ``ClientCore/directory`` and when; `nil` without one.
         var persistence: ReplicaPersistence?
+        /// Per list and write, the observers a local change is not delivered to
+        /// (``ListDirector/submit(_:withoutNotifying:)``).
+        var silenced: [String: [UInt64: Set<UInt64>]] = [:]
         /// Orders captures of the lists' state for writing (``ReplicaDirectory/Job``).
         var persistGeneration: UInt64 = 0
     }
@@ -157,6 +161,7 @@ final class ClientCore: @unchecked Sendable {
         let restored = directory?.load(list: name)
         withLock { state in
             guard state.session.lists[name] == nil else { return }
+            state.failures[name] = nil   // an unsubscribed list starts afresh
             if let restored { state.persistence?.restored(list: name, position: restored.position, pending: restored.pending) }
             perform(state.session.subscribe(name, restoring: restored), &state)
         }
@@ -183,6 +188,36 @@ final class ClientCore: @unchecked Sendable {
         }
         if !now.isEmpty { state.afterUnlock.append { directory.perform(now, synchronously: true, replicaWritten: written) } }
         directory.perform(later, synchronously: false, replicaWritten: written)
+    }
+
+    /// Stops following `name` (its replica is written first, with persistence).
+    func unsubscribe(_ name: String) {
+        withLock { state in
+            guard state.session.lists[name] != nil else { return }
+            persist(&state, flush: true)
+            // Its observers go with it: a later subscription starts from empty.
+            state.observers[name] = nil
+            state.silenced[name] = nil
+            perform(state.session.unsubscribe(name), &state)
+            state.delivered[name] = nil
+        }
+    }
+
+    /// Background: the connection closes, replicas are written.
+    func pause() {
+        withLock { state in
+            persist(&state, flush: true)
+            perform(state.session.pause(now: Self.now()), &state)
+        }
+    }
+
+    /// Foreground, or a network path appeared.
+    func reconnectNow() {
+        let token = freshToken()
+        input { session in
+            if let token { session.useToken(token) }
+            return session.reconnectNow(now: Self.now())
+        }
     }
 
     /// Writes every list that is behind, before returning.
@@ -403,6 +438,12 @@ final class ClientCore: @unchecked Sendable {
                 for (_, (queue, handler)) in state.statusObservers {
                     queue.async { handler(status) }
                 }
+                for (_, stream) in state.statusStreams { stream.yield(status) }
+                if case .closed = status {
+                    let ended = Array(state.statusStreams.values)
+                    state.statusStreams = [:]
+                    state.afterUnlock.append { for stream in ended { stream.finish() } }
+                }
             }
         }
     }
@@ -411,6 +452,8 @@ final class ClientCore: @unchecked Sendable {
                          version: ListVersion?, pending: Int, _ state: inout State) {
         let snapshot = ListSnapshot(name: list, director: view, version: version, pendingWrites: pending,
                                     isFromDisk: state.session.lists[list]?.isRestored ?? false, registry: state.registry)
+        var skipped: Set<UInt64> = []
+        if case .local(let seq) = cause, let ids = state.silenced[list]?.removeValue(forKey: seq) { skipped = ids }
         if version != nil {
             for waiter in state.loadWaiters.removeValue(forKey: list) ?? [] { waiter.resume(returning: .success(())) }
         }
@@ -418,7 +461,7 @@ final class ClientCore: @unchecked Sendable {
         guard let previous = state.delivered[list] else { return }
         state.delivered[list] = snapshot
         let change = ListChange(cause: cause, previous: previous, changeset: changeset, snapshot: snapshot)
-        for (_, observer) in state.observers[list] ?? [:] {
+        for (id, observer) in state.observers[list] ?? [:] where !skipped.contains(id) {
             let handler = observer.handler
             observer.queue.async { handler(change) }
         }

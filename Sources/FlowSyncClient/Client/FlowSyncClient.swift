@@ -10,7 +10,7 @@ import Logging
 /// let client = try FlowSyncClient(host: "sync.example.com", port: 7443)   // TLS: not loopback
 /// let contacts = client.director("contacts")
 /// try await contacts.waitUntilLoaded()
-/// try contacts.section(at: 0).add(models: [Contact(id: "42", name: "Ada")])
+/// try contacts.add(models: [Contact(id: "42", name: "Ada")])   // into the last section
 /// contacts.observe { change in
 ///     MainActor.assumeIsolated { applier.apply(change) }   // FlowSyncUI's ListUpdateApplier
 /// }
@@ -172,6 +172,46 @@ public final class FlowSyncClient: Sendable {
     /// The connection's status now.
     public var status: ConnectionStatus { core.read { $0.status } }
 
+    /// Every status change, starting with the status now: for a banner ("offline,
+    /// retrying in 4 s"). Ends when the client closes; buffers without limit.
+    public var statusUpdates: AsyncStream<ConnectionStatus> {
+        let (stream, continuation) = AsyncStream<ConnectionStatus>.makeStream()
+        let id = core.update { state -> UInt64? in
+            continuation.yield(state.status)
+            if state.shutDown { state.afterUnlock.append { continuation.finish() }; return nil }
+            let id = state.nextObserverID
+            state.nextObserverID += 1
+            // Yielded in place (under the lock, in status order); a closed status ends it.
+            state.statusStreams[id] = continuation
+            return id
+        }
+        if let id {
+            continuation.onTermination = { [weak core] _ in _ = core?.update { $0.statusStreams.removeValue(forKey: id) } }
+        }
+        return stream
+    }
+
+    /// The app goes to the background: the connection closes (a phone must not hold
+    /// a socket it cannot service), replicas are written to disk (with
+    /// ``Configuration/persistence``), and nothing is tried until ``resume()``. Edits
+    /// still apply locally and queue. The status becomes ``ConnectionStatus/paused``.
+    public func pause() {
+        core.pause()
+    }
+
+    /// The app is in the foreground again: connect now; every list resumes from its
+    /// replica's position with a Diff of what it missed, and queued writes are sent.
+    public func resume() {
+        core.reconnectNow()
+    }
+
+    /// Connect now instead of waiting for the backoff: call it when the app comes to
+    /// the foreground or a network path appears (`NWPathMonitor`). Also resumes a paused
+    /// client. Nothing happens while connected or connecting.
+    public func reconnectNow() {
+        core.reconnectNow()
+    }
+
     /// Calls `handler` on `queue` (default: the callback queue) at every status change.
     @discardableResult
     public func observeStatus(on queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (ConnectionStatus) -> Void) -> ObservationToken {
@@ -182,7 +222,7 @@ public final class FlowSyncClient: Sendable {
             state.statusObservers[id] = (queue, handler)
             return id
         }
-        return ObservationToken { [weak core] in _ = core?.update { $0.statusObservers.removeValue(forKey: id) } }
+        return ObservationToken(id: id) { [weak core] in _ = core?.update { $0.statusObservers.removeValue(forKey: id) } }
     }
 
     /// The server's statistics (``StatsReply`` entries by name), server-wide or with the
@@ -217,8 +257,13 @@ public final class FlowSyncClient: Sendable {
 /// macro (which expands to `Observation.Observable`) would stop compiling there.
 public final class ObservationToken: Sendable {
     private let onCancel: @Sendable () -> Void
+    /// The observer's ID in the client (for ``ListDirector/submit(_:withoutNotifying:)``).
+    let id: UInt64
 
-    init(_ onCancel: @escaping @Sendable () -> Void) { self.onCancel = onCancel }
+    init(id: UInt64, _ onCancel: @escaping @Sendable () -> Void) {
+        self.id = id
+        self.onCancel = onCancel
+    }
 
     /// Stops the deliveries; changes already queued may still arrive.
     public func cancel() { onCancel() }

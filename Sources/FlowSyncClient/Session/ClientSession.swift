@@ -27,6 +27,8 @@ struct ClientSession: Sendable {
         case ready
         /// Waiting for the reconnect timer.
         case backingOff
+        /// Put in the background by the app: no connection until ``ClientSession/resume(now:)``.
+        case paused
         case closed
     }
 
@@ -177,6 +179,66 @@ struct ClientSession: Sendable {
         return (seq, actions)
     }
 
+    /// Stops following `name`: Unsubscribe when ready; its unanswered writes fail with
+    /// ``FlowSyncError/closed`` and its observers end. Subscribing again starts afresh
+    /// (from disk, with persistence, where its writes wait).
+    mutating func unsubscribe(_ name: String) -> [SessionAction] {
+        guard let list = lists.removeValue(forKey: name) else { return [] }
+        var actions: [SessionAction] = phase == .ready ? [.send(.unsubscribe(Unsubscribe(listName: name)))] : []
+        for write in list.pending where write.ackedAt == nil {
+            actions.append(.complete(list: name, seq: write.seq, .failure(.closed)))
+        }
+        actions.append(.listFailed(list: name, .closed))
+        return actions
+    }
+
+    // MARK: Lifecycle (mobile)
+
+    /// The app goes to the background: close the connection (or stop waiting to
+    /// reconnect) and stay offline until ``resume(now:)``. Replicas and pending writes
+    /// stay; the next connection resumes every list from where it is.
+    mutating func pause(now: UInt64) -> [SessionAction] {
+        switch phase {
+        case .closed, .paused, .idle:
+            return []
+        case .backingOff:
+            phase = .paused
+            return [.status(.paused)]
+        case .connecting, .handshaking, .ready:
+            phase = .paused
+            phaseSince = now
+            var actions: [SessionAction] = statsRequests.sorted().map { .stats(requestID: $0, .failure(.closed)) }
+            statsRequests = []
+            for list in lists.values {
+                if case .live = list.phase { list.phase = .subscribing }
+            }
+            actions.append(.disconnect(reason: "paused by the app"))
+            actions.append(.status(.paused))
+            return actions
+        }
+    }
+
+    /// The app is back in the foreground: connect now.
+    mutating func resume(now: UInt64) -> [SessionAction] {
+        guard phase == .paused else { return [] }
+        failedAttempts = 0
+        return beginConnect(now: now)
+    }
+
+    /// Skip the backoff and connect now (a network path appeared, the app came to the
+    /// foreground); resumes a paused session too. Nothing when connected or connecting.
+    mutating func reconnectNow(now: UInt64) -> [SessionAction] {
+        switch phase {
+        case .backingOff:
+            failedAttempts = 0
+            return beginConnect(now: now)
+        case .paused:
+            return resume(now: now)
+        case .idle, .connecting, .handshaking, .ready, .closed:
+            return []
+        }
+    }
+
     /// Asks the server for its statistics (of one list, when named).
     mutating func requestStats(list: String?) -> (requestID: UInt64, actions: [SessionAction]) {
         let id = nextRequestID
@@ -191,7 +253,7 @@ struct ClientSession: Sendable {
     /// Stops for good: every unanswered write fails with ``FlowSyncError/closed``.
     mutating func close() -> [SessionAction] {
         guard phase != .closed else { return [] }
-        let wasConnected = phase != .idle && phase != .backingOff
+        let wasConnected = phase != .idle && phase != .backingOff && phase != .paused
         phase = .closed
         var actions = failEverything(with: .closed)
         if wasConnected { actions.append(.disconnect(reason: "closed by the app")) }
@@ -216,7 +278,7 @@ struct ClientSession: Sendable {
     /// app closed the client or the server refused it for good.
     mutating func transportClosed(reason: String, now: UInt64) -> [SessionAction] {
         switch phase {
-        case .closed, .idle, .backingOff:
+        case .closed, .idle, .backingOff, .paused:
             return []
         case .connecting, .handshaking, .ready:
             break

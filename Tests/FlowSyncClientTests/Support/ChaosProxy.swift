@@ -9,6 +9,9 @@ final class ChaosProxy: Sendable {
     let thread: EventLoopThread
     let port: Int
     private let state: LoopConfined<State>
+    /// Outside ``State``: read by close callbacks, which may run inside a ``run(_:)``
+    /// that holds the state (a cut closes a pair, whose callbacks fire at once).
+    private let blackholed = Shared(false)
 
     final class Pair {
         var client: TCPConnection
@@ -23,7 +26,6 @@ final class ChaosProxy: Sendable {
         var upstreamPort: Int
         var pairs: [ObjectIdentifier: Pair] = [:]
         var swallowDownstream = false
-        var blackholed = false
         var accepted = 0
     }
 
@@ -33,30 +35,31 @@ final class ChaosProxy: Sendable {
         let port = Shared<Int?>(nil)
         let loop = thread.loop
         let state = self.state
+        let blackholed = self.blackholed
         thread.loop.execute {
             let listener = try! TCPListener(loop: loop, address: SocketAddress(host: "127.0.0.1", port: 0))
             state.value.listener = listener
-            listener.onConnection = { client in ChaosProxy.accept(client, loop: loop, state: state) }
+            listener.onConnection = { client in ChaosProxy.accept(client, loop: loop, state: state, blackholed: blackholed) }
             port.set(listener.port)
         }
         guard await eventually({ port.get() != nil }), let bound = port.get() else { throw UVError(code: -1, operation: "proxy did not start") }
         self.port = bound
     }
 
-    private static func accept(_ client: TCPConnection, loop: EventLoop, state: LoopConfined<State>) {
+    private static func accept(_ client: TCPConnection, loop: EventLoop, state: LoopConfined<State>, blackholed: Shared<Bool>) {
         let pair = Pair(client: client)
         let key = ObjectIdentifier(client)
         state.value.pairs[key] = pair
         state.value.accepted += 1
         client.onRead = { bytes in
-            if state.value.blackholed { return }
+            if blackholed.get() { return }
             let chunk = Array(bytes)
             if let server = pair.server { _ = try? server.write([chunk]) } else { pair.early.append(chunk) }
         }
         // Blackholed, a close does not cross either: each side must find out by itself.
-        client.onEnd = { [weak client] _ in if !state.value.blackholed { client?.close() } }
+        client.onEnd = { [weak client] _ in if !blackholed.get() { client?.close() } }
         client.onClose = {
-            if !state.value.blackholed { pair.server?.close() }
+            if !blackholed.get() { pair.server?.close() }
             state.value.pairs[key] = nil
         }
         try? client.startReading()
@@ -70,11 +73,11 @@ final class ChaosProxy: Sendable {
             for chunk in pair.early { _ = try? server.write([chunk]) }
             pair.early = []
             server.onRead = { bytes in
-                if state.value.swallowDownstream || state.value.blackholed { return }
+                if state.value.swallowDownstream || blackholed.get() { return }
                 _ = try? client.write([Array(bytes)])
             }
-            server.onEnd = { [weak server] _ in if !state.value.blackholed { server?.close() } }
-            server.onClose = { if !state.value.blackholed { client.close() } }
+            server.onEnd = { [weak server] _ in if !blackholed.get() { server?.close() } }
+            server.onClose = { if !blackholed.get() { client.close() } }
             try? server.startReading()
         }
     }
@@ -94,7 +97,10 @@ final class ChaosProxy: Sendable {
 
     /// While true, nothing passes in either direction — bytes nor closes — on the
     /// connections there are and on new ones.
-    func blackhole(_ on: Bool) async { await run { $0.blackholed = on } }
+    func blackhole(_ on: Bool) async {
+        let flag = blackholed
+        await run { _ in flag.set(on) }
+    }
 
     /// New connections go to `port` from now on.
     func redirect(to port: Int) async { await run { $0.upstreamPort = port } }
