@@ -169,6 +169,12 @@ public final class FlowSyncClient: Sendable {
         return ListDirector(name: name, client: self)
     }
 
+    /// What was written to the persistence directory so far; `nil` without one.
+    public var persistenceStatistics: PersistenceStatistics? {
+        core.directory?.drain()
+        return core.directory?.statistics
+    }
+
     /// The connection's status now.
     public var status: ConnectionStatus { core.read { $0.status } }
 

@@ -138,9 +138,9 @@ final class ReplicaDirectory: @unchecked Sendable {
         lock.unlock()
     }
 
-    /// Bytes written to files so far (for the benchmark).
-    private(set) var bytesWritten = 0
-    var totalBytesWritten: Int { lock.lock(); defer { lock.unlock() }; return bytesWritten }
+    private var counts = PersistenceStatistics()
+    /// What was written so far.
+    var statistics: PersistenceStatistics { lock.lock(); defer { lock.unlock() }; return counts }
 
     private func run(_ jobs: [Job], _ replicaWritten: @Sendable (String, ListVersion) -> Void) {
         for job in jobs {
@@ -172,7 +172,13 @@ final class ReplicaDirectory: @unchecked Sendable {
             return false
         }
         written[file] = generation
-        bytesWritten += bytes.count
+        if file.hasSuffix(".replica") {
+            counts.replicaFilesWritten += 1
+            counts.replicaBytesWritten += bytes.count
+        } else {
+            counts.pendingFilesWritten += 1
+            counts.pendingBytesWritten += bytes.count
+        }
         return true
     }
 
@@ -209,4 +215,17 @@ final class ReplicaDirectory: @unchecked Sendable {
     private static func failure(_ call: String, _ file: String) -> ReplicaFileError {
         ReplicaFileError(message: "\(call)(\(file)): \(String(cString: strerror(errno)))")
     }
+}
+
+/// What a client wrote to its persistence directory since it started
+/// (``FlowSyncClient/persistenceStatistics``): to check the cadence's cost in an app.
+public struct PersistenceStatistics: Sendable, Hashable {
+    /// Replica files written (each the whole list, compressed).
+    public var replicaFilesWritten = 0
+    /// Their bytes.
+    public var replicaBytesWritten = 0
+    /// Pending-writes files written (one per change of the pending queue).
+    public var pendingFilesWritten = 0
+    /// Their bytes.
+    public var pendingBytesWritten = 0
 }

@@ -151,32 +151,25 @@ enum ReplicaFileFormat {
     /// any file was left out (damaged, truncated, of another list). `nil` when neither
     /// file is usable.
     static func restore(list name: String, replica: [UInt8]?, pending: [UInt8]?) -> (restored: RestoredList?, discarded: [String]) {
-        var restored = RestoredList(confirmed: Director(limits: ListReplica.limits), position: nil, pending: [], nextSeq: 0)
-        var found = false
         var discarded: [String] = []
-        if let replica {
+        /// The decoded file, when there is one, it is intact and it holds list `name`.
+        func use<T>(_ bytes: [UInt8]?, _ what: String, _ decode: ([UInt8]) throws(ReplicaFileError) -> T, name listName: (T) -> String) -> T? {
+            guard let bytes else { return nil }
             do throws(ReplicaFileError) {
-                let decoded = try decodeReplica(replica)
-                guard decoded.name == name else { throw ReplicaFileError(message: "it holds list \"\(decoded.name)\"") }
-                restored.confirmed = decoded.confirmed
-                restored.position = decoded.position
-                found = true
+                let decoded = try decode(bytes)
+                guard listName(decoded) == name else { throw ReplicaFileError(message: "it holds list \"\(listName(decoded))\"") }
+                return decoded
             } catch {
-                discarded.append("replica file: \(error)")
+                discarded.append("\(what): \(error)")
+                return nil
             }
         }
-        if let pending {
-            do throws(ReplicaFileError) {
-                let decoded = try decodePending(pending)
-                guard decoded.name == name else { throw ReplicaFileError(message: "it holds list \"\(decoded.name)\"") }
-                restored.pending = decoded.writes
-                restored.nextSeq = decoded.nextSeq
-                found = true
-            } catch {
-                discarded.append("pending-writes file: \(error)")
-            }
-        }
-        return (found ? restored : nil, discarded)
+        let replica = use(replica, "replica file", decodeReplica, name: \.name)
+        let pending = use(pending, "pending-writes file", decodePending, name: \.name)
+        guard replica != nil || pending != nil else { return (nil, discarded) }
+        let restored = RestoredList(confirmed: replica?.confirmed ?? Director(limits: ListReplica.limits), position: replica?.position,
+                                    pending: pending?.writes ?? [], nextSeq: pending?.nextSeq ?? 0)
+        return (restored, discarded)
     }
 
     private static func decodeFrame(_ frame: [UInt8], _ what: String) throws(ReplicaFileError) -> Message {
@@ -327,10 +320,8 @@ private struct FileReader {
 
     mutating func u64(_ what: String) throws(ReplicaFileError) -> UInt64 {
         try need(8, what)
-        var v: UInt64 = 0
-        for k in 0..<8 { v = v << 8 | UInt64(buffer[offset + k]) }
-        offset += 8
-        return v
+        defer { offset += 8 }
+        return buffer[offset..<(offset + 8)].reduce(0) { $0 << 8 | UInt64($1) }
     }
 
     mutating func varint(_ what: String) throws(ReplicaFileError) -> UInt64 {

@@ -145,14 +145,8 @@ struct SimulatedNetwork {
     mutating func kill(_ i: Int) {
         let settings = clients[i].session.settings
         clients[i].queued = []
-        clients[i].connected = false
-        clients[i].connecting = false
         clients[i].reconnectDue = false
-        clients[i].up = []
-        clients[i].down = []
-        clients[i].ready = false
-        clients[i].subscribed = false
-        clients[i].generation += 1
+        dropConnection(i)
         clients[i].lives += 1
         clients[i].recorder = ChangeRecorder()
         let (restored, discarded) = ReplicaFileFormat.restore(list: Self.list, replica: clients[i].disk["replica"]?.bytes,
@@ -167,9 +161,9 @@ struct SimulatedNetwork {
         apply(clients[i].session.subscribe(Self.list, restoring: restored), client: i)
     }
 
-    /// The connection of client `i` breaks: whatever was in flight either way is lost.
-    mutating func cut(_ i: Int) {
-        guard clients[i].connected || clients[i].connecting else { return }
+    /// Forgets client `i`'s connection on both sides: what was in flight either way is
+    /// lost, and the server's answers for it are dropped.
+    private mutating func dropConnection(_ i: Int) {
         clients[i].connected = false
         clients[i].connecting = false
         clients[i].up = []
@@ -177,6 +171,12 @@ struct SimulatedNetwork {
         clients[i].ready = false
         clients[i].subscribed = false
         clients[i].generation += 1
+    }
+
+    /// The connection of client `i` breaks: whatever was in flight either way is lost.
+    mutating func cut(_ i: Int) {
+        guard clients[i].connected || clients[i].connecting else { return }
+        dropConnection(i)
         now += 1
         let actions = clients[i].session.transportClosed(reason: "cut", now: now)
         apply(actions, client: i)
