@@ -171,8 +171,8 @@ final class ClientCore: @unchecked Sendable {
     /// the input returns (after the lock is released, on the caller's thread: an edit
     /// is on disk when the edit call returns); replica files on the directory's queue,
     /// or before returning too when `flush` (pause, close).
-    private func persist(_ state: inout State, flush: Bool = false) {
-        guard let directory, state.persistence != nil else { return }
+    private func persist(_ state: inout State, flush: Bool = false, pendingUnderLock: Bool = false) {
+        guard let directory, state.persistence != nil, !state.shutDown else { return }
         let actions = state.persistence!.observe(state.session, now: Self.now(), flush: flush)
         guard !actions.isEmpty else { return }
         var immediate: [ReplicaDirectory.Job] = []
@@ -186,7 +186,13 @@ final class ClientCore: @unchecked Sendable {
         let written: @Sendable (String, ListVersion) -> Void = { [weak self] name, position in
             self?.update { $0.persistence?.replicaWritten(list: name, at: position) }
         }
-        if !now.isEmpty { state.afterUnlock.append { directory.perform(now, synchronously: true, replicaWritten: written) } }
+        if pendingUnderLock {
+            // Only pending files here (a replica's callback takes the lock).
+            directory.perform(now.filter { if case .writePending = $0.action { true } else { false } }, synchronously: true, replicaWritten: written)
+            later += now.filter { if case .writeReplica = $0.action { true } else { false } }
+        } else if !now.isEmpty {
+            state.afterUnlock.append { directory.perform(now, synchronously: true, replicaWritten: written) }
+        }
         directory.perform(later, synchronously: false, replicaWritten: written)
     }
 
@@ -388,6 +394,13 @@ final class ClientCore: @unchecked Sendable {
                     self?.transportEvent(event, connection: connection)
                 }
             case .send(let message):
+                if case .mutate = message, directory != nil {
+                    // The pending file must say "sent" before the Mutate can reach the
+                    // server: otherwise a kill in between relaunches the write as unsent,
+                    // and it would be re-resolved and sent as a new write (a swap applied
+                    // twice). So this one is written now, under the lock.
+                    persist(&state, pendingUnderLock: true)
+                }
                 let frame = state.encoder.encode(message)
                 if case .mutate(let mutate) = message, let limits = state.session.serverLimits,
                    frame.count - 4 > Int(limits.maxFrameBytes) {
@@ -477,7 +490,7 @@ final class ClientCore: @unchecked Sendable {
         let streams = withLock { state -> [AsyncThrowingStream<ListChange, any Error>.Continuation]? in
             guard !state.shutDown else { return nil }
             persist(&state, flush: true)
-            state.shutDown = true
+            state.shutDown = true   // nothing is written after this
             perform(state.session.close(), &state)
             let all = state.streams.values.flatMap(\.values)
             state.streams = [:]
@@ -486,6 +499,7 @@ final class ClientCore: @unchecked Sendable {
             return all
         }
         guard let streams else { return }
+        directory?.drain()   // replica writes queued before the close end before it returns
         for stream in streams { stream.finish() }
         transport.shutdown()
     }
