@@ -1,7 +1,4 @@
-import Dispatch
 @testable import FlowSyncClient
-import FlowSyncCore
-import FlowSyncProtocol
 import FlowSyncServer
 import FlowSyncTestSupport
 import Foundation
