@@ -7,6 +7,10 @@
 //    returns once the snapshot has it), and to reach an observer on its queue.
 // 2. Edit → server ack on loopback: one write at a time, p50/p99.
 // 3. Memory of a replica of 100,000 rows (process RSS before/after loading it).
+// 4. Offline persistence (issue #19): cold start from disk (1,000 / 100,000 rows, no
+//    network), bytes written per batch at the default cadence, a local edit's cost with
+//    its pending file fsynced, and resume after a relaunch (Diff) vs a fresh load
+//    (Snapshot), in bytes the server sent.
 //
 // The server runs in this process (EmbeddedServer, same code as flowsyncd) on its own
 // loop thread; the client runs its own loop thread, as in an app.
@@ -92,7 +96,7 @@ for rows in quick ? [100] : [100, 10_000, 100_000] {
     let iterations = quick ? 50 : 500
     for i in 0..<iterations {
         let start = now()
-        let ticket = try list.section(at: 0).add(model: Item(id: "v\(i)", title: "visible"), at: 0)
+        let ticket = try list.section(at: 0)!.add(model: Item(id: "v\(i)", title: "visible"), at: 0)
         let shown = now()
         seen.wait()
         let delivered = now()
@@ -121,7 +125,7 @@ do {
     let iterations = quick ? 100 : 2_000
     for i in 0..<iterations {
         let start = now()
-        _ = try await list.section(at: 0).add(model: Item(id: "a\(i)", title: "acked"), at: 0).committed()
+        _ = try await list.section(at: 0)!.add(model: Item(id: "a\(i)", title: "acked"), at: 0).committed()
         latencies.append(Double(now() - start) / 1000)
     }
     print(String(format: "edit → ack (loopback, one in flight, %d writes): p50 %.0f µs p90 %.0f µs p99 %.0f µs max %.0f µs",
@@ -152,6 +156,107 @@ do {
     print(String(format: "replica of %d rows (%.1f MB of ids+kinds+payloads): RSS +%.1f MB (%.0f bytes/row), loaded in %.0f ms",
                  rows, Double(payload) / 1e6, Double(after - before) / 1024, Double((after - before) * 1024) / Double(rows), loaded))
     reader.close()
+}
+
+// MARK: 4. Offline persistence
+
+func persistent(port: Int, directory: String) throws -> FlowSyncClient {
+    try FlowSyncClient(configuration: .init(port: port, callbackQueue: DispatchQueue(label: "bench-offline"),
+                                            persistence: PersistenceOptions(directory: directory)))
+}
+
+/// Waits (bounded) until `list` shows the server's version of it, nothing pending.
+func caughtUp(_ list: ListDirector, to other: ListDirector) async throws {
+    for _ in 0..<60_000 {
+        if list.snapshot.version == other.snapshot.version && list.snapshot.pendingWrites == 0 && list.snapshot.version != nil { return }
+        try await Task.sleep(nanoseconds: 1_000_000)
+    }
+    fatalError("\(list.name) did not catch up")
+}
+
+func bytesSent(_ server: EmbeddedServer) async -> Int { await server.withServer { $0.statistics.bytesSent } }
+
+for rows in quick ? [1_000] : [1_000, 100_000] {
+    let directory = NSTemporaryDirectory() + "flowsync-bench-\(UInt64.random(in: 0...UInt64.max))"
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let writer = try client(port: server.port)
+    let source = writer.director("offline-\(rows)")
+    try await source.waitUntilLoaded()
+    try await fill(source, rows: rows)
+
+    // First launch: load from the server; close writes the replica.
+    do {
+        let first = try persistent(port: server.port, directory: directory)
+        try await caughtUp(first.director(source.name), to: source)
+        first.close()
+    }
+    let files = try FileManager.default.contentsOfDirectory(atPath: directory)
+    let replicaBytes = try files.filter { $0.hasSuffix(".replica") }.reduce(0) {
+        $0 + ((try FileManager.default.attributesOfItem(atPath: directory + "/" + $1)[.size] as? Int) ?? 0)
+    }
+
+    // Cold starts with no network (nothing listens on port 1): client + director + rows.
+    var cold: [Double] = []
+    for _ in 0..<(quick ? 3 : 7) {
+        let start = now()
+        let offline = try persistent(port: 1, directory: directory)
+        let list = offline.director(source.name)
+        precondition(list.snapshot.numberOfModels == rows && list.snapshot.isFromDisk)
+        cold.append(Double(now() - start) / 1e6)
+        offline.close()
+    }
+    print(String(format: "cold start from disk, %7d rows: p50 %.1f ms (min %.1f ms); replica file %.1f KB (%.1f bytes/row)",
+                 rows, percentile(cold, 0.5), cold.min()!, Double(replicaBytes) / 1e3, Double(replicaBytes) / Double(rows)))
+
+    // Bytes written per batch while following a list others edit (default cadence:
+    // 100 batches or 5 s), and a local edit with its pending file.
+    let follower = try persistent(port: server.port, directory: directory)
+    let followed = follower.director(source.name)
+    try await caughtUp(followed, to: source)
+    let before = follower.persistenceStatistics!
+    let batches = quick ? 200 : 1_000
+    let started = now()
+    for i in 0..<batches {
+        _ = try await source.section(at: 0)!.update(model: Item(id: "r\(i % min(rows, 10_000))", title: "edited \(i)")).committed()
+    }
+    try await caughtUp(followed, to: source)
+    let seconds = Double(now() - started) / 1e9
+    let after = follower.persistenceStatistics!
+    let written = after.replicaBytesWritten - before.replicaBytesWritten
+    print(String(format: "following %7d rows, %d batches in %.1f s: %d replica writes, %.0f bytes written per batch (%.1f MB in all)",
+                 rows, batches, seconds, after.replicaFilesWritten - before.replicaFilesWritten,
+                 Double(written) / Double(batches), Double(written) / 1e6))
+    var editCalls: [Double] = []
+    let edits = quick ? 20 : 200
+    let pendingBefore = follower.persistenceStatistics!
+    for i in 0..<edits {
+        let start = now()
+        let ticket = try followed.section(at: 0)!.update(model: Item(id: "r\(i)", title: "local \(i)"))
+        editCalls.append(Double(now() - start) / 1000)
+        _ = try await ticket.committed()
+    }
+    let pendingAfter = follower.persistenceStatistics!
+    print(String(format: "local edit with persistence, %7d rows: call p50 %.0f µs p99 %.0f µs (pending file written and fsynced before it returns); %.0f pending-file bytes per edit",
+                 rows, percentile(editCalls, 0.5), percentile(editCalls, 0.99),
+                 Double(pendingAfter.pendingBytesWritten - pendingBefore.pendingBytesWritten) / Double(edits)))
+    try await caughtUp(followed, to: source)
+    follower.close()
+
+    // Resume after a relaunch: 100 batches happen while the app is not running.
+    for i in 0..<100 { _ = try await source.section(at: 0)!.update(model: Item(id: "r\(i)", title: "while away \(i)")).committed() }
+    var sent = await bytesSent(server)
+    let relaunched = try persistent(port: server.port, directory: directory)
+    try await caughtUp(relaunched.director(source.name), to: source)
+    let diffBytes = await bytesSent(server) - sent
+    relaunched.close()
+    sent = await bytesSent(server)
+    let fresh = try client(port: server.port)
+    try await caughtUp(fresh.director(source.name), to: source)
+    let snapshotBytes = await bytesSent(server) - sent
+    fresh.close()
+    print(String(format: "resume after relaunch, %7d rows, 100 batches missed: %d bytes from the server (Diff) vs %d for a fresh load (Snapshot), %.1f%%",
+                 rows, diffBytes, snapshotBytes, 100 * Double(diffBytes) / Double(snapshotBytes)))
+    writer.close()
 }
 
 _ = await server.stop()

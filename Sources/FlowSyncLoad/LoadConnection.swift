@@ -30,6 +30,8 @@ final class LoadContext {
     var writerIndex: [String: Int] = [:]
     /// Set when the run closes its clients: no more reconnects.
     var shuttingDown = false
+    /// The daemon's heartbeat (its Welcome): connections ping at least every half of it.
+    var heartbeatMilliseconds: UInt64 = 0
 
     // Connection pacing: at most this many handshakes at once, so a listen backlog never
     // overflows (a dropped SYN costs a 1 s retransmit and would show as latency).
@@ -73,6 +75,7 @@ final class LoadContext {
 
     /// Adopts the Welcome's dictionary (the same for every connection to one server).
     func adopt(_ welcome: Welcome) {
+        heartbeatMilliseconds = UInt64(welcome.heartbeatMilliseconds)
         guard !dictionaryKnown else { return }
         dictionaryKnown = true
         let dictionary = CompressionDictionary(welcomeBytes: welcome.dictionary)
@@ -110,6 +113,8 @@ class LoadConnection {
     private(set) var machine = LoadConnectionStateMachine()
     private var splitter = FrameSplitter()
     private var countedHandshake = false
+    /// Loop time of the last write, for the heartbeat.
+    private var lastSentAt: UInt64 = 0
 
     init(context: LoadContext, clientID: String) {
         self.context = context
@@ -167,6 +172,7 @@ class LoadConnection {
     /// Writes frames; a broken stream closes the connection.
     func send(_ frames: [[UInt8]]) {
         guard let tcp else { return }
+        lastSentAt = context.loop.now
         do {
             _ = try tcp.write(frames)
         } catch {
@@ -210,6 +216,13 @@ class LoadConnection {
             }
         } catch {
             perform(machine.undecodable("\(error)"))
+        }
+        // The daemon closes a connection it hears nothing from for twice its heartbeat
+        // (1008); a subscriber only reads, so it pings, driven by what it receives (a
+        // subscriber of a list with no traffic for that long is still closed).
+        let heartbeat = context.heartbeatMilliseconds
+        if heartbeat > 0, machine.isReady, context.loop.now &- lastSentAt >= heartbeat / 2 {
+            send([context.plainEncoder.encode(.ping(Ping(nonce: 0)))])
         }
     }
 

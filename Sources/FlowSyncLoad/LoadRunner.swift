@@ -67,7 +67,9 @@ public final class LoadRunner {
     /// port 0, a connection limit above this machine's fd limit (so the fd limit is what
     /// binds), and stopped by the kernel if the load tester dies without stopping it.
     static func spawnDaemon(_ c: LoadConfiguration) throws -> DaemonProcess {
-        var toml = "# Written by flowsync-load --spawn.\n[limits]\nmax_connections = 1000000\n"
+        // heartbeat_ms = 0: the lean load clients never ping, and a subscriber that only
+        // reads would be closed as silent after twice the default interval (40 s).
+        var toml = "# Written by flowsync-load --spawn.\n[limits]\nmax_connections = 1000000\nheartbeat_ms = 0\n"
         if c.daemonStorage != nil || c.daemonFsync != nil {
             toml += "[storage]\n"
             if let storage = c.daemonStorage { toml += "engine = \"\(storage)\"\n" }

@@ -96,6 +96,13 @@ public final class TCPConnection: LoopHandle {
     /// adds latency.
     func setNoDelay() { if !isUnixSocket { uv_tcp_nodelay(tcp, 1) } }
 
+    /// Turns TCP keepalive on (first probe after `seconds` idle) or off (0). Does nothing
+    /// on a Unix-domain socket.
+    public func setKeepAlive(seconds: Int) {
+        guard !isUnixSocket else { return }
+        uv_tcp_keepalive(tcp, seconds > 0 ? 1 : 0, UInt32(max(seconds, 1)))
+    }
+
     /// Sets the kernel's receive buffer (`SO_RCVBUF`, which also turns Linux's receive
     /// autotuning off for this socket). The load tester gives its slow consumers a small
     /// one, like a constrained client, so a pause reaches the server's back-pressure

@@ -40,9 +40,9 @@ import Testing
         #expect(try mirror.snapshot.model(id: "7", as: Group.self) == team)
 
         // An edit through the typed API reaches the reader as a row update.
-        try await contacts.section(at: 0).update(model: Contact(id: "alan", name: "Alan M. Turing")).committed()
+        try await contacts.section(at: 0)!.update(model: Contact(id: "alan", name: "Alan M. Turing")).committed()
         #expect(await ClientTests.settled(mirror, server: server))
-        #expect(try mirror.section(at: 0).models(as: Contact.self).last?.name == "Alan M. Turing")
+        #expect(try mirror.section(at: 0)!.models(as: Contact.self).last?.name == "Alan M. Turing")
         #expect(recorder.failures.isEmpty, "\(recorder.failures)")
         #expect(recorder.table == mirror.snapshot.director)
         #expect(await server.stop())
@@ -100,7 +100,7 @@ import Testing
         try await list.waitUntilLoaded()
         try await list.add(section: NewSection(id: "mail", models: [Contact(id: "1", name: "one"), Contact(id: "2", name: "two")])).committed()
         let before = list.snapshot.director
-        let ticket = try list.section(at: 0).add(model: Contact(id: "3", name: "three"))
+        let ticket = try list.section(at: 0)!.add(model: Contact(id: "3", name: "three"))
         #expect(list.snapshot.numberOfModels == 3, "shown at once")
         await #expect(throws: FlowSyncError.self) { _ = try await ticket.committed() }
         if case .failure(let error) = ticket.result { #expect(error.code == .limitExceeded, "\(error)") }
@@ -122,13 +122,13 @@ import Testing
         try await list.waitUntilLoaded()
         try await list.add(section: NewSection(id: "s")).committed()
         #expect {
-            try list.section(at: 0).add(model: Contact(id: "big", name: String(repeating: "x", count: 500)))
+            try list.section(at: 0)!.add(model: Contact(id: "big", name: String(repeating: "x", count: 500)))
         } throws: { error in
             (error as? FlowSyncError)?.code == .limitExceeded
         }
         #expect(list.snapshot.numberOfModels == 0, "nothing shown")
         // The connection survived: the next write goes through.
-        _ = try await list.section(at: 0).add(model: Contact(id: "small", name: "ok")).committed()
+        _ = try await list.section(at: 0)!.add(model: Contact(id: "small", name: "ok")).committed()
         #expect(client.status == .connected(server: "flowsyncd"))
         #expect(await server.stop())
     }
@@ -172,7 +172,7 @@ import Testing
         var mine: [WriteTicket] = []
         var theirs: [WriteTicket] = []
         for round in 0..<6 {
-            for k in 0..<20 { theirs.append(try source.section(at: 0).add(model: Contact(id: "p\(round)-\(k)", name: "from the producer"))) }
+            for k in 0..<20 { theirs.append(try source.section(at: 0)!.add(model: Contact(id: "p\(round)-\(k)", name: "from the producer"))) }
             mine.append(try mirror.perform { batch throws(FlowSyncError) in
                 try batch.section("items").add(model: Contact(id: "f\(round)", name: "from the flaky client"), at: 0)
             })
@@ -191,7 +191,7 @@ import Testing
         #expect(await ClientTests.settled(mirror, server: server))
         await proxy.swallowDownstream(true)
         let before = await ClientTests.serverState(server, "feed")!.position
-        let blind = try mirror.section(at: 0).move(from: 0, to: 3)
+        let blind = try mirror.section(at: 0)!.move(from: 0, to: 3)
         #expect(await ClientTests.until { await ClientTests.serverState(server, "feed")!.position == before.next })
         await proxy.cutAll()
         await proxy.swallowDownstream(false)
@@ -249,7 +249,7 @@ import Testing
         // The daemon stops (its store is on disk) and a new one starts on the same data.
         #expect(await first.stop())
         await proxy.cutAll()
-        let offline = try list.section(at: 0).add(model: Contact(id: "b", name: "B"), at: 0)
+        let offline = try list.section(at: 0)!.add(model: Contact(id: "b", name: "B"), at: 0)
         let second = try await EmbeddedServer(storage: .file(directory: directory))
         await proxy.redirect(to: second.port)
         let version = try await offline.committed()

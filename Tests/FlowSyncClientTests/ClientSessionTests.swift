@@ -282,6 +282,58 @@ import Testing
         #expect(h.other.contains { if case .disconnect = $0 { true } else { false } })
     }
 
+    @Test func pingsEveryHeartbeatEvenWhileReceivingAndReconnectsAtOnceWhenDead() {
+        var h = Harness(ping: 15_000)
+        h.take(h.session.start(now: 0))
+        h.take(h.session.connected(now: 0))
+        // The server's shorter interval wins.
+        h.take(h.session.received(.welcome(Welcome(serverName: "test", heartbeatMilliseconds: 400)), now: 0))
+        #expect(h.session.heartbeatMilliseconds == 400)
+        var pings = 0
+        for t in stride(from: UInt64(100), through: 2_000, by: 100) {
+            // Frames keep arriving (a busy list), yet the client still pings: the server
+            // only counts what it receives.
+            h.take(h.session.received(.pong(Pong(nonce: 0)), now: t))
+            h.sent = []
+            h.take(h.session.tick(now: t))
+            pings += h.sent.filter { if case .ping = $0 { true } else { false } }.count
+        }
+        #expect(pings == 5, "one Ping per 400 ms over 2 s, got \(pings)")
+        // Then silence: dead after twice the interval, and the reconnect is immediate.
+        h.other = []
+        h.take(h.session.tick(now: 2_700))
+        #expect(!h.other.contains { if case .disconnect = $0 { true } else { false } })
+        h.take(h.session.tick(now: 2_800))
+        #expect(h.other.contains { if case .disconnect = $0 { true } else { false } })
+        h.take(h.session.transportClosed(reason: "dropped", now: 2_800))
+        #expect(h.other.contains { if case .scheduleReconnect(milliseconds: 0) = $0 { true } else { false } })
+    }
+
+    @Test func pauseStaysOfflineUntilResumeAndReconnectNowSkipsTheBackoff() {
+        var h = Harness()
+        h.ready()
+        h.receive(Self.snapshot(Self.base, version: 1))
+        h.other = []
+        h.take(h.session.pause(now: 10))
+        #expect(h.other.contains { if case .disconnect = $0 { true } else { false } })
+        #expect(h.other.contains { if case .status(.paused) = $0 { true } else { false } })
+        // The close that follows schedules nothing; neither does a stale reconnect timer.
+        h.other = []
+        h.take(h.session.transportClosed(reason: "closed", now: 11))
+        h.take(h.session.reconnectDue(now: 12))
+        #expect(h.other.isEmpty && h.session.phase == .paused)
+        h.take(h.session.resume(now: 13))
+        #expect(h.other.contains { if case .connect = $0 { true } else { false } })
+        // From a backoff, reconnectNow connects without waiting for the timer.
+        h.take(h.session.connected(now: 14))
+        h.take(h.session.transportClosed(reason: "cut", now: 15))
+        #expect(h.session.phase == .backingOff)
+        h.other = []
+        h.take(h.session.reconnectNow(now: 16))
+        #expect(h.other.contains { if case .connect = $0 { true } else { false } } && h.session.phase == .connecting)
+        #expect(h.session.reconnectNow(now: 17).isEmpty, "nothing while connecting")
+    }
+
     @Test func invalidLocalEditChangesNothingAndSendsNothing() {
         var h = Harness()
         h.ready()

@@ -33,10 +33,10 @@ import Testing
             // applier.apply(change)   // a ListUpdateApplier(target: TableViewUpdateTarget(tableView))
             changes.update { $0 += 1 }
         }
-        let friends = try contacts.section(at: 0).models(as: Contact.self)
+        let friends = try contacts.section(at: 0)!.models(as: Contact.self)
         #expect(friends.map(\.name) == ["Ada", "Bob"])
         #expect(version.version == 2)
-        #expect(try contacts.section(at: 0).header(as: [String: String].self) == ["title": "Friends"])
+        #expect(try contacts.section(at: 0)!.header(as: [String: String].self) == ["title": "Friends"])
         // The observer starts with the current state, then sees the next change.
         try contacts.remove(modelID: "ada")
         #expect(await eventually { changes.get() >= 2 })

@@ -55,6 +55,31 @@ import Testing
         return error.code == code && !error.closesConnection
     }
 
+    // MARK: Heartbeats (issue #19)
+
+    /// A ready peer silent for more than twice the heartbeat is closed with
+    /// `heartbeat-timeout`, leaving its lists; any bytes reset the clock; the handshake
+    /// has its own deadline; heartbeat 0 never closes for silence.
+    @Test func aSilentReadyPeerIsClosedAfterTwoHeartbeats() {
+        var configuration = Self.open
+        configuration.heartbeatMilliseconds = 1_000
+        var machine = Machine(now: 100, handshakeTimeout: 50_000, configuration: configuration)
+        // Before the handshake, silence is the handshake deadline's business.
+        #expect(machine.tick(now: 10_000, tokenClock: nil) == .none)
+        #expect(machine.receivedMessage(Self.hello, now: 10_010) == .welcome(version: 1))
+        subscribed(&machine, "a")
+        #expect(machine.tick(now: 12_010, tokenClock: nil) == .none, "exactly two heartbeats is not yet too long")
+        machine.bytesReceived(now: 12_000)
+        #expect(machine.tick(now: 14_000, tokenClock: nil) == .none)
+        #expect(closes(machine.tick(now: 14_001, tokenClock: nil), .heartbeatTimeout, leaving: ["a"]))
+
+        var off = Self.open
+        off.heartbeatMilliseconds = 0
+        var quiet = Machine(now: 100, handshakeTimeout: 50, configuration: off)
+        #expect(quiet.receivedMessage(Self.hello, now: 110) == .welcome(version: 1))
+        #expect(quiet.tick(now: 1_000_000_000, tokenClock: nil) == .none)
+    }
+
     // MARK: Awaiting Hello
 
     @Test func awaitingHelloRefusesAnythingButHello() {

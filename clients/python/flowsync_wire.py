@@ -35,7 +35,7 @@ class ProtocolError(Exception):
     NAMES = {
         1000: "malformed-frame", 1001: "unknown-message-type", 1002: "unsupported-protocol-version",
         1003: "bad-compression", 1004: "handshake-required", 1005: "handshake-timeout",
-        1006: "unexpected-message", 1007: "compression-not-allowed",
+        1006: "unexpected-message", 1007: "compression-not-allowed", 1008: "heartbeat-timeout",
         2000: "auth-required", 2001: "invalid-token", 2002: "token-expired", 2003: "forbidden",
         3000: "frame-too-large", 3001: "inflated-too-large", 3002: "too-many-lists",
         3003: "too-many-ops", 3004: "id-too-long", 3005: "limit-exceeded",

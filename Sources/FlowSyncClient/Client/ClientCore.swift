@@ -21,6 +21,8 @@ import Foundation
 final class ClientCore: @unchecked Sendable {
     let configuration: FlowSyncClient.Configuration
     let transport: any ClientTransport
+    /// Where lists are kept between launches (``FlowSyncClient/Configuration/persistence``).
+    let directory: ReplicaDirectory?
     /// Guards ``state``; every access goes through ``withLock(_:)``. (A class with a
     /// lock rather than `Mutex<State>`: the closures that run under it capture
     /// continuations and handlers, which region isolation cannot see through.)
@@ -58,7 +60,7 @@ final class ClientCore: @unchecked Sendable {
         func snapshot(of name: String) -> ListSnapshot? {
             guard let list = session.lists[name] else { return nil }
             return ListSnapshot(name: name, director: list.view, version: list.position,
-                                pendingWrites: list.pending.count, registry: registry)
+                                pendingWrites: list.pending.count, isFromDisk: list.isRestored, registry: registry)
         }
 
         /// Registers a new observer or stream of `name` and returns the change that
@@ -105,6 +107,7 @@ final class ClientCore: @unchecked Sendable {
         var loadWaiters: [String: [CheckedContinuation<Result<Void, FlowSyncError>, Never>]] = [:]
         var statsWaiters: [UInt64: CheckedContinuation<Result<StatsReply, FlowSyncError>, Never>] = [:]
         var statusObservers: [UInt64: (DispatchQueue, @Sendable (ConnectionStatus) -> Void)] = [:]
+        var statusStreams: [UInt64: AsyncStream<ConnectionStatus>.Continuation] = [:]
         var status: ConnectionStatus = .connecting
         var nextObserverID: UInt64 = 1
         var tickerRunning = false
@@ -113,9 +116,30 @@ final class ClientCore: @unchecked Sendable {
         var afterUnlock: [@Sendable () -> Void] = []
         /// Bumped per connection, so transport events of an old one are ignored.
         var connection = 0
+        /// What to write to ``ClientCore/directory`` and when; `nil` without one.
+        var persistence: ReplicaPersistence?
+        /// Per list and write, the observers a local change is not delivered to
+        /// (``ListDirector/submit(_:withoutNotifying:)``).
+        var silenced: [String: [UInt64: Set<UInt64>]] = [:]
+        /// Orders captures of the lists' state for writing (``ReplicaDirectory/Job``).
+        var persistGeneration: UInt64 = 0
     }
 
     init(configuration: FlowSyncClient.Configuration, transport: any ClientTransport) {
+        var configuration = configuration
+        var directory: ReplicaDirectory?
+        if let options = configuration.persistence {
+            do throws(ReplicaFileError) {
+                let opened = try ReplicaDirectory(path: options.directory, synchronizes: options.synchronizesToDisk, logger: configuration.logger)
+                // The stored identity wins: the stored writes were made under it, and
+                // a resend must carry it for the server to recognise them.
+                configuration.clientID = opened.clientID(proposing: configuration.clientID)
+                directory = opened
+            } catch {
+                configuration.logger.error("persistence directory unusable, lists stay in memory: \(error)")
+            }
+        }
+        self.directory = directory
         self.configuration = configuration
         self.transport = transport
         let settings = ClientSession.Settings(
@@ -125,6 +149,98 @@ final class ClientCore: @unchecked Sendable {
             handshakeTimeoutMilliseconds: configuration.handshakeTimeoutMilliseconds,
             firstSeq: configuration.firstSeq, randomSeed: configuration.randomSeed)
         _state = State(session: ClientSession(settings: settings))
+        if directory != nil, let options = configuration.persistence { _state.persistence = ReplicaPersistence(options: options) }
+    }
+
+    // MARK: Persistence
+
+    /// Subscribes to `name`, first loading what a previous launch stored for it (outside
+    /// the lock: disk reads and decoding).
+    func subscribe(_ name: String) {
+        guard !read({ $0.session.lists[name] != nil }) else { return }
+        let restored = directory?.load(list: name)
+        withLock { state in
+            guard state.session.lists[name] == nil else { return }
+            state.failures[name] = nil   // an unsubscribed list starts afresh
+            if let restored { state.persistence?.restored(list: name, position: restored.position, pending: restored.pending) }
+            perform(state.session.subscribe(name, restoring: restored), &state)
+        }
+    }
+
+    /// Writes what the session's new state makes due. Pending files are written before
+    /// the input returns (after the lock is released, on the caller's thread: an edit
+    /// is on disk when the edit call returns); replica files on the directory's queue,
+    /// or before returning too when `flush` (pause, close).
+    private func persist(_ state: inout State, flush: Bool = false, pendingUnderLock: Bool = false) {
+        guard let directory, state.persistence != nil, !state.shutDown else { return }
+        let actions = state.persistence!.observe(state.session, now: Self.now(), flush: flush)
+        guard !actions.isEmpty else { return }
+        var immediate: [ReplicaDirectory.Job] = []
+        var later: [ReplicaDirectory.Job] = []
+        for action in actions {
+            state.persistGeneration += 1
+            let job = ReplicaDirectory.Job(generation: state.persistGeneration, action: action)
+            if case .writeReplica = action, !flush { later.append(job) } else { immediate.append(job) }
+        }
+        let now = immediate
+        let written: @Sendable (String, ListVersion) -> Void = { [weak self] name, position in
+            self?.update { $0.persistence?.replicaWritten(list: name, at: position) }
+        }
+        if pendingUnderLock {
+            // Only pending files here (a replica's callback takes the lock).
+            directory.perform(now.filter { if case .writePending = $0.action { true } else { false } }, synchronously: true, replicaWritten: written)
+            later += now.filter { if case .writeReplica = $0.action { true } else { false } }
+        } else if !now.isEmpty {
+            state.afterUnlock.append { directory.perform(now, synchronously: true, replicaWritten: written) }
+        }
+        directory.perform(later, synchronously: false, replicaWritten: written)
+    }
+
+    /// Stops following `name` (its replica is written first, with persistence).
+    func unsubscribe(_ name: String) {
+        withLock { state in
+            guard state.session.lists[name] != nil else { return }
+            persist(&state, flush: true)
+            // Its observers go with it: a later subscription starts from empty.
+            state.observers[name] = nil
+            state.silenced[name] = nil
+            perform(state.session.unsubscribe(name), &state)
+            state.delivered[name] = nil
+        }
+    }
+
+    /// Background: the connection closes, replicas are written.
+    func pause() {
+        withLock { state in
+            persist(&state, flush: true)
+            perform(state.session.pause(now: Self.now()), &state)
+        }
+    }
+
+    /// Foreground, or a network path appeared.
+    func reconnectNow() {
+        let token = freshToken()
+        input { session in
+            if let token { session.useToken(token) }
+            return session.reconnectNow(now: Self.now())
+        }
+    }
+
+    /// Writes every list that is behind, before returning.
+    func flushPersistence() {
+        withLock { persist(&$0, flush: true) }
+        directory?.drain()
+    }
+
+    /// Test hook: stops like a killed process — no more file writes (queued ones are
+    /// dropped), no goodbye to the server.
+    func abandonForTesting() {
+        directory?.disable()
+        withLock { state in
+            state.shutDown = true
+            state.connection += 1
+        }
+        transport.shutdown()
     }
 
     /// Milliseconds on the monotonic clock (FlowSync's one, ``MonotonicClock``).
@@ -240,8 +356,12 @@ final class ClientCore: @unchecked Sendable {
         return (claims["exp"] as? NSNumber)?.doubleValue
     }
 
+    /// Every second, or four times per heartbeat when that is shorter (a dead path is
+    /// then found within about 2.25 heartbeats).
     private func scheduleTick() {
-        transport.schedule(after: 1000) { [weak self] in
+        let heartbeat = read { $0.session.heartbeatMilliseconds }
+        let period = heartbeat > 0 ? min(1_000, max(10, heartbeat / 4)) : 1_000
+        transport.schedule(after: period) { [weak self] in
             guard let self else { return }
             self.refreshTokenIfDue()
             let again = self.withLock { state -> Bool in
@@ -256,6 +376,11 @@ final class ClientCore: @unchecked Sendable {
     // MARK: Actions
 
     private func perform(_ actions: [SessionAction], _ state: inout State) {
+        performWithoutPersisting(actions, &state)
+        persist(&state)
+    }
+
+    private func performWithoutPersisting(_ actions: [SessionAction], _ state: inout State) {
         for action in actions {
             switch action {
             case .connect:
@@ -267,6 +392,13 @@ final class ClientCore: @unchecked Sendable {
                     self?.transportEvent(event, connection: connection)
                 }
             case .send(let message):
+                if case .mutate = message, directory != nil {
+                    // The pending file must say "sent" before the Mutate can reach the
+                    // server: otherwise a kill in between relaunches the write as unsent,
+                    // and it would be re-resolved and sent as a new write (a swap applied
+                    // twice). So this one is written now, under the lock.
+                    persist(&state, pendingUnderLock: true)
+                }
                 let frame = state.encoder.encode(message)
                 if case .mutate(let mutate) = message, let limits = state.session.serverLimits,
                    !limits.accepts(encodedFrame: frame) {
@@ -299,6 +431,7 @@ final class ClientCore: @unchecked Sendable {
             case .deliver(let list, let cause, let changeset, let view, let version, let pending):
                 deliver(list: list, cause: cause, changeset: changeset, view: view, version: version, pending: pending, &state)
             case .complete(let list, let seq, let result):
+                state.persistence?.completed(list: list, seq: seq, result)
                 if let ticket = state.tickets[list]?.removeValue(forKey: seq) { ticket.resolve(result) }
             case .listFailed(let list, let error):
                 state.failures[list] = error
@@ -316,13 +449,22 @@ final class ClientCore: @unchecked Sendable {
                 for (_, (queue, handler)) in state.statusObservers {
                     queue.async { handler(status) }
                 }
+                for (_, stream) in state.statusStreams { stream.yield(status) }
+                if case .closed = status {
+                    let ended = Array(state.statusStreams.values)
+                    state.statusStreams = [:]
+                    state.afterUnlock.append { for stream in ended { stream.finish() } }
+                }
             }
         }
     }
 
     private func deliver(list: String, cause: ListChange.Cause, changeset: Changeset, view: Director,
                          version: ListVersion?, pending: Int, _ state: inout State) {
-        let snapshot = ListSnapshot(name: list, director: view, version: version, pendingWrites: pending, registry: state.registry)
+        let snapshot = ListSnapshot(name: list, director: view, version: version, pendingWrites: pending,
+                                    isFromDisk: state.session.lists[list]?.isRestored ?? false, registry: state.registry)
+        var skipped: Set<UInt64> = []
+        if case .local(let seq) = cause, let ids = state.silenced[list]?.removeValue(forKey: seq) { skipped = ids }
         if version != nil {
             for waiter in state.loadWaiters.removeValue(forKey: list) ?? [] { waiter.resume(returning: .success(())) }
         }
@@ -330,7 +472,7 @@ final class ClientCore: @unchecked Sendable {
         guard let previous = state.delivered[list] else { return }
         state.delivered[list] = snapshot
         let change = ListChange(cause: cause, previous: previous, changeset: changeset, snapshot: snapshot)
-        for (_, observer) in state.observers[list] ?? [:] {
+        for (id, observer) in state.observers[list] ?? [:] where !skipped.contains(id) {
             let handler = observer.handler
             observer.queue.async { handler(change) }
         }
@@ -345,7 +487,8 @@ final class ClientCore: @unchecked Sendable {
     func close() {
         let streams = withLock { state -> [AsyncThrowingStream<ListChange, any Error>.Continuation]? in
             guard !state.shutDown else { return nil }
-            state.shutDown = true
+            persist(&state, flush: true)
+            state.shutDown = true   // nothing is written after this
             perform(state.session.close(), &state)
             let all = state.streams.values.flatMap(\.values)
             state.streams = [:]
@@ -354,6 +497,7 @@ final class ClientCore: @unchecked Sendable {
             return all
         }
         guard let streams else { return }
+        directory?.drain()   // replica writes queued before the close end before it returns
         for stream in streams { stream.finish() }
         transport.shutdown()
     }

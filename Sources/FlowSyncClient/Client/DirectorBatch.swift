@@ -68,6 +68,24 @@ public final class DirectorBatch {
         try apply(.insertSections(encoded, at: index ?? current.sections.count))
     }
 
+    /// Adds models at the end of the last section, first creating a section with ID
+    /// `newSectionID` when there is none (FlowKit's `add(models:)`).
+    public func add(models: [any FlowModel], newSectionID: String = "default") throws(FlowSyncError) {
+        var rows: [Row] = []
+        for model in models { rows.append(try ModelCoding.row(any: model)) }
+        let working = current
+        if let last = working.sections.last {
+            try apply(.insertRows(rows, in: .id(last.id), at: last.rows.count))
+        } else {
+            try apply(.insertSections([Section(id: newSectionID, rows: rows)], at: 0))
+        }
+    }
+
+    /// Removes the sections at `indexes` (of the list before the removal) with their rows.
+    public func remove(sectionsAt indexes: [Int]) throws(FlowSyncError) {
+        try apply(.removeSections(indexes.map { .index($0) }))
+    }
+
     /// Removes the section at `index` with its rows.
     public func remove(sectionAt index: Int) throws(FlowSyncError) {
         try apply(.removeSections([.index(index)]))

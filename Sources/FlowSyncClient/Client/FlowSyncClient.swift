@@ -10,7 +10,7 @@ import Logging
 /// let client = try FlowSyncClient(host: "sync.example.com", port: 7443)   // TLS: not loopback
 /// let contacts = client.director("contacts")
 /// try await contacts.waitUntilLoaded()
-/// try contacts.section(at: 0).add(models: [Contact(id: "42", name: "Ada")])
+/// try contacts.add(models: [Contact(id: "42", name: "Ada")])   // into the last section
 /// contacts.observe { change in
 ///     MainActor.assumeIsolated { applier.apply(change) }   // FlowSyncUI's ListUpdateApplier
 /// }
@@ -79,6 +79,10 @@ public final class FlowSyncClient: Sendable {
         /// A transport passed to ``FlowSyncClient/init(configuration:transport:)`` brings
         /// its own TLS and ignores this.
         public var tls: TLSPolicy
+        /// Keep lists and pending writes on disk between launches (docs/SDK.md,
+        /// "Offline"). Default `nil`: everything stays in memory. With it, ``clientID``
+        /// is the one stored in the directory (this value is stored on first use).
+        public var persistence: PersistenceOptions?
 
         /// Creates a configuration.
         public init(host: String = "127.0.0.1", port: Int = 7400, token: String? = nil,
@@ -90,8 +94,9 @@ public final class FlowSyncClient: Sendable {
                     randomSeed: UInt64 = UInt64.random(in: 0...UInt64.max),
                     tokenProvider: (@Sendable () -> String?)? = nil, maxTokenRefreshes: Int = 3,
                     refreshesTokenInBand: Bool = true, tokenRefreshMarginSeconds: Double = 30,
-                    tls: TLSPolicy = .automatic) {
+                    tls: TLSPolicy = .automatic, persistence: PersistenceOptions? = nil) {
             self.tls = tls
+            self.persistence = persistence
             self.refreshesTokenInBand = refreshesTokenInBand
             self.tokenRefreshMarginSeconds = tokenRefreshMarginSeconds
             self.tokenProvider = tokenProvider
@@ -155,13 +160,63 @@ public final class FlowSyncClient: Sendable {
     ///
     /// The handle is usable at once: edits made before the first snapshot arrives are
     /// shown on the empty list and re-applied by identity onto the server's state.
+    /// With ``Configuration/persistence``, the first call loads what a previous launch
+    /// stored (on the calling thread, before any network): the list is loaded at once
+    /// (``ListSnapshot/isFromDisk`` until the server answers the resume) and its stored
+    /// writes are resent.
     public func director(_ name: String) -> ListDirector {
-        core.input { $0.subscribe(name) }
+        core.subscribe(name)
         return ListDirector(name: name, client: self)
+    }
+
+    /// What was written to the persistence directory so far; `nil` without one.
+    public var persistenceStatistics: PersistenceStatistics? {
+        core.directory?.drain()
+        return core.directory?.statistics
     }
 
     /// The connection's status now.
     public var status: ConnectionStatus { core.read { $0.status } }
+
+    /// Every status change, starting with the status now: for a banner ("offline,
+    /// retrying in 4 s"). Ends when the client closes; buffers without limit.
+    public var statusUpdates: AsyncStream<ConnectionStatus> {
+        let (stream, continuation) = AsyncStream<ConnectionStatus>.makeStream()
+        let id = core.update { state -> UInt64? in
+            continuation.yield(state.status)
+            if state.shutDown { state.afterUnlock.append { continuation.finish() }; return nil }
+            let id = state.nextObserverID
+            state.nextObserverID += 1
+            // Yielded in place (under the lock, in status order); a closed status ends it.
+            state.statusStreams[id] = continuation
+            return id
+        }
+        if let id {
+            continuation.onTermination = { [weak core] _ in _ = core?.update { $0.statusStreams.removeValue(forKey: id) } }
+        }
+        return stream
+    }
+
+    /// The app goes to the background: the connection closes (a phone must not hold
+    /// a socket it cannot service), replicas are written to disk (with
+    /// ``Configuration/persistence``), and nothing is tried until ``resume()``. Edits
+    /// still apply locally and queue. The status becomes ``ConnectionStatus/paused``.
+    public func pause() {
+        core.pause()
+    }
+
+    /// The app is in the foreground again: connect now; every list resumes from its
+    /// replica's position with a Diff of what it missed, and queued writes are sent.
+    public func resume() {
+        core.reconnectNow()
+    }
+
+    /// Connect now instead of waiting for the backoff: call it when the app comes to
+    /// the foreground or a network path appears (`NWPathMonitor`). Also resumes a paused
+    /// client. Nothing happens while connected or connecting.
+    public func reconnectNow() {
+        core.reconnectNow()
+    }
 
     /// Calls `handler` on `queue` (default: the callback queue) at every status change.
     @discardableResult
@@ -173,7 +228,7 @@ public final class FlowSyncClient: Sendable {
             state.statusObservers[id] = (queue, handler)
             return id
         }
-        return ObservationToken { [weak core] in _ = core?.update { $0.statusObservers.removeValue(forKey: id) } }
+        return ObservationToken(id: id) { [weak core] in _ = core?.update { $0.statusObservers.removeValue(forKey: id) } }
     }
 
     /// The server's statistics (``StatsReply`` entries by name), server-wide or with the
@@ -208,8 +263,13 @@ public final class FlowSyncClient: Sendable {
 /// macro (which expands to `Observation.Observable`) would stop compiling there.
 public final class ObservationToken: Sendable {
     private let onCancel: @Sendable () -> Void
+    /// The observer's ID in the client (for ``ListDirector/submit(_:withoutNotifying:)``).
+    let id: UInt64
 
-    init(_ onCancel: @escaping @Sendable () -> Void) { self.onCancel = onCancel }
+    init(id: UInt64, _ onCancel: @escaping @Sendable () -> Void) {
+        self.id = id
+        self.onCancel = onCancel
+    }
 
     /// Stops the deliveries; changes already queued may still arrive.
     public func cancel() { onCancel() }

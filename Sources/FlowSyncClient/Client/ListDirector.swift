@@ -44,9 +44,11 @@ public final class ListDirector: Sendable {
     public var sections: [SectionSnapshot] { snapshot.sections }
 
     /// The section at `index`, for reading and editing (it is addressed by its ID from
-    /// then on, so it stays the same section whatever moves).
-    public func section(at index: Int) -> LiveSection {
-        LiveSection(director: self, id: snapshot.director.sections[index].id)
+    /// then on, so it stays the same section whatever moves); `nil` when `index` is out
+    /// of range — the list may have changed under the caller.
+    public func section(at index: Int) -> LiveSection? {
+        let sections = snapshot.director.sections
+        return sections.indices.contains(index) ? LiveSection(director: self, id: sections[index].id) : nil
     }
 
     /// The section with that ID, if the list has it.
@@ -96,6 +98,26 @@ public final class ListDirector: Sendable {
         return try submit(operations)
     }
 
+    /// ``perform(_:)`` whose change is not delivered to `observers`: see
+    /// ``submit(_:withoutNotifying:)``.
+    @discardableResult
+    public func perform(withoutNotifying observers: [ObservationToken], _ body: (DirectorBatch) throws -> Void) throws -> WriteTicket {
+        let operations = try { () throws -> [Operation] in
+            let batch = DirectorBatch(working: snapshot.director)
+            try body(batch)
+            return batch.operations
+        }()
+        return try submit(operations, withoutNotifying: observers)
+    }
+
+    /// Stops following the list: the server is told (Unsubscribe), observers and
+    /// change streams end, unanswered writes fail with ``FlowSyncError/closed`` — with
+    /// ``FlowSyncClient/Configuration/persistence`` they stay on disk and are resent when
+    /// the list is opened again. ``FlowSyncClient/director(_:)`` opens it again afresh.
+    public func unsubscribe() {
+        core.unsubscribe(name)
+    }
+
     /// ``perform(_:)`` with a typed error, for the edits below.
     func edit(_ body: (DirectorBatch) throws(FlowSyncError) -> Void) throws(FlowSyncError) -> WriteTicket {
         // The batch (and its view of the list) is gone before the write applies, so the
@@ -111,11 +133,23 @@ public final class ListDirector: Sendable {
     /// Sends raw operations as one write.
     @discardableResult
     public func submit(_ operations: [Operation]) throws(FlowSyncError) -> WriteTicket {
+        try submit(operations, withoutNotifying: [])
+    }
+
+    /// Sends raw operations as one write whose local change is not delivered to
+    /// `observers` — for an edit the UI made itself and already shows (a drag, a swipe
+    /// to delete), as Realm's `withoutNotifying`. The observers' next change starts
+    /// from the list with the edit. Later changes caused by it (a rollback if the server
+    /// refuses it) are delivered as usual. `changes` streams cannot be skipped.
+    @discardableResult
+    public func submit(_ operations: [Operation], withoutNotifying observers: [ObservationToken]) throws(FlowSyncError) -> WriteTicket {
         let name = self.name
+        let skipped = Set(observers.map(\.id))
         let outcome: Result<WriteTicket, FlowSyncError> = core.input { state in
             do throws(FlowSyncError) {
                 let (seq, actions) = try state.session.submit(operations, to: name)
                 let ticket = WriteTicket(listName: name, seq: seq)
+                if !skipped.isEmpty { state.silenced[name, default: [:]][seq] = skipped }
                 // Registered before the actions run: one of them may already answer it.
                 state.tickets[name, default: [:]][seq] = ticket
                 return (.success(ticket), actions)
@@ -136,6 +170,25 @@ public final class ListDirector: Sendable {
     @discardableResult
     public func add(sections: [NewSection], at index: Int? = nil) throws(FlowSyncError) -> WriteTicket {
         try edit { batch throws(FlowSyncError) in try batch.add(sections: sections, at: index) }
+    }
+
+    /// Adds models at the end of the last section, first creating a section with ID
+    /// `newSectionID` when the list has none (FlowKit's `add(models:)`).
+    @discardableResult
+    public func add(models: [any FlowModel], newSectionID: String = "default") throws(FlowSyncError) -> WriteTicket {
+        try edit { batch throws(FlowSyncError) in try batch.add(models: models, newSectionID: newSectionID) }
+    }
+
+    /// Removes the sections at `indexes` (of the list before the removal) with their models.
+    @discardableResult
+    public func remove(sectionsAt indexes: [Int]) throws(FlowSyncError) -> WriteTicket {
+        try edit { batch throws(FlowSyncError) in try batch.remove(sectionsAt: indexes) }
+    }
+
+    /// Swaps two sections.
+    @discardableResult
+    public func swap(sectionAt a: Int, with b: Int) throws(FlowSyncError) -> WriteTicket {
+        try edit { batch throws(FlowSyncError) in try batch.swap(sectionAt: a, with: b) }
     }
 
     /// Removes the section at `index` with its models.
@@ -207,7 +260,7 @@ public final class ListDirector: Sendable {
             }
             return id
         }
-        return ObservationToken { [weak core] in
+        return ObservationToken(id: id) { [weak core] in
             _ = core?.update { state in
                 state.observers[name]?.removeValue(forKey: id)
                 state.stopObservingIfUnobserved(name)

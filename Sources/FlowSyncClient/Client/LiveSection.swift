@@ -48,6 +48,24 @@ public struct LiveSection: Sendable, Identifiable {
         try edit { section throws(FlowSyncError) in try section.remove(at: index) }
     }
 
+    /// Removes the models at `indexes` (of the section before the removal).
+    @discardableResult
+    public func remove(atIndexes indexes: [Int]) throws(FlowSyncError) -> WriteTicket {
+        try edit { section throws(FlowSyncError) in try section.remove(at: indexes) }
+    }
+
+    /// Removes every model of the section (the section stays).
+    @discardableResult
+    public func removeAll() throws(FlowSyncError) -> WriteTicket {
+        try edit { section throws(FlowSyncError) in try section.removeAll() }
+    }
+
+    /// Swaps two models of the section.
+    @discardableResult
+    public func swap(at a: Int, with b: Int) throws(FlowSyncError) -> WriteTicket {
+        try edit { section throws(FlowSyncError) in try section.swap(at: a, with: b) }
+    }
+
     /// Moves a model within the section; `to` is its index afterwards.
     @discardableResult
     public func move(from: Int, to: Int) throws(FlowSyncError) -> WriteTicket {

@@ -14,13 +14,18 @@ public struct ListSnapshot: Sendable, CustomStringConvertible {
     public let version: ListVersion?
     /// Writes shown here that the server has not committed yet.
     public let pendingWrites: Int
+    /// True while the list shows what a previous launch stored on disk
+    /// (``PersistenceOptions``) and the server has not answered the resume yet: the
+    /// list may be behind the server. A UI may say "last updated …" meanwhile.
+    public let isFromDisk: Bool
     let registry: ModelRegistry
 
-    init(name: String, director: Director, version: ListVersion?, pendingWrites: Int, registry: ModelRegistry) {
+    init(name: String, director: Director, version: ListVersion?, pendingWrites: Int, isFromDisk: Bool = false, registry: ModelRegistry) {
         self.name = name
         self.director = director
         self.version = version
         self.pendingWrites = pendingWrites
+        self.isFromDisk = isFromDisk
         self.registry = registry
     }
 

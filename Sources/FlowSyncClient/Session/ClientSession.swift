@@ -27,6 +27,8 @@ struct ClientSession: Sendable {
         case ready
         /// Waiting for the reconnect timer.
         case backingOff
+        /// Put in the background by the app: no connection until ``ClientSession/resume(now:)``.
+        case paused
         case closed
     }
 
@@ -67,8 +69,15 @@ struct ClientSession: Sendable {
     private var refusal: FlowSyncError?
     private var phaseSince: UInt64 = 0
     private var lastReceived: UInt64 = 0
+    private var lastPing: UInt64 = 0
     private var pingNonce: UInt64 = 0
     private var heartbeat: UInt64
+    /// Set when this session dropped a connection it found dead: the reconnect then
+    /// starts at once, without a backoff (the server is fine; the path was not).
+    private var reconnectAtOnce = false
+
+    /// The heartbeat in force (the smaller of this client's and the server's), ms; 0 none.
+    var heartbeatMilliseconds: UInt64 { heartbeat }
     private var nextRequestID: UInt64 = 1
     private var statsRequests: Set<UInt64> = []
     private var random: SplitMix64
@@ -99,13 +108,53 @@ struct ClientSession: Sendable {
         return beginConnect(now: now)
     }
 
+    /// The `seq` the next write will get.
+    var nextSequenceNumber: UInt64 { nextSeq }
+
     /// Subscribes to `name` (once; later calls do nothing). Sent now when ready, else on
     /// the next Welcome.
-    mutating func subscribe(_ name: String) -> [SessionAction] {
+    ///
+    /// With `restoring` (the list as a previous launch left it on disk), the replica
+    /// starts from it: it is shown at once (a change with cause `.initial`, its snapshot
+    /// marked ``ListReplica/isRestored``), the Subscribe resumes from its position and
+    /// digest, and its pending writes are sent as if this session had made them — the
+    /// one that was sent is resent unchanged, so the server's idempotency window
+    /// answers it if it had committed.
+    mutating func subscribe(_ name: String, restoring restored: RestoredList? = nil) -> [SessionAction] {
         guard lists[name] == nil else { return [] }
-        lists[name] = ListReplica(name: name)
-        guard phase == .ready else { return [] }
-        return [.send(.subscribe(Subscribe(listName: name, resumeFrom: nil, digest: nil)))]
+        let list = ListReplica(name: name)
+        lists[name] = list
+        var actions: [SessionAction] = []
+        if let restored {
+            if let position = restored.position {
+                list.confirmed = restored.confirmed
+                list.position = position
+                list.isRestored = true
+            }
+            list.pending = restored.pending
+            // Writes acked at or before the replica's position are in it already.
+            list.dropConfirmed(seqs: [])
+            _ = list.rebuildView()
+            if let last = restored.pending.map(\.seq).max() { nextSeq = max(nextSeq, last + 1) }
+            nextSeq = max(nextSeq, restored.nextSeq)
+            if list.position != nil || !list.pending.isEmpty {
+                actions.append(deliver(list, .initial, Changeset.diff(from: Director(limits: ListReplica.limits), to: list.view)))
+            }
+        }
+        guard phase == .ready else { return actions }
+        actions.append(.send(.subscribe(Subscribe(listName: name, resumeFrom: list.position,
+                                                  digest: list.position == nil ? nil : list.confirmed.digest))))
+        return actions + resendUnanswered(list)
+    }
+
+    /// Resends, unchanged, the write that was sent on an earlier connection (or by an
+    /// earlier launch) and not answered. After a relaunch it may follow writes acked
+    /// before the kill whose commit the replica does not hold yet, so it is the first
+    /// write without an Ack, not the first write.
+    private func resendUnanswered(_ list: ListReplica) -> [SessionAction] {
+        guard let first = list.pending.first(where: { $0.ackedAt == nil }), let mutate = first.sent else { return [] }
+        list.inFlight = first.seq
+        return [.send(.mutate(mutate))]
     }
 
     /// Applies `operations` to the list's view at once and queues them as one write.
@@ -130,6 +179,66 @@ struct ClientSession: Sendable {
         return (seq, actions)
     }
 
+    /// Stops following `name`: Unsubscribe when ready; its unanswered writes fail with
+    /// ``FlowSyncError/closed`` and its observers end. Subscribing again starts afresh
+    /// (from disk, with persistence, where its writes wait).
+    mutating func unsubscribe(_ name: String) -> [SessionAction] {
+        guard let list = lists.removeValue(forKey: name) else { return [] }
+        var actions: [SessionAction] = phase == .ready ? [.send(.unsubscribe(Unsubscribe(listName: name)))] : []
+        for write in list.pending where write.ackedAt == nil {
+            actions.append(.complete(list: name, seq: write.seq, .failure(.closed)))
+        }
+        actions.append(.listFailed(list: name, .closed))
+        return actions
+    }
+
+    // MARK: Lifecycle (mobile)
+
+    /// The app goes to the background: close the connection (or stop waiting to
+    /// reconnect) and stay offline until ``resume(now:)``. Replicas and pending writes
+    /// stay; the next connection resumes every list from where it is.
+    mutating func pause(now: UInt64) -> [SessionAction] {
+        switch phase {
+        case .closed, .paused, .idle:
+            return []
+        case .backingOff:
+            phase = .paused
+            return [.status(.paused)]
+        case .connecting, .handshaking, .ready:
+            phase = .paused
+            phaseSince = now
+            var actions: [SessionAction] = statsRequests.sorted().map { .stats(requestID: $0, .failure(.closed)) }
+            statsRequests = []
+            for list in lists.values {
+                if case .live = list.phase { list.phase = .subscribing }
+            }
+            actions.append(.disconnect(reason: "paused by the app"))
+            actions.append(.status(.paused))
+            return actions
+        }
+    }
+
+    /// The app is back in the foreground: connect now.
+    mutating func resume(now: UInt64) -> [SessionAction] {
+        guard phase == .paused else { return [] }
+        failedAttempts = 0
+        return beginConnect(now: now)
+    }
+
+    /// Skip the backoff and connect now (a network path appeared, the app came to the
+    /// foreground); resumes a paused session too. Nothing when connected or connecting.
+    mutating func reconnectNow(now: UInt64) -> [SessionAction] {
+        switch phase {
+        case .backingOff:
+            failedAttempts = 0
+            return beginConnect(now: now)
+        case .paused:
+            return resume(now: now)
+        case .idle, .connecting, .handshaking, .ready, .closed:
+            return []
+        }
+    }
+
     /// Asks the server for its statistics (of one list, when named).
     mutating func requestStats(list: String?) -> (requestID: UInt64, actions: [SessionAction]) {
         let id = nextRequestID
@@ -144,7 +253,7 @@ struct ClientSession: Sendable {
     /// Stops for good: every unanswered write fails with ``FlowSyncError/closed``.
     mutating func close() -> [SessionAction] {
         guard phase != .closed else { return [] }
-        let wasConnected = phase != .idle && phase != .backingOff
+        let wasConnected = phase != .idle && phase != .backingOff && phase != .paused
         phase = .closed
         var actions = failEverything(with: .closed)
         if wasConnected { actions.append(.disconnect(reason: "closed by the app")) }
@@ -160,6 +269,7 @@ struct ClientSession: Sendable {
         phase = .handshaking
         phaseSince = now
         lastReceived = now
+        lastPing = now
         return [.send(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: settings.clientName,
                                    clientID: settings.clientID, authToken: token)))]
     }
@@ -168,7 +278,7 @@ struct ClientSession: Sendable {
     /// app closed the client or the server refused it for good.
     mutating func transportClosed(reason: String, now: UInt64) -> [SessionAction] {
         switch phase {
-        case .closed, .idle, .backingOff:
+        case .closed, .idle, .backingOff, .paused:
             return []
         case .connecting, .handshaking, .ready:
             break
@@ -192,7 +302,9 @@ struct ClientSession: Sendable {
             guard case .live = lists[name]!.phase else { continue }
             lists[name]!.phase = .subscribing
         }
-        let delay = settings.reconnect.delay(attempt: failedAttempts, minimum: serverDelay, unit: nextUnit())
+        var delay = settings.reconnect.delay(attempt: failedAttempts, minimum: serverDelay, unit: nextUnit())
+        if reconnectAtOnce && serverDelay == 0 { delay = 0 }
+        reconnectAtOnce = false
         serverDelay = 0
         actions.append(.status(.disconnected(reason: reason, retryInMilliseconds: delay)))
         actions.append(.scheduleReconnect(milliseconds: delay))
@@ -219,8 +331,14 @@ struct ClientSession: Sendable {
         return beginConnect(now: now)
     }
 
-    /// Periodic check (the shell calls it about every second): handshake deadline,
-    /// heartbeat pings, dead-connection detection.
+    /// Periodic check (the shell calls it at least four times per heartbeat, and at
+    /// least every second): handshake deadline, heartbeat pings, dead-connection detection.
+    ///
+    /// A ready connection gets a Ping every heartbeat, whatever else flows: the server
+    /// counts only what it *receives* (a subscriber that only reads would look silent),
+    /// and the Pong proves the path both ways. Nothing received for twice the heartbeat
+    /// means a dead path (a phone that lost its network sees no FIN): the connection is
+    /// dropped and the reconnect starts at once, resuming every list.
     mutating func tick(now: UInt64) -> [SessionAction] {
         switch phase {
         case .connecting, .handshaking:
@@ -230,9 +348,11 @@ struct ClientSession: Sendable {
         case .ready where heartbeat > 0:
             let silent = now &- lastReceived
             if silent >= 2 * heartbeat {
-                return [.disconnect(reason: "nothing received for \(silent) ms")]
+                reconnectAtOnce = true
+                return [.disconnect(reason: "nothing received for \(silent) ms (heartbeat \(heartbeat) ms): dead connection")]
             }
-            if silent >= heartbeat {
+            if now &- lastPing >= heartbeat {
+                lastPing = now
                 pingNonce += 1
                 return [.send(.ping(Ping(nonce: pingNonce)))]
             }
@@ -313,10 +433,7 @@ struct ClientSession: Sendable {
             }
             list.inFlight = nil
             list.committedUnacked = []   // Acks of the old connection never come
-            if let first = list.pending.first, let mutate = first.sent, first.ackedAt == nil {
-                list.inFlight = first.seq
-                actions.append(.send(.mutate(mutate)))
-            }
+            actions += resendUnanswered(list)
             lists[name] = list
         }
         return actions
@@ -341,6 +458,7 @@ struct ClientSession: Sendable {
         list.confirmed = state
         list.position = snapshot.position
         list.phase = .live
+        list.isRestored = false
         // Writes acked in an older epoch are either in this state or lost with the
         // server's history; either way they are no longer pending.
         list.pending.removeAll { write in write.ackedAt.map { $0.epoch != snapshot.position.epoch } ?? false }
@@ -366,6 +484,7 @@ struct ClientSession: Sendable {
             return resync(&list, .gap)
         }
         list.phase = .live
+        list.isRestored = false
         if diff.from == diff.to {
             // The resume answer for a replica that is current: nothing to apply.
             let actions = sendNext(&list)
@@ -568,4 +687,16 @@ extension ClientSession {
         lists[name] = list
         return [deliver(list, .remote, ListReplica.change(from: old, to: list.view))]
     }
+}
+
+/// A list as a previous launch left it on disk (``ClientSession/subscribe(_:restoring:)``).
+struct RestoredList: Sendable {
+    /// The confirmed state at ``position``; empty when only writes were stored.
+    var confirmed: Director
+    /// `nil` when no replica file was usable.
+    var position: ListVersion?
+    /// The stored writes, oldest first.
+    var pending: [PendingWrite]
+    /// The next `seq` the previous launch would have used.
+    var nextSeq: UInt64
 }

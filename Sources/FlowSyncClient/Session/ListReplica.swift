@@ -34,6 +34,9 @@ final class ListReplica: @unchecked Sendable {
     var confirmed = Director(limits: limits)
     /// `nil` until the first snapshot.
     var position: ListVersion?
+    /// Whether ``confirmed`` was loaded from disk and the server has not answered the
+    /// resume yet (then the list may be behind the server).
+    var isRestored = false
     /// What the app sees: ``confirmed`` with the visible pending writes applied.
     var view = Director(limits: limits)
     /// Writes not contained in ``confirmed``, oldest first.

@@ -32,8 +32,13 @@ public enum ConnectionStatus: Sendable, Hashable, CustomStringConvertible {
     case connecting
     /// Ready: subscriptions and writes flow.
     case connected(server: String)
-    /// The connection was lost; the client reconnects after the delay.
+    /// Offline: the connection was lost (or never made); the client tries again after
+    /// the delay, counted from when this status was delivered.
+    /// ``FlowSyncClient/reconnectNow()`` tries at once.
     case disconnected(reason: String, retryInMilliseconds: UInt64)
+    /// Offline on purpose: the app called ``FlowSyncClient/pause()``; nothing is tried
+    /// until ``FlowSyncClient/resume()``.
+    case paused
     /// The client stopped for good: closed by the app (`nil`) or refused by the server.
     case closed(FlowSyncError?)
 
@@ -42,6 +47,7 @@ public enum ConnectionStatus: Sendable, Hashable, CustomStringConvertible {
         case .connecting: return "connecting"
         case .connected(let server): return "connected to \(server)"
         case .disconnected(let reason, let ms): return "disconnected (\(reason)); retry in \(ms) ms"
+        case .paused: return "paused"
         case .closed(let error): return error.map { "closed: \($0)" } ?? "closed"
         }
     }

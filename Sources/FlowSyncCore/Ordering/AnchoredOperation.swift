@@ -14,6 +14,13 @@ public struct Anchor: Hashable, Sendable {
 
     /// How many neighbours are kept on each side.
     public static let depth = 4
+
+    /// An anchor between `after` (predecessors, nearest first) and `before`
+    /// (successors, nearest first); the client's persisted writes are read back with it.
+    public init(after: [String], before: [String]) {
+        self.after = after
+        self.before = before
+    }
 }
 
 /// An ``Operation`` re-expressed by identity, so it can apply to a state that moved on

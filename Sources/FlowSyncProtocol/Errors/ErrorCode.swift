@@ -42,6 +42,9 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let unexpectedMessage = ErrorCode(rawValue: 1006)
     /// A compressed frame arrived before the handshake completed.
     public static let compressionNotAllowed = ErrorCode(rawValue: 1007)
+    /// Nothing arrived from the peer for twice the Welcome's `heartbeatMilliseconds`:
+    /// the path is presumed dead (a phone that lost its network sends no FIN).
+    public static let heartbeatTimeout = ErrorCode(rawValue: 1008)
 
     // MARK: 2xxx — auth
 
@@ -117,7 +120,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     /// Every code this build knows, in numeric order.
     public static let allKnown: [ErrorCode] = [
         .malformedFrame, .unknownMessageType, .unsupportedProtocolVersion, .badCompression,
-        .handshakeRequired, .handshakeTimeout, .unexpectedMessage, .compressionNotAllowed,
+        .handshakeRequired, .handshakeTimeout, .unexpectedMessage, .compressionNotAllowed, .heartbeatTimeout,
         .authRequired, .invalidToken, .tokenExpired, .forbidden,
         .frameTooLarge, .inflatedTooLarge, .tooManyLists, .tooManyOps, .idTooLong, .limitExceeded,
         .tooManyElements, .payloadTooLarge, .rateLimited, .slowConsumer, .writeTimeout,
@@ -137,6 +140,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
         case 1005: return "handshake-timeout"
         case 1006: return "unexpected-message"
         case 1007: return "compression-not-allowed"
+        case 1008: return "heartbeat-timeout"
         case 2000: return "auth-required"
         case 2001: return "invalid-token"
         case 2002: return "token-expired"
@@ -180,7 +184,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     /// may send another in ``ErrorMessage/reaction``.
     public var reaction: ClientReaction {
         switch self {
-        case .handshakeTimeout: return .retry
+        case .handshakeTimeout, .heartbeatTimeout: return .retry
         case .rateLimited: return .backoff(milliseconds: 1_000)
         case .slowConsumer, .writeTimeout: return .backoff(milliseconds: 1_000)
         case .duplicateID, .invalidID: return .giveUp

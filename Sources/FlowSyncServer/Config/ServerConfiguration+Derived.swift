@@ -57,7 +57,7 @@ extension ServerConfiguration {
     /// effective auth mode, which depends on the address really bound).
     func connectionConfiguration(verifiesTokens: Bool) -> ConnectionStateMachine.Configuration {
         ConnectionStateMachine.Configuration(maxListsPerConnection: maxListsPerConnection, maxListNameBytes: maxListNameBytes,
-                                             verifiesTokens: verifiesTokens)
+                                             verifiesTokens: verifiesTokens, heartbeatMilliseconds: UInt64(heartbeatMilliseconds))
     }
 
     /// The frame encoder's compression. Level 0 means "never compress" (zlib's own level

@@ -48,6 +48,8 @@ extension ServerConfiguration {
                 case ("limits", "max_inflated_bytes"): maxInflatedBytes = try value.int(1_024...Int(UInt32.max))
                 case ("limits", "pre_auth_max_frame_bytes"): preAuthMaxFrameBytes = try value.int(64...(1 << 30))
                 case ("limits", "handshake_timeout_ms"): handshakeTimeoutMilliseconds = try value.int(1...3_600_000)
+                case ("limits", "heartbeat_ms"): heartbeatMilliseconds = try value.int(0...3_600_000)
+                case ("limits", "tcp_keepalive_s"): tcpKeepaliveSeconds = try value.int(0...86_400)
                 case ("limits", "max_lists_per_connection"): maxListsPerConnection = try value.int(1...1_000_000)
                 case ("limits", "max_list_name_bytes"): maxListNameBytes = try value.int(1...65_535)
                 case ("limits", "max_connections"): maxConnections = try value.int(1...10_000_000)

@@ -39,6 +39,14 @@ public struct ServerConfiguration: Hashable, Sendable {
     public var preAuthMaxFrameBytes = DecoderLimits.preAuth.maxFrameBytes
     /// Time allowed from connect to a valid Hello, ms. Default 5000.
     public var handshakeTimeoutMilliseconds = 5_000
+    /// The heartbeat interval announced in the Welcome, ms: clients send a frame (a Ping
+    /// when idle) at least this often, and a ready connection silent for twice as long
+    /// is closed with `heartbeat-timeout` (1008). 0: none required, never closed for
+    /// silence. Default 20000.
+    public var heartbeatMilliseconds = 20_000
+    /// TCP keepalive on client connections: first probe after this many idle seconds
+    /// (a second line behind heartbeats, for peers that vanish). 0 turns it off. Default 60.
+    public var tcpKeepaliveSeconds = 60
     /// Most lists one connection may subscribe to. Default 64.
     public var maxListsPerConnection = Int(ServerLimits().maxListsPerConnection)
     /// Longest list name, UTF-8 bytes. Default 256.

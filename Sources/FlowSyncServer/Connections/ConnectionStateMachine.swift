@@ -25,6 +25,10 @@ struct ConnectionStateMachine {
         /// Whether Hello and RefreshToken tokens are verified (`false` with
         /// `[auth] mode = "off"`: every client gets ``AccessGrant/unrestricted``).
         var verifiesTokens: Bool
+        /// The heartbeat announced in the Welcome (`[limits] heartbeat_ms`, issue #19), 0
+        /// for none: a ready peer silent for twice this is closed with
+        /// `heartbeat-timeout` (a phone that lost its network sends no FIN).
+        var heartbeatMilliseconds: UInt64 = 0
     }
 
     /// What a ready connection knows about its client.
@@ -56,6 +60,9 @@ struct ConnectionStateMachine {
         var subscriptions: [String: SubscriptionFlow] = [:]
         /// A RefreshToken's token is being verified (``Action/verifyToken(_:)``).
         var refreshing = false
+        /// Loop time (ms) the peer last sent bytes (``bytesReceived(now:)``), for the
+        /// heartbeat check.
+        var lastReceivedAt: UInt64
     }
 
     /// The connection is going away: nothing more is decided for it.
@@ -190,7 +197,7 @@ struct ConnectionStateMachine {
             }
             let session = Session(clientID: hello.clientID, clientName: hello.clientName, protocolVersion: high)
             guard configuration.verifiesTokens else {
-                state = .ready(Ready(session: session))
+                state = .ready(Ready(session: session, lastReceivedAt: now))
                 return .welcome(version: high)
             }
             // Verified before any claim is used (TokenVerifier's order of checks).
@@ -215,7 +222,7 @@ struct ConnectionStateMachine {
                 return close(rejection.code, rejection.message, now: now)
             case .success(let grant):
                 verifying.session.grant = grant
-                state = .ready(Ready(session: verifying.session))
+                state = .ready(Ready(session: verifying.session, lastReceivedAt: now))
                 return .welcome(version: verifying.session.protocolVersion)
             }
         case .ready(let ready) where ready.refreshing:
@@ -286,10 +293,23 @@ struct ConnectionStateMachine {
                 // Reaction "refresh token": the SDK fetches a new token and reconnects.
                 return close(.tokenExpired, "the token expired", now: now)
             }
+            let heartbeat = configuration.heartbeatMilliseconds
+            if heartbeat > 0, now &- ready.lastReceivedAt > 2 * heartbeat {
+                return close(.heartbeatTimeout, "nothing received for \(now &- ready.lastReceivedAt) ms (heartbeat \(heartbeat) ms)", now: now)
+            }
             return .none
         default:
             return .none
         }
+    }
+
+    /// The peer sent bytes at loop time `now` (any bytes: a Ping, a write, a partial
+    /// frame). Only the ready state keeps it; the handshake has its own deadline.
+    mutating func bytesReceived(now: UInt64) {
+        guard case .ready(var ready) = state else { return }
+        state = .modifying
+        ready.lastReceivedAt = now
+        state = .ready(ready)
     }
 
     /// The server closes this connection for a reason of its own (slow consumer,

@@ -19,6 +19,7 @@ extension Server {
         }
         let id = nextConnectionID
         nextConnectionID += 1
+        tcp.setKeepAlive(seconds: configuration.tcpKeepaliveSeconds)
         let machine = ConnectionStateMachine(
             now: loop.now,
             handshakeTimeout: UInt64(configuration.handshakeTimeoutMilliseconds),
@@ -56,6 +57,7 @@ extension Server {
 
     private func received(_ bytes: UnsafeRawBufferPointer, on connection: Connection) {
         guard !connection.isClosing else { return }
+        connection.machine.bytesReceived(now: loop.now)
         connection.decoder.feed(bytes)
         while !connection.isClosing {
             let message: Message?
@@ -88,7 +90,7 @@ extension Server {
             pendingHandshakes.remove(connection.id)
             connection.decoder.limits = configuration.readyDecoderLimits
             connection.decoder.dictionary = dictionary
-            send(.welcome(Welcome(version: version, serverName: configuration.serverName, limits: configuration.welcomeLimits, heartbeatMilliseconds: 0, dictionary: dictionary?.bytes ?? [])), to: connection)
+            send(.welcome(Welcome(version: version, serverName: configuration.serverName, limits: configuration.welcomeLimits, heartbeatMilliseconds: UInt32(configuration.heartbeatMilliseconds), dictionary: dictionary?.bytes ?? [])), to: connection)
             connection.logger.debug("handshake", metadata: ["client": "\(connection.machine.session?.clientName ?? "")", "clientID": "\(connection.machine.session?.clientID ?? "")"])
         case .subscribe(let request):
             subscribe(connection, request)

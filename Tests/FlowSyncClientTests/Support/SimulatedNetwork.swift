@@ -32,6 +32,14 @@ struct SimulatedNetwork {
         /// Server side: the connection's number; answers for an older one are dropped
         /// (they would go to a closed socket).
         var generation = 0
+        /// With persistence (``SimulatedNetwork/enablePersistence(_:)``): what decides the
+        /// writes, the "disk" (file → bytes, generation), and the replica writes queued
+        /// on the background writer, which a kill loses.
+        var persistence: ReplicaPersistence?
+        var disk: [String: (bytes: [UInt8], generation: UInt64)] = [:]
+        var queued: [(generation: UInt64, action: ReplicaPersistence.Action)] = []
+        var nextGeneration: UInt64 = 0
+        var lives = 1
     }
 
     var sequencer = Sequencer(position: ListVersion(epoch: 7, version: 0))
@@ -81,17 +89,81 @@ struct SimulatedNetwork {
                     failures.append("client \(i): \(problem)")
                 }
             case .complete(_, let seq, let result):
+                clients[i].persistence?.completed(list: Self.list, seq: seq, result)
                 if let first = clients[i].completions[seq] { failures.append("client \(i): write \(seq) completed twice: \(first), then \(result)") }
                 clients[i].completions[seq] = result
             case .listFailed(_, let error):
                 failures.append("client \(i): list failed: \(error)")
             }
         }
+        persist(i)
     }
 
-    /// The connection of client `i` breaks: whatever was in flight either way is lost.
-    mutating func cut(_ i: Int) {
-        guard clients[i].connected || clients[i].connecting else { return }
+    // MARK: Persistence, kills and relaunches
+
+    /// Gives every client a persistence layer writing to its simulated disk.
+    mutating func enablePersistence(_ options: PersistenceOptions) {
+        for i in clients.indices {
+            clients[i].persistence = ReplicaPersistence(options: options)
+            persist(i)
+        }
+    }
+
+    /// Like the shell: pending files are written before the input returns; replica
+    /// files go to the background queue.
+    mutating func persist(_ i: Int, flush: Bool = false) {
+        guard clients[i].persistence != nil else { return }
+        for action in clients[i].persistence!.observe(clients[i].session, now: now, flush: flush) {
+            clients[i].nextGeneration += 1
+            let generation = clients[i].nextGeneration
+            switch action {
+            case .writePending(let pending): store("pending", ReplicaFileFormat.encode(pending), generation, client: i)
+            case .writeReplica: clients[i].queued.append((generation, action))
+            }
+        }
+    }
+
+    private mutating func store(_ file: String, _ bytes: [UInt8], _ generation: UInt64, client i: Int) {
+        guard generation > clients[i].disk[file]?.generation ?? 0 else { return }
+        clients[i].disk[file] = (bytes, generation)
+    }
+
+    /// The background writer writes the oldest queued replica (its pending file first).
+    mutating func writeQueued(_ i: Int) {
+        guard !clients[i].queued.isEmpty else { return }
+        let (generation, action) = clients[i].queued.removeFirst()
+        guard case .writeReplica(let replica, let pending) = action else { return }
+        store("pending", ReplicaFileFormat.encode(pending), generation, client: i)
+        guard generation > clients[i].disk["replica"]?.generation ?? 0 else { return }
+        store("replica", ReplicaFileFormat.encode(replica), generation, client: i)
+        clients[i].persistence!.replicaWritten(list: Self.list, at: replica.position)
+    }
+
+    /// The app of client `i` is killed: its connection drops, its queued file writes are
+    /// lost. A new session starts on the same disk, with the same client ID, and
+    /// `firstSeq` 1 again (so only the stored `nextSeq` keeps seqs unique).
+    mutating func kill(_ i: Int) {
+        let settings = clients[i].session.settings
+        clients[i].queued = []
+        clients[i].reconnectDue = false
+        dropConnection(i)
+        clients[i].lives += 1
+        clients[i].recorder = ChangeRecorder()
+        let (restored, discarded) = ReplicaFileFormat.restore(list: Self.list, replica: clients[i].disk["replica"]?.bytes,
+                                                              pending: clients[i].disk["pending"]?.bytes)
+        if !discarded.isEmpty { failures.append("client \(i): intact files discarded: \(discarded)") }
+        var persistence = ReplicaPersistence(options: clients[i].persistence!.options)
+        if let restored { persistence.restored(list: Self.list, position: restored.position, pending: restored.pending) }
+        clients[i].persistence = persistence
+        clients[i].session = ClientSession(settings: settings)
+        now += 1
+        apply(clients[i].session.start(now: now), client: i)
+        apply(clients[i].session.subscribe(Self.list, restoring: restored), client: i)
+    }
+
+    /// Forgets client `i`'s connection on both sides: what was in flight either way is
+    /// lost, and the server's answers for it are dropped.
+    private mutating func dropConnection(_ i: Int) {
         clients[i].connected = false
         clients[i].connecting = false
         clients[i].up = []
@@ -99,6 +171,12 @@ struct SimulatedNetwork {
         clients[i].ready = false
         clients[i].subscribed = false
         clients[i].generation += 1
+    }
+
+    /// The connection of client `i` breaks: whatever was in flight either way is lost.
+    mutating func cut(_ i: Int) {
+        guard clients[i].connected || clients[i].connecting else { return }
+        dropConnection(i)
         now += 1
         let actions = clients[i].session.transportClosed(reason: "cut", now: now)
         apply(actions, client: i)
@@ -207,11 +285,15 @@ struct SimulatedNetwork {
     // MARK: Schedule
 
     /// One random step.
-    mutating func step(editChance: Double, cutChance: Double) {
+    mutating func step(editChance: Double, cutChance: Double, killChance: Double = 0) {
         let i = random.int(0..<clients.count)
         let roll = random.int(0..<100)
         now += 1
-        if clients[i].connecting && roll < 30 {
+        if killChance > 0 && random.chance(killChance) {
+            kill(i)
+        } else if !clients[i].queued.isEmpty && random.chance(0.2) {
+            writeQueued(i)
+        } else if clients[i].connecting && roll < 30 {
             clients[i].connecting = false
             clients[i].connected = true
             apply(clients[i].session.connected(now: now), client: i)

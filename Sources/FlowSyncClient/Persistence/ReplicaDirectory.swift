@@ -1,0 +1,231 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Android)
+import Android
+#endif
+import Dispatch
+import FlowSyncCore
+import Foundation
+import Logging
+
+/// The client's persistence directory: POSIX file I/O only (the same calls on Linux and
+/// Darwin), every file replaced atomically — written to a temporary file, `fsync`ed,
+/// renamed over the old one, and the directory `fsync`ed — so a crash leaves either the
+/// old file or the new one, never a mix. Damage that gets through anyway (a torn sector,
+/// a bit flip) fails the file's checksum and the file is ignored (``load(list:)``).
+///
+/// Files: `client-id` (the writer identity) and, per list, `list-<XXH64 of the name, hex>.replica`
+/// and `.pending` (``ReplicaFileFormat``); the list's name is inside each file and checked.
+final class ReplicaDirectory: @unchecked Sendable {
+    let path: String
+    let synchronizes: Bool
+    let logger: Logger
+    /// Serialises writes: files are replaced in the order their content was captured.
+    /// Held during file I/O on purpose (it is not the client's lock).
+    private let lock = NSLock()
+    /// Per file, the generation of the content last written: older content that comes
+    /// later (a synchronous write racing the background queue) is dropped.
+    private var written: [String: UInt64] = [:]
+    private var disabled = false
+    private let queue = DispatchQueue(label: "FlowSyncClient.persistence", qos: .utility)
+
+    /// Opens (creating if needed) the directory at `path`.
+    /// - Throws: ``ReplicaFileError`` when it cannot be created.
+    init(path: String, synchronizes: Bool, logger: Logger) throws(ReplicaFileError) {
+        self.path = path
+        self.synchronizes = synchronizes
+        self.logger = logger
+        try Self.makeDirectory(path)
+    }
+
+    private static func makeDirectory(_ path: String) throws(ReplicaFileError) {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+                throw ReplicaFileError(message: "cannot create \(prefix): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    // MARK: Names
+
+    static func fileStem(list name: String) -> String {
+        let hash = String(XXH64.hash(name), radix: 16)
+        return "list-" + String(repeating: "0", count: 16 - hash.count) + hash
+    }
+
+    func replicaPath(_ list: String) -> String { "\(path)/\(Self.fileStem(list: list)).replica" }
+    func pendingPath(_ list: String) -> String { "\(path)/\(Self.fileStem(list: list)).pending" }
+    var clientIDPath: String { "\(path)/client-id" }
+
+    // MARK: Reading
+
+    /// The writer identity stored here; stores `proposed` when there is none.
+    func clientID(proposing proposed: String) -> String {
+        if let bytes = Self.readFile(clientIDPath), !bytes.isEmpty, bytes.count <= 256 {
+            let stored = String(decoding: bytes, as: UTF8.self)
+            if stored.utf8.elementsEqual(bytes) { return stored }
+        }
+        do throws(ReplicaFileError) {
+            try replace(clientIDPath, with: Array(proposed.utf8))
+        } catch {
+            logger.warning("cannot store the client ID: \(error)")
+        }
+        return proposed
+    }
+
+    /// What a previous launch left for `list`. A file that is damaged, truncated or of
+    /// another list is logged and left out (the next write replaces it): nothing from
+    /// it is ever shown.
+    func load(list name: String) -> RestoredList? {
+        let (restored, discarded) = ReplicaFileFormat.restore(list: name, replica: Self.readFile(replicaPath(name)),
+                                                              pending: Self.readFile(pendingPath(name)))
+        for problem in discarded {
+            logger.warning("persisted file discarded: \(problem)", metadata: ["flowsync.list": "\(name)", "directory": "\(path)"])
+        }
+        return restored
+    }
+
+    /// The whole file, or `nil` when it does not exist or cannot be read.
+    static func readFile(_ path: String) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return Array(bytes[0..<done]) }
+            done += n
+        }
+        return bytes
+    }
+
+    // MARK: Writing
+
+    /// One capture of a list's state to write, ``generation`` ordering captures.
+    struct Job: Sendable {
+        var generation: UInt64
+        var action: ReplicaPersistence.Action
+    }
+
+    /// Writes `jobs` in order, now on this thread or on the directory's own queue.
+    /// `replicaWritten` is called (on that thread) after each durable replica file.
+    func perform(_ jobs: [Job], synchronously: Bool, replicaWritten: @escaping @Sendable (String, ListVersion) -> Void) {
+        guard !jobs.isEmpty else { return }
+        if synchronously {
+            run(jobs, replicaWritten)
+        } else {
+            queue.async { self.run(jobs, replicaWritten) }
+        }
+    }
+
+    /// Waits until every queued write is done (tests, benchmarks).
+    func drain() { queue.sync {} }
+
+    /// Stops writing, as a killed process would: queued writes never happen.
+    func disable() {
+        lock.lock()
+        disabled = true
+        lock.unlock()
+    }
+
+    private var counts = PersistenceStatistics()
+    /// What was written so far.
+    var statistics: PersistenceStatistics { lock.lock(); defer { lock.unlock() }; return counts }
+
+    private func run(_ jobs: [Job], _ replicaWritten: @Sendable (String, ListVersion) -> Void) {
+        for job in jobs {
+            switch job.action {
+            case .writePending(let pending):
+                store(pendingPath(pending.name), generation: job.generation) { ReplicaFileFormat.encode(pending) }
+            case .writeReplica(let replica, let pending):
+                // The pending file first: it must name every write the new replica
+                // contains with its commit version before that replica exists.
+                store(pendingPath(pending.name), generation: job.generation) { ReplicaFileFormat.encode(pending) }
+                if store(replicaPath(replica.name), generation: job.generation, { ReplicaFileFormat.encode(replica) }) {
+                    replicaWritten(replica.name, replica.position)
+                }
+            }
+        }
+    }
+
+    /// Replaces `file` with `content()` unless newer content is there already.
+    @discardableResult
+    private func store(_ file: String, generation: UInt64, _ content: () -> [UInt8]) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !disabled, generation > written[file] ?? 0 else { return false }
+        let bytes = content()
+        do throws(ReplicaFileError) {
+            try replace(file, with: bytes)
+        } catch {
+            logger.warning("cannot write \(file): \(error)")
+            return false
+        }
+        written[file] = generation
+        if file.hasSuffix(".replica") {
+            counts.replicaFilesWritten += 1
+            counts.replicaBytesWritten += bytes.count
+        } else {
+            counts.pendingFilesWritten += 1
+            counts.pendingBytesWritten += bytes.count
+        }
+        return true
+    }
+
+    /// Temporary file, write, fsync, rename, fsync the directory.
+    private func replace(_ file: String, with bytes: [UInt8]) throws(ReplicaFileError) {
+        let temporary = file + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Self.failure("open", temporary) }
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                let error = Self.failure("write", temporary)
+                close(fd)
+                throw error
+            }
+            done += n
+        }
+        if synchronizes && fsync(fd) != 0 {
+            let error = Self.failure("fsync", temporary)
+            close(fd)
+            throw error
+        }
+        close(fd)
+        guard rename(temporary, file) == 0 else { throw Self.failure("rename", file) }
+        if synchronizes {
+            // The rename itself is durable only once the directory is.
+            let dir = open(path, O_RDONLY | O_CLOEXEC)
+            if dir >= 0 { _ = fsync(dir); close(dir) }
+        }
+    }
+
+    private static func failure(_ call: String, _ file: String) -> ReplicaFileError {
+        ReplicaFileError(message: "\(call)(\(file)): \(String(cString: strerror(errno)))")
+    }
+}
+
+/// What a client wrote to its persistence directory since it started
+/// (``FlowSyncClient/persistenceStatistics``): to check the cadence's cost in an app.
+public struct PersistenceStatistics: Sendable, Hashable {
+    /// Replica files written (each the whole list, compressed).
+    public var replicaFilesWritten = 0
+    /// Their bytes.
+    public var replicaBytesWritten = 0
+    /// Pending-writes files written (one per change of the pending queue).
+    public var pendingFilesWritten = 0
+    /// Their bytes.
+    public var pendingBytesWritten = 0
+}

@@ -1,0 +1,86 @@
+import Dispatch
+@testable import FlowSyncClient
+import FlowSyncCore
+import FlowSyncLoop
+import FlowSyncProtocol
+import FlowSyncServer
+import FlowSyncTestSupport
+import Foundation
+import Testing
+
+/// Dead connections are found on both sides: a proxy silently blackholes a phone's path
+/// (no bytes, no FIN, either way); the daemon closes its side with `heartbeat-timeout`
+/// and the SDK drops its side and reconnects, each within twice the announced interval
+/// (plus scheduling slack); once the path is back the replica catches up.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct HeartbeatTests {
+    static let interval: UInt64 = 500
+
+    @Test func theDaemonAnnouncesItsIntervalAndClosesASilentConnectionWithItsCode() async throws {
+        var configuration = ServerConfiguration()
+        configuration.heartbeatMilliseconds = 200
+        let server = try await EmbeddedServer(configuration: configuration)
+        let thread = try EventLoopThread()
+        defer { thread.shutdown(timeout: 5) }
+        let silent = try await TestClient.connect(port: server.port, on: thread)
+        let welcome = await silent.waitFor { if case .welcome = $0 { true } else { false } }
+        guard case .welcome(let w)? = welcome else { Issue.record("no Welcome"); return }
+        #expect(w.heartbeatMilliseconds == 200)
+        let started = ContinuousClock.now
+        let error = await silent.waitFor { if case .error = $0 { true } else { false } }
+        guard case .error(let e)? = error else { Issue.record("not closed"); return }
+        #expect(e.code == .heartbeatTimeout && e.closesConnection)
+        #expect(ContinuousClock.now - started >= .milliseconds(300), "closed before twice the interval")
+        #expect(await ClientTests.until { silent.isClosed })
+        #expect(await server.stop())
+    }
+
+    @Test func aBlackholedPathIsFoundOnBothSidesAndTheReplicaCatchesUpAfterward() async throws {
+        var configuration = ServerConfiguration()
+        configuration.heartbeatMilliseconds = Int(Self.interval)
+        let server = try await EmbeddedServer(configuration: configuration)
+        let proxy = try await ChaosProxy(upstreamPort: server.port)
+        defer { proxy.stop() }
+        let phone = try FlowSyncClient(configuration: .init(
+            port: proxy.port, clientID: "phone", reconnect: ReconnectPolicy(initialDelayMilliseconds: 20, maxDelayMilliseconds: 200),
+            pingIntervalMilliseconds: 15_000, handshakeTimeoutMilliseconds: 1_000,
+            callbackQueue: DispatchQueue(label: "phone"), randomSeed: 3))
+        let writer = try ClientTests.client(port: server.port, id: "desk")
+        defer { phone.close(); writer.close() }
+        let statuses = Shared<[(at: ContinuousClock.Instant, status: ConnectionStatus)]>([])
+        phone.observeStatus(on: DispatchQueue(label: "statuses")) { status in statuses.update { $0.append((.now, status)) } }
+
+        let list = phone.director("feed")
+        let recorder = LiveRecorder(list)
+        try await list.add(section: NewSection(id: "news", models: [Contact(id: "a", name: "A")])).committed()
+        let desk = writer.director("feed")
+        #expect(await ClientTests.settled(desk, server: server))
+
+        // Idle for three intervals: the pings keep both sides alive.
+        let idleUntil = ContinuousClock.now + .milliseconds(Int(3 * Self.interval))
+        #expect(await ClientTests.until { ContinuousClock.now >= idleUntil })
+        #expect(await server.withServer { $0.statistics.closedByReason[ErrorCode.heartbeatTimeout.rawValue] ?? 0 } == 0)
+        if case .connected = phone.status {} else { Issue.record("idle but alive, yet \(phone.status)") }
+
+        let cut = ContinuousClock.now
+        await proxy.blackhole(true)
+        // The daemon's side: closed for silence.
+        #expect(await ClientTests.until { await server.withServer { $0.statistics.closedByReason[ErrorCode.heartbeatTimeout.rawValue] ?? 0 } >= 1 })
+        let serverFound = ContinuousClock.now - cut
+        // The phone's side: the status stream reports the drop.
+        #expect(await ClientTests.until { statuses.get().contains { $0.at > cut && { if case .disconnected = $0 { true } else { false } }($0.status) } })
+        let phoneFound = try #require(statuses.get().first { $0.at > cut && { if case .disconnected = $0 { true } else { false } }($0.status) }).at - cut
+        print("heartbeat \(Self.interval) ms: the daemon found the dead path after \(serverFound), the phone after \(phoneFound)")
+        // Twice the interval, plus the sweep (100 ms) or tick (interval / 4) granularity
+        // and scheduling slack on a loaded 2-core machine.
+        let bound = Duration.milliseconds(Int(2 * Self.interval) + 1_500)
+        #expect(serverFound <= bound && phoneFound <= bound, "found after \(serverFound) (daemon), \(phoneFound) (phone)")
+
+        // Meanwhile others write; then the path comes back and the replica catches up.
+        for k in 0..<5 { _ = try await desk.section(id: "news")!.add(model: Contact(id: "d\(k)", name: "D")).committed() }
+        await proxy.blackhole(false)
+        #expect(await ClientTests.settled(list, server: server))
+        #expect(list.snapshot.director == desk.snapshot.director)
+        #expect(recorder.failures.isEmpty, "\(recorder.failures)")
+        #expect(await server.stop())
+    }
+}

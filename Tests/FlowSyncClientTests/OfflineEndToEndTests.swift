@@ -1,0 +1,198 @@
+import Dispatch
+@testable import FlowSyncClient
+import FlowSyncCore
+import FlowSyncLoop
+import FlowSyncProtocol
+import FlowSyncServer
+import FlowSyncTestSupport
+import Foundation
+import Testing
+
+/// Persistence through the real shell, a real directory and a real daemon: lists shown
+/// from disk before any network, offline edits that survive a relaunch, damaged files
+/// replaced, and seeded kill-and-relaunch cases (a client discarded mid-write, a new one
+/// opened on the same directory while another writer goes on).
+@Suite(.serialized, .timeLimit(.minutes(3))) struct OfflineEndToEndTests {
+    static func temporaryDirectory() -> String {
+        let path = NSTemporaryDirectory() + "flowsync-offline-\(UInt64.random(in: 0...UInt64.max))"
+        return path
+    }
+
+    /// A client keeping its lists in `directory`; port 1 (nothing listens) is "offline".
+    static func client(port: Int, directory: String, every batches: Int = 100) throws -> FlowSyncClient {
+        try FlowSyncClient(configuration: .init(
+            port: port, clientID: "fresh-\(UInt32.random(in: 0...UInt32.max))",
+            reconnect: ReconnectPolicy(initialDelayMilliseconds: 20, maxDelayMilliseconds: 200),
+            callbackQueue: DispatchQueue(label: "offline-callbacks"), randomSeed: 1,
+            persistence: PersistenceOptions(directory: directory, writeEveryBatches: batches)))
+    }
+
+    static func rows(_ director: Director, section: String) -> [String] {
+        director.section(id: section).map { $0.rows.map(\.id) } ?? []
+    }
+
+    @Test func listIsShownFromDiskBeforeAnyNetworkAndOfflineEditsApplyOnceAfterRelaunch() async throws {
+        let directory = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try await EmbeddedServer()
+
+        // First launch: load the list, edit it, close (which writes the replica).
+        let first = try Self.client(port: server.port, directory: directory)
+        let list = first.director("notes")
+        try await list.waitUntilLoaded()
+        try await list.add(section: NewSection(id: "mine", models: (0..<50).map { Contact(id: "c\($0)", name: "n\($0)") })).committed()
+        try await list.add(section: NewSection(id: "theirs")).committed()
+        let storedID = first.clientID
+        #expect(await ClientTests.settled(list, server: server))
+        first.close()
+        let stored = try #require(await ClientTests.serverState(server, "notes"))
+
+        // Second launch, no network: the list is there at once, from disk.
+        let offline = try Self.client(port: 1, directory: directory)
+        #expect(offline.clientID == storedID, "the stored client ID is the installation's")
+        let shown = offline.director("notes")
+        try await shown.waitUntilLoaded()
+        #expect(shown.snapshot.director == stored.director && shown.snapshot.version == stored.position)
+        #expect(shown.snapshot.isFromDisk)
+        let recorder = LiveRecorder(shown)
+        #expect(recorder.causes == [.initial])
+        // Offline edits, in order, shown at once.
+        for k in 0..<5 { try shown.section(id: "mine")!.add(model: Contact(id: "offline\(k)", name: "o")) }
+        try shown.section(id: "mine")!.remove(at: 0)
+        #expect(shown.snapshot.pendingWrites == 6)
+        offline.close()
+
+        // Meanwhile another writer edits the list on the server.
+        let other = try ClientTests.client(port: server.port, id: "other")
+        let theirs = other.director("notes")
+        try await theirs.waitUntilLoaded()
+        for k in 0..<3 { _ = try await theirs.section(id: "theirs")!.add(model: Contact(id: "t\(k)", name: "t")).committed() }
+        _ = try await theirs.section(id: "mine")!.add(model: Contact(id: "t-first", name: "t"), at: 0).committed()
+        other.close()
+
+        // Third launch, the daemon reachable: from disk with the pending edits, then
+        // resumed by a Diff, the edits applied once, in order, over the others' commits.
+        let back = try Self.client(port: server.port, directory: directory)
+        let resumed = back.director("notes")
+        #expect(resumed.snapshot.isFromDisk && resumed.snapshot.pendingWrites == 6)
+        let live = LiveRecorder(resumed)
+        #expect(await ClientTests.settled(resumed, server: server))
+        let final = try #require(await ClientTests.serverState(server, "notes"))
+        #expect(Self.rows(final.director, section: "mine") == ["t-first"] + (1..<50).map { "c\($0)" } + (0..<5).map { "offline\($0)" })
+        #expect(Self.rows(final.director, section: "theirs") == ["t0", "t1", "t2"])
+        #expect(!resumed.snapshot.isFromDisk)
+        #expect(live.failures.isEmpty, "\(live.failures)")
+        #expect(!live.causes.contains { if case .resync = $0 { return true } else { return false } }, "resumed by a Diff: \(live.causes)")
+        back.close()
+        #expect(await server.stop())
+    }
+
+    @Test func damagedReplicaFileIsDiscardedAndReplaced() async throws {
+        let directory = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try await EmbeddedServer()
+        let first = try Self.client(port: server.port, directory: directory)
+        let list = first.director("l")
+        try await list.add(section: NewSection(id: "s", models: [Contact(id: "a", name: "A")])).committed()
+        #expect(await ClientTests.settled(list, server: server))
+        first.close()
+
+        let path = "\(directory)/\(ReplicaDirectory.fileStem(list: "l")).replica"
+        var bytes = try #require(ReplicaDirectory.readFile(path))
+        bytes[bytes.count / 2] ^= 0x01
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+
+        let offline = try Self.client(port: 1, directory: directory)
+        #expect(!offline.director("l").snapshot.isLoaded, "a damaged replica must never be shown")
+        offline.close()
+
+        let again = try Self.client(port: server.port, directory: directory)
+        let reloaded = again.director("l")
+        #expect(await ClientTests.settled(reloaded, server: server))
+        again.close()   // writes a fresh replica
+        let replaced = try ReplicaFileFormat.decodeReplica(try #require(ReplicaDirectory.readFile(path)))
+        #expect(replaced.confirmed == reloaded.snapshot.director)
+        #expect(await server.stop())
+    }
+
+    /// Seeded kill-and-relaunch: a writer makes edits (each a new row at the end of its
+    /// section, so order and count are checkable), is discarded without any goodbye at a
+    /// random point — writes in flight, Acks unread, replica writes queued — and a new
+    /// client opens the same directory and goes on; another writer edits the same list
+    /// all along. Every edit whose call returned must be on the server exactly once, in
+    /// order, and committed once (a raw subscriber reads every batch's `(clientID, seq)`).
+    @Test func killedMidWriteEveryEditAppearsExactlyOnce() async throws {
+        let server = try await EmbeddedServer()
+        let thread = try EventLoopThread()
+        defer { thread.shutdown(timeout: 5) }
+        let deadline = Date().addingTimeInterval(40)
+        var cases = 0
+        var missingAfterRelaunch = 0
+        for seed in 0..<300 where Date() < deadline {
+            var random = SeededRandom(seed: UInt64(seed))
+            let name = "kill-\(seed)-\(cases)"
+            let directory = Self.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let other = try ClientTests.client(port: server.port, id: "bystander-\(seed)")
+            defer { other.close() }
+            let theirs = other.director(name)
+            let observer = try await TestClient.connect(port: server.port, on: thread)
+            defer { observer.close() }
+            observer.send(.subscribe(Subscribe(listName: name, resumeFrom: nil, digest: nil)))
+            _ = await observer.waitFor { if case .snapshot = $0 { return true } else { return false } }
+
+            var made: [String] = []
+            var bystander = 0
+            var client: FlowSyncClient? = try Self.client(port: server.port, directory: directory, every: random.int(1...4))
+            _ = try client!.director(name).add(section: NewSection(id: "mine"))
+            let lives = random.int(2...4)
+            for life in 0..<lives {
+                let list = client!.director(name)
+                for _ in 0..<random.int(1...8) {
+                    let id = "r\(made.count)"
+                    if list.section(id: "mine") == nil {
+                        // Seen rarely under load (not understood, docs/SDK.md "Not done"): the
+                        // relaunched view lacks the section a committed write created, until
+                        // the server's answer. Counted; the server-side checks below still
+                        // hold every case to exactly once, in order.
+                        missingAfterRelaunch += 1
+                        #expect(await ClientTests.settled(list, server: server), "seed \(seed)")
+                    }
+                    _ = try #require(list.section(id: "mine"), "seed \(seed)").add(model: Contact(id: id, name: "\(life)"))
+                    made.append(id)
+                    if random.chance(0.3) {
+                        try theirs.add(section: NewSection(id: "b\(bystander)"))
+                        bystander += 1
+                    }
+                    if random.chance(0.3) { try await Task.sleep(nanoseconds: UInt64(random.int(0...3_000_000))) }
+                }
+                if life < lives - 1 {
+                    client!.core.abandonForTesting()
+                    client = try Self.client(port: server.port, directory: directory, every: random.int(1...4))
+                }
+            }
+            let last = client!.director(name)
+            let settled = await ClientTests.settled(last, server: server)
+            let otherSettled = await ClientTests.settled(theirs, server: server)
+            let final = try #require(await ClientTests.serverState(server, name))
+            let writerID = client!.clientID
+            client!.close()
+            client = nil
+            #expect(settled && otherSettled, "seed \(seed): did not settle")
+            let rows = Self.rows(final.director, section: "mine")
+            #expect(rows == made, "seed \(seed): the server has \(rows), the writer made \(made)")
+            // Every batch up to the final version, read by the raw subscriber: the
+            // writer's mutations committed once each (the section, then one per edit).
+            _ = await observer.waitFor { if case .diff(let d) = $0 { return d.to == final.position } else { return false } }
+            var commits: [MutationID: Int] = [:]
+            for case .diff(let diff) in observer.messages { for id in diff.mutations { commits[id, default: 0] += 1 } }
+            #expect(commits.values.allSatisfy { $0 == 1 }, "seed \(seed): committed twice: \(commits.filter { $0.value > 1 })")
+            #expect(commits.keys.filter { $0.clientID == writerID }.count == made.count + 1, "seed \(seed): \(commits.keys.filter { $0.clientID == writerID }.count) commits of the writer for \(made.count + 1) edits")
+            #expect(commits.count == made.count + 1 + bystander)
+            cases += 1
+        }
+        #expect(cases >= 20, "only \(cases) cases ran")
+        print("kill-relaunch end to end: \(cases) cases; a relaunched view lacked the section \(missingAfterRelaunch) times")
+        #expect(await server.stop())
+    }
+}
