@@ -227,15 +227,16 @@ public final class TCPConnection: LoopHandle {
     private func tryWrite(_ chunks: [[UInt8]]) -> Int32 {
         // Build the iovec from the arrays' storage; the pointers are used only inside
         // this call, while the arrays are alive and unmutated.
-        func go(_ index: Int, _ bufs: inout [uv_buf_t]) -> Int32 {
+        func gather(_ index: Int, _ bufs: UnsafeMutableBufferPointer<uv_buf_t>, _ count: inout Int) -> Int32 {
             if index == chunks.count {
-                return bufs.withUnsafeBufferPointer { uv_try_write(stream, $0.baseAddress, UInt32($0.count)) }
+                return uv_try_write(stream, bufs.baseAddress, UInt32(count))
             }
             return chunks[index].withUnsafeBytes { bytes in
                 if bytes.count > 0 {
-                    bufs.append(uv_buf_init(UnsafeMutableRawPointer(mutating: bytes.baseAddress!).assumingMemoryBound(to: CChar.self), UInt32(bytes.count)))
+                    bufs[count] = uv_buf_init(UnsafeMutableRawPointer(mutating: bytes.baseAddress!).assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
+                    count += 1
                 }
-                return go(index + 1, &bufs)
+                return gather(index + 1, bufs, &count)
             }
         }
         // Deep recursion for thousands of frames is pointless; gather at most 64 and
@@ -249,9 +250,11 @@ public final class TCPConnection: LoopHandle {
                 return uv_try_write(stream, &buf, 1)
             }
         }
-        var bufs: [uv_buf_t] = []
-        bufs.reserveCapacity(chunks.count)
-        return go(0, &bufs)
+        // The iovec on the stack: a heap array here was an allocation per delivery.
+        return withUnsafeTemporaryAllocation(of: uv_buf_t.self, capacity: chunks.count) { bufs in
+            var count = 0
+            return gather(0, bufs, &count)
+        }
     }
 
     /// Flushes what is queued, then closes ("send, then close"). `uv_close` alone would

@@ -381,6 +381,14 @@ final class ClientCore: @unchecked Sendable {
     }
 
     private func performWithoutPersisting(_ actions: [SessionAction], _ state: inout State) {
+        // Every verdict of this input is known to the persistence first: a `.send` below
+        // persists mid-list (the "sent" mark must be on disk before the Mutate leaves),
+        // and a write the session already moved out of its pending queue whose
+        // `.complete` came later in the list would look rejected there and leave the
+        // pending file, though no replica on disk holds it yet.
+        for case .complete(let list, let seq, let result) in actions {
+            state.persistence?.completed(list: list, seq: seq, result)
+        }
         for action in actions {
             switch action {
             case .connect:
@@ -431,7 +439,6 @@ final class ClientCore: @unchecked Sendable {
             case .deliver(let list, let cause, let changeset, let view, let version, let pending):
                 deliver(list: list, cause: cause, changeset: changeset, view: view, version: version, pending: pending, &state)
             case .complete(let list, let seq, let result):
-                state.persistence?.completed(list: list, seq: seq, result)
                 if let ticket = state.tickets[list]?.removeValue(forKey: seq) { ticket.resolve(result) }
             case .listFailed(let list, let error):
                 state.failures[list] = error

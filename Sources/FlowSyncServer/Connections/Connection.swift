@@ -59,14 +59,18 @@ final class Connection {
     /// `TCPConnection.write`). Returns the error when the socket is broken.
     func flush(now: UInt64) -> UVError? {
         guard !outbound.frames.isEmpty, !tcp.isClosing else { return nil }
-        let frames = outbound.takeAll()
+        // Written from the queue's own array, which is then emptied in place (its
+        // storage is reused next turn: no allocation per delivery).
+        let left: Int
         do {
-            let left = try tcp.write(frames)
-            if left > 0 && outbound.stalledSince == nil { outbound.stalledSince = now }
-            return nil
+            left = try tcp.write(outbound.frames)
         } catch {
+            outbound.clearAfterWrite()
             return error
         }
+        outbound.clearAfterWrite()
+        if left > 0 && outbound.stalledSince == nil { outbound.stalledSince = now }
+        return nil
     }
 
     /// libuv wrote everything it held: the write deadline starts over.

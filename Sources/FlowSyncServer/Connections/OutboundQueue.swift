@@ -22,14 +22,18 @@ struct OutboundQueue {
         bytes += frame.count
     }
 
-    /// Takes this turn's frames out (for a write), leaving the queue empty.
-    mutating func takeAll() -> [[UInt8]] {
-        defer {
-            frames = []
-            bytes = 0
-        }
-        return frames
+    /// Empties the queue after its frames were handed to the socket, keeping the array's
+    /// storage for the next turn: a subscriber gets a frame nearly every turn under
+    /// load, and a fresh array would cost an allocation per delivery. A queue that grew
+    /// past a few frames (a catch-up burst) lets its storage go, so an idle connection
+    /// holds none of it.
+    mutating func clearAfterWrite() {
+        frames.removeAll(keepingCapacity: frames.capacity <= Self.retainedFrames)
+        bytes = 0
     }
+
+    /// Most frames whose storage an emptied queue keeps.
+    static let retainedFrames = 8
 
     /// Drops the queued frames (the peer is gone, or too slow to ever read them).
     mutating func discardAll() {
