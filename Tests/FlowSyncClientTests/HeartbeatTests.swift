@@ -25,11 +25,16 @@ import Testing
         let welcome = await silent.waitFor { if case .welcome = $0 { true } else { false } }
         guard case .welcome(let w)? = welcome else { Issue.record("no Welcome"); return }
         #expect(w.heartbeatMilliseconds == 200)
-        let started = ContinuousClock.now
         let error = await silent.waitFor { if case .error = $0 { true } else { false } }
         guard case .error(let e)? = error else { Issue.record("not closed"); return }
         #expect(e.code == .heartbeatTimeout && e.closesConnection)
-        #expect(ContinuousClock.now - started >= .milliseconds(300), "closed before twice the interval")
+        // "Not before twice the interval" on the server's own clock, as its message says
+        // (the test task may see the Welcome late on a loaded machine, so a stopwatch
+        // started here could start after the close; ConnectionStateMachineTests pins
+        // the exact threshold without a socket).
+        let silence = e.message.split(separator: " ").dropFirst(3).first.flatMap { Int($0) }
+        #expect(e.message.hasPrefix("nothing received for "), "\(e.message)")
+        #expect((silence ?? 0) > 400, "closed after \(silence ?? -1) ms of silence, not more than twice the 200 ms interval: \(e.message)")
         #expect(await ClientTests.until { silent.isClosed })
         #expect(await server.stop())
     }
@@ -71,9 +76,14 @@ import Testing
         let phoneFound = try #require(statuses.get().first { $0.at > cut && { if case .disconnected = $0 { true } else { false } }($0.status) }).at - cut
         print("heartbeat \(Self.interval) ms: the daemon found the dead path after \(serverFound), the phone after \(phoneFound)")
         // Twice the interval, plus the sweep (100 ms) or tick (interval / 4) granularity
-        // and scheduling slack on a loaded 2-core machine.
+        // and scheduling slack on a loaded 2-core machine. The phone's time is stamped
+        // on its status queue; the daemon's is when this test task's poll saw the
+        // counter move, which waits for a turn on the 2-thread cooperative pool (up to
+        // seconds while 8 tests run at once), so it gets more slack. The exact
+        // threshold is pinned without sockets in ConnectionStateMachineTests.
         let bound = Duration.milliseconds(Int(2 * Self.interval) + 1_500)
-        #expect(serverFound <= bound && phoneFound <= bound, "found after \(serverFound) (daemon), \(phoneFound) (phone)")
+        #expect(phoneFound <= bound, "the phone found the dead path after \(phoneFound)")
+        #expect(serverFound <= bound + .seconds(3), "the daemon found the dead path after \(serverFound) (as this task saw it)")
 
         // Meanwhile others write; then the path comes back and the replica catches up.
         for k in 0..<5 { _ = try await desk.section(id: "news")!.add(model: Contact(id: "d\(k)", name: "D")).committed() }
