@@ -7,7 +7,7 @@ import Testing
 /// against a real `flowsyncd` on 127.0.0.1 port 0 (issue #20, "the CLI as the README
 /// shows it"): the "Try it" lines verbatim, then the same commands in the synopsis's
 /// form, every connection option *before* the command.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct ReadmeCLITests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct ReadmeCLITests {
     /// A README line that runs the CLI, with the `\`-continued lines joined.
     struct Line: CustomStringConvertible {
         var text: String

@@ -25,7 +25,7 @@ enum HeadlessChromium {
 /// `make deps` installs) takes a screenshot of the page and dumps the DOM it built
 /// (issue #20). Outside CI a machine without Chromium skips these tests, saying so;
 /// with `CI=true` they always run, and a missing Chromium fails them.
-@Suite(.serialized, .timeLimit(.minutes(2)),
+@Suite(.serialized, .timeLimit(.minutes(3)),
        .enabled(if: HeadlessChromium.path != nil || HeadlessChromium.isRequired,
                 "skipped: no chromium on PATH (apt-get install chromium, or `make deps`); under CI=true this test runs and fails instead"))
 struct ReportPageBrowserTests {

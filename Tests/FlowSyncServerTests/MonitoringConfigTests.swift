@@ -10,7 +10,7 @@ import Testing
 /// (`config/prometheus/flowsyncd-rules.yml`) name only metrics a running `flowsyncd`
 /// exports, with the labels they select on (issue #20). Their PromQL is checked by
 /// `promtool` in `scripts/check-monitoring.sh`.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct MonitoringConfigTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct MonitoringConfigTests {
     /// A metric a query names, with the label names its selector uses.
     struct Reference: Hashable, CustomStringConvertible {
         var metric: String
