@@ -188,7 +188,7 @@ let package = Package(
             dependencies: ["FlowSyncCore", "FlowSyncTestSupport"],
             exclude: ["Vectors/digest_reference.py"]
         ),
-        .testTarget(name: "FlowSyncPostgresTests", dependencies: ["FlowSyncPostgres", "FlowSyncLoop", "FlowSyncProcess"]),
+        .testTarget(name: "FlowSyncPostgresTests", dependencies: ["FlowSyncPostgres", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncTestSupport"]),
         .testTarget(name: "PlatformTests", dependencies: ["CLibUV", "CZlib"]),
         .testTarget(name: "FlowSyncProcessTests", dependencies: ["FlowSyncProcess"]),
         .testTarget(name: "FlowSyncLoopTests", dependencies: ["FlowSyncLoop"]),

@@ -34,19 +34,6 @@ final class EventLog: Sendable {
     }
 }
 
-/// A loopback port with nothing listening on it.
-func closedPort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-    close(fd)
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
 @Suite(.serialized, .timeLimit(.minutes(2))) struct TransportTests {
     @Test(arguments: TransportKind.allCases)
     func aClientSyncsOverEachTransport(kind: TransportKind) async throws {
@@ -72,7 +59,7 @@ func closedPort() -> Int {
         let transport = try kind.make()
         defer { transport.shutdown() }
         let log = EventLog()
-        transport.connect(host: "127.0.0.1", port: closedPort(), handler: log.handler)
+        transport.connect(host: "127.0.0.1", port: try freeLoopbackPort(), handler: log.handler)
         #expect(await ClientTests.until(timeout: 10) { log.closed == 1 })
         try await Task.sleep(nanoseconds: 50_000_000)
         #expect(log.connected == 0 && log.closed == 1, "\(log.all)")

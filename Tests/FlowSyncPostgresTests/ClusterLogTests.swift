@@ -1,5 +1,6 @@
 import FlowSyncLoop
 import FlowSyncPostgres
+import FlowSyncTestSupport
 import Foundation
 import Testing
 
@@ -130,7 +131,7 @@ struct ClusterLogTests {
     @Test func aRefusedConnectionIsATypedError() async throws {
         let thread = try EventLoopThread()
         defer { _ = thread.shutdown() }
-        let port = try PostgresServer.freePort()
+        let port = try freeLoopbackPort()
         let result: Result<PostgresConnection, PostgresError> = await onLoop(thread) { done in
             PostgresConnection.connect(loop: thread.loop, conninfo: "host=127.0.0.1 port=\(port) user=flowsync connect_timeout=5") { done($0) }
         }

@@ -1,4 +1,5 @@
 import FlowSyncProcess
+import FlowSyncTestSupport
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -45,7 +46,7 @@ struct PostgresServer {
                                                 timeout: .seconds(60))
         guard initdb.status == 0 else { throw PostgresServerError("initdb failed: \(initdb)") }
         for attempt in 0..<5 {
-            let port = try freePort()
+            let port = try freeLoopbackPort()
             let postgres = try await ChildProcess.start(tool, arguments: prefix + [
                 "\(bin)/postgres", "-D", "\(directory)/data", "-p", "\(port)",
                 "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=\(directory)",
@@ -68,23 +69,6 @@ struct PostgresServer {
     func stop() async {
         _ = await process.stop(gracePeriod: .seconds(10), signal: SIGINT)
         try? FileManager.default.removeItem(atPath: directory)
-    }
-
-    /// A port that was free a moment ago (bound to 0, then released); the start retries
-    /// on the rare race.
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw PostgresServerError("socket") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard bound == 0 else { throw PostgresServerError("bind") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 

@@ -93,7 +93,7 @@ import Glibc
             Issue.record("\(tool) is missing: install Debian's `systemd` package (it ships the tool) to run this test")
             return
         }
-        let port = try Self.freePort()
+        let port = try freeLoopbackPort()
         // --port 0: were the socket not adopted, the daemon would listen elsewhere and the
         // handshake below would time out instead of reaching a stray daemon on 7400.
         let daemon = try await Daemon.start(["-l", "127.0.0.1:\(port)", try DaemonProcessTests.binary(), "--port", "0", "--metrics-port", "0"], executable: tool)
@@ -162,25 +162,6 @@ import Glibc
             fields[String(line[..<equals])] = String(line[line.index(after: equals)...])
         }
         return fields
-    }
-
-    /// A port that was free a moment ago (the kernel's choice for port 0).
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                bind(fd, raw, length) == 0 && getsockname(fd, raw, &length) == 0
-            }
-        }
-        guard bound else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// Whether a TCP listener accepts connections on 127.0.0.1:`port` (a probe that
