@@ -29,7 +29,8 @@ public final class PostgresConnection {
     private var poll: LoopPoll?
     private var ledger = PipelineLedger<Completion>()
     private var wantsWrite = false
-    private(set) var isClosed = false
+    /// True once the connection failed or was closed (libpq is finished then).
+    var isClosed: Bool { conn == nil }
     /// Called once when the connection is lost (not after ``close()``).
     public var onLost: ((PostgresError) -> Void)?
 
@@ -122,7 +123,7 @@ public final class PostgresConnection {
     /// Sends `sql` with `parameters` ($1, $2, …) and its sync point; `completion` runs on
     /// the loop thread with the result, in the order statements were sent.
     public func send(_ sql: String, _ parameters: [PostgresValue] = [], _ completion: @escaping Completion) {
-        guard let conn, !isClosed else {
+        guard let conn else {
             completion(.failure(.closed))
             return
         }
@@ -233,7 +234,6 @@ public final class PostgresConnection {
     /// Fails every pending statement and tears the connection down.
     private func fail(_ error: PostgresError, notify: Bool) {
         guard !isClosed else { return }
-        isClosed = true
         let pending = ledger.drain()
         closeHandles()
         for completion in pending { completion(.failure(error)) }
@@ -245,7 +245,6 @@ public final class PostgresConnection {
 
     /// Closes the poll, then finishes libpq in its close callback (see the type's notes).
     private func closeHandles() {
-        isClosed = true
         guard let conn else { return }
         self.conn = nil
         if let poll {

@@ -48,9 +48,6 @@ struct ShardedDictionary<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         count = 0
     }
 
-    /// True when the map holds no entry.
-    var isEmpty: Bool { count == 0 }
-
     /// The value for `key`, or `nil`; assigning `nil` removes the entry.
     subscript(key: Key) -> Value? {
         get { shards[shardIndex(of: key)][key] }
