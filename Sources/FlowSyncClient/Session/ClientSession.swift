@@ -123,16 +123,18 @@ struct ClientSession: Sendable {
 
     /// Applies `operations` to the list's view at once and queues them as one write.
     ///
+    /// - Parameter base: The view the app built `operations` on, when it may be older
+    ///   than the current one (``ListReplica/edit(_:seq:limits:basedOn:)``).
     /// - Returns: The write's `seq` and the actions (the local change, maybe the Mutate).
     /// - Throws: ``FlowSyncError/invalidEdit(_:)`` when they do not apply to the view.
-    mutating func submit(_ operations: [Operation], to name: String) throws(FlowSyncError) -> (seq: UInt64, actions: [SessionAction]) {
+    mutating func submit(_ operations: [Operation], to name: String, basedOn base: Director? = nil) throws(FlowSyncError) -> (seq: UInt64, actions: [SessionAction]) {
         if phase == .closed { throw connection.refusal ?? .closed }
         guard let list = lists[name] else { throw .closed }
         if case .failed(let error) = list.phase { throw error }
         let seq = nextSeq
         let changeset: Changeset
         do {
-            changeset = try list.edit(operations, seq: seq, limits: writeLimits)
+            changeset = try list.edit(operations, seq: seq, limits: writeLimits, basedOn: base)
         } catch {
             throw .invalidEdit(error)
         }
