@@ -87,6 +87,30 @@ import Testing
         #expect(await server.stop())
     }
 
+    @Test func oneClientPerDirectoryAndTheLockGoesWithTheClient() throws {
+        let directory = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try Self.client(port: 1, directory: directory)
+        #expect(throws: FlowSyncError.self, "a second client on the same directory is refused") {
+            _ = try Self.client(port: 1, directory: directory)
+        }
+        do {
+            _ = try Self.client(port: 1, directory: directory)
+        } catch let error as FlowSyncError {
+            guard case .persistenceUnavailable(let detail) = error else { Issue.record("\(error)"); return }
+            #expect(detail.contains("in use by another FlowSyncClient"), "\(detail)")
+        }
+        first.close()
+        let second = try Self.client(port: 1, directory: directory)
+        second.core.abandonForTesting()   // a killed app's lock goes with it
+        let third = try Self.client(port: 1, directory: directory)
+        third.close()
+        // A path that cannot be a directory: refused, not kept in memory silently.
+        let file = directory + "/not-a-directory"
+        FileManager.default.createFile(atPath: file, contents: Data([1]))
+        #expect(throws: FlowSyncError.self) { _ = try Self.client(port: 1, directory: file + "/lists") }
+    }
+
     @Test func damagedReplicaFileIsDiscardedAndReplaced() async throws {
         let directory = Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

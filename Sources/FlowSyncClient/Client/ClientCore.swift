@@ -125,7 +125,10 @@ final class ClientCore: @unchecked Sendable {
         var persistGeneration: UInt64 = 0
     }
 
-    init(configuration: FlowSyncClient.Configuration, transport: any ClientTransport) {
+    /// - Throws: ``FlowSyncError/persistenceUnavailable(_:)`` when the persistence
+    ///   directory cannot be created or another client uses it: an app that asked for
+    ///   offline lists must not silently get lists that vanish at the next launch.
+    init(configuration: FlowSyncClient.Configuration, transport: any ClientTransport) throws(FlowSyncError) {
         var configuration = configuration
         var directory: ReplicaDirectory?
         if let options = configuration.persistence {
@@ -136,7 +139,7 @@ final class ClientCore: @unchecked Sendable {
                 configuration.clientID = opened.clientID(proposing: configuration.clientID)
                 directory = opened
             } catch {
-                configuration.logger.error("persistence directory unusable, lists stay in memory: \(error)")
+                throw .persistenceUnavailable(error.message)
             }
         }
         self.directory = directory
@@ -513,7 +516,7 @@ final class ClientCore: @unchecked Sendable {
             return all
         }
         guard let streams else { return }
-        directory?.drain()   // replica writes queued before the close end before it returns
+        directory?.finish()   // replica writes queued before the close end before it returns; then the lock goes
         for stream in streams { stream.finish() }
         transport.shutdown()
     }
