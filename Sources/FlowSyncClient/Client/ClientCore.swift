@@ -170,33 +170,52 @@ final class ClientCore: @unchecked Sendable {
         }
     }
 
-    /// Writes what the session's new state makes due. Pending files are written before
-    /// the input returns (after the lock is released, on the caller's thread: an edit
-    /// is on disk when the edit call returns); replica files on the directory's queue,
-    /// or before returning too when `flush` (pause, close).
-    private func persist(_ state: inout State, flush: Bool = false, pendingUnderLock: Bool = false) {
+    /// Queues the file writes the session's new state makes due, on the directory's
+    /// serial queue, in the order they were captured (the generation order).
+    ///
+    /// Why not on the calling thread: an edit with two `fsync`s costs 10–20 ms on a
+    /// disk like this machine's, and UI edits are made on the main thread (a frame is
+    /// 16 ms). The order is what keeps the files consistent: every frame is sent from
+    /// the same queue too (``send(_:_:)``), so a Mutate leaves only after the pending
+    /// file that marks it sent. A kill may lose the newest edits — never one that was
+    /// sent — and ``flushPersistence()``, `pause()` and `close()` wait for the disk.
+    ///
+    /// - Parameter flush: Write every replica that is behind, and wait (after the lock
+    ///   is released) until everything queued is on disk.
+    private func persist(_ state: inout State, flush: Bool = false) {
         guard let directory, state.persistence != nil, !state.shutDown else { return }
         let actions = state.persistence!.observe(state.session, now: Self.now(), flush: flush)
-        guard !actions.isEmpty else { return }
-        var immediate: [ReplicaDirectory.Job] = []
-        var later: [ReplicaDirectory.Job] = []
+        var jobs: [ReplicaDirectory.Job] = []
         for action in actions {
             state.persistGeneration += 1
-            let job = ReplicaDirectory.Job(generation: state.persistGeneration, action: action)
-            if case .writeReplica = action, !flush { later.append(job) } else { immediate.append(job) }
+            jobs.append(ReplicaDirectory.Job(generation: state.persistGeneration, action: action))
         }
-        let now = immediate
         let written: @Sendable (String, ListVersion) -> Void = { [weak self] name, position in
             self?.update { $0.persistence?.replicaWritten(list: name, at: position) }
         }
-        if pendingUnderLock {
-            // Only pending files here (a replica's callback takes the lock).
-            directory.perform(now.filter { if case .writePending = $0.action { true } else { false } }, synchronously: true, replicaWritten: written)
-            later += now.filter { if case .writeReplica = $0.action { true } else { false } }
-        } else if !now.isEmpty {
-            state.afterUnlock.append { directory.perform(now, synchronously: true, replicaWritten: written) }
+        directory.perform(jobs, replicaWritten: written)
+        if flush { state.afterUnlock.append { directory.drain() } }
+    }
+
+    /// Sends `frame` on connection `connection`. With persistence it goes through the
+    /// directory's queue, behind the file writes captured before it (a Mutate behind
+    /// its "sent" mark), and every frame takes that path so they keep their order; it
+    /// is dropped if the connection changed meanwhile (its bytes were compressed for
+    /// the old one).
+    private func send(_ frame: [UInt8], _ state: State) {
+        guard let directory else {
+            transport.send([frame])
+            return
         }
-        directory.perform(later, synchronously: false, replicaWritten: written)
+        let connection = state.connection
+        directory.enqueue { [weak self] in
+            guard let self else { return }
+            // Checked and sent under the lock: a reconnect (which runs under it) cannot
+            // slip between the check and the send.
+            self.withLock { state in
+                if state.connection == connection && !state.shutDown { self.transport.send([frame]) }
+            }
+        }
     }
 
     /// Stops following `name` (its replica is written first, with persistence).
@@ -229,10 +248,9 @@ final class ClientCore: @unchecked Sendable {
         }
     }
 
-    /// Writes every list that is behind, before returning.
+    /// Writes every list that is behind, and waits until everything queued is on disk.
     func flushPersistence() {
         withLock { persist(&$0, flush: true) }
-        directory?.drain()
     }
 
     /// Test hook: stops like a killed process — no more file writes (queued ones are
@@ -417,8 +435,8 @@ final class ClientCore: @unchecked Sendable {
                     // The pending file must say "sent" before the Mutate can reach the
                     // server: otherwise a kill in between relaunches the write as unsent,
                     // and it would be re-resolved and sent as a new write (a swap applied
-                    // twice). So this one is written now, under the lock.
-                    persist(&state, pendingUnderLock: true)
+                    // twice). Its write is queued now, ahead of the frame (send(_:_:)).
+                    persist(&state)
                 }
                 let frame = state.encoder.encode(message)
                 if case .mutate(let mutate) = message, let limits = state.session.serverLimits,
@@ -430,7 +448,7 @@ final class ClientCore: @unchecked Sendable {
                     perform(state.session.sendFailed(list: mutate.listName, seq: mutate.seq, error), &state)
                     continue
                 }
-                transport.send([frame])
+                send(frame, state)
             case .disconnect(let reason):
                 configuration.logger.debug("disconnecting: \(reason)")
                 transport.disconnect()

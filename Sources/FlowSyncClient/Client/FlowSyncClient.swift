@@ -202,6 +202,17 @@ public final class FlowSyncClient: Sendable {
         return stream
     }
 
+    /// With ``Configuration/persistence``: waits until every edit made so far and every
+    /// list's confirmed state are on disk. Edits are written in the background, in
+    /// order, each before its write is sent, so a kill of the app can lose only the
+    /// newest edits, never a sent one; call this where an app must know its edits
+    /// survive (an App Intent about to return, a command-line tool about to exit).
+    /// ``pause()`` and ``close()`` do it too. Blocks the calling thread for the writes
+    /// (a few milliseconds per queued file); does nothing without persistence.
+    public func flushPersistence() {
+        core.flushPersistence()
+    }
+
     /// The app goes to the background: the connection closes (a phone must not hold
     /// a socket it cannot service), replicas are written to disk (with
     /// ``Configuration/persistence``), and nothing is tried until ``resume()``. Edits
