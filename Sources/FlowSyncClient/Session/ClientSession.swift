@@ -80,6 +80,8 @@ struct ClientSession: Sendable {
     var heartbeatMilliseconds: UInt64 { heartbeat }
     private var nextRequestID: UInt64 = 1
     private var statsRequests: Set<UInt64> = []
+    /// BackupRequests sent and not answered (they fail like stats requests).
+    private var backupRequests: Set<UInt64> = []
     private var random: SplitMix64
     private(set) var serverLimits: ServerLimits?
 
@@ -209,6 +211,7 @@ struct ClientSession: Sendable {
             phaseSince = now
             var actions: [SessionAction] = statsRequests.sorted().map { .stats(requestID: $0, .failure(.closed)) }
             statsRequests = []
+            actions += failBackupRequests(.closed)
             for list in lists.values {
                 if case .live = list.phase { list.phase = .subscribing }
             }
@@ -248,6 +251,24 @@ struct ClientSession: Sendable {
         }
         statsRequests.insert(id)
         return (id, [.send(.statsRequest(StatsRequest(requestID: id, listName: list)))])
+    }
+
+    /// Asks the server for a backup of every list into `directory` (on its machine).
+    mutating func requestBackup(directory: String) -> (requestID: UInt64, actions: [SessionAction]) {
+        let id = nextRequestID
+        nextRequestID += 1
+        guard phase == .ready else {
+            return (id, [.backup(requestID: id, .failure(refusal ?? .closed))])
+        }
+        backupRequests.insert(id)
+        return (id, [.send(.backupRequest(BackupRequest(requestID: id, directory: directory)))])
+    }
+
+    /// Unanswered backup requests die with the connection: the backup may still complete
+    /// on the server, but its answer is lost (the CLI says so).
+    private mutating func failBackupRequests(_ error: FlowSyncError) -> [SessionAction] {
+        defer { backupRequests = [] }
+        return backupRequests.sorted().map { .backup(requestID: $0, .failure(error)) }
     }
 
     /// Stops for good: every unanswered write fails with ``FlowSyncError/closed``.
@@ -298,6 +319,7 @@ struct ClientSession: Sendable {
         // In-flight stats requests die with the connection.
         var actions: [SessionAction] = statsRequests.sorted().map { .stats(requestID: $0, .failure(.closed)) }
         statsRequests = []
+        actions += failBackupRequests(.closed)
         for name in lists.keys {
             guard case .live = lists[name]!.phase else { continue }
             lists[name]!.phase = .subscribing
@@ -394,7 +416,10 @@ struct ClientSession: Sendable {
         case .statsReply(let reply):
             guard statsRequests.remove(reply.requestID) != nil else { return [] }
             return [.stats(requestID: reply.requestID, .success(reply))]
-        case .welcome, .hello, .subscribe, .unsubscribe, .mutate, .statsRequest, .refreshToken:
+        case .backupReply(let reply):
+            guard backupRequests.remove(reply.requestID) != nil else { return [] }
+            return [.backup(requestID: reply.requestID, .success(reply))]
+        case .welcome, .hello, .subscribe, .unsubscribe, .mutate, .statsRequest, .refreshToken, .backupRequest:
             return [.disconnect(reason: "unexpected \(message.type) from server")]
         }
     }
@@ -666,6 +691,7 @@ struct ClientSession: Sendable {
         }
         actions += statsRequests.sorted().map { .stats(requestID: $0, .failure(error)) }
         statsRequests = []
+        actions += failBackupRequests(error)
         return actions
     }
 
