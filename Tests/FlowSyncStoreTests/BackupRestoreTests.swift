@@ -195,3 +195,70 @@ extension Range where Bound == Int {
         return out
     }
 }
+
+/// Holds the backup's worker at its first write until the test opens the gate, so a
+/// test can watch the loop commit and acknowledge writes while the backup is written.
+final class GatedFileIO: FileIO {
+    let base = PosixFileIO()
+    let open = Shared(false)
+    let waiting = Shared(false)
+
+    func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws(StoreError) {
+        waiting.set(true)
+        // A libuv pool thread, not the test's cooperative pool: bounded (30 s).
+        for _ in 0..<30_000 where !open.get() { usleep(1_000) }
+        try base.write(fd, bytes, path: path)
+    }
+
+    func makeDirectory(_ path: String) throws(StoreError) { try base.makeDirectory(path) }
+    func listDirectory(_ path: String) throws(StoreError) -> [String] { try base.listDirectory(path) }
+    func exists(_ path: String) -> Bool { base.exists(path) }
+    func readFile(_ path: String) throws(StoreError) -> [UInt8] { try base.readFile(path) }
+    func openForAppend(_ path: String, create: Bool, truncate: Bool) throws(StoreError) -> Int32 { try base.openForAppend(path, create: create, truncate: truncate) }
+    func sync(_ fd: Int32, path: String) throws(StoreError) { try base.sync(fd, path: path) }
+    func close(_ fd: Int32) { base.close(fd) }
+    func truncate(_ path: String, to length: Int) throws(StoreError) { try base.truncate(path, to: length) }
+    func rename(_ from: String, to: String) throws(StoreError) { try base.rename(from, to: to) }
+    func remove(_ path: String) throws(StoreError) { try base.remove(path) }
+    func syncDirectory(_ path: String) throws(StoreError) { try base.syncDirectory(path) }
+    func lock(_ path: String) throws(StoreError) -> Int32 { try base.lock(path) }
+}
+
+extension BackupRestoreTests {
+    /// The backup is written off the loop: with its worker held mid-write, writes are
+    /// committed and acknowledged; released, it completes at the version of the request,
+    /// without them.
+    @Test func writesAreAcknowledgedWhileTheBackupIsWrittenAndAreNotInIt() async throws {
+        let scratch = TemporaryDirectory("backup-gated")
+        defer { scratch.remove() }
+        let clients = try EventLoopThread()
+        defer { _ = clients.shutdown() }
+        let server = try await EmbeddedServer(configuration: ServerDurabilityTests.fileConfiguration(), storage: .file(directory: scratch.path + "/data"))
+        let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "w")
+        #expect(await commit(writer, "a", seq: 1, [.insertSections([Section(id: "s")], at: 0)]) != nil)
+        for seq in 2...5 { #expect(await commit(writer, "a", seq: UInt64(seq), insertRow("r\(seq)")) != nil) }
+        let gate = GatedFileIO()
+        let reply = Shared<BackupReply?>(nil)
+        let target = scratch.path + "/backup"
+        let atRequest = await server.withServer { server in
+            server.startBackup(to: target, io: gate) { reply.set($0) }
+            return server.state(of: "a")!.position
+        }
+        #expect(await eventually { gate.waiting.get() }, "the backup's worker never wrote")
+        // The worker is held: the loop still commits and acknowledges.
+        var during: ListVersion?
+        for seq in 6...10 { during = await commit(writer, "a", seq: UInt64(seq), insertRow("r\(seq)"), timeout: 10) }
+        #expect(during?.version == atRequest.version + 5, "writes were not acknowledged while the backup was held: \(String(describing: during))")
+        #expect(await server.withServer { $0.isBackupRunning } && reply.get() == nil)
+        gate.open.set(true)
+        #expect(await eventually { reply.get() != nil })
+        #expect(reply.get()?.failure == nil, "\(String(describing: reply.get()))")
+        writer.close()
+        #expect(await server.stop())
+        let restored = try await EmbeddedServer(configuration: ServerDurabilityTests.fileConfiguration(), storage: .file(directory: target))
+        let state = await restored.withServer { $0.state(of: "a") }
+        #expect(state?.position == atRequest, "restored at \(String(describing: state?.position)), requested at \(atRequest)")
+        #expect(state?.director.rowCount == 4)
+        #expect(await restored.stop())
+    }
+}

@@ -32,7 +32,8 @@ extension Server {
     /// Starts a backup of every hosted list into `directory` (missing or empty, absolute,
     /// outside the data directory). `completion` runs on the loop thread exactly once:
     /// at once when refused, else when the backup is durable or has failed. The
-    /// ``BackupReply/requestID`` it is given is 0 (the caller sets its own).
+    /// ``BackupReply/requestID`` it is given is 0 (the caller sets its own). `io` is for
+    /// tests (a worker held at its first write, to watch the loop carry on).
     ///
     /// Consistency: every list is taken at the version it has in this call, between two
     /// loop turns' seals — a committed version (the batch of the current turn is sealed
@@ -44,7 +45,7 @@ extension Server {
     /// at one instant across lists (there is no cross-list transaction to preserve). The
     /// history for resume is not copied: a subscriber of the restored daemon resumes
     /// from the backup's version exactly, or gets a snapshot.
-    public func startBackup(to directory: String, completion: @escaping (BackupReply) -> Void) {
+    public func startBackup(to directory: String, io: FileIO = PosixFileIO(), completion: @escaping (BackupReply) -> Void) {
         func refuse(_ code: ErrorCode, _ message: String) {
             logger.warning("backup refused", metadata: ["directory": "\(directory)", "reason": "\(message)"])
             completion(BackupReply(requestID: 0, failure: code, message: message))
@@ -53,7 +54,6 @@ extension Server {
         if lifecycle.isShuttingDown { return refuse(.serverShuttingDown, "the server is shutting down") }
         if let running = backupInFlight { return refuse(.overloaded, "a backup is already running (into \(running.directory)); try again when it has finished") }
         let dataDirectory = configuration.storageEngine == .file ? configuration.dataDirectory : nil
-        let io = PosixFileIO()
         if let reason = StoreBackup.refusal(of: directory, dataDirectory: dataDirectory, io: io) { return refuse(.backupRefused, reason) }
 
         // On the loop: the committed state of every list, O(1) per list (copy-on-write).
