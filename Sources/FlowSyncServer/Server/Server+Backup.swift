@@ -56,8 +56,9 @@ extension Server {
         let dataDirectory = configuration.storageEngine == .file ? configuration.dataDirectory : nil
         if let reason = StoreBackup.refusal(of: directory, dataDirectory: dataDirectory, io: io) { return refuse(.backupRefused, reason) }
 
-        // On the loop: the committed state of every list, O(1) per list (copy-on-write).
-        let taken = lists.keys.sorted().map { (name: $0, sequencer: lists[$0]!.sequencer) }
+        // On the loop: the committed state of every list, O(1) per list (copy-on-write);
+        // unsorted (the manifest is ordered on the worker).
+        let taken = lists.values.map { (name: $0.name, sequencer: $0.sequencer) }
         backupInFlight = BackupInFlight(directory: directory, startedAt: MonotonicClock.nanoseconds())
         offloadsOutstanding += 1
         logger.notice("backup started", metadata: ["directory": "\(directory)", "lists": "\(taken.count)"])
