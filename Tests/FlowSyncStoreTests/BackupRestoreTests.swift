@@ -262,3 +262,33 @@ extension BackupRestoreTests {
         #expect(await restored.stop())
     }
 }
+
+extension BackupRestoreTests {
+    /// A shutdown waits for a running backup (its completion touches the server), and
+    /// the backup it waited for is complete.
+    @Test func aShutdownWaitsForTheBackup() async throws {
+        let scratch = TemporaryDirectory("backup-shutdown")
+        defer { scratch.remove() }
+        let clients = try EventLoopThread()
+        defer { _ = clients.shutdown() }
+        let server = try await EmbeddedServer(configuration: ServerDurabilityTests.fileConfiguration(), storage: .file(directory: scratch.path + "/data"))
+        let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "w")
+        #expect(await commit(writer, "a", seq: 1, [.insertSections([Section(id: "s")], at: 0)]) != nil)
+        writer.close()
+        let gate = GatedFileIO()
+        let reply = Shared<BackupReply?>(nil)
+        let stopped = Shared(false)
+        let target = scratch.path + "/backup"
+        await server.withServer { server in server.startBackup(to: target, io: gate) { reply.set($0) } }
+        #expect(await eventually { gate.waiting.get() })
+        await server.withServer { server in server.shutdown { stopped.set(true) } }
+        // Held: the shutdown cannot complete (a bound of 300 ms on "not yet", not a race).
+        #expect(!(await eventually(timeout: 0.3) { stopped.get() }), "the shutdown completed under a running backup")
+        gate.open.set(true)
+        #expect(await eventually { stopped.get() })
+        #expect(reply.get()?.failure == nil, "\(String(describing: reply.get()))")
+        #expect(server.thread.shutdown(timeout: 10))
+        let check = try FileStore.check(directory: target)
+        #expect(check.verdict == .ok && check.lists.count == 1, "\(check)")
+    }
+}
