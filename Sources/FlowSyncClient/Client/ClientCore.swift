@@ -412,11 +412,10 @@ final class ClientCore: @unchecked Sendable {
                 if case .mutate(let mutate) = message, let limits = state.session.serverLimits,
                    !limits.accepts(encodedFrame: frame) {
                     // Sent, it would be a frame fault that closes the connection (and,
-                    // resent after every reconnect, forever). Refuse it here with the
-                    // code the server would use; the session rolls it back.
-                    let reject = Reject(listName: mutate.listName, seq: mutate.seq, code: .frameTooLarge,
-                                        message: "the write is \(FrameEncoder.lengthPrefixValue(ofEncodedFrame: frame)) bytes on the wire, the server accepts \(limits.maxFrameBytes) (refused before sending; split it)")
-                    perform(state.session.received(.reject(reject), now: Self.now()), &state)
+                    // resent after every reconnect, forever). The session fails and
+                    // rolls it back, with the code the server would have used.
+                    let error = FlowSyncError.rejected(code: .frameTooLarge, message: "the write is \(FrameEncoder.lengthPrefixValue(ofEncodedFrame: frame)) bytes on the wire, the server accepts \(limits.maxFrameBytes) (refused before sending; split it)")
+                    perform(state.session.sendFailed(list: mutate.listName, seq: mutate.seq, error), &state)
                     continue
                 }
                 transport.send([frame])
