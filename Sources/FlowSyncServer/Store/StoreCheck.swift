@@ -69,50 +69,25 @@ extension FileStore {
         // Releases the lock; nothing was opened for writing.
         defer { store.abandon() }
         var result = StoreCheckReport()
-        var notes = RecoveryReport()
-
-        let stop: PreviousStop
-        do throws(StoreError) {
-            stop = try store.previousStop(repair: false, report: &notes)
-        } catch {
-            guard error.isCorruption else { throw error }
-            // As `--repair` would read it: every list under the unclean-stop rules.
+        let start = try store.readCheckStart()
+        result.previousStop = start.previousStop
+        if let damage = start.manifestDamage {
             result.storeVerdict = .damaged
-            result.storeDetails.append("\(error)")
-            stop = .unclean(newEpochForAll: true)
+            result.storeDetails.append(damage)
         }
-        result.storeDetails += notes.notes
-        notes.notes = []
-        var recordedLists: [String: CleanStopManifest.List] = [:]
-        switch stop {
-        case .clean(let manifest):
-            result.previousStop = "clean (STOPPED records \(manifest.lists.count) lists)"
-            for list in manifest.lists { recordedLists[list.directory] = list }
-        case .unclean:
-            result.previousStop = result.storeVerdict == .damaged ? "unknown (STOPPED is damaged)" : "unclean (RUNNING without STOPPED): torn tails are possible"
-        case .unrecorded:
-            result.previousStop = "not recorded (neither STOPPED nor RUNNING): read as an unclean stop"
-        }
+        result.storeDetails += start.notes
         // (`mkdir lists/` of a directory no daemon has used yet is not worth a line.)
         for change in io.takeSkippedChanges() where change.operation != "mkdir" { result.storeDetails.append("would \(change.operation) \(change.path)") }
 
         let entries = io.exists(store.listsDirectory) ? try io.listDirectory(store.listsDirectory).sorted() : []
-        if case .clean(let manifest) = stop {
-            let present = Set(entries)
-            for list in manifest.lists where !present.contains(list.directory) {
-                result.lists.append(.init(directory: list.directory, listName: list.name, position: nil, verdict: .damaged,
-                                          details: ["missing: the clean stop recorded list \"\(list.name)\" through \(list.position) in lists/\(list.directory)"],
-                                          exitCode: 65))
-            }
+        let present = Set(entries)
+        for list in start.recorded.values where !present.contains(list.directory) {
+            result.lists.append(.init(directory: list.directory, listName: list.name, position: nil, verdict: .damaged,
+                                      details: ["missing: the clean stop recorded list \"\(list.name)\" through \(list.position) in lists/\(list.directory)"],
+                                      exitCode: 65))
         }
         for entry in entries {
-            let expectation: FileStore.ListExpectation
-            if case .clean = stop {
-                expectation = recordedLists[entry].map { .recorded($0) } ?? .notRecorded
-            } else {
-                expectation = .afterUncleanStop
-            }
-            result.lists.append(store.checkList(entry, expecting: expectation, options: options, io: io))
+            result.lists.append(store.checkList(entry, expecting: start.expectation(forDirectory: entry), options: options, io: io))
             // Keep memory flat: nothing of a checked list is needed any more.
             store.lists = [:]
         }
@@ -126,7 +101,7 @@ extension FileStore {
         var notes = RecoveryReport()
         var result = StoreCheckReport.ListResult(directory: entry, listName: nil, position: nil, verdict: .ok, details: [], exitCode: nil)
         do throws(StoreError) {
-            if let list = try recoverList(at: path, expecting: expectation, options: options, report: &notes) {
+            if let list = try checkReadList(at: path, expecting: expectation, options: options, report: &notes) {
                 result.listName = list.name
                 result.position = list.sequencer.position
             } else {
