@@ -126,7 +126,10 @@ final class ClientCore: @unchecked Sendable {
         var persistGeneration: UInt64 = 0
     }
 
-    init(configuration: FlowSyncClient.Configuration, transport: any ClientTransport) {
+    /// - Throws: ``FlowSyncError/persistenceUnavailable(_:)`` when the persistence
+    ///   directory cannot be created or another client uses it: an app that asked for
+    ///   offline lists must not silently get lists that vanish at the next launch.
+    init(configuration: FlowSyncClient.Configuration, transport: any ClientTransport) throws(FlowSyncError) {
         var configuration = configuration
         var directory: ReplicaDirectory?
         if let options = configuration.persistence {
@@ -137,7 +140,7 @@ final class ClientCore: @unchecked Sendable {
                 configuration.clientID = opened.clientID(proposing: configuration.clientID)
                 directory = opened
             } catch {
-                configuration.logger.error("persistence directory unusable, lists stay in memory: \(error)")
+                throw .persistenceUnavailable(error.message)
             }
         }
         self.directory = directory
@@ -234,12 +237,22 @@ final class ClientCore: @unchecked Sendable {
     }
 
     /// Test hook: stops like a killed process — no more file writes (queued ones are
-    /// dropped), no goodbye to the server.
+    /// dropped), no more frames, no goodbye to the server.
+    ///
+    /// All of it under the client's lock, so no input is cut halfway: a real process
+    /// writes a Mutate's "sent" mark (under this lock) before the frame can leave, and
+    /// a kill cannot reorder the two. Disabling the directory first and stopping the
+    /// session afterwards let a Mutate leave whose mark was dropped (the relaunch then
+    /// held that write as unsent, and lost it from its files once a Diff named it: the
+    /// "view lacks a committed write" cases of the kill test were this hook's).
     func abandonForTesting() {
-        directory?.disable()
         withLock { state in
+            directory?.disable()
             state.shutDown = true
-            state.connection += 1
+            state.connection += 1   // nothing more from this connection is read
+            // No more sends, reconnects or pings; the actions (failing the tickets, the
+            // goodbye) are dropped, as a killed process carries out none.
+            _ = state.session.close()
         }
         transport.shutdown()
     }
@@ -506,7 +519,7 @@ final class ClientCore: @unchecked Sendable {
             return all
         }
         guard let streams else { return }
-        directory?.drain()   // replica writes queued before the close end before it returns
+        directory?.finish()   // replica writes queued before the close end before it returns; then the lock goes
         for stream in streams { stream.finish() }
         transport.shutdown()
     }

@@ -126,7 +126,12 @@ public final class FlowSyncClient: Sendable {
     ///   ``Configuration/tls`` (TLS to a non-loopback host on Linux), or cannot start.
     public init(configuration: Configuration, transport: (any ClientTransport)? = nil) throws {
         let transport = try transport ?? Self.defaultTransport(for: configuration)
-        core = ClientCore(configuration: configuration, transport: transport)
+        do throws(FlowSyncError) {
+            core = try ClientCore(configuration: configuration, transport: transport)
+        } catch {
+            transport.shutdown()
+            throw error
+        }
         core.start()
     }
 

@@ -18,7 +18,8 @@ import Logging
 /// old file or the new one, never a mix. Damage that gets through anyway (a torn sector,
 /// a bit flip) fails the file's checksum and the file is ignored (``load(list:)``).
 ///
-/// Files: `client-id` (the writer identity) and, per list, `list-<XXH64 of the name, hex>.replica`
+/// Files: `lock` (held with `flock` while a client uses the directory), `client-id`
+/// (the writer identity) and, per list, `list-<XXH64 of the name, hex>.replica`
 /// and `.pending` (``ReplicaFileFormat``); the list's name is inside each file and checked.
 final class ReplicaDirectory: @unchecked Sendable {
     let path: String
@@ -32,14 +33,40 @@ final class ReplicaDirectory: @unchecked Sendable {
     private var written: [String: UInt64] = [:]
     private var disabled = false
     private let queue = DispatchQueue(label: "FlowSyncClient.persistence", qos: .utility)
+    /// The open `lock` file, holding an exclusive `flock` while this client uses the
+    /// directory; -1 once released.
+    private var lockDescriptor: Int32
 
-    /// Opens (creating if needed) the directory at `path`.
-    /// - Throws: ``ReplicaFileError`` when it cannot be created.
+    /// Opens (creating if needed) the directory at `path` and takes its lock.
+    ///
+    /// Why a lock: two clients on one directory (an app and its extension sharing an
+    /// app-group container, or two clients in one process) would overwrite each other's
+    /// files and send each other's writes under one client ID. `flock` is released by
+    /// the kernel when the process dies, so a killed app never leaves it stale.
+    /// - Throws: ``ReplicaFileError`` when it cannot be created, or another client holds it.
     init(path: String, synchronizes: Bool, logger: Logger) throws(ReplicaFileError) {
         self.path = path
         self.synchronizes = synchronizes
         self.logger = logger
         try Self.makeDirectory(path)
+        let fd = open("\(path)/lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Self.failure("open", "\(path)/lock") }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let busy = errno == EWOULDBLOCK
+            let error = busy ? ReplicaFileError(message: "\(path) is in use by another FlowSyncClient (one client per persistence directory)")
+                             : Self.failure("flock", "\(path)/lock")
+            close(fd)
+            throw error
+        }
+        lockDescriptor = fd
+    }
+
+    deinit { releaseLock() }
+
+    /// Lets another client open the directory (the client closed, or was abandoned).
+    private func releaseLock() {
+        if lockDescriptor >= 0 { close(lockDescriptor) }   // closing drops the flock
+        lockDescriptor = -1
     }
 
     private static func makeDirectory(_ path: String) throws(ReplicaFileError) {
@@ -131,10 +158,20 @@ final class ReplicaDirectory: @unchecked Sendable {
     /// Waits until every queued write is done (tests, benchmarks).
     func drain() { queue.sync {} }
 
-    /// Stops writing, as a killed process would: queued writes never happen.
+    /// Stops writing, as a killed process would: queued writes never happen, and the
+    /// directory's lock is released (the kernel does that for a dead process).
     func disable() {
         lock.lock()
         disabled = true
+        releaseLock()
+        lock.unlock()
+    }
+
+    /// Waits for the queued writes, then releases the directory for another client.
+    func finish() {
+        drain()
+        lock.lock()
+        releaseLock()
         lock.unlock()
     }
 

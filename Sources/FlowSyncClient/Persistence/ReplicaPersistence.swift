@@ -161,7 +161,8 @@ struct ReplicaPersistence: Sendable {
 /// At the next launch, ``FlowSyncClient/director(_:)`` shows the list from disk before
 /// any network, resumes from the stored position, and resends the stored writes
 /// unchanged. The writer identity (client ID) is stored there too, so it is stable per
-/// installation. One client at a time per directory.
+/// installation. One client at a time per directory (a `lock` file enforces it:
+/// another client gets ``FlowSyncError/persistenceUnavailable(_:)``).
 public struct PersistenceOptions: Sendable, Hashable {
     /// The directory (created if missing). Use one the system does not purge, such as
     /// Application Support on Apple platforms.

@@ -152,6 +152,19 @@ struct SimulatedNetwork {
         let (restored, discarded) = ReplicaFileFormat.restore(list: Self.list, replica: clients[i].disk["replica"]?.bytes,
                                                               pending: clients[i].disk["pending"]?.bytes)
         if !discarded.isEmpty { failures.append("client \(i): intact files discarded: \(discarded)") }
+        // What the relaunch shows must hold every write the app made that was not
+        // refused: in the stored replica (committed at or before its position) or in
+        // the stored pending writes. A write missing from both would be missing from the
+        // view, and the app's next edits would be anchored without it.
+        let stored = Set(restored?.pending.map(\.seq) ?? [])
+        for seq in clients[i].submitted.sorted() {
+            if stored.contains(seq) { continue }
+            let at = committed[MutationID(clientID: settings.clientID, seq: seq)]
+            // Refused, or found to be a no-op before sending (answered, never committed).
+            if clients[i].completions[seq] != nil && at == nil { continue }
+            if let at, let position = restored?.position, at.epoch == position.epoch, at <= position { continue }
+            failures.append("client \(i): write \(seq) is neither in the stored replica (at \(String(describing: restored?.position)), committed at \(String(describing: committed[MutationID(clientID: settings.clientID, seq: seq)]))) nor in the stored pending writes \(stored.sorted())")
+        }
         var persistence = ReplicaPersistence(options: clients[i].persistence!.options)
         if let restored { persistence.restored(list: Self.list, position: restored.position, pending: restored.pending) }
         clients[i].persistence = persistence
