@@ -106,6 +106,7 @@ final class ClientCore: @unchecked Sendable {
         var delivered: [String: ListSnapshot] = [:]
         var loadWaiters: [String: [CheckedContinuation<Result<Void, FlowSyncError>, Never>]] = [:]
         var statsWaiters: [UInt64: CheckedContinuation<Result<StatsReply, FlowSyncError>, Never>] = [:]
+        var backupWaiters: [UInt64: CheckedContinuation<Result<BackupReply, FlowSyncError>, Never>] = [:]
         var statusObservers: [UInt64: (DispatchQueue, @Sendable (ConnectionStatus) -> Void)] = [:]
         var statusStreams: [UInt64: AsyncStream<ConnectionStatus>.Continuation] = [:]
         var status: ConnectionStatus = .connecting
@@ -480,6 +481,8 @@ final class ClientCore: @unchecked Sendable {
                 for waiter in state.loadWaiters.removeValue(forKey: list) ?? [] { waiter.resume(returning: .failure(error)) }
             case .stats(let id, let result):
                 state.statsWaiters.removeValue(forKey: id)?.resume(returning: result)
+            case .backup(let id, let result):
+                state.backupWaiters.removeValue(forKey: id)?.resume(returning: result)
             case .status(let status):
                 state.status = status
                 configuration.logger.debug("status: \(status)")

@@ -265,6 +265,26 @@ public final class FlowSyncClient: Sendable {
         return entries
     }
 
+    /// Asks the server to write a consistent backup of every list into `directory`, a
+    /// new (missing or empty) directory on the **server's** machine, and waits until it
+    /// is on disk (docs/STORAGE.md, "Backup and restore"). Needs a token that may read
+    /// every list.
+    ///
+    /// - Returns: the server's reply: ``BackupReply/failure`` is `nil` when the backup
+    ///   was written, or says why not (the server's reason is in the message).
+    /// - Throws: ``FlowSyncError/closed`` when not connected, or when the connection was
+    ///   lost before the answer (the backup may then still complete on the server).
+    public func backup(to directory: String) async throws(FlowSyncError) -> BackupReply {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<BackupReply, FlowSyncError>, Never>) in
+            core.input { state -> (Void, [SessionAction]) in
+                let (id, actions) = state.session.requestBackup(directory: directory)
+                state.backupWaiters[id] = continuation
+                return ((), actions)
+            }
+        }
+        return try result.get()
+    }
+
     /// Closes the connection and stops reconnecting. Unanswered writes fail with
     /// ``FlowSyncError/closed``; change sequences end. Idempotent.
     public func close() {

@@ -50,6 +50,8 @@ struct ClientSession: Sendable {
     private var nextSeq: UInt64
     private var nextRequestID: UInt64 = 1
     private var statsRequests: Set<UInt64> = []
+    /// BackupRequests sent and not answered (they fail like stats requests).
+    private var backupRequests: Set<UInt64> = []
 
     var phase: Phase { connection.phase }
     /// The token the next Hello carries.
@@ -188,6 +190,24 @@ struct ClientSession: Sendable {
         return (id, [.send(.statsRequest(StatsRequest(requestID: id, listName: list)))])
     }
 
+    /// Asks the server for a backup of every list into `directory` (on its machine).
+    mutating func requestBackup(directory: String) -> (requestID: UInt64, actions: [SessionAction]) {
+        let id = nextRequestID
+        nextRequestID += 1
+        guard connection.isReady else {
+            return (id, [.backup(requestID: id, .failure(connection.refusal ?? .closed))])
+        }
+        backupRequests.insert(id)
+        return (id, [.send(.backupRequest(BackupRequest(requestID: id, directory: directory)))])
+    }
+
+    /// Unanswered backup requests die with the connection: the backup may still complete
+    /// on the server, but its answer is lost (the CLI says so).
+    private mutating func failBackupRequests(_ error: FlowSyncError) -> [SessionAction] {
+        defer { backupRequests = [] }
+        return backupRequests.sorted().map { .backup(requestID: $0, .failure(error)) }
+    }
+
     /// Stops for good: every unanswered write fails with ``FlowSyncError/closed``.
     mutating func close() -> [SessionAction] {
         guard let wasOpen = connection.close() else { return [] }
@@ -286,7 +306,10 @@ struct ClientSession: Sendable {
         case .statsReply(let reply):
             guard statsRequests.remove(reply.requestID) != nil else { return [] }
             return [.stats(requestID: reply.requestID, .success(reply))]
-        case .welcome, .hello, .subscribe, .unsubscribe, .mutate, .statsRequest, .refreshToken:
+        case .backupReply(let reply):
+            guard backupRequests.remove(reply.requestID) != nil else { return [] }
+            return [.backup(requestID: reply.requestID, .success(reply))]
+        case .welcome, .hello, .subscribe, .unsubscribe, .mutate, .statsRequest, .refreshToken, .backupRequest:
             return [.disconnect(reason: "unexpected \(message.type) from server")]
         }
     }
@@ -329,8 +352,9 @@ struct ClientSession: Sendable {
     /// The connection went away but the client goes on: in-flight stats requests die
     /// with it, and live lists wait for their resubscription.
     private mutating func connectionLost() -> [SessionAction] {
-        let actions: [SessionAction] = statsRequests.sorted().map { .stats(requestID: $0, .failure(.closed)) }
+        var actions: [SessionAction] = statsRequests.sorted().map { .stats(requestID: $0, .failure(.closed)) }
         statsRequests = []
+        actions += failBackupRequests(.closed)
         for list in lists.values {
             if case .live = list.phase { list.phase = .subscribing }
         }
@@ -347,6 +371,7 @@ struct ClientSession: Sendable {
         }
         actions += statsRequests.sorted().map { .stats(requestID: $0, .failure(error)) }
         statsRequests = []
+        actions += failBackupRequests(error)
         return actions
     }
 }

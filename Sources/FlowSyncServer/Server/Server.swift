@@ -93,6 +93,8 @@ public final class Server {
     /// compactions. A shutdown completes only at 0 — the completions touch the server
     /// and the store, which must still be open.
     var offloadsOutstanding = 0
+    /// The backup being written off the loop, if any (`Server+Backup.swift`).
+    var backupInFlight: BackupInFlight?
     /// The next ``PendingFrame`` ID.
     var nextPendingFrameID: UInt64 = 1
 

@@ -70,8 +70,9 @@ extension FileStore {
         return report
     }
 
-    /// What recovery may accept of one list directory.
-    private enum ListExpectation {
+    /// What recovery may accept of one list directory (internal: `--check-store` walks
+    /// the lists one by one, StoreCheck.swift).
+    enum ListExpectation {
         /// No clean-stop manifest: the torn-tail rule applies.
         case afterUncleanStop
         /// Exactly these files and this position.
@@ -88,7 +89,7 @@ extension FileStore {
         case misfit(String)
     }
 
-    private func recoverList(at directory: String, expecting expectation: ListExpectation, options: RecoveryOptions,
+    func recoverList(at directory: String, expecting expectation: ListExpectation, options: RecoveryOptions,
                              report: inout RecoveryReport) throws(StoreError) -> RecoveredList? {
         var snapshots: [(UInt64, String)] = []
         var segmentFiles: [(UInt64, String)] = []

@@ -109,7 +109,7 @@ struct SimulatedNetwork {
                 cut(i)
             case .scheduleReconnect:
                 clients[i].reconnectDue = true
-            case .useDictionary, .status, .stats:
+            case .useDictionary, .status, .stats, .backup:
                 break
             case .deliver(_, let cause, let changeset, let view, let version, _):
                 if let problem = clients[i].recorder.record(cause: cause, changeset: changeset, view: view, version: version) {
