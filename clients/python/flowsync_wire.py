@@ -45,7 +45,7 @@ class ProtocolError(Exception):
         4003: "unknown-row", 4004: "invalid-id", 4010: "conflict", 4011: "stale-base-version",
         4012: "unknown-list", 4013: "already-subscribed", 4014: "not-subscribed",
         5000: "server-shutting-down", 5001: "server-draining", 5002: "internal-error",
-        5003: "overloaded",
+        5003: "overloaded", 5004: "backup-refused",
     }
 
     def __init__(self, code, message):
@@ -64,7 +64,7 @@ def code_name(code):
 
 _BACKOFF = {3008: 1000, 3009: 1000, 3010: 1000, 5000: 1000, 5002: 1000, 5003: 5000}
 _TABLE_REACTIONS = {1005: "retry", 2003: "giveUp", 4001: "giveUp", 4004: "giveUp",
-                    4012: "giveUp", 4013: "giveUp", 4014: "giveUp", 5001: "retry"}
+                    4012: "giveUp", 4013: "giveUp", 4014: "giveUp", 5001: "retry", 5004: "giveUp"}
 
 
 def default_reaction(code):
@@ -385,8 +385,9 @@ NOTICE_KINDS = {1: "draining", 2: "shuttingDown"}
 
 MESSAGE_TYPES = {
     0x01: "hello", 0x02: "welcome", 0x10: "subscribe", 0x11: "unsubscribe", 0x12: "mutate",
-    0x13: "statsRequest", 0x14: "refreshToken", 0x20: "snapshot", 0x21: "diff", 0x22: "ack", 0x23: "reject",
-    0x24: "notice", 0x25: "statsReply", 0x30: "error", 0x31: "ping", 0x32: "pong",
+    0x13: "statsRequest", 0x14: "refreshToken", 0x15: "backupRequest", 0x20: "snapshot", 0x21: "diff",
+    0x22: "ack", 0x23: "reject", 0x24: "notice", 0x25: "statsReply", 0x26: "backupReply",
+    0x30: "error", 0x31: "ping", 0x32: "pong",
 }
 TYPE_CODES = {v: k for k, v in MESSAGE_TYPES.items()}
 NEVER_COMPRESSED = {"hello", "welcome", "error"}
@@ -428,6 +429,15 @@ def encode_body(msg):
         w.optional(msg.get("listName"), w.string)
     elif t == "refreshToken":
         w.string(msg["token"])
+    elif t == "backupRequest":
+        w.varint(msg["requestID"])
+        w.string(msg["directory"])
+    elif t == "backupReply":
+        w.varint(msg["requestID"])
+        w.u16(msg["failure"] or 0)   # code 0: written
+        w.string(msg["message"])
+        w.varint(msg["lists"])
+        w.varint(msg["bytes"])
     elif t == "snapshot":
         w.string(msg["listName"])
         w.list_version(msg["position"])
@@ -755,6 +765,15 @@ def decode_body(mtype, body, limits=CLIENT_LIMITS):
         m["listName"] = r.optional(lambda: r.string("listName"))
     elif name == "refreshToken":
         m["token"] = r.string("text")
+    elif name == "backupRequest":
+        m["requestID"] = r.varint()
+        m["directory"] = r.string("text")
+    elif name == "backupReply":
+        m["requestID"] = r.varint()
+        code = r.u16()
+        m["failure"] = code or None   # code 0: the backup is complete and durable
+        m["message"] = r.string("text")
+        m["lists"], m["bytes"] = r.varint(), r.varint()
     elif name == "snapshot":
         m["listName"] = r.string("listName")
         m["position"] = r.list_version()

@@ -23,12 +23,14 @@ extension ClientCore {
     /// Queues the file writes the session's new state makes due, on the directory's
     /// serial queue, in the order they were captured (the generation order).
     ///
-    /// Why not on the calling thread: an edit with two `fsync`s costs 10–20 ms on a
-    /// disk like this machine's, and UI edits are made on the main thread (a frame is
-    /// 16 ms). The order is what keeps the files consistent: every frame is sent from
-    /// the same queue too (``send(_:_:)``), so a Mutate leaves only after the pending
-    /// file that marks it sent. A kill may lose the newest edits — never one that was
-    /// sent — and ``flushPersistence()``, `pause()` and `close()` wait for the disk.
+    /// Why a queue: the loop thread must never wait for a disk, and an app that sets
+    /// ``PersistenceOptions/waitsForDisk`` to false must not either (an edit with two
+    /// `fsync`s costs 10–20 ms on a busy disk like this machine's; a frame is 16 ms).
+    /// The order is what keeps the files consistent: every frame is sent from the same
+    /// queue too (``send(_:_:)``), so a Mutate leaves only after the pending file that
+    /// marks it sent. Edit calls with `waitsForDisk` (the default) wait for the queue
+    /// (``waitForDiskIfConfigured()``); otherwise a kill may lose the newest edits —
+    /// never one that was sent. ``flushPersistence()``, `pause()` and `close()` wait.
     ///
     /// - Parameter flush: Write every replica that is behind, and wait (after the lock
     ///   is released) until everything queued is on disk.
@@ -45,6 +47,14 @@ extension ClientCore {
         }
         directory.perform(jobs, replicaWritten: written)
         if flush { state.afterUnlock.append { directory.drain() } }
+    }
+
+    /// With ``PersistenceOptions/waitsForDisk``: returns once everything queued (the
+    /// edit just made among it) is on disk. Called by the edit calls, after the lock is
+    /// released, on the app's thread.
+    func waitForDiskIfConfigured() {
+        guard configuration.persistence?.waitsForDisk == true, let directory else { return }
+        directory.drain()
     }
 
     /// Sends `frame` on connection `connection`. With persistence it goes through the

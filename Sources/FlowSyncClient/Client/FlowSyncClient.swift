@@ -203,10 +203,11 @@ public final class FlowSyncClient: Sendable {
     }
 
     /// With ``Configuration/persistence``: waits until every edit made so far and every
-    /// list's confirmed state are on disk. Edits are written in the background, in
-    /// order, each before its write is sent, so a kill of the app can lose only the
-    /// newest edits, never a sent one; call this where an app must know its edits
-    /// survive (an App Intent about to return, a command-line tool about to exit).
+    /// list's confirmed state are on disk. With ``PersistenceOptions/waitsForDisk`` false,
+    /// edits are written in the background, in order, each before its write is sent, so
+    /// a kill of the app can lose only the newest edits, never a sent one; call this
+    /// where an app must know its edits survive (an App Intent about to return, a
+    /// command-line tool about to exit).
     /// ``pause()`` and ``close()`` do it too. Blocks the calling thread for the writes
     /// (a few milliseconds per queued file); does nothing without persistence.
     public func flushPersistence() {

@@ -173,7 +173,9 @@ public final class ListDirector: Sendable {
                 return (.failure(error), [])
             }
         }
-        return try outcome.get()
+        let ticket = try outcome.get()
+        core.waitForDiskIfConfigured()
+        return ticket
     }
 
     /// Inserts a section at `index` (default: at the end).
