@@ -25,9 +25,12 @@ final class ReplicaDirectory: @unchecked Sendable {
     let path: String
     let synchronizes: Bool
     let logger: Logger
-    /// Serialises writes: files are replaced in the order their content was captured.
-    /// Held during file I/O on purpose (it is not the client's lock).
+    /// Guards the maps and counters below. Never held during file I/O: the client
+    /// queues captures under its own lock, and must not wait for a disk there.
     private let lock = NSLock()
+    /// Held during each file write (on the queue), so that ``disable()`` returns only
+    /// once no write is in progress — after it, nothing is written, as after a kill.
+    private let ioLock = NSLock()
     /// Per file, the generation of the content last written: older content is never
     /// written over newer.
     private var written: [String: UInt64] = [:]
@@ -184,18 +187,22 @@ final class ReplicaDirectory: @unchecked Sendable {
     /// Stops writing, as a killed process would: queued writes never happen, and the
     /// directory's lock is released (the kernel does that for a dead process).
     func disable() {
+        ioLock.lock()
         lock.lock()
         disabled = true
         releaseLock()
         lock.unlock()
+        ioLock.unlock()
     }
 
     /// Waits for the queued writes, then releases the directory for another client.
     func finish() {
         drain()
+        ioLock.lock()
         lock.lock()
         releaseLock()
         lock.unlock()
+        ioLock.unlock()
     }
 
     private var counts = PersistenceStatistics()
@@ -228,27 +235,34 @@ final class ReplicaDirectory: @unchecked Sendable {
 
     private func storePending(_ list: String, atLeast generation: UInt64) {
         lock.lock()
-        defer { lock.unlock() }
-        guard let (newest, pending) = newestPending[list], newest >= generation else { return }
+        let taken = newestPending[list].flatMap { $0.generation >= generation ? $0 : nil }
         // Forgotten once taken: a kept capture would share the list's storage with the
         // session, and the next edit would copy it (copy-on-write).
-        newestPending[list] = nil
+        if taken != nil { newestPending[list] = nil }
+        lock.unlock()
+        guard let (newest, pending) = taken else { return }
         _ = store(pendingPath(list), generation: newest) { ReplicaFileFormat.encode(pending) }
     }
 
     /// - Returns: The position of the replica written, if one was.
     private func storeReplica(_ list: String, atLeast generation: UInt64) -> ListVersion? {
         lock.lock()
-        defer { lock.unlock() }
-        guard let (newest, replica) = newestReplica[list], newest >= generation else { return nil }
-        newestReplica[list] = nil
+        let taken = newestReplica[list].flatMap { $0.generation >= generation ? $0 : nil }
+        if taken != nil { newestReplica[list] = nil }
+        lock.unlock()
+        guard let (newest, replica) = taken else { return nil }
         return store(replicaPath(list), generation: newest) { ReplicaFileFormat.encode(replica) } ? replica.position : nil
     }
 
     /// Replaces `file` with `content()` unless that content (or newer) is there
-    /// already. Called with ``lock`` held.
+    /// already. On the queue only (so `written` changes on one thread).
     private func store(_ file: String, generation: UInt64, _ content: () -> [UInt8]) -> Bool {
-        guard !disabled, generation > written[file] ?? 0 else { return false }
+        ioLock.lock()
+        defer { ioLock.unlock() }
+        lock.lock()
+        let skip = disabled || generation <= written[file] ?? 0
+        lock.unlock()
+        guard !skip else { return false }
         let bytes = content()
         do throws(ReplicaFileError) {
             try replace(file, with: bytes)
@@ -256,6 +270,7 @@ final class ReplicaDirectory: @unchecked Sendable {
             logger.warning("cannot write \(file): \(error)")
             return false
         }
+        lock.lock()
         written[file] = generation
         if file.hasSuffix(".replica") {
             counts.replicaFilesWritten += 1
@@ -264,6 +279,7 @@ final class ReplicaDirectory: @unchecked Sendable {
             counts.pendingFilesWritten += 1
             counts.pendingBytesWritten += bytes.count
         }
+        lock.unlock()
         return true
     }
 
