@@ -22,18 +22,29 @@ extension FileStore {
     /// this is called, so the lengths are final.
     func cleanStopRecord() -> CleanStopManifest {
         var recorded: [CleanStopManifest.List] = []
+        var entries = Set<String>()
         for files in lists.values {
-            var entries: [CleanStopManifest.File] = []
-            for snapshot in files.snapshots { entries.append(.init(name: fileName(snapshot.path), length: snapshot.length)) }
-            for segment in files.segments { entries.append(.init(name: fileName(segment.path), length: segment.length)) }
-            // A list without files (none is kept so today) has nothing to check.
-            guard !entries.isEmpty else { continue }
-            guard let position = files.position else {
-                preconditionFailure("Internal inconsistency in FileStore: list \"\(files.name)\" has files but no position")
-            }
-            recorded.append(.init(directory: fileName(files.directory), name: files.name, position: position, files: entries))
+            guard let record = record(of: files) else { continue }
+            recorded.append(record)
+            entries.insert(record.directory)
         }
+        // On demand: the lists not loaded now, as they were left or recorded.
+        recorded += recordsOfListsNotLoaded(loadedEntries: entries)
         return CleanStopManifest(lists: recorded)
+    }
+
+    /// One list's files as a clean stop records them (its segment closed and synced);
+    /// `nil` for a list without files.
+    func record(of files: ListFiles) -> CleanStopManifest.List? {
+        var entries: [CleanStopManifest.File] = []
+        for snapshot in files.snapshots { entries.append(.init(name: fileName(snapshot.path), length: snapshot.length)) }
+        for segment in files.segments { entries.append(.init(name: fileName(segment.path), length: segment.length)) }
+        // A list without files (none is kept so today) has nothing to check.
+        guard !entries.isEmpty else { return nil }
+        guard let position = files.position else {
+            preconditionFailure("Internal inconsistency in FileStore: list \"\(files.name)\" has files but no position")
+        }
+        return .init(directory: fileName(files.directory), name: files.name, position: position, files: entries)
     }
 
     /// Writes `STOPPED` atomically: a temporary file, `fdatasync`, `rename`, `fsync` of
@@ -106,7 +117,10 @@ extension FileStore {
     }
 
     /// The last component of a path.
-    func fileName(_ path: String) -> String {
+    func fileName(_ path: String) -> String { Self.lastComponent(path) }
+
+    /// The last component of a path (any thread).
+    static func lastComponent(_ path: String) -> String {
         path.split(separator: "/").last.map(String.init) ?? path
     }
 }
