@@ -98,6 +98,9 @@ public struct Sequencer: Sendable {
         self.dedupe = DedupeWindow(limits: dedupeLimits)
     }
 
+    /// Approximate bytes the history holds (what ``HistoryLimits/maxBytes`` bounds).
+    public var historyByteCount: Int { historyBytes }
+
     /// The oldest version a subscriber can resume from with a changeset.
     public var oldestResumable: ListVersion {
         guard let first = history.first else { return position }

@@ -12,6 +12,9 @@ final class ListHost {
     private(set) var subscribers: [Int] = []
     /// Declared in the config (never dropped when idle).
     var declared: Bool
+    /// Loop time of the last subscribe, unsubscribe or write: idle unloading counts from
+    /// here (lists on demand).
+    var lastActive: UInt64 = 0
 
     /// Encoded snapshot frames of ``cachedVersion``, one per reason (the reason is part
     /// of the frame). Why cache: every joiner at one version shares one encoding and
@@ -143,6 +146,9 @@ final class ListHost {
     func shareablePendingFrame(reason: Snapshot.Reason) -> PendingFrame? {
         pendingFrames.values.first { $0.isShareable(for: reason) }
     }
+
+    /// Whether a frame is being built off the loop for a subscriber of this list.
+    var hasPendingFrames: Bool { !pendingFrames.isEmpty }
 
     func addPendingFrame(_ pending: PendingFrame) {
         pendingFrames[pending.id] = pending

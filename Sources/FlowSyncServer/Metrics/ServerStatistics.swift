@@ -25,6 +25,9 @@ public struct ServerStatistics: Sendable {
     public var storeSyncs = 0
     /// Store snapshots written by compaction.
     public var storeSnapshots = 0
+    /// Lists loaded from the store on demand, and unloaded when idle.
+    public var listLoads = 0
+    public var listUnloads = 0
 
     public init() {}
 }

@@ -84,8 +84,10 @@ extension FileStore: OnDemandStore {
         lists[name] = nil
     }
 
-    public func storedListCount() -> Int {
-        (try? io.listDirectory(listsDirectory).count) ?? 0
+    public func storedListCounter() -> @Sendable () -> Int {
+        let io = self.io
+        let directory = listsDirectory
+        return { (try? io.listDirectory(directory).count) ?? 0 }
     }
 
     /// The lists currently loaded (tests).

@@ -27,9 +27,9 @@ public protocol OnDemandStore: DirectorStore {
     /// ``prepareLoad(of:)``. A failure is the store's (a sync failed).
     func unload(_ name: String) throws(StoreError)
 
-    /// How many lists are stored (directory entries, loaded or not): one `readdir`,
-    /// O(lists) — for a metric sampled now and then, not for a hot path.
-    func storedListCount() -> Int
+    /// Counts the stored lists (directory entries, loaded or not) when called: one
+    /// `readdir`, O(lists), so call it on a worker (for a metric sampled now and then).
+    func storedListCounter() -> @Sendable () -> Int
 }
 
 /// One list's load, as a value a worker runs: ``run()`` reads the list's files.
