@@ -35,6 +35,11 @@ public final class CrashTestDriver: @unchecked Sendable {
         /// Writer `w` writes list `lists[(w + cycle) % lists.count]`, so with more lists
         /// than writers a different list rests each cycle (default: always `w % count`).
         public var rotateWriterLists = false
+        /// Counted in each daemon's output at the end of its cycle (``Result/outputMatches``),
+        /// e.g. a log line that shows the run did what the variant is about.
+        public var countInOutput: String?
+        /// More flowsyncd arguments (after the standard ones: a later `--log-level` wins).
+        public var daemonArguments: [String] = []
         /// Each cycle runs the load for a random time in this range before SIGKILL.
         public var loadMilliseconds: ClosedRange<Int> = 40...250
         public var seed: UInt64 = 1
@@ -59,6 +64,8 @@ public final class CrashTestDriver: @unchecked Sendable {
         /// allows it, so a lost history still shows up as a problem.
         public var resumesAsSmallerSnapshot = 0
         public var problems: [String] = []
+        /// Occurrences of ``Options/countInOutput`` in the daemons' output.
+        public var outputMatches = 0
         public var elapsedSeconds = 0.0
         public var finalVersions: [String: ListVersion] = [:]
         public var description: String {
@@ -97,7 +104,8 @@ public final class CrashTestDriver: @unchecked Sendable {
         let thread = try EventLoopThread()
         defer { _ = thread.shutdown() }
         for cycle in 0..<options.cycles {
-            let daemon = try await DaemonProcess.start(binary: options.binary, dataDirectory: options.dataDirectory, config: config)
+            let daemon = try await DaemonProcess.start(binary: options.binary, dataDirectory: options.dataDirectory, config: config,
+                                                       extraArguments: options.daemonArguments)
             do {
                 try await runCycle(cycle, daemon: daemon, thread: thread)
             } catch {
@@ -107,6 +115,9 @@ public final class CrashTestDriver: @unchecked Sendable {
                 break
             }
             result.cycles += 1
+            if let needle = options.countInOutput {
+                result.outputMatches += daemon.output.components(separatedBy: needle).count - 1
+            }
             if (cycle + 1) % 10 == 0 || cycle + 1 == options.cycles {
                 options.log("cycle \(cycle + 1)/\(options.cycles): \(acked.values.map(\.count).reduce(0, +)) acked rows, problems \(result.problems.count)")
             }

@@ -158,6 +158,8 @@ import Testing
         options.subscribedLists = ["crash-a", "crash-b"]
         options.rotateWriterLists = true
         options.extraConfiguration += "[lists]\non_demand = true\nidle_unload_ms = 20\n"
+        options.countInOutput = "unloaded idle lists"
+        options.daemonArguments = ["--log-level", "info"]
         options.log = { print("on-demand crash test: \($0)") }
         let result = try await CrashTestDriver(options).run()
         print("on-demand crash test: \(result)")
@@ -165,5 +167,8 @@ import Testing
         #expect(result.problems.isEmpty, "\(result.problems)")
         #expect(result.ackedMutations > cycles * 5, "\(result)")
         #expect(result.resumesAsDiff + result.resumesAsSmallerSnapshot >= (cycles - 1) * options.subscribers * 2, "\(result)")
+        // Lists were unloaded under load, not only loaded after each kill.
+        print("on-demand crash test: \(result.outputMatches) unload scans unloaded lists")
+        #expect(result.outputMatches >= 2, "\(result.outputMatches) unload scans unloaded lists")
     }
 }

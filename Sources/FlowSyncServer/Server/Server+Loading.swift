@@ -160,6 +160,8 @@ extension Server {
         guard unloaded > 0 else { return }
         statistics.listUnloads += unloaded
         metrics.listUnloads.increment(by: Int64(unloaded))
+        // One line per scan that unloaded anything (at most every quarter idle time).
+        logger.info("unloaded idle lists", metadata: ["count": "\(unloaded)", "loaded": "\(lists.count)"])
         recordListGauges()
     }
 
