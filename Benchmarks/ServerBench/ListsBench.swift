@@ -67,7 +67,7 @@ enum ListsBench {
         try store.close()
     }
 
-    struct Row {
+    struct Figures {
         var start: String
         var rss: Int
         var p50: String
@@ -77,7 +77,7 @@ enum ListsBench {
 
     /// Starts the daemon (timed), then subscribes to `active` lists one after another
     /// (each a cold load on demand) and keeps them subscribed.
-    static func measure(directory: String, count: Int, active: Int, onDemand: Bool, daemonPath: String, thread: EventLoopThread) async throws -> Row {
+    static func measure(directory: String, count: Int, active: Int, onDemand: Bool, daemonPath: String, thread: EventLoopThread) async throws -> Figures {
         var options = DaemonProcess.Options(binary: daemonPath, dataDirectory: directory)
         options.configText = "[lists]\non_demand = \(onDemand)\nidle_unload_ms = 0\n[limits]\nmax_lists_per_connection = 100000\n"
         options.startTimeout = .seconds(600)
@@ -106,7 +106,7 @@ enum ListsBench {
         client.close()
         _ = await daemon.terminate()
         func ms(_ q: Double) -> String { String(format: "%.2f ms", latencies[min(latencies.count - 1, Int(Double(latencies.count) * q))] * 1000) }
-        return Row(start: String(format: "%.2f s", start), rss: rss, p50: ms(0.5), p99: ms(0.99), activeRSS: activeRSS)
+        return Figures(start: String(format: "%.2f s", start), rss: rss, p50: ms(0.5), p99: ms(0.99), activeRSS: activeRSS)
     }
 
     /// Subscribes to and leaves `count` lists once each, in order, with a 1 s idle

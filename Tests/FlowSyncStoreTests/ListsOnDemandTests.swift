@@ -312,4 +312,55 @@ import Testing
         reader.close()
         #expect(await third.stop())
     }
+
+    /// `[history] total_max_bytes`: the budget empties the history in memory (every
+    /// second, least recently active first), and a resume older than memory holds is
+    /// rebuilt from the log on a worker — a diff from exactly its position, not a
+    /// snapshot. The memory store has no log: there the same resume gets a snapshot.
+    @Test(arguments: [true, false]) func aCatchUpOlderThanMemoryIsReadFromTheLog(fileStore: Bool) async throws {
+        let directory = TemporaryDirectory("on-demand-log")
+        defer { directory.remove() }
+        let clients = try EventLoopThread()
+        defer { _ = clients.shutdown() }
+        var configuration = Self.configuration(idleMilliseconds: 0)
+        configuration.historyTotalMaxBytes = 1
+        configuration.snapshotEveryBatches = 0
+        let server = try await EmbeddedServer(configuration: configuration, storage: fileStore ? .file(directory: directory.path) : .memory)
+        let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "writer")
+        #expect(await commit(writer, "h", seq: 1, [.insertSections([Section(id: "s")], at: 0)]) != nil)
+        var seen: ListVersion?
+        // Forty rows, then five more batches: a diff, not the (larger) snapshot.
+        for seq in 2...41 { seen = await commit(writer, "h", seq: UInt64(seq), insertRow("r\(seq)")) }
+        let subscriber = try await TestClient.connect(port: server.port, on: clients, clientID: "sub")
+        subscriber.send(.subscribe(Subscribe(listName: "h")))
+        guard case .snapshot(let first)? = await subscriber.waitFor(Self.isFirstFrame(of: "h")) else { Issue.record("no snapshot"); return }
+        var replica = Replica()
+        replica.apply(.snapshot(first), list: "h")
+        subscriber.close()
+        var last: ListVersion?
+        for seq in 42...46 { last = await commit(writer, "h", seq: UInt64(seq), insertRow("r\(seq)")) }
+        // The budget (1 byte) is enforced within about a second: the history goes.
+        var trimmed = false
+        for _ in 0..<200 where !trimmed {
+            trimmed = await server.withServer { $0.historyBytes(of: "h") ?? 0 } <= 1
+            if !trimmed { try await Task.sleep(for: .milliseconds(25)) }
+        }
+        #expect(trimmed)
+        let resumer = try await TestClient.connect(port: server.port, on: clients, clientID: "sub")
+        resumer.send(.subscribe(Subscribe(listName: "h", resumeFrom: seen!, digest: replica.director.digest)))
+        let reply = await resumer.waitFor(Self.isFirstFrame(of: "h"))
+        if fileStore {
+            guard case .diff(let diff)? = reply else { Issue.record("resume got \(String(describing: reply))"); return }
+            #expect(diff.from == seen && diff.to == last)
+            replica.apply(.diff(diff), list: "h")
+            #expect(replica.problems.isEmpty, "\(replica.problems)")
+            #expect(await server.withServer { $0.statistics.catchUpsFromLog } == 1)
+        } else {
+            guard case .snapshot(let snapshot)? = reply else { Issue.record("resume got \(String(describing: reply))"); return }
+            #expect(snapshot.reason == .resumeTooOld && snapshot.position == last)
+        }
+        resumer.close()
+        writer.close()
+        #expect(await server.stop())
+    }
 }

@@ -75,6 +75,7 @@ extension ServerConfiguration {
                 case ("lists", "max_waiting_per_list"): maxWaitingPerList = try value.int(1...1_000_000)
                 case ("history", "max_batches"): historyMaxBatches = try value.int(0...100_000_000)
                 case ("history", "max_bytes"): historyMaxBytes = try value.int(0...(1 << 40))
+                case ("history", "total_max_bytes"): historyTotalMaxBytes = try value.int(0...(1 << 50))
                 case ("ordering", "dedupe_per_client"): dedupePerClient = try value.int(2...1_000_000)
                 case ("ordering", "dedupe_clients"): dedupeClients = try value.int(1...100_000_000)
                 case ("compression", "level"): compressionLevel = try value.int(0...9)

@@ -102,6 +102,11 @@ public struct ServerConfiguration: Hashable, Sendable {
     public var historyMaxBatches = 10_000
     /// Bytes kept per list for resume and catch-up. Default 64 MiB.
     public var historyMaxBytes = 64 << 20
+    /// History bytes kept over all lists in memory, enforced every second by dropping the
+    /// oldest history of the least recently active lists first; a catch-up older than
+    /// memory holds is then read from the log (file store). 0: no daemon-wide budget.
+    /// Default 0.
+    public var historyTotalMaxBytes = 0
 
     // MARK: [ordering]
     /// Committed sequence numbers remembered per client and list, for idempotent

@@ -105,6 +105,12 @@ final class ListHost {
         sequencer.submit(request, tag: tag)
     }
 
+    /// Drops the oldest history down to `bytes` (the daemon-wide budget); returns the
+    /// bytes dropped.
+    func trimHistory(toBytes bytes: Int) -> Int {
+        sequencer.trimHistory(toBytes: bytes)
+    }
+
     /// A reload's limits, for batches sealed from now on.
     func apply(history: Sequencer.HistoryLimits, director: DirectorLimits) {
         sequencer.historyLimits = history

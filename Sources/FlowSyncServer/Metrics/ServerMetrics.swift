@@ -57,6 +57,10 @@ final class ServerMetrics {
     let listsLoading = Gauge(label: "flowsync_lists_loading")
     let listsStored = Gauge(label: "flowsync_lists_stored")
     let historyBytes = Gauge(label: "flowsync_history_bytes")
+    /// Catch-ups older than the history in memory, read from the log on a worker.
+    let catchUpsFromLog = Counter(label: "flowsync_catchups_from_log_total")
+    /// History dropped to keep `[history] total_max_bytes` (least recently active first).
+    let historyBudgetTrims = Counter(label: "flowsync_history_budget_trimmed_bytes_total")
 
     init() {
         var now = timespec()

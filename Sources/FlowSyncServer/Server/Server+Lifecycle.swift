@@ -171,7 +171,8 @@ extension Server {
         note("limits.max_lists_per_connection", configuration.maxListsPerConnection, new.maxListsPerConnection)
         note("backpressure", [configuration.lowWatermarkBytes, configuration.highWatermarkBytes, configuration.hardLimitBytes, configuration.writeDeadlineMilliseconds],
              [new.lowWatermarkBytes, new.highWatermarkBytes, new.hardLimitBytes, new.writeDeadlineMilliseconds])
-        note("history", [configuration.historyMaxBatches, configuration.historyMaxBytes], [new.historyMaxBatches, new.historyMaxBytes])
+        note("history", [configuration.historyMaxBatches, configuration.historyMaxBytes, configuration.historyTotalMaxBytes],
+             [new.historyMaxBatches, new.historyMaxBytes, new.historyTotalMaxBytes])
         note("compression", [configuration.compressionLevel, configuration.compressionThresholdBytes], [new.compressionLevel, new.compressionThresholdBytes])
         note("compression.offload_snapshot_rows", configuration.offloadSnapshotRows, new.offloadSnapshotRows)
         // What needs a restart is kept as a group (ServerConfiguration.RestartOnly).

@@ -172,13 +172,29 @@ extension Server {
             && !dirtyLists.contains(list.name) && !compactionsDue.contains(list.name) && !compactionsInFlight.contains(list.name)
     }
 
-    /// Samples what lists hold (every second, from the sweep): history bytes in memory
-    /// and, on a worker, the lists on disk.
+    /// Every second, from the sweep: enforces `[history] total_max_bytes`, samples the
+    /// history bytes in memory and, on a worker, counts the lists on disk.
     func sampleListGauges() {
         let now = loop.now
         guard now >= lastListSample + 1_000 else { return }
         lastListSample = now
-        metrics.historyBytes.record(lists.values.reduce(0) { $0 + $1.sequencer.historyByteCount })
+        var historyBytes = lists.values.reduce(0) { $0 + $1.sequencer.historyByteCount }
+        let budget = configuration.historyTotalMaxBytes
+        if budget > 0 && historyBytes > budget {
+            // Least recently active first: their subscribers are the least likely to
+            // resume soon, and a resume older than memory holds is read from the log.
+            // O(lists log lists), only when over the budget.
+            var excess = historyBytes - budget
+            for list in lists.values.sorted(by: { $0.lastActive < $1.lastActive }) where excess > 0 {
+                let held = list.sequencer.historyByteCount
+                guard held > 0 else { continue }
+                let dropped = list.trimHistory(toBytes: max(0, held - excess))
+                excess -= dropped
+                historyBytes -= dropped
+                metrics.historyBudgetTrims.increment(by: Int64(dropped))
+            }
+        }
+        metrics.historyBytes.record(historyBytes)
         metrics.listsLoading.record(loads.count)
         guard let store = onDemandStore, !countingStoredLists, !lifecycle.isShuttingDown else { return }
         countingStoredLists = true
