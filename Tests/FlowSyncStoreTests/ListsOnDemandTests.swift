@@ -1,7 +1,7 @@
 import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProtocol
-import FlowSyncServer
+@testable import FlowSyncServer
 import FlowSyncTestSupport
 import Foundation
 import Testing
@@ -362,5 +362,30 @@ import Testing
         resumer.close()
         writer.close()
         #expect(await server.stop())
+    }
+}
+
+/// The on-demand start's index of the clean-stop manifest answers exactly what the full
+/// decode answers, and refuses what the decode refuses (checksum) plus entries out of
+/// order (this store never writes them).
+@Suite(.timeLimit(.minutes(2))) struct CleanStopManifestIndexTests {
+    @Test func lookupsMatchTheDecodedManifest() throws {
+        var random = SeededRandom(seed: 7)
+        var lists: [CleanStopManifest.List] = []
+        for k in 0..<300 {
+            let files = (0..<random.int(1...3)).map { CleanStopManifest.File(name: StoreFormat.segmentName(UInt64($0 + 1)), length: random.int(30...9_000)) }
+            lists.append(CleanStopManifest.List(directory: "list-\(k)", name: "list \(k)", position: ListVersion(epoch: UInt64(k + 1), version: UInt64(random.int(0...99))), files: files))
+        }
+        let bytes = CleanStopManifest(lists: lists).encoded()
+        let decoded = try CleanStopManifest.decode(bytes)
+        let index = try CleanStopManifestIndex(validating: bytes)
+        #expect(index.count == 300)
+        for list in decoded.lists { #expect(try index.list(inDirectory: list.directory) == list) }
+        #expect(try index.list(inDirectory: "list-1000") == nil)
+        #expect(try index.list(inDirectory: "a") == nil && index.list(inDirectory: "z") == nil)
+        #expect(index.allLists() == decoded.lists)
+        var damaged = bytes
+        damaged[damaged.count / 2] ^= 1
+        #expect(throws: StoreFormat.HeaderProblem.self) { try CleanStopManifestIndex(validating: damaged) }
     }
 }

@@ -5,6 +5,8 @@ import FlowSyncCore
 enum PreviousStop {
     /// A clean stop recorded this manifest: recovery accepts exactly what it lists.
     case clean(CleanStopManifest)
+    /// The same, indexed rather than decoded (an on-demand start).
+    case cleanIndexed(CleanStopManifestIndex)
     /// `RUNNING` without a manifest: a crash (or a kill, or a failed store). The
     /// torn-tail rule applies; `newEpochForAll` when batches acknowledged before it may
     /// be missing from the disk (a policy other than `always`, or a damaged manifest
@@ -63,7 +65,7 @@ extension FileStore {
     /// corruption, naming the file and offset (it may stand for damage elsewhere that
     /// only it could reveal); under `repair` it is set aside, and every list is
     /// recovered under the unclean-stop rules and starts a new epoch.
-    func previousStop(repair: Bool, report: inout RecoveryReport) throws(StoreError) -> PreviousStop {
+    func previousStop(repair: Bool, indexed: Bool = false, report: inout RecoveryReport) throws(StoreError) -> PreviousStop {
         // An interrupted manifest write: never renamed, so never trusted.
         try io.remove(cleanStopManifest + ".tmp")
         if io.exists(cleanStopManifest) {
@@ -73,7 +75,7 @@ extension FileStore {
                 // the stop (before RUNNING was removed) or at the start (after RUNNING
                 // was written, before the manifest was removed). Nothing was written
                 // after the manifest in either case, so it is exact, and the stop clean.
-                return .clean(try CleanStopManifest.decode(bytes))
+                return indexed ? .cleanIndexed(try CleanStopManifestIndex(validating: bytes)) : .clean(try CleanStopManifest.decode(bytes))
             } catch {
                 let (reason, offset) = error.reasonAndOffset
                 guard repair else {

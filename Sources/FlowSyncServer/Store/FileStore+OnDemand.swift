@@ -26,7 +26,7 @@ extension FileStore: OnDemandStore {
         precondition(!recovered, "Internal inconsistency in FileStore: opened twice")
         try takeLock()
         var report = RecoveryReport()
-        let start = try readStartRecord(repair: options.repair, report: &report)
+        let start = try readStartRecord(repair: options.repair, indexed: true, report: &report)
         let keepLossyMarker = start.runningAtStart
             && !String(decoding: (try? io.readFile(runningMarker)) ?? [], as: UTF8.self).contains("fsync=always")
         if !keepLossyMarker { try writeRunningMarker() }
@@ -44,11 +44,13 @@ extension FileStore: OnDemandStore {
         let unloadedRecord = state.unloaded[entry]
         let start = state.start
         let options = state.options
+        let manifest = cleanStopManifest
         return ListLoadJob(name: name) {
             let began = MonotonicClock.nanoseconds()
             let result: Result<LoadedList?, StoreError>
             do throws(StoreError) {
-                result = .success(try Self.loadList(name, entry: entry, directory: directory, start: start, unloadedRecord: unloadedRecord, options: options, io: io))
+                result = .success(try Self.loadList(name, entry: entry, directory: directory, start: start, unloadedRecord: unloadedRecord, manifest: manifest,
+                                                     options: options, io: io))
             } catch {
                 result = .failure(error)
             }
@@ -97,7 +99,7 @@ extension FileStore: OnDemandStore {
     /// it `OPENED` when the manifest recorded it — only after it passed, so a list
     /// refused now is refused again at the next start.
     private static func loadList(_ name: String, entry: String, directory: String, start: StartRecord, unloadedRecord: CleanStopManifest.List?,
-                                 options: RecoveryOptions, io: FileIO) throws(StoreError) -> LoadedList? {
+                                 manifest: String, options: RecoveryOptions, io: FileIO) throws(StoreError) -> LoadedList? {
         var expectation: ListExpectation
         var newEpoch = false
         var mark = false
@@ -106,7 +108,7 @@ extension FileStore: OnDemandStore {
             expectation = .recorded(unloadedRecord)
         } else {
             let marked = start.marksMatter && io.exists(directory + "/" + openedMarker)
-            (expectation, newEpoch) = start.expectation(forDirectory: entry, marked: marked)
+            (expectation, newEpoch) = try manifestExpectation(start, forDirectory: entry, marked: marked, manifest: manifest)
             if case .recorded = expectation { mark = true }
         }
         guard io.exists(directory) else {
@@ -138,7 +140,7 @@ extension FileStore: OnDemandStore {
     func recordsOfListsNotLoaded(loadedEntries: Set<String>) -> [CleanStopManifest.List] {
         guard let state = onDemand else { return [] }
         var records = Array(state.unloaded.filter { !loadedEntries.contains($0.key) }.values)
-        for (entry, list) in state.start.recorded where !loadedEntries.contains(entry) && state.unloaded[entry] == nil {
+        for list in state.start.allRecords where !loadedEntries.contains(list.directory) && state.unloaded[list.directory] == nil {
             records.append(list)
         }
         return records

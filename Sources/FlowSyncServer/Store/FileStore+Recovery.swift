@@ -34,7 +34,7 @@ extension FileStore {
         if start.hasManifest {
             // A list the clean stop recorded whose directory is gone.
             let present = Set(entries)
-            for list in start.recorded.values.sorted(by: { $0.directory < $1.directory }) where !present.contains(list.directory) {
+            for list in start.allRecords.sorted(by: { $0.directory < $1.directory }) where !present.contains(list.directory) {
                 let path = listsDirectory + "/" + list.directory
                 guard options.repair else {
                     throw .corrupt(path, offset: 0, "missing: the clean stop recorded list \"\(list.name)\" through \(list.position) in it (start with --repair to start without it)")
@@ -47,7 +47,7 @@ extension FileStore {
             let path = listsDirectory + "/" + entry
             let marked = start.marksMatter && io.exists(path + "/" + Self.openedMarker)
             if marked { markers.append(path + "/" + Self.openedMarker) }
-            let (expectation, newEpoch) = start.expectation(forDirectory: entry, marked: marked)
+            let (expectation, newEpoch) = try Self.manifestExpectation(start, forDirectory: entry, marked: marked, manifest: cleanStopManifest)
             if var files = try Self.readList(at: path, expecting: expectation, options: options, io: io, report: &report) {
                 if newEpoch { files.list.needsNewEpoch = true }
                 adopt(files)
@@ -62,6 +62,18 @@ extension FileStore {
         // clean stop), so the markers mean nothing any more.
         for marker in markers { try io.remove(marker) }
         return report
+    }
+
+    /// ``StartRecord/expectation(forDirectory:marked:)``, a manifest entry that does not
+    /// decode refused as corruption of the manifest.
+    static func manifestExpectation(_ start: StartRecord, forDirectory entry: String, marked: Bool, manifest: String) throws(StoreError)
+        -> (ListExpectation, newEpoch: Bool) {
+        do throws(StoreFormat.HeaderProblem) {
+            return try start.expectation(forDirectory: entry, marked: marked)
+        } catch {
+            let (reason, offset) = error.reasonAndOffset
+            throw .corrupt(manifest, offset: offset, reason + " (the entry of list directory \(entry))")
+        }
     }
 
     /// Keeps a copy of a damaged file for a human to look at.

@@ -19,8 +19,10 @@ import FlowSyncCore
 /// - **`RUNNING` alone**: a crash; every list under the unclean-stop rules.
 /// - **neither**: a new directory, or one from a flowsyncd that wrote no manifest.
 struct StartRecord: Sendable {
-    /// The manifest's lists by directory entry.
+    /// The manifest's lists by directory entry (an eager start decodes them all) …
     var recorded: [String: CleanStopManifest.List] = [:]
+    /// … or the manifest indexed, each list decoded at its load (on demand).
+    var index: CleanStopManifestIndex?
     var hasManifest = false
     var runningAtStart = false
     /// Lists under the unclean-stop rules start a new epoch: the previous run's policy
@@ -36,11 +38,23 @@ struct StartRecord: Sendable {
 
     /// What recovery may accept of the directory `entry`, and whether the list starts a
     /// new epoch.
-    func expectation(forDirectory entry: String, marked: Bool) -> (FileStore.ListExpectation, newEpoch: Bool) {
-        if hasManifest, !marked, let list = recorded[entry] { return (.recorded(list), false) }
-        if isComplete && recorded[entry] == nil { return (.notRecorded, false) }
+    /// - Throws: the manifest's entry for `entry` does not decode (on demand, where
+    ///   entries are decoded only when their list loads).
+    func expectation(forDirectory entry: String, marked: Bool) throws(StoreFormat.HeaderProblem) -> (FileStore.ListExpectation, newEpoch: Bool) {
+        let record = hasManifest ? try self.record(forDirectory: entry) : nil
+        if !marked, let record { return (.recorded(record), false) }
+        if isComplete && record == nil { return (.notRecorded, false) }
         return (.afterUncleanStop, lossy)
     }
+
+    /// The manifest's record of the list in directory `entry`.
+    func record(forDirectory entry: String) throws(StoreFormat.HeaderProblem) -> CleanStopManifest.List? {
+        if let index { return try index.list(inDirectory: entry) }
+        return recorded[entry]
+    }
+
+    /// Every record of the manifest.
+    var allRecords: [CleanStopManifest.List] { index?.allLists() ?? Array(recorded.values) }
 }
 
 extension FileStore {
@@ -50,22 +64,27 @@ extension FileStore {
 
     /// Reads `STOPPED` and `RUNNING` (see ``StartRecord``); a damaged manifest is refused
     /// (or set aside under `repair`) as by ``previousStop(repair:report:)``.
-    func readStartRecord(repair: Bool, report: inout RecoveryReport) throws(StoreError) -> StartRecord {
+    /// `indexed`: keep the manifest as a ``CleanStopManifestIndex`` (on demand) instead
+    /// of decoding every record.
+    func readStartRecord(repair: Bool, indexed: Bool = false, report: inout RecoveryReport) throws(StoreError) -> StartRecord {
         var start = StartRecord()
         start.runningAtStart = io.exists(runningMarker)
-        switch try previousStop(repair: repair, report: &report) {
+        switch try previousStop(repair: repair, indexed: indexed, report: &report) {
         case .clean(let manifest):
             start.hasManifest = true
             // One lookup per directory; directories are unique in a manifest that decoded.
             for list in manifest.lists { start.recorded[list.directory] = list }
-            if start.runningAtStart {
-                let text = String(decoding: try io.readFile(runningMarker), as: UTF8.self)
-                start.lossy = !text.contains("fsync=always")
-            }
+        case .cleanIndexed(let index):
+            start.hasManifest = true
+            start.index = index
         case .unclean(let all):
             start.lossy = all
         case .unrecorded:
             break
+        }
+        if start.hasManifest && start.runningAtStart {
+            let text = String(decoding: try io.readFile(runningMarker), as: UTF8.self)
+            start.lossy = !text.contains("fsync=always")
         }
         return start
     }
