@@ -24,7 +24,7 @@ struct CLIError: Error, CustomStringConvertible {
         case .invalidEdit(let mutation):
             let code = error.code!
             return CLIError(message: "the edit does not apply to the list: error \(code): \(mutation.message)", exitCode: 1)
-        case .modelCoding:
+        case .modelCoding, .persistenceUnavailable:
             return CLIError(message: "\(error)", exitCode: 1)
         case .rejected(let code, let message):
             return CLIError(message: "server refused the write: error \(code): \(message)", exitCode: 3)

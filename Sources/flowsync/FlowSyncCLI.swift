@@ -25,9 +25,10 @@ struct FlowSyncCLI: AsyncParsableCommand {
           flowsync watch contacts --json
           flowsync apply contacts ops.json
           flowsync stats contacts
+          flowsync backup /var/backups/flowsync/2026-11-24
         """,
         subcommands: [Watch.self, Get.self, Lists.self, Stats.self, AddSection.self, Insert.self, Update.self,
-                      Remove.self, Move.self, Apply.self, Token.self]
+                      Remove.self, Move.self, Apply.self, Token.self, Backup.self]
     )
 
     /// The entry point: the connection options may come before the command as well as

@@ -55,6 +55,9 @@ struct FlowSyncDaemon: ParsableCommand {
     @Flag(name: .long, help: "Start even when a stored log or snapshot is damaged: keep the valid prefix, set damaged files aside (*.damaged), start a new epoch for the lists concerned, and say what was dropped.")
     var repair = false
 
+    @Flag(name: .customLong("check-store"), help: "Check every list of the data directory offline with recovery's rules, change nothing, and exit: 0 all ok, 3 a torn tail the next start cuts, 65 damaged lists, 1 the store is locked by a running daemon. With --repair, repair first (as --repair at start), then check.")
+    var checkStore = false
+
     func run() throws {
         // A process started from a test runner thread (Foundation.Process) can inherit
         // a blocked SIGTERM and would never stop: start from an empty signal mask.
@@ -74,6 +77,11 @@ struct FlowSyncDaemon: ParsableCommand {
         }
         if checkConfig {
             print("flowsyncd: configuration OK\(config.map { " (\($0))" } ?? "")")
+            return
+        }
+        if checkStore {
+            let code = StoreCheckCommand.run(configuration, repair: repair)
+            if code != 0 { throw ExitCode(code) }
             return
         }
 

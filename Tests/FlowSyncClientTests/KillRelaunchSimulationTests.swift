@@ -6,7 +6,7 @@ import Testing
 
 /// Kill-and-relaunch, without sockets: the session machine and the persistence rules
 /// against the real sequencer (``SimulatedNetwork``), where at random a client's app is
-/// killed — its connection and its queued replica writes lost — and a new session
+/// killed — its connection and its queued file writes and frames lost — and a new session
 /// starts from its simulated disk (through the real file format) with `firstSeq` 1,
 /// while the others go on writing. Thousands of seeded cases; after each:
 /// - no mutation committed twice, and every write a client ever made was committed or
@@ -54,7 +54,8 @@ import Testing
         for i in net.clients.indices {
             net.persist(i, flush: true)
             while !net.clients[i].queued.isEmpty { net.writeQueued(i) }
-            net.persist(i)
+            net.persist(i)   // the pending file without what the replica now holds
+            while !net.clients[i].queued.isEmpty { net.writeQueued(i) }
             let disk = net.clients[i].disk
             let (restored, _) = ReplicaFileFormat.restore(list: SimulatedNetwork.list, replica: disk["replica"]?.bytes, pending: disk["pending"]?.bytes)
             if restored?.confirmed != server || restored?.position != net.sequencer.position || restored?.pending.isEmpty != true {

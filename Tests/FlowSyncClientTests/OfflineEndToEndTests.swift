@@ -87,6 +87,30 @@ import Testing
         #expect(await server.stop())
     }
 
+    @Test func oneClientPerDirectoryAndTheLockGoesWithTheClient() throws {
+        let directory = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try Self.client(port: 1, directory: directory)
+        #expect(throws: FlowSyncError.self, "a second client on the same directory is refused") {
+            _ = try Self.client(port: 1, directory: directory)
+        }
+        do {
+            _ = try Self.client(port: 1, directory: directory)
+        } catch let error as FlowSyncError {
+            guard case .persistenceUnavailable(let detail) = error else { Issue.record("\(error)"); return }
+            #expect(detail.contains("in use by another FlowSyncClient"), "\(detail)")
+        }
+        first.close()
+        let second = try Self.client(port: 1, directory: directory)
+        second.core.abandonForTesting()   // a killed app's lock goes with it
+        let third = try Self.client(port: 1, directory: directory)
+        third.close()
+        // A path that cannot be a directory: refused, not kept in memory silently.
+        let file = directory + "/not-a-directory"
+        FileManager.default.createFile(atPath: file, contents: Data([1]))
+        #expect(throws: FlowSyncError.self) { _ = try Self.client(port: 1, directory: file + "/lists") }
+    }
+
     @Test func damagedReplicaFileIsDiscardedAndReplaced() async throws {
         let directory = Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -117,19 +141,23 @@ import Testing
 
     /// Seeded kill-and-relaunch: a writer makes edits (each a new row at the end of its
     /// section, so order and count are checkable), is discarded without any goodbye at a
-    /// random point — writes in flight, Acks unread, replica writes queued — and a new
+    /// random point — writes in flight, Acks unread, file writes queued — and a new
     /// client opens the same directory and goes on; another writer edits the same list
-    /// all along. Every edit whose call returned must be on the server exactly once, in
-    /// order, and committed once (a raw subscriber reads every batch's `(clientID, seq)`).
+    /// all along. A kill may lose only the newest edits that were not yet on disk (and
+    /// so never sent): the relaunch shows the edits in order up to some point. Every
+    /// edit it shows must end on the server exactly once, in order, and committed once
+    /// (a raw subscriber reads every batch's `(clientID, seq)`); a lost one never.
     @Test func killedMidWriteEveryEditAppearsExactlyOnce() async throws {
         let server = try await EmbeddedServer()
         let thread = try EventLoopThread()
         defer { thread.shutdown(timeout: 5) }
-        let deadline = Date().addingTimeInterval(40)
         var cases = 0
-        var missingAfterRelaunch = 0
-        var outOfOrder = 0
-        for seed in 0..<300 where Date() < deadline {
+        var viewLackedEarlierEdits = 0
+        var lostUnsent = 0
+        // KILL_SEEDS / KILL_SECONDS run it longer (a soak): the suite's defaults bound it.
+        let environment = ProcessInfo.processInfo.environment
+        let deadline = Date().addingTimeInterval(Double(environment["KILL_SECONDS"] ?? "") ?? 40)
+        for seed in 0..<(Int(environment["KILL_SEEDS"] ?? "") ?? 300) where Date() < deadline {
             var random = SeededRandom(seed: UInt64(seed))
             let name = "kill-\(seed)-\(cases)"
             let directory = Self.temporaryDirectory()
@@ -143,20 +171,45 @@ import Testing
             _ = await observer.waitFor { if case .snapshot = $0 { return true } else { return false } }
 
             var made: [String] = []
+            /// What each life saw, printed when a check fails.
+            var trace: [String] = []
             var bystander = 0
             var client: FlowSyncClient? = try Self.client(port: server.port, directory: directory, every: random.int(1...4))
             _ = try client!.director(name).add(section: NewSection(id: "mine"))
             let lives = random.int(2...4)
+            var lostAtKills = 0
             for life in 0..<lives {
                 let list = client!.director(name)
+                if life > 0 {
+                    // Edits are written in the background, each before it is sent: a kill
+                    // may lose the newest ones — only unsent ones, only a suffix. What the
+                    // relaunch shows must be the edits in order, up to some point.
+                    let shown = Self.rows(list.snapshot.director, section: "mine")
+                    #expect(shown == Array(made.prefix(shown.count)), "seed \(seed): relaunched with \(shown), the writer made \(made)")
+                    if shown == Array(made.prefix(shown.count)) {
+                        lostAtKills += made.count - shown.count
+                        made = shown   // the lost ones must then never reach the server
+                    }
+                    if list.section(id: "mine") == nil && made.isEmpty {
+                        // The section's own write was the lost one (killed within
+                        // microseconds of the first edit): make it again.
+                        lostAtKills += 1
+                        _ = try list.add(section: NewSection(id: "mine"))
+                    }
+                }
+                let stored = client!.core.read { $0.session.lists[name].map { $0.pending.map { "\($0.seq)\($0.sent == nil ? "" : " sent")\($0.ackedAt.map { " acked at \($0)" } ?? "")" } } ?? [] }
+                trace.append("life \(life): shown from disk \(list.snapshot.isFromDisk) at \(list.snapshot.version.map { "\($0)" } ?? "none"), rows \(Self.rows(list.snapshot.director, section: "mine")), pending \(stored)")
                 for _ in 0..<random.int(1...8) {
                     let id = "r\(made.count)"
-                    if list.section(id: "mine") == nil {
-                        // Seen rarely under load (not understood, docs/SDK.md "Not done"): the
-                        // relaunched view lacks the section a committed write created, until
-                        // the server's answer. Counted; the server-side checks below still
-                        // hold every case to exactly once, in order.
-                        missingAfterRelaunch += 1
+                    // Every earlier edit is committed or pending (none is refused), so the
+                    // view must show it. Counted and traced, not failed: under load a
+                    // relaunched view has been seen without a committed write until the
+                    // server's answer (docs/SDK.md, "Known issues"); the edit below is
+                    // placed right anyway (it is anchored on the view it was built on).
+                    let shown = Set(Self.rows(list.snapshot.director, section: "mine"))
+                    if !made.allSatisfy(shown.contains) {
+                        viewLackedEarlierEdits += 1
+                        print("seed \(seed): the view lacks \(made.filter { !shown.contains($0) }) before \(id); trace:\n  " + trace.joined(separator: "\n  "))
                         #expect(await ClientTests.settled(list, server: server), "seed \(seed)")
                     }
                     _ = try #require(list.section(id: "mine"), "seed \(seed)").add(model: Contact(id: id, name: "\(life)"))
@@ -168,10 +221,15 @@ import Testing
                     if random.chance(0.3) { try await Task.sleep(nanoseconds: UInt64(random.int(0...3_000_000))) }
                 }
                 if life < lives - 1 {
+                    // Half the kills come after the files caught up (writes then die in
+                    // flight or unacknowledged, and are resent), half at once (the
+                    // newest, unsent edits may die with the app).
+                    if random.chance(0.5) { client!.flushPersistence() }
                     client!.core.abandonForTesting()
                     client = try Self.client(port: server.port, directory: directory, every: random.int(1...4))
                 }
             }
+            lostUnsent += lostAtKills
             let last = client!.director(name)
             let settled = await ClientTests.settled(last, server: server)
             let otherSettled = await ClientTests.settled(theirs, server: server)
@@ -180,20 +238,9 @@ import Testing
             client!.close()
             client = nil
             #expect(settled && otherSettled, "seed \(seed): did not settle")
+            // Exactly once and in order.
             let rows = Self.rows(final.director, section: "mine")
-            // Exactly once: nothing lost, nothing twice (strict).
-            #expect(rows.sorted() == made.sorted() && Set(rows).count == rows.count, "seed \(seed): the server has \(rows), the writer made \(made)")
-            if rows != made && rows.sorted() == made.sorted() {
-                // In order: a known, open bug (issue #19, docs/SDK.md "Not done"). Seen
-                // about once in 300 cases under load: edits made just after a relaunch
-                // committed before edits made just before the kill. Recorded as a known
-                // issue so every occurrence shows in the output, without failing the run
-                // until it is fixed; a loss or a duplicate still fails above.
-                outOfOrder += 1
-                withKnownIssue("issue #19: edits out of order across a relaunch", isIntermittent: true) {
-                    Issue.record("seed \(seed): the server has \(rows), the writer made \(made)")
-                }
-            }
+            #expect(rows == made, "seed \(seed): the server has \(rows), the writer made \(made); trace: \(trace.joined(separator: " | "))")
             // Every batch up to the final version, read by the raw subscriber: the
             // writer's mutations committed once each (the section, then one per edit).
             _ = await observer.waitFor { if case .diff(let d) = $0 { return d.to == final.position } else { return false } }
@@ -205,7 +252,7 @@ import Testing
             cases += 1
         }
         #expect(cases >= 20, "only \(cases) cases ran")
-        print("kill-relaunch end to end: \(cases) cases; a relaunched view lacked the section \(missingAfterRelaunch) times; out of order \(outOfOrder) times")
+        print("kill-relaunch end to end: \(cases) cases; \(lostUnsent) unsent edits lost at kills; a view lacked an earlier edit \(viewLackedEarlierEdits) times")
         #expect(await server.stop())
     }
 }

@@ -88,6 +88,13 @@ import Testing
         vector("error-retry", "", raw, .error(ErrorMessage(code: .internalError, message: "try again", reaction: .retry))),
         vector("error-resync", "", raw, .error(ErrorMessage(code: .staleBaseVersion, message: "resync", reaction: .resync, listName: "inbox", closesConnection: false))),
         vector("error-refresh-token", "", raw, .error(ErrorMessage(code: .tokenExpired, message: "token expired", reaction: .refreshToken))),
+        // The backup request and its two kinds of answer (issue #21).
+        vector("backup-request", "an admin request: write a backup into a new directory on the server's machine", raw,
+               .backupRequest(BackupRequest(requestID: 3, directory: "/var/backups/flowsync/1"))),
+        vector("backup-reply-written", "code 0: the backup is complete and durable", raw,
+               .backupReply(BackupReply(requestID: 3, failure: nil, message: "backup of 2 lists written to /var/backups/flowsync/1 in 4 ms", lists: 2, bytes: 1_234))),
+        vector("backup-reply-refused", "code 5004 backup-refused; lists and bytes are 0", raw,
+               .backupReply(BackupReply(requestID: 4, failure: .backupRefused, message: "the backup directory /tmp exists and is not empty (3 entries): a backup goes into a new directory"))),
     ]
 
     /// From the state of `snapshotSections` to a new one, through every section-level

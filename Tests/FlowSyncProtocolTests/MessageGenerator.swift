@@ -179,6 +179,11 @@ struct MessageGenerator {
             return .statsReply(StatsReply(requestID: u64(), entries: (0..<random.int(0...5)).map { _ in
                 StatsReply.Entry(name: string(), value: Int64(bitPattern: u64()))
             }))
+        case .backupRequest:
+            return .backupRequest(BackupRequest(requestID: u64(), directory: string(max: 60)))
+        case .backupReply:
+            return .backupReply(BackupReply(requestID: u64(), failure: random.chance(0.5) ? nil : ErrorCode(rawValue: UInt16(random.int(1...65_535))),
+                                            message: string(max: 60), lists: u64(), bytes: u64()))
         }
     }
 

@@ -183,6 +183,10 @@ enum MeaningRenderer {
         case .refreshToken(let r): return o([("token", .string(r.token))])
         case .statsReply(let r):
             return o([("requestID", .int(r.requestID)), ("entries", .array(r.entries.map { .object([("name", .string($0.name)), ("value", .int($0.value))]) }))])
+        case .backupRequest(let r): return o([("requestID", .int(r.requestID)), ("directory", .string(r.directory))])
+        case .backupReply(let r):
+            return o([("requestID", .int(r.requestID)), ("failure", r.failure.map { .int($0.rawValue) } ?? .null), ("message", .string(r.message)),
+                      ("lists", .int(r.lists)), ("bytes", .int(r.bytes))])
         }
     }
 }

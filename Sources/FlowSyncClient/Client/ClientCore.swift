@@ -106,6 +106,7 @@ final class ClientCore: @unchecked Sendable {
         var delivered: [String: ListSnapshot] = [:]
         var loadWaiters: [String: [CheckedContinuation<Result<Void, FlowSyncError>, Never>]] = [:]
         var statsWaiters: [UInt64: CheckedContinuation<Result<StatsReply, FlowSyncError>, Never>] = [:]
+        var backupWaiters: [UInt64: CheckedContinuation<Result<BackupReply, FlowSyncError>, Never>] = [:]
         var statusObservers: [UInt64: (DispatchQueue, @Sendable (ConnectionStatus) -> Void)] = [:]
         var statusStreams: [UInt64: AsyncStream<ConnectionStatus>.Continuation] = [:]
         var status: ConnectionStatus = .connecting
@@ -125,7 +126,10 @@ final class ClientCore: @unchecked Sendable {
         var persistGeneration: UInt64 = 0
     }
 
-    init(configuration: FlowSyncClient.Configuration, transport: any ClientTransport) {
+    /// - Throws: ``FlowSyncError/persistenceUnavailable(_:)`` when the persistence
+    ///   directory cannot be created or another client uses it: an app that asked for
+    ///   offline lists must not silently get lists that vanish at the next launch.
+    init(configuration: FlowSyncClient.Configuration, transport: any ClientTransport) throws(FlowSyncError) {
         var configuration = configuration
         var directory: ReplicaDirectory?
         if let options = configuration.persistence {
@@ -136,7 +140,7 @@ final class ClientCore: @unchecked Sendable {
                 configuration.clientID = opened.clientID(proposing: configuration.clientID)
                 directory = opened
             } catch {
-                configuration.logger.error("persistence directory unusable, lists stay in memory: \(error)")
+                throw .persistenceUnavailable(error.message)
             }
         }
         self.directory = directory
@@ -167,33 +171,52 @@ final class ClientCore: @unchecked Sendable {
         }
     }
 
-    /// Writes what the session's new state makes due. Pending files are written before
-    /// the input returns (after the lock is released, on the caller's thread: an edit
-    /// is on disk when the edit call returns); replica files on the directory's queue,
-    /// or before returning too when `flush` (pause, close).
-    private func persist(_ state: inout State, flush: Bool = false, pendingUnderLock: Bool = false) {
+    /// Queues the file writes the session's new state makes due, on the directory's
+    /// serial queue, in the order they were captured (the generation order).
+    ///
+    /// Why not on the calling thread: an edit with two `fsync`s costs 10–20 ms on a
+    /// disk like this machine's, and UI edits are made on the main thread (a frame is
+    /// 16 ms). The order is what keeps the files consistent: every frame is sent from
+    /// the same queue too (``send(_:_:)``), so a Mutate leaves only after the pending
+    /// file that marks it sent. A kill may lose the newest edits — never one that was
+    /// sent — and ``flushPersistence()``, `pause()` and `close()` wait for the disk.
+    ///
+    /// - Parameter flush: Write every replica that is behind, and wait (after the lock
+    ///   is released) until everything queued is on disk.
+    private func persist(_ state: inout State, flush: Bool = false) {
         guard let directory, state.persistence != nil, !state.shutDown else { return }
         let actions = state.persistence!.observe(state.session, now: Self.now(), flush: flush)
-        guard !actions.isEmpty else { return }
-        var immediate: [ReplicaDirectory.Job] = []
-        var later: [ReplicaDirectory.Job] = []
+        var jobs: [ReplicaDirectory.Job] = []
         for action in actions {
             state.persistGeneration += 1
-            let job = ReplicaDirectory.Job(generation: state.persistGeneration, action: action)
-            if case .writeReplica = action, !flush { later.append(job) } else { immediate.append(job) }
+            jobs.append(ReplicaDirectory.Job(generation: state.persistGeneration, action: action))
         }
-        let now = immediate
         let written: @Sendable (String, ListVersion) -> Void = { [weak self] name, position in
             self?.update { $0.persistence?.replicaWritten(list: name, at: position) }
         }
-        if pendingUnderLock {
-            // Only pending files here (a replica's callback takes the lock).
-            directory.perform(now.filter { if case .writePending = $0.action { true } else { false } }, synchronously: true, replicaWritten: written)
-            later += now.filter { if case .writeReplica = $0.action { true } else { false } }
-        } else if !now.isEmpty {
-            state.afterUnlock.append { directory.perform(now, synchronously: true, replicaWritten: written) }
+        directory.perform(jobs, replicaWritten: written)
+        if flush { state.afterUnlock.append { directory.drain() } }
+    }
+
+    /// Sends `frame` on connection `connection`. With persistence it goes through the
+    /// directory's queue, behind the file writes captured before it (a Mutate behind
+    /// its "sent" mark), and every frame takes that path so they keep their order; it
+    /// is dropped if the connection changed meanwhile (its bytes were compressed for
+    /// the old one).
+    private func send(_ frame: [UInt8], _ state: State) {
+        guard let directory else {
+            transport.send([frame])
+            return
         }
-        directory.perform(later, synchronously: false, replicaWritten: written)
+        let connection = state.connection
+        directory.enqueue { [weak self] in
+            guard let self else { return }
+            // Checked and sent under the lock: a reconnect (which runs under it) cannot
+            // slip between the check and the send.
+            self.withLock { state in
+                if state.connection == connection && !state.shutDown { self.transport.send([frame]) }
+            }
+        }
     }
 
     /// Stops following `name` (its replica is written first, with persistence).
@@ -226,19 +249,28 @@ final class ClientCore: @unchecked Sendable {
         }
     }
 
-    /// Writes every list that is behind, before returning.
+    /// Writes every list that is behind, and waits until everything queued is on disk.
     func flushPersistence() {
         withLock { persist(&$0, flush: true) }
-        directory?.drain()
     }
 
     /// Test hook: stops like a killed process — no more file writes (queued ones are
-    /// dropped), no goodbye to the server.
+    /// dropped), no more frames, no goodbye to the server.
+    ///
+    /// All of it under the client's lock, so no input is cut halfway: a real process
+    /// writes a Mutate's "sent" mark (under this lock) before the frame can leave, and
+    /// a kill cannot reorder the two. Disabling the directory first and stopping the
+    /// session afterwards let a Mutate leave whose mark was dropped (the relaunch then
+    /// held that write as unsent, and lost it from its files once a Diff named it: the
+    /// "view lacks a committed write" cases of the kill test were this hook's).
     func abandonForTesting() {
-        directory?.disable()
         withLock { state in
+            directory?.disable()
             state.shutDown = true
-            state.connection += 1
+            state.connection += 1   // nothing more from this connection is read
+            // No more sends, reconnects or pings; the actions (failing the tickets, the
+            // goodbye) are dropped, as a killed process carries out none.
+            _ = state.session.close()
         }
         transport.shutdown()
     }
@@ -404,21 +436,20 @@ final class ClientCore: @unchecked Sendable {
                     // The pending file must say "sent" before the Mutate can reach the
                     // server: otherwise a kill in between relaunches the write as unsent,
                     // and it would be re-resolved and sent as a new write (a swap applied
-                    // twice). So this one is written now, under the lock.
-                    persist(&state, pendingUnderLock: true)
+                    // twice). Its write is queued now, ahead of the frame (send(_:_:)).
+                    persist(&state)
                 }
                 let frame = state.encoder.encode(message)
                 if case .mutate(let mutate) = message, let limits = state.session.serverLimits,
                    !limits.accepts(encodedFrame: frame) {
                     // Sent, it would be a frame fault that closes the connection (and,
-                    // resent after every reconnect, forever). Refuse it here with the
-                    // code the server would use; the session rolls it back.
-                    let reject = Reject(listName: mutate.listName, seq: mutate.seq, code: .frameTooLarge,
-                                        message: "the write is \(FrameEncoder.lengthPrefixValue(ofEncodedFrame: frame)) bytes on the wire, the server accepts \(limits.maxFrameBytes) (refused before sending; split it)")
-                    perform(state.session.received(.reject(reject), now: Self.now()), &state)
+                    // resent after every reconnect, forever). The session fails and
+                    // rolls it back, with the code the server would have used.
+                    let error = FlowSyncError.rejected(code: .frameTooLarge, message: "the write is \(FrameEncoder.lengthPrefixValue(ofEncodedFrame: frame)) bytes on the wire, the server accepts \(limits.maxFrameBytes) (refused before sending; split it)")
+                    perform(state.session.sendFailed(list: mutate.listName, seq: mutate.seq, error), &state)
                     continue
                 }
-                transport.send([frame])
+                send(frame, state)
             case .disconnect(let reason):
                 configuration.logger.debug("disconnecting: \(reason)")
                 transport.disconnect()
@@ -450,6 +481,8 @@ final class ClientCore: @unchecked Sendable {
                 for waiter in state.loadWaiters.removeValue(forKey: list) ?? [] { waiter.resume(returning: .failure(error)) }
             case .stats(let id, let result):
                 state.statsWaiters.removeValue(forKey: id)?.resume(returning: result)
+            case .backup(let id, let result):
+                state.backupWaiters.removeValue(forKey: id)?.resume(returning: result)
             case .status(let status):
                 state.status = status
                 configuration.logger.debug("status: \(status)")
@@ -504,7 +537,7 @@ final class ClientCore: @unchecked Sendable {
             return all
         }
         guard let streams else { return }
-        directory?.drain()   // replica writes queued before the close end before it returns
+        directory?.finish()   // replica writes queued before the close end before it returns; then the lock goes
         for stream in streams { stream.finish() }
         transport.shutdown()
     }

@@ -126,7 +126,12 @@ public final class FlowSyncClient: Sendable {
     ///   ``Configuration/tls`` (TLS to a non-loopback host on Linux), or cannot start.
     public init(configuration: Configuration, transport: (any ClientTransport)? = nil) throws {
         let transport = try transport ?? Self.defaultTransport(for: configuration)
-        core = ClientCore(configuration: configuration, transport: transport)
+        do throws(FlowSyncError) {
+            core = try ClientCore(configuration: configuration, transport: transport)
+        } catch {
+            transport.shutdown()
+            throw error
+        }
         core.start()
     }
 
@@ -197,6 +202,17 @@ public final class FlowSyncClient: Sendable {
         return stream
     }
 
+    /// With ``Configuration/persistence``: waits until every edit made so far and every
+    /// list's confirmed state are on disk. Edits are written in the background, in
+    /// order, each before its write is sent, so a kill of the app can lose only the
+    /// newest edits, never a sent one; call this where an app must know its edits
+    /// survive (an App Intent about to return, a command-line tool about to exit).
+    /// ``pause()`` and ``close()`` do it too. Blocks the calling thread for the writes
+    /// (a few milliseconds per queued file); does nothing without persistence.
+    public func flushPersistence() {
+        core.flushPersistence()
+    }
+
     /// The app goes to the background: the connection closes (a phone must not hold
     /// a socket it cannot service), replicas are written to disk (with
     /// ``Configuration/persistence``), and nothing is tried until ``resume()``. Edits
@@ -247,6 +263,26 @@ public final class FlowSyncClient: Sendable {
         var entries: [String: Int64] = [:]
         for entry in reply.entries { entries[entry.name] = entry.value }
         return entries
+    }
+
+    /// Asks the server to write a consistent backup of every list into `directory`, a
+    /// new (missing or empty) directory on the **server's** machine, and waits until it
+    /// is on disk (docs/STORAGE.md, "Backup and restore"). Needs a token that may read
+    /// every list.
+    ///
+    /// - Returns: the server's reply: ``BackupReply/failure`` is `nil` when the backup
+    ///   was written, or says why not (the server's reason is in the message).
+    /// - Throws: ``FlowSyncError/closed`` when not connected, or when the connection was
+    ///   lost before the answer (the backup may then still complete on the server).
+    public func backup(to directory: String) async throws(FlowSyncError) -> BackupReply {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<BackupReply, FlowSyncError>, Never>) in
+            core.input { state -> (Void, [SessionAction]) in
+                let (id, actions) = state.session.requestBackup(directory: directory)
+                state.backupWaiters[id] = continuation
+                return ((), actions)
+            }
+        }
+        return try result.get()
     }
 
     /// Closes the connection and stops reconnecting. Unanswered writes fail with

@@ -90,24 +90,26 @@ public final class ListDirector: Sendable {
         // Untyped on purpose: a closure literal's thrown type is not inferred from a
         // typed-throws parameter, so a typed signature would make every caller spell
         // out `batch throws(FlowSyncError) in`.
+        let base = snapshot.director
         let operations = try { () throws -> [Operation] in
-            let batch = DirectorBatch(working: snapshot.director)
+            let batch = DirectorBatch(working: base)
             try body(batch)
             return batch.operations
         }()
-        return try submit(operations)
+        return try submit(operations, withoutNotifying: [], basedOn: base)
     }
 
     /// ``perform(_:)`` whose change is not delivered to `observers`: see
     /// ``submit(_:withoutNotifying:)``.
     @discardableResult
     public func perform(withoutNotifying observers: [ObservationToken], _ body: (DirectorBatch) throws -> Void) throws -> WriteTicket {
+        let base = snapshot.director
         let operations = try { () throws -> [Operation] in
-            let batch = DirectorBatch(working: snapshot.director)
+            let batch = DirectorBatch(working: base)
             try body(batch)
             return batch.operations
         }()
-        return try submit(operations, withoutNotifying: observers)
+        return try submit(operations, withoutNotifying: observers, basedOn: base)
     }
 
     /// Stops following the list: the server is told (Unsubscribe), observers and
@@ -122,12 +124,13 @@ public final class ListDirector: Sendable {
     func edit(_ body: (DirectorBatch) throws(FlowSyncError) -> Void) throws(FlowSyncError) -> WriteTicket {
         // The batch (and its view of the list) is gone before the write applies, so the
         // replica is edited in place, not copied.
+        let base = snapshot.director
         let operations = try { () throws(FlowSyncError) -> [Operation] in
-            let batch = DirectorBatch(working: snapshot.director)
+            let batch = DirectorBatch(working: base)
             try body(batch)
             return batch.operations
         }()
-        return try submit(operations)
+        return try submit(operations, withoutNotifying: [], basedOn: base)
     }
 
     /// Sends raw operations as one write.
@@ -143,11 +146,24 @@ public final class ListDirector: Sendable {
     /// refuses it) are delivered as usual. `changes` streams cannot be skipped.
     @discardableResult
     public func submit(_ operations: [Operation], withoutNotifying observers: [ObservationToken]) throws(FlowSyncError) -> WriteTicket {
+        try submit(operations, withoutNotifying: observers, basedOn: nil)
+    }
+
+    /// Sends `operations`, built by the app on `base` (the list as it read it), as one
+    /// write.
+    ///
+    /// Why `base`: the app reads the list, builds index-based edits, then submits — two
+    /// steps, and a batch may arrive between them (a remote insert at the top shifts
+    /// every index). The replica then re-expresses the edits by identity, from `base`
+    /// to the list as it is (``ListReplica/edit(_:seq:limits:basedOn:)``), so "remove
+    /// row 0" still removes the row the app saw there, as the server does with a stale
+    /// base version. `nil`: the operations are meant for the list as it is.
+    func submit(_ operations: [Operation], withoutNotifying observers: [ObservationToken], basedOn base: Director?) throws(FlowSyncError) -> WriteTicket {
         let name = self.name
         let skipped = Set(observers.map(\.id))
         let outcome: Result<WriteTicket, FlowSyncError> = core.input { state in
             do throws(FlowSyncError) {
-                let (seq, actions) = try state.session.submit(operations, to: name)
+                let (seq, actions) = try state.session.submit(operations, to: name, basedOn: base)
                 let ticket = WriteTicket(listName: name, seq: seq)
                 if !skipped.isEmpty { state.silenced[name, default: [:]][seq] = skipped }
                 // Registered before the actions run: one of them may already answer it.

@@ -23,13 +23,18 @@ public enum FlowSyncError: Error, Hashable, Sendable, CustomStringConvertible {
     case modelCoding(String)
     /// The client (or the list's handle) was closed before the answer arrived.
     case closed
+    /// ``PersistenceOptions/directory`` cannot be used: it cannot be created, or another
+    /// client (in this process or another, such as an app extension) has it open. The
+    /// client is not created: lists asked to survive a relaunch are never silently kept
+    /// in memory only.
+    case persistenceUnavailable(String)
 
     /// The server's code, when the error came from the server.
     public var code: ErrorCode? {
         switch self {
         case .rejected(let code, _), .listFailed(let code, _), .connectionRefused(let code, _): return code
         case .invalidEdit(let error): return ErrorCode(for: error.reason)
-        case .modelCoding, .closed: return nil
+        case .modelCoding, .closed, .persistenceUnavailable: return nil
         }
     }
 
@@ -41,6 +46,7 @@ public enum FlowSyncError: Error, Hashable, Sendable, CustomStringConvertible {
         case .connectionRefused(let code, let message): return "connection refused (\(code)): \(message)"
         case .modelCoding(let detail): return "model coding: \(detail)"
         case .closed: return "closed"
+        case .persistenceUnavailable(let detail): return "persistence directory unavailable: \(detail)"
         }
     }
 }

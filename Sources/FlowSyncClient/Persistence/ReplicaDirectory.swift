@@ -18,7 +18,8 @@ import Logging
 /// old file or the new one, never a mix. Damage that gets through anyway (a torn sector,
 /// a bit flip) fails the file's checksum and the file is ignored (``load(list:)``).
 ///
-/// Files: `client-id` (the writer identity) and, per list, `list-<XXH64 of the name, hex>.replica`
+/// Files: `lock` (held with `flock` while a client uses the directory), `client-id`
+/// (the writer identity) and, per list, `list-<XXH64 of the name, hex>.replica`
 /// and `.pending` (``ReplicaFileFormat``); the list's name is inside each file and checked.
 final class ReplicaDirectory: @unchecked Sendable {
     let path: String
@@ -27,19 +28,56 @@ final class ReplicaDirectory: @unchecked Sendable {
     /// Serialises writes: files are replaced in the order their content was captured.
     /// Held during file I/O on purpose (it is not the client's lock).
     private let lock = NSLock()
-    /// Per file, the generation of the content last written: older content that comes
-    /// later (a synchronous write racing the background queue) is dropped.
+    /// Per file, the generation of the content last written: older content is never
+    /// written over newer.
     private var written: [String: UInt64] = [:]
+    /// Per list, the newest capture queued of each file (what a queued job writes).
+    private var newestPending: [String: (generation: UInt64, content: PersistedPending)] = [:]
+    private var newestReplica: [String: (generation: UInt64, content: PersistedReplica)] = [:]
     private var disabled = false
     private let queue = DispatchQueue(label: "FlowSyncClient.persistence", qos: .utility)
+    /// The open `lock` file, holding an exclusive `flock` while this client uses the
+    /// directory; -1 once released.
+    private var lockDescriptor: Int32
 
-    /// Opens (creating if needed) the directory at `path`.
-    /// - Throws: ``ReplicaFileError`` when it cannot be created.
+    /// Opens (creating if needed) the directory at `path` and takes its lock.
+    ///
+    /// Why a lock: two clients on one directory (an app and its extension sharing an
+    /// app-group container, or two clients in one process) would overwrite each other's
+    /// files and send each other's writes under one client ID. `flock` is released by
+    /// the kernel when the process dies, so a killed app never leaves it stale.
+    /// - Throws: ``ReplicaFileError`` when it cannot be created, or another client holds it.
     init(path: String, synchronizes: Bool, logger: Logger) throws(ReplicaFileError) {
         self.path = path
         self.synchronizes = synchronizes
         self.logger = logger
         try Self.makeDirectory(path)
+        let fd = open("\(path)/lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Self.failure("open", "\(path)/lock") }
+        // A few tries, 5 ms apart: a child process forked by another thread of the app
+        // holds a copy of the descriptor (and so the lock) until it execs, which is
+        // brief; a real second client holds it for good.
+        var tries = 0
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK && tries < 40 {
+            tries += 1
+            usleep(5_000)
+        }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let busy = errno == EWOULDBLOCK
+            let error = busy ? ReplicaFileError(message: "\(path) is in use by another FlowSyncClient (one client per persistence directory)")
+                             : Self.failure("flock", "\(path)/lock")
+            close(fd)
+            throw error
+        }
+        lockDescriptor = fd
+    }
+
+    deinit { releaseLock() }
+
+    /// Lets another client open the directory (the client closed, or was abandoned).
+    private func releaseLock() {
+        if lockDescriptor >= 0 { close(lockDescriptor) }   // closing drops the flock
+        lockDescriptor = -1
     }
 
     private static func makeDirectory(_ path: String) throws(ReplicaFileError) {
@@ -117,24 +155,46 @@ final class ReplicaDirectory: @unchecked Sendable {
         var action: ReplicaPersistence.Action
     }
 
-    /// Writes `jobs` in order, now on this thread or on the directory's own queue.
-    /// `replicaWritten` is called (on that thread) after each durable replica file.
-    func perform(_ jobs: [Job], synchronously: Bool, replicaWritten: @escaping @Sendable (String, ListVersion) -> Void) {
+    /// Queues `jobs`, in order, on the directory's own queue. `replicaWritten` is
+    /// called (on that queue) after each durable replica file.
+    func perform(_ jobs: [Job], replicaWritten: @escaping @Sendable (String, ListVersion) -> Void) {
         guard !jobs.isEmpty else { return }
-        if synchronously {
-            run(jobs, replicaWritten)
-        } else {
-            queue.async { self.run(jobs, replicaWritten) }
+        lock.lock()
+        for job in jobs {
+            switch job.action {
+            case .writePending(let pending):
+                newestPending[pending.name] = (job.generation, pending)
+            case .writeReplica(let replica, let pending):
+                newestPending[pending.name] = (job.generation, pending)
+                newestReplica[replica.name] = (job.generation, replica)
+            }
         }
+        lock.unlock()
+        queue.async { self.run(jobs, replicaWritten) }
     }
 
-    /// Waits until every queued write is done (tests, benchmarks).
+    /// Runs `work` on the directory's queue after everything queued before it.
+    func enqueue(_ work: @escaping @Sendable () -> Void) {
+        queue.async(execute: work)
+    }
+
+    /// Waits until every queued write is done.
     func drain() { queue.sync {} }
 
-    /// Stops writing, as a killed process would: queued writes never happen.
+    /// Stops writing, as a killed process would: queued writes never happen, and the
+    /// directory's lock is released (the kernel does that for a dead process).
     func disable() {
         lock.lock()
         disabled = true
+        releaseLock()
+        lock.unlock()
+    }
+
+    /// Waits for the queued writes, then releases the directory for another client.
+    func finish() {
+        drain()
+        lock.lock()
+        releaseLock()
         lock.unlock()
     }
 
@@ -142,27 +202,52 @@ final class ReplicaDirectory: @unchecked Sendable {
     /// What was written so far.
     var statistics: PersistenceStatistics { lock.lock(); defer { lock.unlock() }; return counts }
 
+    /// Writes each job's files — or newer content for them, when newer captures are
+    /// queued behind (coalescing: a burst of edits is one file write, not one per edit).
+    ///
+    /// Writing newer content early is safe: a pending file captured later names every
+    /// write an earlier capture did, or a replica containing it was durable before the
+    /// capture; and a replica is written only after a pending file at least as new. A
+    /// frame queued behind a job (``enqueue(_:)``) thus never leaves before the marks
+    /// captured before it.
     private func run(_ jobs: [Job], _ replicaWritten: @Sendable (String, ListVersion) -> Void) {
         for job in jobs {
             switch job.action {
             case .writePending(let pending):
-                store(pendingPath(pending.name), generation: job.generation) { ReplicaFileFormat.encode(pending) }
+                storePending(pending.name, atLeast: job.generation)
             case .writeReplica(let replica, let pending):
                 // The pending file first: it must name every write the new replica
                 // contains with its commit version before that replica exists.
-                store(pendingPath(pending.name), generation: job.generation) { ReplicaFileFormat.encode(pending) }
-                if store(replicaPath(replica.name), generation: job.generation, { ReplicaFileFormat.encode(replica) }) {
-                    replicaWritten(replica.name, replica.position)
+                storePending(pending.name, atLeast: job.generation)
+                if let position = storeReplica(replica.name, atLeast: job.generation) {
+                    replicaWritten(replica.name, position)
                 }
             }
         }
     }
 
-    /// Replaces `file` with `content()` unless newer content is there already.
-    @discardableResult
-    private func store(_ file: String, generation: UInt64, _ content: () -> [UInt8]) -> Bool {
+    private func storePending(_ list: String, atLeast generation: UInt64) {
         lock.lock()
         defer { lock.unlock() }
+        guard let (newest, pending) = newestPending[list], newest >= generation else { return }
+        // Forgotten once taken: a kept capture would share the list's storage with the
+        // session, and the next edit would copy it (copy-on-write).
+        newestPending[list] = nil
+        _ = store(pendingPath(list), generation: newest) { ReplicaFileFormat.encode(pending) }
+    }
+
+    /// - Returns: The position of the replica written, if one was.
+    private func storeReplica(_ list: String, atLeast generation: UInt64) -> ListVersion? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let (newest, replica) = newestReplica[list], newest >= generation else { return nil }
+        newestReplica[list] = nil
+        return store(replicaPath(list), generation: newest) { ReplicaFileFormat.encode(replica) } ? replica.position : nil
+    }
+
+    /// Replaces `file` with `content()` unless that content (or newer) is there
+    /// already. Called with ``lock`` held.
+    private func store(_ file: String, generation: UInt64, _ content: () -> [UInt8]) -> Bool {
         guard !disabled, generation > written[file] ?? 0 else { return false }
         let bytes = content()
         do throws(ReplicaFileError) {

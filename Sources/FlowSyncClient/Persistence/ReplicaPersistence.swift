@@ -132,9 +132,9 @@ struct ReplicaPersistence: Sendable {
             let writes = journal.committed + list.pending
             let marks = writes.map(Self.mark)
             let pendingFile = PersistedPending(name: name, nextSeq: session.nextSequenceNumber, writes: writes)
-            // A changed pending file is written now even when a replica write (which
-            // rewrites it too, later, on the background queue) is due: an edit or a send
-            // must be on disk before the input returns.
+            // A changed pending file is queued even when a replica write (which
+            // rewrites it too) is due: a send waits behind it on the directory's queue,
+            // and must find its "sent" mark there.
             if marks != journal.marks {
                 journal.marks = marks
                 actions.append(.writePending(pendingFile))
@@ -157,11 +157,13 @@ struct ReplicaPersistence: Sendable {
 ///
 /// Off by default. With a directory, each list the client opens is kept there: its
 /// confirmed state (written at the cadence below, and on ``FlowSyncClient/pause()`` and
-/// ``FlowSyncClient/close()``) and its pending writes (written before an edit returns).
+/// ``FlowSyncClient/close()``) and its pending writes (written in the background, in
+/// order, each before its write is sent; ``FlowSyncClient/flushPersistence()`` waits).
 /// At the next launch, ``FlowSyncClient/director(_:)`` shows the list from disk before
 /// any network, resumes from the stored position, and resends the stored writes
 /// unchanged. The writer identity (client ID) is stored there too, so it is stable per
-/// installation. One client at a time per directory.
+/// installation. One client at a time per directory (a `lock` file enforces it:
+/// another client gets ``FlowSyncError/persistenceUnavailable(_:)``).
 public struct PersistenceOptions: Sendable, Hashable {
     /// The directory (created if missing). Use one the system does not purge, such as
     /// Application Support on Apple platforms.

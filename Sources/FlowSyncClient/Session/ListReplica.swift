@@ -61,9 +61,23 @@ final class ListReplica: @unchecked Sendable {
     /// - Parameter limits: The server's per-write limits (from its Welcome): a write
     ///   over them is refused here with a clear error, rather than sent and answered
     ///   by the server closing the connection (an oversized payload is a frame fault).
-    func edit(_ operations: [Operation], seq: UInt64, limits: DirectorLimits? = nil) throws(MutationError) -> Changeset {
-        // Anchor first, where the app wrote them (the replay is undone), then apply.
-        let anchored = try view.anchor(operations)
+    /// - Parameter base: The view the app built `operations` on. When the view has
+    ///   changed since (a batch or a rollback landed between the app's read and this
+    ///   call), index-based operations would hit the wrong rows: they are anchored in
+    ///   `base`, where they mean what the app meant, and re-expressed in the current
+    ///   view — the rebase the server does for a stale base version. Conflicts (an
+    ///   edit of a row that is gone since) throw like any invalid edit.
+    func edit(_ operations: [Operation], seq: UInt64, limits: DirectorLimits? = nil, basedOn base: Director? = nil) throws(MutationError) -> Changeset {
+        var operations = operations
+        let anchored: [AnchoredOperation]
+        if let base, base.digest != view.digest {
+            var then = base
+            anchored = try then.anchor(operations)
+            operations = try Self.resolve(anchored, in: view)
+        } else {
+            // Anchor first, where the app wrote them (the replay is undone), then apply.
+            anchored = try view.anchor(operations)
+        }
         let changeset: Changeset
         if let limits {
             // Only this edit is held to them; what the server sent is its own business.
@@ -76,6 +90,16 @@ final class ListReplica: @unchecked Sendable {
         }
         pending.append(PendingWrite(seq: seq, anchored: anchored))
         return changeset
+    }
+
+    /// The index-based operations `anchored` comes to in `state`, which is unchanged.
+    /// A function of its own so the scratch copy is gone before the caller edits the
+    /// view in place (a copy still alive would make that edit copy the list).
+    /// - Complexity: a copy of the storage the operations touch; only on the rare
+    ///   stale-view path.
+    private static func resolve(_ anchored: [AnchoredOperation], in state: Director) throws(MutationError) -> [Operation] {
+        var scratch = state
+        return try scratch.applyResolving(anchored)
     }
 
     // MARK: Rebuilding the view

@@ -22,6 +22,8 @@ enum SessionAction: Sendable {
     case listFailed(list: String, FlowSyncError)
     /// The answer to a stats request.
     case stats(requestID: UInt64, Result<StatsReply, FlowSyncError>)
+    /// The answer to a backup request.
+    case backup(requestID: UInt64, Result<BackupReply, FlowSyncError>)
     /// The connection status changed.
     case status(ConnectionStatus)
 }

@@ -83,6 +83,15 @@ extension WireWriter {
             varint(m.requestID)
             index(m.entries.count)
             for e in m.entries { string(e.name); u64(UInt64(bitPattern: e.value)) }
+        case .backupRequest(let m):
+            varint(m.requestID)
+            string(m.directory)
+        case .backupReply(let m):
+            varint(m.requestID)
+            u16(m.failure?.rawValue ?? 0)
+            string(m.message)
+            varint(m.lists)
+            varint(m.bytes)
         }
     }
 
@@ -173,6 +182,16 @@ extension WireReader {
                 entries.append(StatsReply.Entry(name: name, value: Int64(bitPattern: try u64("stat value"))))
             }
             message = .statsReply(StatsReply(requestID: id, entries: entries))
+        case .backupRequest:
+            let id = try varint("request ID")
+            message = .backupRequest(BackupRequest(requestID: id, directory: try text("backup directory")))
+        case .backupReply:
+            let id = try varint("request ID")
+            let code = try u16("error code")
+            let text = try text("message")
+            let lists = try varint("lists")
+            message = .backupReply(BackupReply(requestID: id, failure: code == 0 ? nil : ErrorCode(rawValue: code), message: text, lists: lists,
+                                               bytes: try varint("bytes")))
         }
         try expectEnd("\(type)")
         return message

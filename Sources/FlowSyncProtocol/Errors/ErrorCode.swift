@@ -116,6 +116,10 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let internalError = ErrorCode(rawValue: 5002)
     /// The server is over capacity (connections, memory).
     public static let overloaded = ErrorCode(rawValue: 5003)
+    /// A backup was not taken: its directory is not absolute, not empty, or inside the
+    /// data directory, or a write failed (the message says which). Nothing in the server
+    /// changed; fix the cause and ask again.
+    public static let backupRefused = ErrorCode(rawValue: 5004)
 
     /// Every code this build knows, in numeric order.
     public static let allKnown: [ErrorCode] = [
@@ -126,7 +130,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
         .tooManyElements, .payloadTooLarge, .rateLimited, .slowConsumer, .writeTimeout,
         .indexOutOfRange, .duplicateID, .unknownSection, .unknownRow, .invalidID, .conflict,
         .staleBaseVersion, .unknownList, .alreadySubscribed, .notSubscribed,
-        .serverShuttingDown, .serverDraining, .internalError, .overloaded,
+        .serverShuttingDown, .serverDraining, .internalError, .overloaded, .backupRefused,
     ]
 
     /// A short stable name (used in logs, metrics and the spec), or `code-N` when unknown.
@@ -170,6 +174,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
         case 5001: return "server-draining"
         case 5002: return "internal-error"
         case 5003: return "overloaded"
+        case 5004: return "backup-refused"
         default: return "code-\(rawValue)"
         }
     }
@@ -194,6 +199,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
         case .serverShuttingDown: return .backoff(milliseconds: 1_000)
         case .internalError: return .backoff(milliseconds: 1_000)
         case .overloaded: return .backoff(milliseconds: 5_000)
+        case .backupRefused: return .giveUp
         default:
             switch rawValue {
             case 2000..<3000: return .refreshToken

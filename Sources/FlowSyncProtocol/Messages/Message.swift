@@ -33,6 +33,10 @@ public enum Message: Hashable, Sendable {
     case refreshToken(RefreshToken)
     /// Server → client: stats.
     case statsReply(StatsReply)
+    /// Client → server: write a backup of every list (admin).
+    case backupRequest(BackupRequest)
+    /// Server → client: the backup is written, or why not.
+    case backupReply(BackupReply)
 
     /// The frame type this message is sent as.
     public var type: MessageType {
@@ -53,6 +57,8 @@ public enum Message: Hashable, Sendable {
         case .statsRequest: return .statsRequest
         case .refreshToken: return .refreshToken
         case .statsReply: return .statsReply
+        case .backupRequest: return .backupRequest
+        case .backupReply: return .backupReply
         }
     }
 }

@@ -10,12 +10,14 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
     case mutate = 0x12
     case statsRequest = 0x13
     case refreshToken = 0x14
+    case backupRequest = 0x15
     case snapshot = 0x20
     case diff = 0x21
     case ack = 0x22
     case reject = 0x23
     case notice = 0x24
     case statsReply = 0x25
+    case backupReply = 0x26
     case error = 0x30
     case ping = 0x31
     case pong = 0x32
@@ -34,8 +36,8 @@ public enum MessageType: UInt8, Hashable, Sendable, CaseIterable {
     /// ``ErrorCode/unexpectedMessage``.
     public var sender: Sender {
         switch self {
-        case .hello, .subscribe, .unsubscribe, .mutate, .statsRequest, .refreshToken: return .client
-        case .welcome, .snapshot, .diff, .ack, .reject, .notice, .statsReply, .error: return .server
+        case .hello, .subscribe, .unsubscribe, .mutate, .statsRequest, .refreshToken, .backupRequest: return .client
+        case .welcome, .snapshot, .diff, .ack, .reject, .notice, .statsReply, .backupReply, .error: return .server
         case .ping, .pong: return .either
         }
     }

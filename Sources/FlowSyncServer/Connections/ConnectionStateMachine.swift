@@ -107,6 +107,10 @@ struct ConnectionStateMachine {
         case pong(nonce: UInt64)
         /// Answer a StatsRequest, naming only the lists `grant` may read.
         case stats(StatsRequest, grant: AccessGrant)
+        /// Start a backup (the grant may read every list); answer with a BackupReply.
+        case backup(BackupRequest)
+        /// Answer a request with this reply at once (a refused backup).
+        case sendBackupReply(BackupReply)
         /// Reply with a non-fatal error (the connection stays open).
         case sendError(ErrorMessage)
         /// Leave these lists, send this error, flush, close.
@@ -375,9 +379,16 @@ struct ConnectionStateMachine {
                 return .sendError(ErrorMessage(code: .forbidden, message: "the token does not grant reading \"\(name)\"", listName: name, closesConnection: false))
             }
             return .stats(request, grant: ready.session.grant)
+        case .backupRequest(let request):
+            // A backup holds every list, including lists created later: only a grant
+            // that reads every list may take one (docs/SECURITY.md).
+            guard ready.session.grant.read.contains(where: { $0.description == "*" }) else {
+                return .sendBackupReply(BackupReply(requestID: request.requestID, failure: .forbidden, message: "a backup needs a token that may read every list (read: [\"*\"])"))
+            }
+            return .backup(request)
         case .hello:
             return .close(ErrorMessage(code: .unexpectedMessage, message: "Hello after the handshake"), leaving: [])
-        case .welcome, .snapshot, .diff, .ack, .reject, .notice, .statsReply, .error:
+        case .welcome, .snapshot, .diff, .ack, .reject, .notice, .statsReply, .backupReply, .error:
             return .close(ErrorMessage(code: .unexpectedMessage, message: "\(message.type) is sent by servers, not clients"), leaving: [])
         }
     }

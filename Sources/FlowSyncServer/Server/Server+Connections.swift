@@ -128,6 +128,10 @@ extension Server {
             send(.pong(Pong(nonce: nonce)), to: connection)
         case .stats(let request, let grant):
             send(.statsReply(StatsReply(requestID: request.requestID, entries: statsEntries(list: request.listName, grant: grant))), to: connection)
+        case .backup(let request):
+            backup(request, for: connection)
+        case .sendBackupReply(let reply):
+            send(.backupReply(reply), to: connection)
         case .sendError(let error):
             send(.error(error), to: connection)
         case .close(let error, let leaving):

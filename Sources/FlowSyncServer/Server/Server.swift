@@ -111,6 +111,8 @@ public final class Server {
     var countingStoredLists = false
     /// The stored lists at the last count (on demand; -1 before the first).
     var storedListCount = -1
+    /// The backup being written off the loop, if any (`Server+Backup.swift`).
+    var backupInFlight: BackupInFlight?
     /// The next ``PendingFrame`` ID.
     var nextPendingFrameID: UInt64 = 1
 

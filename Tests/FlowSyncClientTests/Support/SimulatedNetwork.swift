@@ -27,19 +27,34 @@ struct SimulatedNetwork {
         var ready = false
         var subscribed = false
         var completions: [UInt64: Result<ListVersion, FlowSyncError>] = [:]
+        /// The life (``lives``) in which each write was last answered.
+        var completedInLife: [UInt64: Int] = [:]
         var submitted: Set<UInt64> = []
         var generator: DirectorGenerator
         /// Server side: the connection's number; answers for an older one are dropped
         /// (they would go to a closed socket).
         var generation = 0
         /// With persistence (``SimulatedNetwork/enablePersistence(_:)``): what decides the
-        /// writes, the "disk" (file → bytes, generation), and the replica writes queued
-        /// on the background writer, which a kill loses.
+        /// writes, the "disk" (file → bytes, generation), and — like the shell's
+        /// directory queue — the file writes and outgoing frames queued in order behind
+        /// them, which a kill loses.
         var persistence: ReplicaPersistence?
         var disk: [String: (bytes: [UInt8], generation: UInt64)] = [:]
-        var queued: [(generation: UInt64, action: ReplicaPersistence.Action)] = []
+        var queued: [Queued] = []
+        /// Writes whose Mutate reached the server (a kill cannot lose those).
+        var reachedServer: Set<UInt64> = []
+        /// Writes a kill lost before they were on disk (never sent, so never committed).
+        var lostAtKills = 0
         var nextGeneration: UInt64 = 0
         var lives = 1
+    }
+
+    /// Work on a client's directory queue (``ClientCore``'s order: files, and frames
+    /// behind the files captured before them).
+    enum Queued {
+        case file(generation: UInt64, ReplicaPersistence.Action)
+        /// A frame for connection `connection`; dropped if that one is gone.
+        case frame(Message, connection: Int)
     }
 
     var sequencer = Sequencer(position: ListVersion(epoch: 7, version: 0))
@@ -72,26 +87,46 @@ struct SimulatedNetwork {
     // MARK: Client side
 
     mutating func apply(_ actions: [SessionAction], client i: Int) {
+        // Like the shell: every verdict is known to the persistence before anything of
+        // the list persists mid-way (a Mutate's "sent" mark).
+        for case .complete(_, let seq, let result) in actions {
+            clients[i].persistence?.completed(list: Self.list, seq: seq, result)
+        }
         for action in actions {
             switch action {
             case .connect:
                 clients[i].connecting = true
             case .send(let message):
-                if clients[i].connected { clients[i].up.append(message) }
+                guard clients[i].connected else { break }
+                if clients[i].persistence != nil {
+                    // The Mutate's "sent" mark is queued first; the frame behind it.
+                    if case .mutate = message { persist(i) }
+                    clients[i].queued.append(.frame(message, connection: clients[i].generation))
+                } else {
+                    clients[i].up.append(message)
+                }
             case .disconnect:
                 cut(i)
             case .scheduleReconnect:
                 clients[i].reconnectDue = true
-            case .useDictionary, .status, .stats:
+            case .useDictionary, .status, .stats, .backup:
                 break
             case .deliver(_, let cause, let changeset, let view, let version, _):
                 if let problem = clients[i].recorder.record(cause: cause, changeset: changeset, view: view, version: version) {
                     failures.append("client \(i): \(problem)")
                 }
             case .complete(_, let seq, let result):
-                clients[i].persistence?.completed(list: Self.list, seq: seq, result)
-                if let first = clients[i].completions[seq] { failures.append("client \(i): write \(seq) completed twice: \(first), then \(result)") }
+                if let first = clients[i].completions[seq] {
+                    if clients[i].completedInLife[seq] == clients[i].lives {
+                        failures.append("client \(i): write \(seq) completed twice: \(first), then \(result)")
+                    } else if (try? first.get()) == nil && (try? result.get()) != nil || (try? first.get()) != nil && (try? result.get()) == nil {
+                        // A relaunch may answer again a write whose answer the killed
+                        // app had (its file update died in the queue), never otherwise.
+                        failures.append("client \(i): write \(seq) answered \(first), then after a relaunch \(result)")
+                    }
+                }
                 clients[i].completions[seq] = result
+                clients[i].completedInLife[seq] = clients[i].lives
             case .listFailed(_, let error):
                 failures.append("client \(i): list failed: \(error)")
             }
@@ -109,17 +144,12 @@ struct SimulatedNetwork {
         }
     }
 
-    /// Like the shell: pending files are written before the input returns; replica
-    /// files go to the background queue.
+    /// Like the shell: every file write goes to the directory's queue, in order.
     mutating func persist(_ i: Int, flush: Bool = false) {
         guard clients[i].persistence != nil else { return }
         for action in clients[i].persistence!.observe(clients[i].session, now: now, flush: flush) {
             clients[i].nextGeneration += 1
-            let generation = clients[i].nextGeneration
-            switch action {
-            case .writePending(let pending): store("pending", ReplicaFileFormat.encode(pending), generation, client: i)
-            case .writeReplica: clients[i].queued.append((generation, action))
-            }
+            clients[i].queued.append(.file(generation: clients[i].nextGeneration, action))
         }
     }
 
@@ -128,11 +158,32 @@ struct SimulatedNetwork {
         clients[i].disk[file] = (bytes, generation)
     }
 
-    /// The background writer writes the oldest queued replica (its pending file first).
+    /// The directory's queue does its oldest work: a file write (a replica's pending
+    /// file first), or a frame sent if its connection is still there.
     mutating func writeQueued(_ i: Int) {
         guard !clients[i].queued.isEmpty else { return }
-        let (generation, action) = clients[i].queued.removeFirst()
-        guard case .writeReplica(let replica, let pending) = action else { return }
+        let generation: UInt64
+        let action: ReplicaPersistence.Action
+        switch clients[i].queued.removeFirst() {
+        case .frame(let message, let connection):
+            guard clients[i].connected && clients[i].generation == connection else { return }
+            if case .mutate(let mutate) = message { clients[i].reachedServer.insert(mutate.seq) }
+            clients[i].up.append(message)
+            return
+        case .file(let g, let a):
+            generation = g
+            action = a
+        }
+        let replica: PersistedReplica
+        let pending: PersistedPending
+        switch action {
+        case .writePending(let p):
+            store("pending", ReplicaFileFormat.encode(p), generation, client: i)
+            return
+        case .writeReplica(let r, let p):
+            replica = r
+            pending = p
+        }
         store("pending", ReplicaFileFormat.encode(pending), generation, client: i)
         guard generation > clients[i].disk["replica"]?.generation ?? 0 else { return }
         store("replica", ReplicaFileFormat.encode(replica), generation, client: i)
@@ -152,6 +203,36 @@ struct SimulatedNetwork {
         let (restored, discarded) = ReplicaFileFormat.restore(list: Self.list, replica: clients[i].disk["replica"]?.bytes,
                                                               pending: clients[i].disk["pending"]?.bytes)
         if !discarded.isEmpty { failures.append("client \(i): intact files discarded: \(discarded)") }
+        // What the relaunch shows must hold every write the app made that was not
+        // refused: in the stored replica (committed at or before its position) or in
+        // the stored pending writes. A write missing from both would be missing from the
+        // view, and the app's next edits would be anchored without it.
+        // A write may be missing only if the kill lost it before it was on disk: then it
+        // never reached the server, and every write the files hold is older.
+        let stored = Set(restored?.pending.map(\.seq) ?? [])
+        var missing: [UInt64] = []
+        var held: [UInt64] = []
+        for seq in clients[i].submitted.sorted() {
+            let at = committed[MutationID(clientID: settings.clientID, seq: seq)]
+            // Refused, or found to be a no-op before sending (answered, never committed).
+            if !stored.contains(seq) && clients[i].completions[seq] != nil && at == nil { continue }
+            if stored.contains(seq) { held.append(seq); continue }
+            if let at, let position = restored?.position, at.epoch == position.epoch, at <= position { held.append(seq); continue }
+            missing.append(seq)
+        }
+        for seq in missing {
+            if clients[i].reachedServer.contains(seq) {
+                failures.append("client \(i): write \(seq) reached the server but is neither in the stored replica (at \(String(describing: restored?.position))) nor in the stored pending writes \(stored.sorted())")
+            } else if let newestHeld = held.max(), seq < newestHeld {
+                failures.append("client \(i): write \(seq) was lost though the newer write \(newestHeld) is on disk")
+            } else {
+                // Lost as a kill may lose it. Its seq may be used again (the stored
+                // nextSeq is older): harmless, as the server never saw it.
+                clients[i].submitted.remove(seq)
+                clients[i].completions[seq] = nil
+                clients[i].lostAtKills += 1
+            }
+        }
         var persistence = ReplicaPersistence(options: clients[i].persistence!.options)
         if let restored { persistence.restored(list: Self.list, position: restored.position, pending: restored.pending) }
         clients[i].persistence = persistence
@@ -331,6 +412,7 @@ struct SimulatedNetwork {
                     apply(clients[i].session.connected(now: now), client: i)
                     busy = true
                 }
+                while !clients[i].queued.isEmpty { writeQueued(i); busy = true }
                 while !clients[i].up.isEmpty { serverReceive(i); busy = true }
             }
             if sequencer.hasPending { seal(); busy = true }
