@@ -9,9 +9,10 @@ extension FileStore: OnDemandStore {
         /// How the previous run stopped: each list's expectation is decided from it.
         var start: StartRecord
         var options: RecoveryOptions
-        /// Lists unloaded this run, by directory entry: exactly what they left, for the
-        /// next clean-stop manifest and for their next load (held to it exactly).
-        /// About 150 bytes per list touched this run.
+        /// Lists written this run and unloaded, by directory entry: exactly what they
+        /// left, for the next clean-stop manifest and for their next load (held to it
+        /// exactly). About 150 bytes per list written this run; a list only read keeps
+        /// nothing here (the start manifest's record, or none, still describes it).
         var unloaded: [String: CleanStopManifest.List] = [:]
         /// Directory entries whose `OPENED` marker this run wrote.
         var marked: Set<String> = []
@@ -42,6 +43,9 @@ extension FileStore: OnDemandStore {
         let directory = listsDirectory + "/" + entry
         let io = self.io
         let unloadedRecord = state.unloaded[entry]
+        // Marked earlier this run and unloaded unchanged: its start record still holds
+        // exactly (its marker is this run's, not a crashed run's).
+        let unchangedSinceMarked = unloadedRecord == nil && state.marked.contains(entry)
         let start = state.start
         let options = state.options
         let manifest = cleanStopManifest
@@ -49,8 +53,8 @@ extension FileStore: OnDemandStore {
             let began = MonotonicClock.nanoseconds()
             let result: Result<LoadedList?, StoreError>
             do throws(StoreError) {
-                result = .success(try Self.loadList(name, entry: entry, directory: directory, start: start, unloadedRecord: unloadedRecord, manifest: manifest,
-                                                     options: options, io: io))
+                result = .success(try Self.loadList(name, entry: entry, directory: directory, start: start, unloadedRecord: unloadedRecord,
+                                                     unchangedSinceMarked: unchangedSinceMarked, manifest: manifest, options: options, io: io))
             } catch {
                 result = .failure(error)
             }
@@ -61,8 +65,9 @@ extension FileStore: OnDemandStore {
     public func finishLoad(_ outcome: ListLoadOutcome) throws(StoreError) -> RecoveredList? {
         guard let loaded = try outcome.result.get() else { return nil }
         precondition(lists[loaded.files.name] == nil, "Internal inconsistency in FileStore: list \"\(loaded.files.name)\" loaded twice")
+        // Its record in `unloaded` (if any) stays: an unload without a write since keeps
+        // describing the files exactly.
         adopt(loaded.files)
-        onDemand?.unloaded[Self.lastComponent(loaded.files.directory)] = nil
         if let entry = loaded.markedEntry { onDemand?.marked.insert(entry) }
         return loaded.files.list
     }
@@ -82,7 +87,7 @@ extension FileStore: OnDemandStore {
     public func unload(_ name: String) throws(StoreError) {
         guard let files = lists[name] else { return }
         try recordingFailure { () throws(StoreError) in try closeActiveSegment(files) }
-        if let record = record(of: files) { onDemand?.unloaded[Self.lastComponent(files.directory)] = record }
+        if files.changedSinceLoad, let record = record(of: files) { onDemand?.unloaded[Self.lastComponent(files.directory)] = record }
         lists[name] = nil
     }
 
@@ -99,13 +104,16 @@ extension FileStore: OnDemandStore {
     /// it `OPENED` when the manifest recorded it — only after it passed, so a list
     /// refused now is refused again at the next start.
     private static func loadList(_ name: String, entry: String, directory: String, start: StartRecord, unloadedRecord: CleanStopManifest.List?,
-                                 manifest: String, options: RecoveryOptions, io: FileIO) throws(StoreError) -> LoadedList? {
+                                 unchangedSinceMarked: Bool, manifest: String, options: RecoveryOptions, io: FileIO) throws(StoreError) -> LoadedList? {
         var expectation: ListExpectation
         var newEpoch = false
         var mark = false
         if let unloadedRecord {
-            // Unloaded earlier in this run: exactly as it was left.
+            // Written and unloaded earlier in this run: exactly as it was left.
             expectation = .recorded(unloadedRecord)
+        } else if unchangedSinceMarked, case .recorded(let record)? = try? manifestExpectation(start, forDirectory: entry, marked: false, manifest: manifest).0 {
+            // Loaded, checked and marked earlier in this run, unloaded unwritten.
+            expectation = .recorded(record)
         } else {
             let marked = start.marksMatter && io.exists(directory + "/" + openedMarker)
             (expectation, newEpoch) = try manifestExpectation(start, forDirectory: entry, marked: marked, manifest: manifest)

@@ -84,6 +84,9 @@ public final class FileStore: DirectorStore {
         var batchesSinceSnapshot = 0
         var bytesSinceSnapshot = 0
         var unsynced = false
+        /// A write, snapshot or new epoch touched the files since the list was loaded (or
+        /// the list is new): an unload must remember what it left (lists on demand).
+        var changedSinceLoad = false
 
         init(name: String, directory: String) {
             self.name = name
@@ -357,11 +360,16 @@ public final class FileStore: DirectorStore {
         // Writing before recovery would write under a clean-stop manifest that still
         // describes the files (recovery consumes it first).
         precondition(recovered, "Internal inconsistency in FileStore: a list written before recover()")
-        if let files = lists[list] { return files }
+        if let files = lists[list] {
+            // Every writing path (append, new epoch, compaction) comes through here.
+            files.changedSinceLoad = true
+            return files
+        }
         let path = listsDirectory + "/" + StoreFormat.directoryName(for: list)
         try io.makeDirectory(path)
         try io.syncDirectory(listsDirectory)
         let files = ListFiles(name: list, directory: path)
+        files.changedSinceLoad = true
         lists[list] = files
         return files
     }
