@@ -6,6 +6,7 @@
 //   .build/release/flowsync-server-bench --stall [--quick]   (loop stalls, StallBench.swift)
 //   .build/release/flowsync-server-bench --write-baseline [--quick]   (write calls: libuv vs io_uring)
 //   .build/release/flowsync-server-bench --idle 5000,14960   (daemon RSS per idle connection)
+//   .build/release/flowsync-server-bench --lists [--quick]   (lists on demand, ListsBench.swift)
 //
 // Subscribers only split frames by their length prefix (cheap), so the client side
 // does not hide the server's cost; one subscriber per scenario decodes everything and
@@ -141,6 +142,10 @@ func format(_ x: Double) -> String {
 // The storage figures (--storage) and the crash test (--crash-test) are their own runs.
 if arguments.contains("--storage") || arguments.contains("--crash-test") {
     exit(try await StorageBench.run(arguments: arguments, daemonPath: daemonPath, quick: quick))
+}
+// Lists on demand (--lists, ListsBench.swift): start time, RSS, cold subscribes.
+if arguments.contains("--lists") {
+    exit(try await ListsBench.run(arguments: arguments, daemonPath: daemonPath, quick: quick))
 }
 // The loop-stall figures (--stall, StallBench.swift) are their own run too; --quick
 // runs them at small sizes after the rest.

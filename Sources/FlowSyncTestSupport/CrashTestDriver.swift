@@ -29,6 +29,17 @@ public final class CrashTestDriver: @unchecked Sendable {
         public var writers = 3
         public var subscribers = 3
         public var lists = ["crash-a", "crash-b"]
+        /// The lists the resuming subscribers follow (`nil`: all of ``lists``). Lists
+        /// nobody follows can go idle — with `lists.on_demand`, be unloaded mid-cycle.
+        public var subscribedLists: [String]?
+        /// Writer `w` writes list `lists[(w + cycle) % lists.count]`, so with more lists
+        /// than writers a different list rests each cycle (default: always `w % count`).
+        public var rotateWriterLists = false
+        /// Counted in each daemon's output at the end of its cycle (``Result/outputMatches``),
+        /// e.g. a log line that shows the run did what the variant is about.
+        public var countInOutput: String?
+        /// More flowsyncd arguments (after the standard ones: a later `--log-level` wins).
+        public var daemonArguments: [String] = []
         /// Each cycle runs the load for a random time in this range before SIGKILL.
         public var loadMilliseconds: ClosedRange<Int> = 40...250
         public var seed: UInt64 = 1
@@ -53,6 +64,8 @@ public final class CrashTestDriver: @unchecked Sendable {
         /// allows it, so a lost history still shows up as a problem.
         public var resumesAsSmallerSnapshot = 0
         public var problems: [String] = []
+        /// Occurrences of ``Options/countInOutput`` in the daemons' output.
+        public var outputMatches = 0
         public var elapsedSeconds = 0.0
         public var finalVersions: [String: ListVersion] = [:]
         public var description: String {
@@ -70,6 +83,8 @@ public final class CrashTestDriver: @unchecked Sendable {
     /// Per writer: the next sequence number, and the mutation in flight when the daemon died.
     var nextSeq: [Int: UInt64] = [:]
     var inFlight: [Int: Mutate] = [:]
+    /// "writer/list" pairs whose section the writer created (acknowledged).
+    var sectionsCreated: Set<String> = []
     /// Per subscriber and list: the replica it holds.
     var replicas: [Int: [String: Replica]] = [:]
     var result = Result()
@@ -89,7 +104,8 @@ public final class CrashTestDriver: @unchecked Sendable {
         let thread = try EventLoopThread()
         defer { _ = thread.shutdown() }
         for cycle in 0..<options.cycles {
-            let daemon = try await DaemonProcess.start(binary: options.binary, dataDirectory: options.dataDirectory, config: config)
+            let daemon = try await DaemonProcess.start(binary: options.binary, dataDirectory: options.dataDirectory, config: config,
+                                                       extraArguments: options.daemonArguments)
             do {
                 try await runCycle(cycle, daemon: daemon, thread: thread)
             } catch {
@@ -99,6 +115,9 @@ public final class CrashTestDriver: @unchecked Sendable {
                 break
             }
             result.cycles += 1
+            if let needle = options.countInOutput {
+                result.outputMatches += daemon.output.components(separatedBy: needle).count - 1
+            }
             if (cycle + 1) % 10 == 0 || cycle + 1 == options.cycles {
                 options.log("cycle \(cycle + 1)/\(options.cycles): \(acked.values.map(\.count).reduce(0, +)) acked rows, problems \(result.problems.count)")
             }
@@ -152,7 +171,7 @@ public final class CrashTestDriver: @unchecked Sendable {
         for k in 0..<options.subscribers {
             let client = try await TestClient.connect(port: daemon.port, on: thread, clientID: "subscriber-\(k)")
             subscribers.append(client)
-            for list in options.lists {
+            for list in options.subscribedLists ?? options.lists {
                 let replica = replicas[k]?[list]
                 if let replica, let position = replica.position {
                     client.send(.subscribe(Subscribe(listName: list, resumeFrom: position, digest: replica.director.digest)))
@@ -160,7 +179,7 @@ public final class CrashTestDriver: @unchecked Sendable {
                     client.send(.subscribe(Subscribe(listName: list)))
                 }
             }
-            for list in options.lists {
+            for list in options.subscribedLists ?? options.lists {
                 let first = await client.waitFor(timeout: 10) { message in
                     switch message {
                     case .snapshot(let s): return s.listName == list
@@ -194,11 +213,13 @@ public final class CrashTestDriver: @unchecked Sendable {
         }
         let ackedThisCycle = Shared<[(list: String, row: String)]>([])
         let retryOutcome = Shared<(retried: Int, original: Int)>((0, 0))
-        var plans: [(client: TestClient, retry: Mutate?, first: UInt64, list: String, startVersion: UInt64)] = []
+        var plans: [(client: TestClient, retry: Mutate?, first: UInt64, list: String, needsSection: Bool)] = []
         for (w, client) in writerClients.enumerated() {
-            let list = options.lists[w % options.lists.count]
-            plans.append((client, inFlight[w], nextSeq[w] ?? 1, list, result.finalVersions[list]?.version ?? 0))
+            let list = options.lists[(w + (options.rotateWriterLists ? cycle : 0)) % options.lists.count]
+            plans.append((client, inFlight[w], nextSeq[w] ?? 1, list, !sectionsCreated.contains("\(w)/\(list)")))
         }
+        let sectionsAcked = Shared<[String]>([])
+        let versionsAtStart = result.finalVersions
         let inFlightAtKill = Shared<[Int: Mutate]>([:])
         let nextSeqAfter = Shared<[Int: UInt64]>([:])
         await withTaskGroup(of: Void.self) { group in
@@ -207,8 +228,9 @@ public final class CrashTestDriver: @unchecked Sendable {
                     var seq = plan.first
                     var pending: Mutate? = plan.retry
                     var isRetry = plan.retry != nil
-                    if pending == nil && seq == 1 {
-                        // The list's one section, created at head by whoever comes first.
+                    if pending == nil && plan.needsSection {
+                        // The writer's section in this list, created at head (once per
+                        // writer and list; rows go into whichever section is first).
                         pending = Mutate(listName: plan.list, clientID: plan.client.clientID, seq: seq, base: ListVersion(epoch: 0, version: 0),
                                          operations: [.insertSections([Section(id: "s-\(w)")], at: 0)])
                     }
@@ -230,12 +252,14 @@ public final class CrashTestDriver: @unchecked Sendable {
                         guard let reply else { break }   // the daemon died (or stalled): stop here
                         if isRetry { retryOutcome.update { $0.retried += 1 } }
                         if case .ack(let ack) = reply {
+                            if case .insertSections = mutate.operations[0] { sectionsAcked.update { $0.append("\(w)/\(mutate.listName)") } }
                             if case .insertRows(let rows, _, _) = mutate.operations[0] {
-                                ackedThisCycle.update { $0.append((plan.list, rows[0].id)) }
+                                ackedThisCycle.update { $0.append((mutate.listName, rows[0].id)) }
                             }
                             // Committed before the kill: answered from the idempotency table
                             // with its original version, which the restarted daemon already had.
-                            if isRetry && ack.committed.version <= plan.startVersion { retryOutcome.update { $0.original += 1 } }
+                            // (A retry may be of another list than this cycle's, when lists rotate.)
+                            if isRetry && ack.committed.version <= (versionsAtStart[mutate.listName]?.version ?? 0) { retryOutcome.update { $0.original += 1 } }
                         }
                         isRetry = false
                         pending = nil
@@ -252,6 +276,7 @@ public final class CrashTestDriver: @unchecked Sendable {
             }
         }
         for (list, row) in ackedThisCycle.get() { acked[list, default: []].insert(row) }
+        sectionsCreated.formUnion(sectionsAcked.get())
         for w in 0..<options.writers {
             // Retried first in the next cycle; new mutations continue after the last ack.
             inFlight[w] = inFlightAtKill.get()[w]
@@ -264,7 +289,7 @@ public final class CrashTestDriver: @unchecked Sendable {
         // 4. What each subscriber saw, applied to its replica (digests checked).
         for (k, client) in subscribers.enumerated() {
             let messages = client.drain()
-            for list in options.lists {
+            for list in options.subscribedLists ?? options.lists {
                 var replica = replicas[k]?[list] ?? Replica()
                 replica.problems = []
                 replica.apply(messages, list: list)

@@ -141,3 +141,34 @@ import Testing
         #expect(await restarted.terminate() == .exited(0))
     }
 }
+
+/// The crash test with lists on demand: four lists, three writers rotating over them (a
+/// different list rests each cycle) and subscribers on two, so lists go idle and are
+/// unloaded mid-cycle (a 20 ms idle timeout), and every list is loaded cold after each
+/// SIGKILL — by the same recovery rules, torn tails included.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct OnDemandCrashTests {
+    @Test func killedWithUnloadingEnabledLosesNothingAcknowledged() async throws {
+        let directory = TemporaryDirectory("crash-on-demand")
+        defer { directory.remove() }
+        let cycles = ProcessInfo.processInfo.environment["FLOWSYNC_CRASH_CYCLES"].flatMap(Int.init) ?? 20
+        var options = CrashTestDriver.Options(binary: try CrashTests.binary(), dataDirectory: directory.path)
+        options.cycles = cycles
+        options.seed = 2027
+        options.lists = ["crash-a", "crash-b", "crash-c", "crash-d"]
+        options.subscribedLists = ["crash-a", "crash-b"]
+        options.rotateWriterLists = true
+        options.extraConfiguration += "[lists]\non_demand = true\nidle_unload_ms = 20\n"
+        options.countInOutput = "unloaded idle lists"
+        options.daemonArguments = ["--log-level", "info"]
+        options.log = { print("on-demand crash test: \($0)") }
+        let result = try await CrashTestDriver(options).run()
+        print("on-demand crash test: \(result)")
+        #expect(result.cycles == cycles, "\(result)")
+        #expect(result.problems.isEmpty, "\(result.problems)")
+        #expect(result.ackedMutations > cycles * 5, "\(result)")
+        #expect(result.resumesAsDiff + result.resumesAsSmallerSnapshot >= (cycles - 1) * options.subscribers * 2, "\(result)")
+        // Lists were unloaded under load, not only loaded after each kill.
+        print("on-demand crash test: \(result.outputMatches) unload scans unloaded lists")
+        #expect(result.outputMatches >= 2, "\(result.outputMatches) unload scans unloaded lists")
+    }
+}

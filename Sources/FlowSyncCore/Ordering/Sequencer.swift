@@ -98,6 +98,28 @@ public struct Sequencer: Sendable {
         self.dedupe = DedupeWindow(limits: dedupeLimits)
     }
 
+    /// Approximate bytes the history holds (what ``HistoryLimits/maxBytes`` bounds).
+    public var historyByteCount: Int { historyBytes }
+
+    /// Drops the oldest history entries until at most `bytes` remain; returns the bytes
+    /// dropped. For a budget across lists (the server's `[history] total_max_bytes`):
+    /// resumes and bases older than what is kept are then answered as for any history
+    /// limit (a snapshot, or `staleBase`).
+    @discardableResult
+    public mutating func trimHistory(toBytes bytes: Int) -> Int {
+        var drop = 0
+        var kept = historyBytes
+        while drop < history.count && kept > bytes {
+            kept -= history[drop].bytes
+            drop += 1
+        }
+        guard drop > 0 else { return 0 }
+        history.removeFirst(drop)
+        let dropped = historyBytes - kept
+        historyBytes = kept
+        return dropped
+    }
+
     /// The oldest version a subscriber can resume from with a changeset.
     public var oldestResumable: ListVersion {
         guard let first = history.first else { return position }

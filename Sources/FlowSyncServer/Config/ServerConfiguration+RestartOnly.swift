@@ -3,7 +3,7 @@
 /// key added to the group is kept by construction (before, each was restored by hand).
 extension ServerConfiguration {
     /// The restart-only keys (`server.host`, `server.port`, `server.data_dir`,
-    /// `[storage]`). The Unix socket stays as it was bound too (its listener is not
+    /// `[storage]`, `lists.on_demand`). The Unix socket stays as it was bound too (its listener is not
     /// re-created), but its keys are not reported: they never were.
     struct RestartOnly: Equatable {
         var host: String
@@ -16,6 +16,7 @@ extension ServerConfiguration {
         var snapshotEveryBytes: Int
         var parallelSync: Bool
         var maxOpenLogs: Int
+        var listsOnDemand: Bool
 
         /// The config names of the groups that differ in `new` (for the reload's warning).
         func differences(from new: RestartOnly) -> [String] {
@@ -27,6 +28,7 @@ extension ServerConfiguration {
                 || new.parallelSync != parallelSync || new.maxOpenLogs != maxOpenLogs {
                 changed.append("storage")
             }
+            if new.listsOnDemand != listsOnDemand { changed.append("lists.on_demand") }
             return changed
         }
     }
@@ -36,12 +38,13 @@ extension ServerConfiguration {
         get {
             RestartOnly(host: host, port: port, dataDirectory: dataDirectory, storageEngine: storageEngine, fsyncPolicy: fsyncPolicy,
                         fsyncIntervalMilliseconds: fsyncIntervalMilliseconds, snapshotEveryBatches: snapshotEveryBatches,
-                        snapshotEveryBytes: snapshotEveryBytes, parallelSync: parallelSync, maxOpenLogs: maxOpenLogs)
+                        snapshotEveryBytes: snapshotEveryBytes, parallelSync: parallelSync, maxOpenLogs: maxOpenLogs,
+                        listsOnDemand: listsOnDemand)
         }
         set {
             (host, port, dataDirectory, storageEngine, fsyncPolicy) = (newValue.host, newValue.port, newValue.dataDirectory, newValue.storageEngine, newValue.fsyncPolicy)
             (fsyncIntervalMilliseconds, snapshotEveryBatches, snapshotEveryBytes) = (newValue.fsyncIntervalMilliseconds, newValue.snapshotEveryBatches, newValue.snapshotEveryBytes)
-            (parallelSync, maxOpenLogs) = (newValue.parallelSync, newValue.maxOpenLogs)
+            (parallelSync, maxOpenLogs, listsOnDemand) = (newValue.parallelSync, newValue.maxOpenLogs, newValue.listsOnDemand)
         }
     }
 }

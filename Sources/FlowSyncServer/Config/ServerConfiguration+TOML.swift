@@ -70,8 +70,12 @@ extension ServerConfiguration {
                 case ("storage", "snapshot_every_bytes"): snapshotEveryBytes = try value.int(0...(1 << 40))
                 case ("storage", "parallel_sync"): parallelSync = try value.bool()
                 case ("storage", "max_open_logs"): maxOpenLogs = try value.int(1...1_000_000)
+                case ("lists", "on_demand"): listsOnDemand = try value.bool()
+                case ("lists", "idle_unload_ms"): idleUnloadMilliseconds = try value.int(0...86_400_000)
+                case ("lists", "max_waiting_per_list"): maxWaitingPerList = try value.int(1...1_000_000)
                 case ("history", "max_batches"): historyMaxBatches = try value.int(0...100_000_000)
                 case ("history", "max_bytes"): historyMaxBytes = try value.int(0...(1 << 40))
+                case ("history", "total_max_bytes"): historyTotalMaxBytes = try value.int(0...(1 << 50))
                 case ("ordering", "dedupe_per_client"): dedupePerClient = try value.int(2...1_000_000)
                 case ("ordering", "dedupe_clients"): dedupeClients = try value.int(1...100_000_000)
                 case ("compression", "level"): compressionLevel = try value.int(0...9)
@@ -82,7 +86,7 @@ extension ServerConfiguration {
                 case ("metrics", "port"): metricsPort = try value.int(0...65_535)
                 case ("logging", "level"): logLevel = try value.string()
                 case ("auth", _): try auth.parse(key: key, value: value)
-                case ("server", _), ("storage", _), ("limits", _), ("backpressure", _), ("history", _), ("ordering", _), ("compression", _), ("metrics", _), ("logging", _):
+                case ("server", _), ("storage", _), ("lists", _), ("limits", _), ("backpressure", _), ("history", _), ("ordering", _), ("compression", _), ("metrics", _), ("logging", _):
                     throw ConfigurationError(key: value.key, problem: "unknown key")
                 default:
                     throw ConfigurationError(key: sectionName, problem: "unknown section [\(sectionName)]")

@@ -84,11 +84,29 @@ public struct ServerConfiguration: Hashable, Sendable {
     /// Most log files held open at once (least recently written closed first). Default 1024.
     public var maxOpenLogs = FileStore.Options().maxOpenLogs
 
+    // MARK: [lists]
+    /// Load each list from the store on first use (a subscribe, a write, a stats request
+    /// by name) on a worker thread, instead of every list at start; unload idle ones
+    /// (docs/STORAGE.md, "Lists on demand"). File store only: the memory store keeps its
+    /// lists. Needs a restart. Default false (every list recovered before listening).
+    public var listsOnDemand = false
+    /// On demand: a list with no subscriber and no write for this long is unloaded, ms.
+    /// 0: never. Default 300000 (5 min).
+    public var idleUnloadMilliseconds = 300_000
+    /// On demand: requests (subscribes, writes, stats) that may wait for one list's load;
+    /// more are refused with `overloaded` (5003). Default 1024.
+    public var maxWaitingPerList = 1_024
+
     // MARK: [history]
     /// Batches kept per list for resume and catch-up. Default 10000.
     public var historyMaxBatches = 10_000
     /// Bytes kept per list for resume and catch-up. Default 64 MiB.
     public var historyMaxBytes = 64 << 20
+    /// History bytes kept over all lists in memory, enforced every second by dropping the
+    /// oldest history of the least recently active lists first; a catch-up older than
+    /// memory holds is then read from the log (file store). 0: no daemon-wide budget.
+    /// Default 0.
+    public var historyTotalMaxBytes = 0
 
     // MARK: [ordering]
     /// Committed sequence numbers remembered per client and list, for idempotent

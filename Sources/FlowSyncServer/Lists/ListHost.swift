@@ -12,6 +12,9 @@ final class ListHost {
     private(set) var subscribers: [Int] = []
     /// Declared in the config (never dropped when idle).
     var declared: Bool
+    /// Loop time of the last subscribe, unsubscribe or write: idle unloading counts from
+    /// here (lists on demand).
+    var lastActive: UInt64 = 0
 
     /// Encoded snapshot frames of ``cachedVersion``, one per reason (the reason is part
     /// of the frame). Why cache: every joiner at one version shares one encoding and
@@ -102,6 +105,12 @@ final class ListHost {
         sequencer.submit(request, tag: tag)
     }
 
+    /// Drops the oldest history down to `bytes` (the daemon-wide budget); returns the
+    /// bytes dropped.
+    func trimHistory(toBytes bytes: Int) -> Int {
+        sequencer.trimHistory(toBytes: bytes)
+    }
+
     /// A reload's limits, for batches sealed from now on.
     func apply(history: Sequencer.HistoryLimits, director: DirectorLimits) {
         sequencer.historyLimits = history
@@ -143,6 +152,9 @@ final class ListHost {
     func shareablePendingFrame(reason: Snapshot.Reason) -> PendingFrame? {
         pendingFrames.values.first { $0.isShareable(for: reason) }
     }
+
+    /// Whether a frame is being built off the loop for a subscriber of this list.
+    var hasPendingFrames: Bool { !pendingFrames.isEmpty }
 
     func addPendingFrame(_ pending: PendingFrame) {
         pendingFrames[pending.id] = pending

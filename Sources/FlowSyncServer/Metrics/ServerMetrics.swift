@@ -45,6 +45,23 @@ final class ServerMetrics {
     /// Compaction: a snapshot written and the log before it dropped, on the loop thread.
     let storeSnapshot = Timer(label: "flowsync_store_snapshot_seconds")
 
+    /// Lists on demand (docs/STORAGE.md, "Lists on demand"): loads and unloads, loads
+    /// refused (damage or an I/O error), the time from the first request to the list
+    /// being served (the worker's read plus the hand-back), lists being read now, lists
+    /// in the store (sampled every second on a worker), and history bytes in memory.
+    /// `flowsync_lists` counts the lists in memory.
+    let listLoads = Counter(label: "flowsync_list_loads_total")
+    let listUnloads = Counter(label: "flowsync_list_unloads_total")
+    let listLoadFailures = Counter(label: "flowsync_list_load_failures_total")
+    let coldLoad = Timer(label: "flowsync_list_cold_load_seconds")
+    let listsLoading = Gauge(label: "flowsync_lists_loading")
+    let listsStored = Gauge(label: "flowsync_lists_stored")
+    let historyBytes = Gauge(label: "flowsync_history_bytes")
+    /// Catch-ups older than the history in memory, read from the log on a worker.
+    let catchUpsFromLog = Counter(label: "flowsync_catchups_from_log_total")
+    /// History dropped to keep `[history] total_max_bytes` (least recently active first).
+    let historyBudgetTrims = Counter(label: "flowsync_history_budget_trimmed_bytes_total")
+
     init() {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)

@@ -25,6 +25,11 @@ public struct ServerStatistics: Sendable {
     public var storeSyncs = 0
     /// Store snapshots written by compaction.
     public var storeSnapshots = 0
+    /// Lists loaded from the store on demand, and unloaded when idle.
+    public var listLoads = 0
+    public var listUnloads = 0
+    /// Catch-ups older than the history in memory, rebuilt from the log on a worker.
+    public var catchUpsFromLog = 0
 
     public init() {}
 }

@@ -52,6 +52,12 @@ extension Server {
         }
         if let failure = storageFailure { return refuse(.internalError, "the store failed (\(failure)): no backup can be trusted; restart the daemon") }
         if lifecycle.isShuttingDown { return refuse(.serverShuttingDown, "the server is shutting down") }
+        // Lists on demand: the lists not loaded now are on disk only, and this backup
+        // copies the loaded ones. Refused rather than a backup that silently lacks lists
+        // (not built yet: a backup that reads the unloaded lists on a worker).
+        if onDemandStore != nil {
+            return refuse(.backupRefused, "lists.on_demand is on: a backup would miss the lists not loaded now; not supported yet (stop the daemon and copy the data directory, or run without lists.on_demand)")
+        }
         if let running = backupInFlight { return refuse(.overloaded, "a backup is already running (into \(running.directory)); try again when it has finished") }
         let dataDirectory = configuration.storageEngine == .file ? configuration.dataDirectory : nil
         if let reason = StoreBackup.refusal(of: directory, dataDirectory: dataDirectory, io: io) { return refuse(.backupRefused, reason) }

@@ -72,7 +72,11 @@ extension Server {
         }
     }
 
-    func perform(_ action: ConnectionStateMachine.Action, on connection: Connection) {
+    /// Carries out an action of the connection's machine. With lists on demand, an
+    /// action about a list that is not loaded waits for its load (``waitsForLoad``) and
+    /// comes back here with `listLoaded`.
+    func perform(_ action: ConnectionStateMachine.Action, on connection: Connection, listLoaded: Bool = false) {
+        if !listLoaded, let name = action.listToLoad, waitsForLoad(name, action, on: connection) { return }
         switch action {
         case .none:
             break
@@ -93,6 +97,10 @@ extension Server {
             send(.welcome(Welcome(version: version, serverName: configuration.serverName, limits: configuration.welcomeLimits, heartbeatMilliseconds: UInt32(configuration.heartbeatMilliseconds), dictionary: dictionary?.bytes ?? [])), to: connection)
             connection.logger.debug("handshake", metadata: ["client": "\(connection.machine.session?.clientName ?? "")", "clientID": "\(connection.machine.session?.clientID ?? "")"])
         case .subscribe(let request):
+            if listLoaded, let refusal = recheckDeferredSubscribe(request.listName, connection) {
+                send(.error(refusal), to: connection)
+                return
+            }
             subscribe(connection, request)
         case .refreshed(let dropped):
             for name in dropped {
@@ -113,6 +121,7 @@ extension Server {
                 metrics.mutationRejected(code: ErrorCode.unknownList.rawValue)
                 return
             }
+            list.lastActive = loop.now
             list.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: connection.id)
             dirtyLists.insert(list.name)
         case .pong(let nonce):
@@ -145,6 +154,7 @@ extension Server {
         // connection whose subscription is already recorded (and so is left with it).
         connection.machine.subscriptionStarted(list.name, flow: first.flow)
         list.addSubscriber(connection.id)
+        list.lastActive = loop.now
         if let frame = first.frame { enqueue(frame, to: connection) }
         recordListGauges()
         onStatusChange?()
@@ -155,6 +165,7 @@ extension Server {
     private func leave(_ name: String, _ connection: Connection) {
         guard let list = lists[name] else { return }
         list.removeSubscriber(connection.id)
+        list.lastActive = loop.now
         dropIfDisposable(list)
     }
 
@@ -224,7 +235,10 @@ extension Server {
         }
         // No more list traffic for it (the list stays even when disposable: the close
         // of the socket, at the turn's end, forgets the connection).
-        for name in leaving { lists[name]?.removeSubscriber(connection.id) }
+        for name in leaving {
+            lists[name]?.removeSubscriber(connection.id)
+            lists[name]?.lastActive = loop.now
+        }
         laggingConnections.remove(connection.id)
         connection.enqueueFinal(encoder.encode(.error(error)))
         toFlush.insert(connection.id)
@@ -256,6 +270,8 @@ extension Server {
                 close(connection, code: .writeTimeout, message: "queue not drained for \(writeDeadline) ms")
             }
         }
+        unloadIdleLists()
+        sampleListGauges()
         metrics.largestQueueBytes.record(largest)
         metrics.subscribersPaused.record(laggingConnections.count)
         flushAll()

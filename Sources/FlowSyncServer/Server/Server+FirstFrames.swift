@@ -29,6 +29,12 @@ extension Server {
         let inline = list.size < configuration.offloadSnapshotRows
         switch plan {
         case .snapshot(let reason):
+            // Older than the history in memory: the log on disk may still have it
+            // (read on a worker); a snapshot only when it does not.
+            if reason == .resumeTooOld, let from, let pending = startLogCatchUpBuild(for: list, from: from, digest: digest, cause: cause) {
+                pending.join(connection.id)
+                return FirstFrame(flow: SubscriptionFlow(awaiting: pending.id, at: pending.position), frame: nil)
+            }
             countFirstFrame(isSnapshot: true, cause: cause)
             if let frame = list.cachedSnapshot(reason: reason) {
                 return FirstFrame(flow: SubscriptionFlow(deliveredUpTo: list.position), frame: frame)
@@ -91,6 +97,31 @@ extension Server {
             let built = ListHost.catchUpFrame(name: name, sequencer: sequencer, from: from, digest: digest, encoder: encoder) { reason in
                 encoded += 1
                 return ListHost.snapshotFrame(name: name, sequencer: sequencer, reason: reason, encoder: encoder)
+            }
+            return BuiltFrame.Parts(frame: built.frame, isSnapshot: built.isSnapshot, encodedSnapshots: encoded)
+        }
+    }
+
+    /// A catch-up from `from`, older than the list's history in memory, rebuilt from the
+    /// store's log on a worker (``LogCatchUpStore``): the same frame the history would
+    /// have given — a diff, or a snapshot when smaller or the digest differs. `nil` when
+    /// the store's log does not reach `from` (then the caller sends a snapshot at once).
+    /// Should the files change under the worker (a compaction), it falls back to a
+    /// snapshot of the state it was handed.
+    private func startLogCatchUpBuild(for list: ListHost, from: ListVersion, digest: StateDigest?, cause: FirstFrameCause) -> PendingFrame? {
+        guard from.epoch == list.position.epoch, from.version < list.position.version,
+              let plan = (store as? LogCatchUpStore)?.logReadPlan(for: list.name, from: from, to: list.position) else { return nil }
+        let sequencer = list.sequencer
+        let name = list.name
+        let options = RecoveryOptions(directorLimits: configuration.director, historyLimits: configuration.historyLimits, dedupeLimits: configuration.dedupeLimits)
+        statistics.catchUpsFromLog += 1
+        metrics.catchUpsFromLog.increment()
+        return startBuild(for: list, sharedReason: nil, cause: cause) { encoder in
+            var encoded = 0
+            let source = plan.read(options: options) ?? sequencer
+            let built = ListHost.catchUpFrame(name: name, sequencer: source, from: from, digest: digest, encoder: encoder) { reason in
+                encoded += 1
+                return ListHost.snapshotFrame(name: name, sequencer: source, reason: reason, encoder: encoder)
             }
             return BuiltFrame.Parts(frame: built.frame, isSnapshot: built.isSnapshot, encodedSnapshots: encoded)
         }

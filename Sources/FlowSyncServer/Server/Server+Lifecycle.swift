@@ -70,7 +70,9 @@ extension Server {
         }
         lifecycle.started(now: loop.now)
         logLifecycle()
-        for name in configuration.declaredLists { _ = host(for: name, create: true, declared: true) }
+        // A declared list refused as damaged (on demand) stays refused: creating it would
+        // write a new history over the damaged one.
+        for name in configuration.declaredLists where refusedLists[name] == nil { _ = host(for: name, create: true, declared: true) }
         hook = LoopHook(loop: loop, kind: .check) { [weak self] in self?.endOfTurn() }
         let sweep = LoopTimer(loop: loop)
         sweep.start(after: 100, repeat: 100) { [weak self] in self?.sweepConnections() }
@@ -169,7 +171,8 @@ extension Server {
         note("limits.max_lists_per_connection", configuration.maxListsPerConnection, new.maxListsPerConnection)
         note("backpressure", [configuration.lowWatermarkBytes, configuration.highWatermarkBytes, configuration.hardLimitBytes, configuration.writeDeadlineMilliseconds],
              [new.lowWatermarkBytes, new.highWatermarkBytes, new.hardLimitBytes, new.writeDeadlineMilliseconds])
-        note("history", [configuration.historyMaxBatches, configuration.historyMaxBytes], [new.historyMaxBatches, new.historyMaxBytes])
+        note("history", [configuration.historyMaxBatches, configuration.historyMaxBytes, configuration.historyTotalMaxBytes],
+             [new.historyMaxBatches, new.historyMaxBytes, new.historyTotalMaxBytes])
         note("compression", [configuration.compressionLevel, configuration.compressionThresholdBytes], [new.compressionLevel, new.compressionThresholdBytes])
         note("compression.offload_snapshot_rows", configuration.offloadSnapshotRows, new.offloadSnapshotRows)
         // What needs a restart is kept as a group (ServerConfiguration.RestartOnly).

@@ -26,6 +26,11 @@ extension Server {
             ("store.snapshots", Int64(statistics.storeSnapshots)),
             ("snapshots.encoded", Int64(statistics.snapshotsEncoded)),
             ("frames.offloaded", Int64(statistics.framesBuiltOffLoop)),
+            ("lists.loads", Int64(statistics.listLoads)),
+            ("lists.unloads", Int64(statistics.listUnloads)),
+            ("lists.loading", Int64(loads.count)),
+            ("lists.refused", Int64(refusedLists.count)),
+            ("catchup.from_log", Int64(statistics.catchUpsFromLog)),
         ]
         // Each hosted list by name with its version (`flowsync lists`), the first
         // `maxListedInStats` by name: a bounded reply whatever the server holds.
@@ -51,6 +56,14 @@ extension Server {
 
     /// The names of the lists currently hosted (for tests and the CLI).
     public var listNames: [String] { lists.keys.sorted() }
+
+    /// With lists on demand: the lists being loaded, loads and unloads so far, the
+    /// lists refused as damaged (for tests and tools).
+    public var listsLoading: Int { loads.count }
+    public var refusedListNames: [String] { refusedLists.keys.sorted() }
+
+    /// The history bytes `list` holds in memory (`nil` when it is not loaded).
+    public func historyBytes(of list: String) -> Int? { lists[list]?.sequencer.historyByteCount }
 
     /// The connections subscribed to `list` (0 when it is not hosted).
     public func subscriberCount(of list: String) -> Int { lists[list]?.subscribers.count ?? 0 }

@@ -8,7 +8,8 @@ import Logging
 /// is used through ``DirectorStore`` only.
 extension Server {
     /// Rebuilds the lists from the store (before ``start(adoptingDescriptor:)``, which
-    /// calls it when nobody did). Lists whose stored history may not be what clients
+    /// calls it when nobody did) — or, with `lists.on_demand` and a store that can, only
+    /// opens it (and loads the declared lists): every other list loads on first use. Lists whose stored history may not be what clients
     /// saw (a repair, or an unclean stop under a lossy fsync policy) start a new epoch,
     /// so their subscribers resync from a snapshot instead of trusting a gap.
     /// - Throws: ``StoreError`` — corruption (refuse to start; `repair` keeps the
@@ -19,17 +20,14 @@ extension Server {
         let options = RecoveryOptions(directorLimits: configuration.director, historyLimits: configuration.historyLimits,
                                       dedupeLimits: configuration.dedupeLimits, repair: repair)
         let started = MonotonicClock.nanoseconds()
-        let report = try store.recover(options)
-        for var list in report.lists {
-            if list.needsNewEpoch {
-                let old = list.sequencer.position
-                list.sequencer.startEpoch(UInt64.random(in: 1...UInt64.max))
-                let sequencer = list.sequencer
-                try store.startEpoch(StoredSnapshot(listName: list.name, position: sequencer.position, digest: sequencer.director.digest,
-                                                    sections: sequencer.director.sections, dedupe: sequencer.dedupeRecords()))
-                logger.warning("list starts a new epoch: clients resync from a snapshot", metadata: ["flowsync.list": "\(list.name)", "was": "\(old)", "now": "\(sequencer.position)"])
-            }
-            lists[list.name] = ListHost(name: list.name, sequencer: list.sequencer, declared: false)
+        let report: RecoveryReport
+        if configuration.listsOnDemand, let onDemand = store as? OnDemandStore {
+            // Lists on demand: nothing is read now but the declared lists; each list is
+            // recovered by the same rules when it is first used (Server+Loading.swift).
+            report = try openOnDemand(onDemand, options)
+        } else {
+            report = try store.recover(options)
+            for list in report.lists { try adopt(list) }
         }
         for note in report.notes { logger.warning("store: \(note)") }
         lifecycle.recovered()

@@ -21,6 +21,7 @@ import Logging
 /// | `Server+FanOut.swift` | end of turn: seal → store → fan-out → acks, catch-ups, the flush |
 /// | `Server+FirstFrames.swift` | a subscriber's first frame, inline or off the loop |
 /// | `Server+Storage.swift` | recovery, syncs, a storage failure |
+/// | `Server+Loading.swift` | lists on demand: load on first use, idle unload, the history budget |
 /// | `Server+Compaction.swift` | snapshots of the log, off the loop |
 /// | `Server+Stats.swift` | the StatsReply and the read-only accessors |
 ///
@@ -93,6 +94,23 @@ public final class Server {
     /// compactions. A shutdown completes only at 0 — the completions touch the server
     /// and the store, which must still be open.
     var offloadsOutstanding = 0
+    // MARK: Lists on demand (Server+Loading.swift)
+
+    /// The store, when lists load on demand (`lists.on_demand` and a store that can).
+    var onDemandStore: OnDemandStore?
+    /// Lists being read on a worker, with the requests that wait for them.
+    var loads: [String: ListLoad] = [:]
+    /// Lists whose stored data is damaged: refused with their error until a restart.
+    var refusedLists: [String: StoreError] = [:]
+    /// The workers that read cold lists.
+    let listLoader = ListLoader()
+    /// Loop time of the last idle scan, and of the last sample of the list gauges.
+    var lastIdleScan: UInt64 = 0
+    var lastListSample: UInt64 = 0
+    /// A count of the stored lists is running on a worker.
+    var countingStoredLists = false
+    /// The stored lists at the last count (on demand; -1 before the first).
+    var storedListCount = -1
     /// The backup being written off the loop, if any (`Server+Backup.swift`).
     var backupInFlight: BackupInFlight?
     /// The next ``PendingFrame`` ID.

@@ -20,10 +20,19 @@ extension FileStore {
         var hasManifest: Bool
         /// Notes recovery made while reading them (a lossy unclean stop).
         var notes: [String]
+        /// `RUNNING` was there beside `STOPPED` (a crash window, or lists on demand): the
+        /// manifest binds only the lists it records whose directory has no `OPENED`
+        /// marker (StartRecord.swift).
+        var runningAtStart = false
+        /// Directories holding an `OPENED` marker (only looked for when it matters).
+        var marked: Set<String> = []
 
+        /// The same decision as ``StartRecord/expectation(forDirectory:marked:)``.
         func expectation(forDirectory entry: String) -> ListExpectation {
             guard hasManifest else { return .afterUncleanStop }
-            return recorded[entry].map { .recorded($0) } ?? .notRecorded
+            if !marked.contains(entry), let list = recorded[entry] { return .recorded(list) }
+            if !runningAtStart && recorded[entry] == nil { return .notRecorded }
+            return .afterUncleanStop
         }
     }
 
@@ -39,9 +48,18 @@ extension FileStore {
             stop = .unclean(newEpochForAll: true)
         }
         switch stop {
+        case .cleanIndexed:
+            preconditionFailure("Internal inconsistency in FileStore: a check reads the manifest decoded")
         case .clean(let manifest):
             var start = CheckStart(previousStop: "clean (STOPPED records \(manifest.lists.count) lists)", manifestDamage: nil, hasManifest: true, notes: report.notes)
             for list in manifest.lists { start.recorded[list.directory] = list }
+            start.runningAtStart = io.exists(runningMarker)
+            if start.runningAtStart {
+                start.previousStop += "; RUNNING too: lists marked OPENED or not recorded are read under the unclean-stop rules"
+                for entry in (try? io.listDirectory(listsDirectory)) ?? [] where io.exists(listsDirectory + "/" + entry + "/" + Self.openedMarker) {
+                    start.marked.insert(entry)
+                }
+            }
             return start
         case .unclean:
             return CheckStart(previousStop: damage == nil ? "unclean (RUNNING without STOPPED): torn tails are possible" : "unknown (STOPPED is damaged)",
@@ -54,6 +72,10 @@ extension FileStore {
 
     func checkReadList(at path: String, expecting expectation: ListExpectation, options: RecoveryOptions,
                        report: inout RecoveryReport) throws(StoreError) -> RecoveredList? {
-        try recoverList(at: path, expecting: expectation, options: options, report: &report)
+        // Recovery's per-list procedure (FileStore+ListRecovery.swift), through the
+        // store's io (read-only for a check); the files are adopted as a load would.
+        guard let files = try Self.readList(at: path, expecting: expectation, options: options, io: io, report: &report) else { return nil }
+        adopt(files)
+        return files.list
     }
 }

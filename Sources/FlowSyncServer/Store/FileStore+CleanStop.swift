@@ -5,6 +5,8 @@ import FlowSyncCore
 enum PreviousStop {
     /// A clean stop recorded this manifest: recovery accepts exactly what it lists.
     case clean(CleanStopManifest)
+    /// The same, indexed rather than decoded (an on-demand start).
+    case cleanIndexed(CleanStopManifestIndex)
     /// `RUNNING` without a manifest: a crash (or a kill, or a failed store). The
     /// torn-tail rule applies; `newEpochForAll` when batches acknowledged before it may
     /// be missing from the disk (a policy other than `always`, or a damaged manifest
@@ -22,18 +24,29 @@ extension FileStore {
     /// this is called, so the lengths are final.
     func cleanStopRecord() -> CleanStopManifest {
         var recorded: [CleanStopManifest.List] = []
+        var entries = Set<String>()
         for files in lists.values {
-            var entries: [CleanStopManifest.File] = []
-            for snapshot in files.snapshots { entries.append(.init(name: fileName(snapshot.path), length: snapshot.length)) }
-            for segment in files.segments { entries.append(.init(name: fileName(segment.path), length: segment.length)) }
-            // A list without files (none is kept so today) has nothing to check.
-            guard !entries.isEmpty else { continue }
-            guard let position = files.position else {
-                preconditionFailure("Internal inconsistency in FileStore: list \"\(files.name)\" has files but no position")
-            }
-            recorded.append(.init(directory: fileName(files.directory), name: files.name, position: position, files: entries))
+            guard let record = record(of: files) else { continue }
+            recorded.append(record)
+            entries.insert(record.directory)
         }
+        // On demand: the lists not loaded now, as they were left or recorded.
+        recorded += recordsOfListsNotLoaded(loadedEntries: entries)
         return CleanStopManifest(lists: recorded)
+    }
+
+    /// One list's files as a clean stop records them (its segment closed and synced);
+    /// `nil` for a list without files.
+    func record(of files: ListFiles) -> CleanStopManifest.List? {
+        var entries: [CleanStopManifest.File] = []
+        for snapshot in files.snapshots { entries.append(.init(name: fileName(snapshot.path), length: snapshot.length)) }
+        for segment in files.segments { entries.append(.init(name: fileName(segment.path), length: segment.length)) }
+        // A list without files (none is kept so today) has nothing to check.
+        guard !entries.isEmpty else { return nil }
+        guard let position = files.position else {
+            preconditionFailure("Internal inconsistency in FileStore: list \"\(files.name)\" has files but no position")
+        }
+        return .init(directory: fileName(files.directory), name: files.name, position: position, files: entries)
     }
 
     /// Writes `STOPPED` atomically: a temporary file, `fdatasync`, `rename`, `fsync` of
@@ -52,7 +65,7 @@ extension FileStore {
     /// corruption, naming the file and offset (it may stand for damage elsewhere that
     /// only it could reveal); under `repair` it is set aside, and every list is
     /// recovered under the unclean-stop rules and starts a new epoch.
-    func previousStop(repair: Bool, report: inout RecoveryReport) throws(StoreError) -> PreviousStop {
+    func previousStop(repair: Bool, indexed: Bool = false, report: inout RecoveryReport) throws(StoreError) -> PreviousStop {
         // An interrupted manifest write: never renamed, so never trusted.
         try io.remove(cleanStopManifest + ".tmp")
         if io.exists(cleanStopManifest) {
@@ -62,7 +75,7 @@ extension FileStore {
                 // the stop (before RUNNING was removed) or at the start (after RUNNING
                 // was written, before the manifest was removed). Nothing was written
                 // after the manifest in either case, so it is exact, and the stop clean.
-                return .clean(try CleanStopManifest.decode(bytes))
+                return indexed ? .cleanIndexed(try CleanStopManifestIndex(validating: bytes)) : .clean(try CleanStopManifest.decode(bytes))
             } catch {
                 let (reason, offset) = error.reasonAndOffset
                 guard repair else {
@@ -106,7 +119,10 @@ extension FileStore {
     }
 
     /// The last component of a path.
-    func fileName(_ path: String) -> String {
+    func fileName(_ path: String) -> String { Self.lastComponent(path) }
+
+    /// The last component of a path (any thread).
+    static func lastComponent(_ path: String) -> String {
         path.split(separator: "/").last.map(String.init) ?? path
     }
 }

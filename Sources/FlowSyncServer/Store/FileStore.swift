@@ -84,6 +84,9 @@ public final class FileStore: DirectorStore {
         var batchesSinceSnapshot = 0
         var bytesSinceSnapshot = 0
         var unsynced = false
+        /// A write, snapshot or new epoch touched the files since the list was loaded (or
+        /// the list is new): an unload must remember what it left (lists on demand).
+        var changedSinceLoad = false
 
         init(name: String, directory: String) {
             self.name = name
@@ -105,6 +108,8 @@ public final class FileStore: DirectorStore {
     /// ``recover(_:)`` ran: the clean-stop manifest it found is consumed, so the store
     /// may be written (and may record a clean stop).
     var recovered = false
+    /// Set when the store was opened on demand (``openOnDemand(_:)``).
+    var onDemand: OnDemandState?
     /// The first write, sync, snapshot or rename that failed. A store that saw one never
     /// records a clean stop: the page cache may hold bytes the disk does not, and a
     /// retried fsync can report success for data that was dropped ("fsyncgate").
@@ -309,6 +314,10 @@ public final class FileStore: DirectorStore {
             // 2. Then the manifest, atomically: it may only exist once everything it
             //    lists is on disk.
             try writeCleanStopManifest()
+            // On demand, the manifest may not vouch for lists this run never loaded
+            // (after an unclean stop): then RUNNING stays, so the next start applies the
+            // unclean rules to every list the manifest does not record (StartRecord).
+            guard try finishOnDemandCleanStop() else { return }
             // 3. Only then is RUNNING removed. A crash between 2 and 3 leaves both files;
             //    the manifest wins, and it is exact (nothing was written after it).
             //    The other order would leave neither after a crash, and the next start
@@ -351,11 +360,16 @@ public final class FileStore: DirectorStore {
         // Writing before recovery would write under a clean-stop manifest that still
         // describes the files (recovery consumes it first).
         precondition(recovered, "Internal inconsistency in FileStore: a list written before recover()")
-        if let files = lists[list] { return files }
+        if let files = lists[list] {
+            // Every writing path (append, new epoch, compaction) comes through here.
+            files.changedSinceLoad = true
+            return files
+        }
         let path = listsDirectory + "/" + StoreFormat.directoryName(for: list)
         try io.makeDirectory(path)
         try io.syncDirectory(listsDirectory)
         let files = ListFiles(name: list, directory: path)
+        files.changedSinceLoad = true
         lists[list] = files
         return files
     }

@@ -280,6 +280,10 @@ struct StoreReader {
     let data: [UInt8]
     private(set) var offset = 0
     init(_ data: [UInt8]) { self.data = data }
+    init(_ data: [UInt8], at offset: Int) {
+        self.data = data
+        self.offset = offset
+    }
     var count: Int { data.count }
 
     mutating func bytes(_ n: Int) -> [UInt8]? {

@@ -1,0 +1,242 @@
+import FlowSyncCore
+import FlowSyncLoop
+import FlowSyncProtocol
+import Logging
+
+/// Lists on demand (`lists.on_demand`; docs/STORAGE.md, "Lists on demand", and
+/// docs/ARCHITECTURE.md, "Event loop", rule 15): a list is read from the store on its
+/// first use, on a worker; what asks for it waits in a bounded queue while every other
+/// list goes on; a damaged list refuses only itself; an idle list is unloaded.
+extension Server {
+    /// Opens an ``OnDemandStore`` without reading a list; declared lists load now (a
+    /// declared list is created at start, and must never be created over stored data).
+    func openOnDemand(_ store: OnDemandStore, _ options: RecoveryOptions) throws(StoreError) -> RecoveryReport {
+        var report = try store.openOnDemand(options)
+        onDemandStore = store
+        for name in configuration.declaredLists {
+            let outcome = store.prepareLoad(of: name).run()
+            do throws(StoreError) {
+                if let list = try store.finishLoad(outcome) {
+                    try adopt(list)
+                    report.lists.append(list)
+                }
+                report.notes += outcome.notes
+            } catch where error.isCorruption {
+                refuse(name, error)
+            }
+        }
+        return report
+    }
+
+    /// Whether `action` (about list `name`) must wait for the list to load: then it
+    /// waits (or is refused) and the caller does nothing more with it.
+    func waitsForLoad(_ name: String, _ action: ConnectionStateMachine.Action, on connection: Connection) -> Bool {
+        guard let store = onDemandStore, lists[name] == nil else { return false }
+        if let error = refusedLists[name] {
+            answerRefused(action, of: name, error, on: connection)
+            return true
+        }
+        let load = loads[name] ?? startLoad(name, from: store)
+        if !load.wait(connection.id, action, limit: configuration.maxWaitingPerList) {
+            answer(action, of: name, code: .overloaded, "more than \(configuration.maxWaitingPerList) requests wait for list \"\(name)\" to load", on: connection)
+        }
+        return true
+    }
+
+    private func startLoad(_ name: String, from store: OnDemandStore) -> ListLoad {
+        let load = ListLoad(name: name, startedNanoseconds: MonotonicClock.nanoseconds())
+        loads[name] = load
+        // Counted like offloaded work: a shutdown waits for the completion, which
+        // touches the store.
+        offloadsOutstanding += 1
+        listLoader.load(store.prepareLoad(of: name), on: loop) { [weak self] outcome in
+            guard let self else { return }
+            offloadsOutstanding -= 1
+            listLoaded(outcome)
+            finishShutdownIfDone()
+        }
+        return load
+    }
+
+    /// Loop thread: the worker is done. The list is adopted, then every waiting request
+    /// is carried out in order — the connection may have gone, or its machine moved on,
+    /// so each is checked again.
+    private func listLoaded(_ outcome: ListLoadOutcome) {
+        guard let load = loads.removeValue(forKey: outcome.name), let store = onDemandStore else { return }
+        let latency = MonotonicClock.nanoseconds() - load.startedNanoseconds
+        metrics.coldLoad.recordNanoseconds(Int64(latency))
+        guard storageFailure == nil else { return }
+        do throws(StoreError) {
+            if let list = try store.finishLoad(outcome) { try adopt(list) }
+        } catch {
+            metrics.listLoadFailures.increment()
+            if error.isCorruption {
+                refuse(outcome.name, error)
+            } else {
+                // An I/O error reading it: refused now, tried again at the next request.
+                logger.error("list not loaded", metadata: ["flowsync.list": "\(outcome.name)", "error": "\(error)"])
+            }
+            for (id, action) in load.waiting {
+                guard let connection = connections[id], !connection.isClosing else { continue }
+                answerRefused(action, of: outcome.name, error, on: connection)
+            }
+            return
+        }
+        for note in outcome.notes { logger.warning("store: \(note)", metadata: ["flowsync.list": "\(outcome.name)"]) }
+        statistics.listLoads += 1
+        metrics.listLoads.increment()
+        logger.debug("list loaded", metadata: ["flowsync.list": "\(outcome.name)", "worker_us": "\(outcome.nanoseconds / 1_000)",
+                                               "waited_us": "\(latency / 1_000)", "requests": "\(load.waiting.count)"])
+        for (id, action) in load.waiting {
+            guard let connection = connections[id], !connection.isClosing else { continue }
+            perform(action, on: connection, listLoaded: true)
+        }
+        recordListGauges()
+    }
+
+    /// Hosts a list the store recovered; one whose stored history may not be what
+    /// clients saw starts a new epoch, so its subscribers resync from a snapshot.
+    func adopt(_ recovered: RecoveredList) throws(StoreError) {
+        var list = recovered
+        if list.needsNewEpoch {
+            let old = list.sequencer.position
+            list.sequencer.startEpoch(UInt64.random(in: 1...UInt64.max))
+            let sequencer = list.sequencer
+            try store.startEpoch(StoredSnapshot(listName: list.name, position: sequencer.position, digest: sequencer.director.digest,
+                                                sections: sequencer.director.sections, dedupe: sequencer.dedupeRecords()))
+            logger.warning("list starts a new epoch: clients resync from a snapshot", metadata: ["flowsync.list": "\(list.name)", "was": "\(old)", "now": "\(sequencer.position)"])
+        }
+        let host = ListHost(name: list.name, sequencer: list.sequencer, declared: false)
+        host.lastActive = loop.now
+        lists[list.name] = host
+    }
+
+    /// Remembers a damaged list: refused with its error until a restart (after
+    /// `--repair`, or `flowsyncd --check-store` to see every damaged list at once).
+    private func refuse(_ name: String, _ error: StoreError) {
+        refusedLists[name] = error
+        logger.error("list refused: its stored data is damaged (the other lists are served)", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
+    }
+
+    private func answerRefused(_ action: ConnectionStateMachine.Action, of name: String, _ error: StoreError, on connection: Connection) {
+        answer(action, of: name, code: .internalError, "list \"\(name)\" cannot be loaded: \(error)", on: connection)
+    }
+
+    /// Refuses a waiting request with `code`: a Reject for a write, a non-fatal Error
+    /// otherwise.
+    private func answer(_ action: ConnectionStateMachine.Action, of name: String, code: ErrorCode, _ message: String, on connection: Connection) {
+        if case .mutate(let mutate) = action {
+            send(.reject(Reject(listName: name, seq: mutate.seq, code: code, message: message)), to: connection)
+            statistics.mutationsRejected += 1
+            metrics.mutationRejected(code: code.rawValue)
+        } else {
+            send(.error(ErrorMessage(code: code, message: message, listName: name, closesConnection: false)), to: connection)
+        }
+    }
+
+    // MARK: Unloading
+
+    /// From the sweep: unloads every list idle for `lists.idle_unload_ms` — no
+    /// subscriber, no write, nothing in flight for it. Its state, history and idempotency
+    /// window come back from the log at its next load. A scan costs O(lists loaded), so
+    /// it runs at most every quarter of the idle time (and at most once per sweep).
+    func unloadIdleLists() {
+        guard let store = onDemandStore, configuration.idleUnloadMilliseconds > 0, storageFailure == nil, !lifecycle.isShuttingDown else { return }
+        let now = loop.now
+        let idle = UInt64(configuration.idleUnloadMilliseconds)
+        guard now >= lastIdleScan + max(100, idle / 4) else { return }
+        lastIdleScan = now
+        var unloaded = 0
+        for list in Array(lists.values) where isUnloadable(list, now: now, idle: idle) {
+            do {
+                try store.unload(list.name)
+            } catch {
+                storageFailed(error)
+                return
+            }
+            lists[list.name] = nil
+            unloaded += 1
+        }
+        guard unloaded > 0 else { return }
+        statistics.listUnloads += unloaded
+        metrics.listUnloads.increment(by: Int64(unloaded))
+        // One line per scan that unloaded anything (at most every quarter idle time).
+        logger.info("unloaded idle lists", metadata: ["count": "\(unloaded)", "loaded": "\(lists.count)"])
+        recordListGauges()
+    }
+
+    /// Nothing of the list may be in flight: a seal, a compaction (its install needs
+    /// the list's files), a frame built off the loop (it serves the list's subscribers).
+    private func isUnloadable(_ list: ListHost, now: UInt64, idle: UInt64) -> Bool {
+        !list.declared && list.subscribers.isEmpty && now >= list.lastActive + idle && !list.hasPending && !list.hasPendingFrames
+            && !dirtyLists.contains(list.name) && !compactionsDue.contains(list.name) && !compactionsInFlight.contains(list.name)
+    }
+
+    /// Every second, from the sweep: enforces `[history] total_max_bytes`, samples the
+    /// history bytes in memory and, on a worker, counts the lists on disk.
+    func sampleListGauges() {
+        let now = loop.now
+        guard now >= lastListSample + 1_000 else { return }
+        lastListSample = now
+        var historyBytes = lists.values.reduce(0) { $0 + $1.sequencer.historyByteCount }
+        let budget = configuration.historyTotalMaxBytes
+        if budget > 0 && historyBytes > budget {
+            // Least recently active first: their subscribers are the least likely to
+            // resume soon, and a resume older than memory holds is read from the log.
+            // O(lists log lists), only when over the budget.
+            var excess = historyBytes - budget
+            for list in lists.values.sorted(by: { $0.lastActive < $1.lastActive }) where excess > 0 {
+                let held = list.sequencer.historyByteCount
+                guard held > 0 else { continue }
+                let dropped = list.trimHistory(toBytes: max(0, held - excess))
+                excess -= dropped
+                historyBytes -= dropped
+                metrics.historyBudgetTrims.increment(by: Int64(dropped))
+            }
+        }
+        metrics.historyBytes.record(historyBytes)
+        metrics.listsLoading.record(loads.count)
+        guard let store = onDemandStore, !countingStoredLists, !lifecycle.isShuttingDown else { return }
+        countingStoredLists = true
+        offloadsOutstanding += 1
+        listLoader.run(store.storedListCounter(), on: loop) { [weak self] count in
+            guard let self else { return }
+            offloadsOutstanding -= 1
+            countingStoredLists = false
+            storedListCount = count
+            metrics.listsStored.record(count)
+            finishShutdownIfDone()
+        }
+    }
+}
+
+extension Server {
+    /// A subscribe that waited for its list: the machine was asked before the wait, so
+    /// what it checked then is checked again (another subscribe to the list may have
+    /// started, a refreshed token may no longer grant it, the connection may be full).
+    func recheckDeferredSubscribe(_ name: String, _ connection: Connection) -> ErrorMessage? {
+        if connection.machine.flow(of: name) != nil {
+            return ErrorMessage(code: .alreadySubscribed, message: "already subscribed to \"\(name)\"", listName: name, closesConnection: false)
+        }
+        if connection.machine.session?.grant.mayRead(name) == false {
+            return ErrorMessage(code: .forbidden, message: "the token does not grant reading \"\(name)\"", listName: name, closesConnection: false)
+        }
+        if connection.machine.subscribedLists.count >= configuration.maxListsPerConnection {
+            return ErrorMessage(code: .tooManyLists, message: "at most \(configuration.maxListsPerConnection) lists per connection", listName: name, closesConnection: false)
+        }
+        return nil
+    }
+}
+
+extension ConnectionStateMachine.Action {
+    /// The list this action needs loaded first, if any: a subscribe, a write, a stats
+    /// request by name.
+    var listToLoad: String? {
+        switch self {
+        case .subscribe(let request): return request.listName
+        case .mutate(let mutate): return mutate.listName
+        case .stats(let request, _): return request.listName
+        default: return nil
+        }
+    }
+}
