@@ -4,14 +4,108 @@ import FlowSyncProtocol
 /// Everything `flowsyncd` can be configured with, with the documented defaults.
 /// `config/flowsyncd.toml` documents every key (unit and default); keep the two in step.
 public struct ServerConfiguration: Hashable, Sendable {
-    // MARK: [server]
-    /// Address to listen on (numeric IPv4/IPv6, or `localhost`). Default `127.0.0.1`.
-    public var host = "127.0.0.1"
-    /// TCP port; 0 lets the OS choose (tests). Default 7400.
-    public var port = 7400
-    /// Directory for durable data: the file store's logs and snapshots
-    /// (docs/STORAGE.md). Default `/var/lib/flowsyncd`.
-    public var dataDirectory = "/var/lib/flowsyncd"
+    /// Where the daemon listens (`[server]` `host`, `port`, `unix_socket`,
+    /// `unix_socket_mode`). Restart-only: the listeners are bound at start, so a reload
+    /// keeps this whole group (``ServerConfiguration+Reload.swift``).
+    public struct Listen: Hashable, Sendable {
+        /// Address to listen on (numeric IPv4/IPv6, or `localhost`). Default `127.0.0.1`.
+        public var host = "127.0.0.1"
+        /// TCP port; 0 lets the OS choose (tests). Default 7400.
+        public var port = 7400
+        /// Also listen on this Unix-domain socket path (`unix_socket`). Default none.
+        public var unixSocketPath: String?
+        /// The socket file's permissions, set before `listen` (`unix_socket_mode`, octal
+        /// string). Default 0660: the daemon's user and group.
+        public var unixSocketMode = 0o660
+
+        public init() {}
+    }
+
+    /// Where and how committed batches are kept (`server.data_dir`, `[storage]`,
+    /// `lists.on_demand`). Restart-only: the store is open, so a reload keeps this
+    /// whole group.
+    public struct Storage: Hashable, Sendable {
+        /// Directory for durable data: the file store's logs and snapshots
+        /// (docs/STORAGE.md). Default `/var/lib/flowsyncd`.
+        public var dataDirectory = "/var/lib/flowsyncd"
+        // Defaults are the store's own (`FileStore.Options`), stated there once.
+        /// Where committed batches are kept. Default `.file`.
+        public var engine = StorageEngine.file
+        /// When batches reach the disk. Default `.always`.
+        public var fsyncPolicy = FileStore.Options().fsync
+        /// Under `fsync = "interval"`: how often, ms. Default 1000.
+        public var fsyncIntervalMilliseconds = 1_000
+        /// A list's log is compacted into a snapshot after this many batches (0: never by
+        /// count). Default 10000.
+        public var snapshotEveryBatches = FileStore.Options().snapshotEveryBatches
+        /// … or after this many log bytes (0: never by size). Default 64 MiB.
+        public var snapshotEveryBytes = FileStore.Options().snapshotEveryBytes
+        /// Sync the files of several lists written in one turn concurrently. Default true.
+        public var parallelSync = FileStore.Options().parallelSync
+        /// Most log files held open at once (least recently written closed first). Default 1024.
+        public var maxOpenLogs = FileStore.Options().maxOpenLogs
+        /// Load each list from the store on first use (a subscribe, a write, a stats request
+        /// by name) on a worker thread, instead of every list at start; unload idle ones
+        /// (docs/STORAGE.md, "Lists on demand"). File store only: the memory store keeps its
+        /// lists. Needs a restart. Default false (every list recovered before listening).
+        public var listsOnDemand = false
+
+        public init() {}
+    }
+
+    /// What one connection and one frame may do (`[limits]`). Reloadable: a reload
+    /// applies it to connections accepted afterwards.
+    public struct Limits: Hashable, Sendable {
+        // Defaults are read from the layer that enforces each limit (`DecoderLimits`,
+        // `ServerLimits`, `DirectorLimits`), never restated here; the documented values
+        // (config/flowsyncd.toml) are those layers' defaults.
+        /// Largest frame accepted after the handshake, bytes. Default 4 MiB (client frames
+        /// are mutations; snapshots only flow the other way).
+        public var maxFrameBytes = DecoderLimits.server.maxFrameBytes
+        /// Largest inflated body accepted, bytes. Default 16 MiB.
+        public var maxInflatedBytes = DecoderLimits.server.maxInflatedBytes
+        /// Largest frame accepted before the handshake completes, bytes. Default 16 KiB.
+        public var preAuthMaxFrameBytes = DecoderLimits.preAuth.maxFrameBytes
+        /// Time allowed from connect to a valid Hello, ms. Default 5000.
+        public var handshakeTimeoutMilliseconds = 5_000
+        /// The heartbeat interval announced in the Welcome, ms: clients send a frame (a Ping
+        /// when idle) at least this often, and a ready connection silent for twice as long
+        /// is closed with `heartbeat-timeout` (1008). 0: none required, never closed for
+        /// silence. Default 20000.
+        public var heartbeatMilliseconds = 20_000
+        /// TCP keepalive on client connections: first probe after this many idle seconds
+        /// (a second line behind heartbeats, for peers that vanish). 0 turns it off. Default 60.
+        public var tcpKeepaliveSeconds = 60
+        /// Most lists one connection may subscribe to. Default 64.
+        public var maxListsPerConnection = Int(ServerLimits().maxListsPerConnection)
+        /// Longest list name, UTF-8 bytes. Default 256.
+        public var maxListNameBytes = DecoderLimits.server.maxListNameBytes
+        /// Most connections held at once; further ones are closed at accept. Default 10000.
+        public var maxConnections = 10_000
+        /// Per-list director limits (IDs, payloads, counts, ops per mutation).
+        public var director = DirectorLimits.default
+
+        public init() {}
+    }
+
+    /// The Prometheus admin listener (`[metrics]`). Restart-only: bound at start.
+    public struct Metrics: Hashable, Sendable {
+        /// Serve Prometheus metrics (`GET /metrics`) on an admin listener. Default true.
+        public var enabled = true
+        /// Admin listener address. Default `127.0.0.1`: metrics are for the host's scraper.
+        public var host = "127.0.0.1"
+        /// Admin listener port; 0 lets the OS choose. Default 7401.
+        public var port = 7401
+
+        public init() {}
+    }
+
+    public var listen = Listen()
+    public var storage = Storage()
+    public var limits = Limits()
+    public var metrics = Metrics()
+
+    // MARK: [server] (the keys outside `listen` and `storage`)
     /// Lists that exist from the start, even before a write.
     public var declaredLists: [String] = []
     /// Whether subscribing or writing to an undeclared list creates it. Default true.
@@ -20,42 +114,6 @@ public struct ServerConfiguration: Hashable, Sendable {
     public var shutdownGraceMilliseconds = 5_000
     /// Name the server reports in its handshake.
     public var serverName = "flowsyncd"
-    /// Also listen on this Unix-domain socket path (`unix_socket`). Default none.
-    public var unixSocketPath: String?
-    /// The socket file's permissions, set before `listen` (`unix_socket_mode`, octal
-    /// string). Default 0660: the daemon's user and group.
-    public var unixSocketMode = 0o660
-
-    // MARK: [limits]
-    // Defaults are read from the layer that enforces each limit (`DecoderLimits`,
-    // `ServerLimits`, `DirectorLimits`), never restated here; the documented values
-    // (config/flowsyncd.toml) are those layers' defaults.
-    /// Largest frame accepted after the handshake, bytes. Default 4 MiB (client frames
-    /// are mutations; snapshots only flow the other way).
-    public var maxFrameBytes = DecoderLimits.server.maxFrameBytes
-    /// Largest inflated body accepted, bytes. Default 16 MiB.
-    public var maxInflatedBytes = DecoderLimits.server.maxInflatedBytes
-    /// Largest frame accepted before the handshake completes, bytes. Default 16 KiB.
-    public var preAuthMaxFrameBytes = DecoderLimits.preAuth.maxFrameBytes
-    /// Time allowed from connect to a valid Hello, ms. Default 5000.
-    public var handshakeTimeoutMilliseconds = 5_000
-    /// The heartbeat interval announced in the Welcome, ms: clients send a frame (a Ping
-    /// when idle) at least this often, and a ready connection silent for twice as long
-    /// is closed with `heartbeat-timeout` (1008). 0: none required, never closed for
-    /// silence. Default 20000.
-    public var heartbeatMilliseconds = 20_000
-    /// TCP keepalive on client connections: first probe after this many idle seconds
-    /// (a second line behind heartbeats, for peers that vanish). 0 turns it off. Default 60.
-    public var tcpKeepaliveSeconds = 60
-    /// Most lists one connection may subscribe to. Default 64.
-    public var maxListsPerConnection = Int(ServerLimits().maxListsPerConnection)
-    /// Longest list name, UTF-8 bytes. Default 256.
-    public var maxListNameBytes = DecoderLimits.server.maxListNameBytes
-    /// Most connections held at once; further ones are closed at accept. Default 10000.
-    public var maxConnections = 10_000
-    /// Per-list director limits (IDs, payloads, counts, ops per mutation).
-    public var director = DirectorLimits.default
-
     // MARK: [backpressure]
     /// Below this many queued bytes, a lagging subscriber is caught up. Default 256 KiB.
     public var lowWatermarkBytes = 256 << 10
@@ -66,30 +124,7 @@ public struct ServerConfiguration: Hashable, Sendable {
     /// A connection whose queue has not drained for this long is closed, ms. Default 30000.
     public var writeDeadlineMilliseconds = 30_000
 
-    // MARK: [storage]
-    // Defaults are the store's own (`FileStore.Options`), stated there once.
-    /// Where committed batches are kept. Default `.file`.
-    public var storageEngine = StorageEngine.file
-    /// When batches reach the disk. Default `.always`.
-    public var fsyncPolicy = FileStore.Options().fsync
-    /// Under `fsync = "interval"`: how often, ms. Default 1000.
-    public var fsyncIntervalMilliseconds = 1_000
-    /// A list's log is compacted into a snapshot after this many batches (0: never by
-    /// count). Default 10000.
-    public var snapshotEveryBatches = FileStore.Options().snapshotEveryBatches
-    /// … or after this many log bytes (0: never by size). Default 64 MiB.
-    public var snapshotEveryBytes = FileStore.Options().snapshotEveryBytes
-    /// Sync the files of several lists written in one turn concurrently. Default true.
-    public var parallelSync = FileStore.Options().parallelSync
-    /// Most log files held open at once (least recently written closed first). Default 1024.
-    public var maxOpenLogs = FileStore.Options().maxOpenLogs
-
     // MARK: [lists]
-    /// Load each list from the store on first use (a subscribe, a write, a stats request
-    /// by name) on a worker thread, instead of every list at start; unload idle ones
-    /// (docs/STORAGE.md, "Lists on demand"). File store only: the memory store keeps its
-    /// lists. Needs a restart. Default false (every list recovered before listening).
-    public var listsOnDemand = false
     /// On demand: a list with no subscriber and no write for this long is unloaded, ms.
     /// 0: never. Default 300000 (5 min).
     public var idleUnloadMilliseconds = 300_000
@@ -126,14 +161,6 @@ public struct ServerConfiguration: Hashable, Sendable {
     /// rule 12); smaller ones stay inline, where they cost less than the hand-off's
     /// extra loop turn. Default 2,000 (about 0.5–2 ms inline). 0 offloads every snapshot.
     public var offloadSnapshotRows = 2_000
-
-    // MARK: [metrics]
-    /// Serve Prometheus metrics (`GET /metrics`) on an admin listener. Default true.
-    public var metricsEnabled = true
-    /// Admin listener address. Default `127.0.0.1`: metrics are for the host's scraper.
-    public var metricsHost = "127.0.0.1"
-    /// Admin listener port; 0 lets the OS choose. Default 7401.
-    public var metricsPort = 7401
 
     // MARK: [auth]
     /// Tokens, permissions and the pre-auth connection cap (docs/SECURITY.md).

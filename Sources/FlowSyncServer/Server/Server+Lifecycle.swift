@@ -175,10 +175,10 @@ extension Server {
              [new.historyMaxBatches, new.historyMaxBytes, new.historyTotalMaxBytes])
         note("compression", [configuration.compressionLevel, configuration.compressionThresholdBytes], [new.compressionLevel, new.compressionThresholdBytes])
         note("compression.offload_snapshot_rows", configuration.offloadSnapshotRows, new.offloadSnapshotRows)
-        // What needs a restart is kept as a group (ServerConfiguration.RestartOnly).
-        let ignored = configuration.restartOnly.differences(from: new.restartOnly)
-        var applied = new
-        applied.restartOnly = configuration.restartOnly
+        // What needs a restart is kept as whole groups (ServerConfiguration+Reload.swift).
+        let reloaded = configuration.reloaded(to: new)
+        var applied = reloaded.applied
+        let ignored = reloaded.ignored
         if new.auth != configuration.auth {
             // New keys (rotation) apply to handshakes from now on; ready connections
             // keep the grant of the token they were admitted with until it expires.
