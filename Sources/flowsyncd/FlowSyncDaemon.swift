@@ -107,53 +107,12 @@ struct FlowSyncDaemon: ParsableCommand {
             logger.critical("storage failure, exiting for a restart", metadata: ["error": "\(error)"])
             Glibc.exit(74)   // EX_IOERR
         }
-        do {
-            let report = try server.recover(repair: repair)
-            if repair {
-                // A repair can drop nothing and still matter (a segment deleted after a
-                // clean stop is found missing): say "repaired", not "nothing was damaged".
-                let dropped = report.repairedBytes > 0 ? "dropped \(report.repairedBytes) damaged bytes"
-                    : report.repairedAnything ? "repaired" : "nothing was damaged"
-                FileHandle.standardOutput.write(Data("flowsyncd: repair: \(dropped)\(report.notes.isEmpty ? "" : "; " + report.notes.joined(separator: "; "))\n".utf8))
-            }
-        } catch {
-            if error.isCorruption {
-                logger.critical("refusing to start: the store holds damaged data", metadata: ["error": "\(error)"])
-                FileHandle.standardError.write(Data("flowsyncd: refusing to start: \(error)\n".utf8))
-                throw ExitCode(65)   // EX_DATAERR
-            }
-            logger.critical("cannot open the store", metadata: ["error": "\(error)", "data_dir": "\(configuration.dataDirectory)"])
-            FileHandle.standardError.write(Data("flowsyncd: cannot open the store in \(configuration.dataDirectory): \(error)\n".utf8))
-            throw ExitCode(error.errno == nil ? 1 : 74)
-        }
-        do {
-            try server.start(adoptingDescriptor: Self.activationDescriptor())
-        } catch {
-            logger.critical("cannot listen", metadata: ["error": "\(error)"])
-            throw ExitCode(1)
-        }
-        // Unbuffered, so a supervisor or test reading stdout sees it at once.
-        FileHandle.standardOutput.write(Data("flowsyncd: listening on \(configuration.host):\(server.port)\n".utf8))
-        var metricsEndpoint: MetricsEndpoint?
-        if configuration.metricsEnabled {
-            do {
-                let endpoint = try MetricsEndpoint(loop: loop, address: SocketAddress(host: configuration.metricsHost, port: configuration.metricsPort)) {
-                    var text: [UInt8] = []
-                    registry.emit(into: &text)
-                    return text
-                }
-                metricsEndpoint = endpoint
-                FileHandle.standardOutput.write(Data("flowsyncd: metrics on \(configuration.metricsHost):\(endpoint.port)\n".utf8))
-            } catch {
-                logger.critical("cannot open the metrics listener (set [metrics] enabled = false to run without)", metadata: ["error": "\(error)"])
-                throw ExitCode(1)
-            }
-        }
-        // READY=1 only now: systemd starts dependent units (and a socket-activated
-        // client's wait ends) once the listener accepts.
+        // The signal watchers first, before the store is opened and long before READY=1:
+        // a SIGHUP (systemctl reload) or SIGTERM that arrives as soon as the daemon says
+        // it is ready must find its handler, not the default action, which would kill
+        // the process. Their callbacks run on the loop, so once it turns.
         let supervision = ServiceSupervision(server: server, notifier: SystemdNotifier(logger: logger))
-        supervision.started()
-
+        var metricsEndpoint: MetricsEndpoint?
         var watchers: [SignalWatcher] = []
         for signum in [SIGTERM, SIGINT] {
             watchers.append(try SignalWatcher(loop: loop, signal: signum) { received in
@@ -185,6 +144,50 @@ struct FlowSyncDaemon: ParsableCommand {
                 supervision.reloaded("reload failed, running configuration kept")
             }
         })
+        do {
+            let report = try server.recover(repair: repair)
+            if repair {
+                // A repair can drop nothing and still matter (a segment deleted after a
+                // clean stop is found missing): say "repaired", not "nothing was damaged".
+                let dropped = report.repairedBytes > 0 ? "dropped \(report.repairedBytes) damaged bytes"
+                    : report.repairedAnything ? "repaired" : "nothing was damaged"
+                FileHandle.standardOutput.write(Data("flowsyncd: repair: \(dropped)\(report.notes.isEmpty ? "" : "; " + report.notes.joined(separator: "; "))\n".utf8))
+            }
+        } catch {
+            if error.isCorruption {
+                logger.critical("refusing to start: the store holds damaged data", metadata: ["error": "\(error)"])
+                FileHandle.standardError.write(Data("flowsyncd: refusing to start: \(error)\n".utf8))
+                throw ExitCode(65)   // EX_DATAERR
+            }
+            logger.critical("cannot open the store", metadata: ["error": "\(error)", "data_dir": "\(configuration.dataDirectory)"])
+            FileHandle.standardError.write(Data("flowsyncd: cannot open the store in \(configuration.dataDirectory): \(error)\n".utf8))
+            throw ExitCode(error.errno == nil ? 1 : 74)
+        }
+        do {
+            try server.start(adoptingDescriptor: Self.activationDescriptor())
+        } catch {
+            logger.critical("cannot listen", metadata: ["error": "\(error)"])
+            throw ExitCode(1)
+        }
+        // Unbuffered, so a supervisor or test reading stdout sees it at once.
+        FileHandle.standardOutput.write(Data("flowsyncd: listening on \(configuration.host):\(server.port)\n".utf8))
+        if configuration.metricsEnabled {
+            do {
+                let endpoint = try MetricsEndpoint(loop: loop, address: SocketAddress(host: configuration.metricsHost, port: configuration.metricsPort)) {
+                    var text: [UInt8] = []
+                    registry.emit(into: &text)
+                    return text
+                }
+                metricsEndpoint = endpoint
+                FileHandle.standardOutput.write(Data("flowsyncd: metrics on \(configuration.metricsHost):\(endpoint.port)\n".utf8))
+            } catch {
+                logger.critical("cannot open the metrics listener (set [metrics] enabled = false to run without)", metadata: ["error": "\(error)"])
+                throw ExitCode(1)
+            }
+        }
+        // READY=1 only now: systemd starts dependent units (and a socket-activated
+        // client's wait ends) once the listener accepts.
+        supervision.started()
         let result = loop.run()
         if result != 0 { logger.warning("loop closed with open handles", metadata: ["result": "\(result)"]) }
         // A handle nobody closed (stop() had to) is a lifecycle bug even when the loop
