@@ -102,21 +102,31 @@ struct CleanStopManifest: Equatable {
             guard !directory.isEmpty, !directory.contains("/"), directory != ".", directory != "..", directories.insert(directory).inserted else {
                 throw .damaged("clean-stop manifest names list directory \"\(directory)\" twice or not as a directory entry", at: at)
             }
-            var files: [File] = []
-            var names = Set<String>()
-            for _ in 0..<fileCount {
-                let fileAt = r.offset
-                guard let fileName = r.string16(), let length = r.u64() else { throw .damaged("clean-stop manifest truncated", at: fileAt) }
-                guard StoreFormat.generation(of: fileName, prefix: "snap-", suffix: ".fss") != nil
-                        || StoreFormat.generation(of: fileName, prefix: "log-", suffix: ".fsl") != nil,
-                      length <= UInt64(Int.max), names.insert(fileName).inserted else {
-                    throw .damaged("clean-stop manifest records \"\(fileName)\" (\(length) bytes), not a snapshot or segment of format 1, or twice", at: fileAt)
-                }
-                files.append(File(name: fileName, length: Int(length)))
-            }
+            let files = try Self.readFiles(fileCount, from: &r)
             lists.append(List(directory: directory, name: name, position: ListVersion(epoch: epoch, version: version), files: files))
         }
         guard r.offset == r.count else { throw .damaged("\(r.count - r.offset) unexpected bytes at the end of the clean-stop manifest", at: r.offset) }
         return CleanStopManifest(lists: lists)
+    }
+}
+
+extension CleanStopManifest {
+    /// A list record's `fileCount` file entries: each a snapshot or segment name of
+    /// format 1, at most once, with its length. Shared by the full decode and the
+    /// on-demand index, which decodes one record at a list's load.
+    static func readFiles(_ fileCount: UInt32, from r: inout StoreReader) throws(StoreFormat.HeaderProblem) -> [File] {
+        var files: [File] = []
+        var names = Set<String>()
+        for _ in 0..<fileCount {
+            let fileAt = r.offset
+            guard let fileName = r.string16(), let length = r.u64() else { throw .damaged("clean-stop manifest truncated", at: fileAt) }
+            guard StoreFormat.generation(of: fileName, prefix: "snap-", suffix: ".fss") != nil
+                    || StoreFormat.generation(of: fileName, prefix: "log-", suffix: ".fsl") != nil,
+                  length <= UInt64(Int.max), names.insert(fileName).inserted else {
+                throw .damaged("clean-stop manifest records \"\(fileName)\" (\(length) bytes), not a snapshot or segment of format 1, or twice", at: fileAt)
+            }
+            files.append(File(name: fileName, length: Int(length)))
+        }
+        return files
     }
 }

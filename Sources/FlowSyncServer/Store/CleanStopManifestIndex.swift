@@ -92,18 +92,7 @@ struct CleanStopManifestIndex: Sendable {
         guard !directory.isEmpty, !directory.contains("/"), directory != ".", directory != ".." else {
             throw .damaged("clean-stop manifest names list directory \"\(directory)\" not as a directory entry", at: offset)
         }
-        var files: [CleanStopManifest.File] = []
-        var names = Set<String>()
-        for _ in 0..<fileCount {
-            let fileAt = r.offset
-            guard let fileName = r.string16(), let length = r.u64() else { throw .damaged("clean-stop manifest truncated", at: fileAt) }
-            guard StoreFormat.generation(of: fileName, prefix: "snap-", suffix: ".fss") != nil
-                    || StoreFormat.generation(of: fileName, prefix: "log-", suffix: ".fsl") != nil,
-                  length <= UInt64(Int.max), names.insert(fileName).inserted else {
-                throw .damaged("clean-stop manifest records \"\(fileName)\" (\(length) bytes), not a snapshot or segment of format 1, or twice", at: fileAt)
-            }
-            files.append(CleanStopManifest.File(name: fileName, length: Int(length)))
-        }
+        let files = try CleanStopManifest.readFiles(fileCount, from: &r)
         return CleanStopManifest.List(directory: directory, name: name, position: ListVersion(epoch: epoch, version: version), files: files)
     }
 }
