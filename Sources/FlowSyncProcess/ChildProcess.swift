@@ -14,7 +14,7 @@ import Darwin
 /// A child process started with swift-subprocess, whose exit is awaited without ever
 /// blocking a thread.
 ///
-/// Why not `Foundation.Process`: on Linux its `waitUntilExit()` blocks the calling
+/// Why not `Foundation.Process`: on Linux its wait for the exit blocks the calling
 /// thread, and on a 2-core machine Swift's cooperative pool has 2 threads. Two tests
 /// blocked in it stopped every other test, and a child that had already exited sat
 /// `<defunct>`, never reaped, for 14 minutes (issue #15). swift-subprocess watches the

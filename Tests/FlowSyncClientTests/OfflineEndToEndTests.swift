@@ -182,6 +182,7 @@ import Testing
             _ = try client!.director(name).add(section: NewSection(id: "mine"))
             let lives = random.int(2...4)
             var lostAtKills = 0
+            var flushedBeforeKill = false
             for life in 0..<lives {
                 let list = client!.director(name)
                 if life > 0 {
@@ -191,6 +192,7 @@ import Testing
                     let shown = Self.rows(list.snapshot.director, section: "mine")
                     #expect(shown == Array(made.prefix(shown.count)), "seed \(seed): relaunched with \(shown), the writer made \(made)")
                     #expect(!waits || shown == made, "seed \(seed): waiting for the disk, the relaunch must show every edit: \(shown), made \(made)")
+                    #expect(!flushedBeforeKill || shown == made, "seed \(seed): flushPersistence() returned before every edit was on disk: \(shown), made \(made)")
                     if shown == Array(made.prefix(shown.count)) {
                         lostAtKills += made.count - shown.count
                         made = shown   // the lost ones must then never reach the server
@@ -229,7 +231,8 @@ import Testing
                     // Half the kills come after the files caught up (writes then die in
                     // flight or unacknowledged, and are resent), half at once (the
                     // newest, unsent edits may die with the app).
-                    if random.chance(0.5) { client!.flushPersistence() }
+                    flushedBeforeKill = random.chance(0.5)
+                    if flushedBeforeKill { client!.flushPersistence() }
                     client!.core.abandonForTesting()
                     client = try Self.client(port: server.port, directory: directory, every: random.int(1...4), waitsForDisk: waits)
                 }

@@ -35,6 +35,13 @@ import Testing
         return files
     }
 
+    /// One byte flipped in the middle of `path` (valid records after it in a log).
+    static func flipMiddleByte(of path: String) throws {
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        bytes[bytes.count / 2] ^= 0x40
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
+
     static func segment(_ directory: String, list: String) throws -> String {
         let listDirectory = directory + "/lists/" + list
         let name = try #require(try FileManager.default.contentsOfDirectory(atPath: listDirectory).filter { $0.hasSuffix(".fsl") }.sorted().last)
@@ -66,9 +73,7 @@ import Testing
         defer { directory.remove() }
         // "a": one byte flipped in the middle of its log (valid records after it).
         let damaged = try Self.segment(directory.path, list: "a")
-        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: damaged)))
-        bytes[bytes.count / 2] ^= 0x40
-        try Data(bytes).write(to: URL(fileURLWithPath: damaged))
+        try Self.flipMiddleByte(of: damaged)
         // "c": its last record cut short (a torn tail after an unclean stop).
         let torn = try Self.segment(directory.path, list: "c")
         let tornLength = try #require(try FileManager.default.attributesOfItem(atPath: torn)[.size] as? Int)
@@ -145,9 +150,7 @@ import Testing
         let (directory, positions) = try Self.store(cleanStop: false)
         defer { directory.remove() }
         let damaged = try Self.segment(directory.path, list: "a")
-        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: damaged)))
-        bytes[bytes.count / 2] ^= 0x40
-        try Data(bytes).write(to: URL(fileURLWithPath: damaged))
+        try Self.flipMiddleByte(of: damaged)
         let report = try FileStore.repairOffline(directory: directory.path, options: .init(), recovery: RecoveryOptions())
         #expect(report.repairedAnything && report.repairedBytes > 0)
         let check = try FileStore.check(directory: directory.path)

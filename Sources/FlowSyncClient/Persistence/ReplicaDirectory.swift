@@ -173,7 +173,17 @@ final class ReplicaDirectory: @unchecked Sendable {
             }
         }
         lock.unlock()
-        queue.async { self.run(jobs, replicaWritten) }
+        // The queue gets only what to write, not the content: the captures live in the
+        // `newest…` maps alone, dropped once taken, so no queued closure keeps a second
+        // reference to a list's storage (the next edit of the session's copy would then
+        // copy the whole list).
+        let work = jobs.map { job -> (list: String, generation: UInt64, replica: Bool) in
+            switch job.action {
+            case .writePending(let pending): return (pending.name, job.generation, false)
+            case .writeReplica(let replica, _): return (replica.name, job.generation, true)
+            }
+        }
+        queue.async { self.run(work, replicaWritten) }
     }
 
     /// Runs `work` on the directory's queue after everything queued before it.
@@ -217,18 +227,13 @@ final class ReplicaDirectory: @unchecked Sendable {
     /// capture; and a replica is written only after a pending file at least as new. A
     /// frame queued behind a job (``enqueue(_:)``) thus never leaves before the marks
     /// captured before it.
-    private func run(_ jobs: [Job], _ replicaWritten: @Sendable (String, ListVersion) -> Void) {
-        for job in jobs {
-            switch job.action {
-            case .writePending(let pending):
-                storePending(pending.name, atLeast: job.generation)
-            case .writeReplica(let replica, let pending):
-                // The pending file first: it must name every write the new replica
-                // contains with its commit version before that replica exists.
-                storePending(pending.name, atLeast: job.generation)
-                if let position = storeReplica(replica.name, atLeast: job.generation) {
-                    replicaWritten(replica.name, position)
-                }
+    private func run(_ work: [(list: String, generation: UInt64, replica: Bool)], _ replicaWritten: @Sendable (String, ListVersion) -> Void) {
+        for (list, generation, replica) in work {
+            // A replica's pending file first: it must name every write the new replica
+            // contains with its commit version before that replica exists.
+            storePending(list, atLeast: generation)
+            if replica, let position = storeReplica(list, atLeast: generation) {
+                replicaWritten(list, position)
             }
         }
     }
