@@ -7,26 +7,6 @@ import Foundation
 import Testing
 
 extension ListsOnDemandTests {
-    /// A backup copies the lists in memory; with lists on demand most lists are on disk
-    /// only, so the request is refused instead of writing a backup that lacks them.
-    @Test func aBackupIsRefusedWithListsOnDemand() async throws {
-        let directory = TemporaryDirectory("on-demand-backup")
-        defer { directory.remove() }
-        let server = try await EmbeddedServer(configuration: Self.configuration(), storage: .file(directory: directory.path))
-        let target = directory.path + "-backup"
-        let reply = Shared<BackupReply?>(nil)
-        await server.withServer { server in
-            server.startBackup(to: target) { reply.set($0) }
-            return true
-        }
-        #expect(await eventually(timeout: 10) { reply.get() != nil })
-        #expect(reply.get()?.failure == .backupRefused, "\(String(describing: reply.get()))")
-        #expect(!FileManager.default.fileExists(atPath: target))
-        #expect(await server.stop())
-    }
-}
-
-extension ListsOnDemandTests {
     /// After a clean stop: a list loaded, unloaded unwritten, loaded again (held to its
     /// start record, not marked twice), then written, unloaded and loaded again (held to
     /// what it left); the next clean stop vouches for every list (RUNNING removed) and

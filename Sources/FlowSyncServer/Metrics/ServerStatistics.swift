@@ -28,6 +28,8 @@ public struct ServerStatistics: Sendable {
     /// Lists loaded from the store on demand, and unloaded when idle.
     public var listLoads = 0
     public var listUnloads = 0
+    /// Loads that waited for a backup's read of their list (lists on demand).
+    public var loadsHeldByBackup = 0
     /// Catch-ups older than the history in memory, rebuilt from the log on a worker.
     public var catchUpsFromLog = 0
 

@@ -13,6 +13,21 @@ extension Server {
     struct BackupInFlight {
         var directory: String
         var startedAt: UInt64
+        var io: FileIO
+        /// Runs once, on the loop, with the outcome.
+        var completion: (BackupReply) -> Void
+        /// What was written so far.
+        var written = StoreBackup.Written()
+        /// Lists on demand: the stored lists not loaded at the start, taken chunk by
+        /// chunk once the worker has listed them (`nil` before, and without on demand).
+        var plan: BackupPlan?
+        /// Lists on demand: storage key → name of every list loaded, or loading, since
+        /// the backup started — how the plan knows a key is in memory now.
+        var names: [String: String] = [:]
+        /// Names whose load waits for the chunk in flight (their key is being read).
+        var blockedLoads: [String] = []
+        /// A worker is writing (the first lists, a chunk, or the manifest).
+        var writing = false
     }
 
     /// Answers a BackupRequest the connection machine accepted (the grant reads every
@@ -29,17 +44,19 @@ extension Server {
         }
     }
 
-    /// Starts a backup of every hosted list into `directory` (missing or empty, absolute,
+    /// Starts a backup of every list into `directory` (missing or empty, absolute,
     /// outside the data directory). `completion` runs on the loop thread exactly once:
     /// at once when refused, else when the backup is durable or has failed. The
     /// ``BackupReply/requestID`` it is given is 0 (the caller sets its own). `io` is for
     /// tests (a worker held at its first write, to watch the loop carry on).
     ///
-    /// Consistency: every list is taken at the version it has in this call, between two
-    /// loop turns' seals — a committed version (the batch of the current turn is sealed
-    /// later, in the check hook, and is not in the backup). So every write acknowledged
-    /// before the request arrived is in it: an ack leaves only after its batch was
-    /// sealed (and, under `fsync = "always"`, synced).
+    /// Consistency: every list is taken at a committed version no older than this call:
+    /// a loaded list now, between two loop turns' seals (the batch of the current turn
+    /// is sealed later, in the check hook, and is not in the backup); with lists on
+    /// demand, a list on disk only later, by a read-only read on a worker during which
+    /// it cannot load (``BackupPlan``), or from memory if it loaded meanwhile. So every
+    /// write acknowledged before the request arrived is in it: an ack leaves only after
+    /// its batch was sealed and appended (and, under `fsync = "always"`, synced).
     ///
     /// Not guaranteed: lists of different names are each at *a* committed version, not
     /// at one instant across lists (there is no cross-list transaction to preserve). The
@@ -52,47 +69,182 @@ extension Server {
         }
         if let failure = storageFailure { return refuse(.internalError, "the store failed (\(failure)): no backup can be trusted; restart the daemon") }
         if lifecycle.isShuttingDown { return refuse(.serverShuttingDown, "the server is shutting down") }
-        // Lists on demand: the lists not loaded now are on disk only, and this backup
-        // copies the loaded ones. Refused rather than a backup that silently lacks lists
-        // (not built yet: a backup that reads the unloaded lists on a worker).
-        if onDemandStore != nil {
-            return refuse(.backupRefused, "lists.on_demand is on: a backup would miss the lists not loaded now; not supported yet (stop the daemon and copy the data directory, or run without lists.on_demand)")
-        }
         if let running = backupInFlight { return refuse(.overloaded, "a backup is already running (into \(running.directory)); try again when it has finished") }
         let dataDirectory = configuration.storageEngine == .file ? configuration.dataDirectory : nil
         if let reason = StoreBackup.refusal(of: directory, dataDirectory: dataDirectory, io: io) { return refuse(.backupRefused, reason) }
 
-        // On the loop: the committed state of every list, O(1) per list (copy-on-write);
-        // unsorted (the manifest is ordered on the worker).
-        let taken = lists.values.map { (name: $0.name, sequencer: $0.sequencer) }
-        backupInFlight = BackupInFlight(directory: directory, startedAt: MonotonicClock.nanoseconds())
+        // On the loop: the committed state of every loaded list, O(1) per list
+        // (copy-on-write); unsorted (the manifest is ordered on the worker).
+        let taken = lists.values.map { BackupList(name: $0.name, sequencer: $0.sequencer) }
+        var backup = BackupInFlight(directory: directory, startedAt: MonotonicClock.nanoseconds(), io: io, completion: completion)
+        var listKeys: (@Sendable () -> Result<[String], StoreError>)?
+        var takenKeys = Set<String>()
+        if let store = onDemandStore {
+            // O(lists loaded or loading): one key each, so the plan can tell which
+            // stored lists are in memory. Lists loading now are looked at later.
+            for name in lists.keys {
+                let key = store.storageKey(for: name)
+                backup.names[key] = name
+                takenKeys.insert(key)
+            }
+            for name in loads.keys { backup.names[store.storageKey(for: name)] = name }
+            listKeys = store.storedListKeys()
+        }
+        backup.writing = true
+        backupInFlight = backup
+        let keyLister = listKeys
+        let alreadyTaken = takenKeys
         offloadsOutstanding += 1
-        logger.notice("backup started", metadata: ["directory": "\(directory)", "lists": "\(taken.count)"])
-        loop.offload(work: { () -> Result<StoreBackup.Summary, StoreError> in
+        logger.notice("backup started", metadata: ["directory": "\(directory)", "lists loaded": "\(taken.count)", "on demand": "\(onDemandStore != nil)"])
+        loop.offload(work: { () -> Result<(StoreBackup.Written, [String]), StoreError> in
             do throws(StoreError) {
-                return .success(try StoreBackup.write(taken, to: directory, io: io))
+                let written = try StoreBackup.writeLists(taken, into: directory, io: io)
+                guard let keyLister else { return .success((written, [])) }
+                let keys = try keyLister().get().filter { !alreadyTaken.contains($0) }
+                return .success((written, keys))
             } catch {
                 return .failure(error)
             }
         }, then: { [weak self] result in
             guard let self else { return }
             offloadsOutstanding -= 1
-            let started = backupInFlight?.startedAt ?? 0
-            backupInFlight = nil
-            let milliseconds = (MonotonicClock.nanoseconds() - started) / 1_000_000
+            backupInFlight?.writing = false
             switch result {
-            case .success(let summary):
-                logger.notice("backup written", metadata: ["directory": "\(directory)", "lists": "\(summary.lists)", "bytes": "\(summary.bytes)", "ms": "\(milliseconds)"])
-                completion(BackupReply(requestID: 0, failure: nil, message: "backup of \(summary.lists) lists written to \(directory) in \(milliseconds) ms",
-                                       lists: UInt64(summary.lists), bytes: UInt64(summary.bytes)))
+            case .success(let (written, keys)):
+                backupInFlight?.written.add(written)
+                if onDemandStore != nil { backupInFlight?.plan = BackupPlan(keys: keys, chunkSize: backupChunkSize) }
+                continueBackup()
             case .failure(let error):
-                // The live store is untouched: a failed backup is the backup's problem only.
-                logger.error("backup failed", metadata: ["directory": "\(directory)", "error": "\(error)"])
-                completion(BackupReply(requestID: 0, failure: .backupRefused, message: "the backup into \(directory) failed and is incomplete (no STOPPED file): \(error)"))
+                failBackup(error)
             }
             // A shutdown waits for this completion (the offload count).
             finishShutdownIfDone()
         })
+    }
+
+    /// Takes the next chunk of stored lists, or finishes. Runs on the loop whenever the
+    /// backup may go on: after each write, and after a load while it waits for loads.
+    func continueBackup() {
+        guard var backup = backupInFlight, !backup.writing else { return }
+        if let failure = storageFailure { return failBackup(failure) }
+        // A shutdown that began meanwhile waits for the backup to finish: each write
+        // starts before the previous one's completion returns, so the offload count
+        // never drops to zero in between (as for the backup of loaded lists alone).
+        guard var plan = backup.plan else { return writeBackupManifest() }
+        let step = plan.next { key in
+            guard let name = backup.names[key] else { return .disk }
+            if lists[name] != nil { return .memory(name: name) }
+            return loads[name] != nil ? .loading : .disk
+        }
+        backup.plan = plan
+        backupInFlight = backup
+        switch step {
+        case .finished:
+            backupInFlight?.plan = nil
+            writeBackupManifest()
+        case .waitForLoads:
+            // listLoaded() calls continueBackup() again.
+            break
+        case .take(let chunk):
+            guard let store = onDemandStore else { return }
+            // Memory copies now, between turns; the disk reads on the worker, while
+            // these keys block their loads (BackupPlan.reading).
+            let fromMemory = chunk.fromMemory.compactMap { name in lists[name].map { BackupList(name: name, sequencer: $0.sequencer) } }
+            let read = chunk.fromDisk.isEmpty ? nil : store.prepareBackupRead(of: chunk.fromDisk)
+            let directory = backup.directory
+            let io = backup.io
+            runBackupWrite(work: { () throws(StoreError) -> StoreBackup.Written in
+                var taken = fromMemory
+                if let read { taken += try read().get() }
+                return try StoreBackup.writeLists(taken, into: directory, io: io)
+            }, then: { [weak self] written in
+                guard let self else { return }
+                backupInFlight?.written.add(written)
+                continueBackup()
+            })
+        }
+    }
+
+    /// Writes the manifest: the backup is complete when it is durable.
+    private func writeBackupManifest() {
+        guard let backup = backupInFlight else { return }
+        let written = backup.written
+        let directory = backup.directory
+        let io = backup.io
+        runBackupWrite(work: { () throws(StoreError) -> StoreBackup.Written in
+            let summary = try StoreBackup.finish(written, in: directory, io: io)
+            return StoreBackup.Written(records: [], bytes: summary.bytes)
+        }, then: { [weak self] total in
+            guard let self, let backup = backupInFlight else { return }
+            let milliseconds = (MonotonicClock.nanoseconds() - backup.startedAt) / 1_000_000
+            let lists = backup.written.records.count
+            logger.notice("backup written", metadata: ["directory": "\(directory)", "lists": "\(lists)", "bytes": "\(total.bytes)", "ms": "\(milliseconds)"])
+            endBackup(BackupReply(requestID: 0, failure: nil, message: "backup of \(lists) lists written to \(directory) in \(milliseconds) ms",
+                                  lists: UInt64(lists), bytes: UInt64(total.bytes)))
+        })
+    }
+
+    /// Runs one write of the backup on libuv's pool; on the loop afterwards, lets the
+    /// blocked loads go (the keys read are free again), then `then` — or fails the
+    /// backup.
+    private func runBackupWrite(work: @escaping @Sendable () throws(StoreError) -> StoreBackup.Written,
+                                then: @escaping (StoreBackup.Written) -> Void) {
+        backupInFlight?.writing = true
+        offloadsOutstanding += 1
+        loop.offload(work: { () -> Result<StoreBackup.Written, StoreError> in
+            do throws(StoreError) { return .success(try work()) } catch { return .failure(error) }
+        }, then: { [weak self] result in
+            guard let self else { return }
+            offloadsOutstanding -= 1
+            backupInFlight?.writing = false
+            backupInFlight?.plan?.chunkTaken()
+            releaseLoadsBlockedByBackup()
+            switch result {
+            case .success(let written): then(written)
+            case .failure(let error): failBackup(error)
+            }
+            finishShutdownIfDone()
+        })
+    }
+
+    private func failBackup(_ error: StoreError) {
+        guard let backup = backupInFlight else { return }
+        // The live store is untouched: a failed backup is the backup's problem only.
+        logger.error("backup failed", metadata: ["directory": "\(backup.directory)", "error": "\(error)"])
+        endBackup(BackupReply(requestID: 0, failure: .backupRefused,
+                              message: "the backup into \(backup.directory) failed and is incomplete (no STOPPED file): \(error)"))
+    }
+
+    /// The backup is over: every load it held goes on, and the answer goes out.
+    private func endBackup(_ reply: BackupReply) {
+        guard let backup = backupInFlight else { return }
+        releaseLoadsBlockedByBackup()
+        backupInFlight = nil
+        backup.completion(reply)
+    }
+
+    /// Whether a load of `name` must wait for the backup's read of it; remembers the
+    /// list's key either way (it is in memory from now on, as far as the plan knows).
+    func backupHoldsLoad(of name: String) -> Bool {
+        guard backupInFlight != nil, let store = onDemandStore else { return false }
+        let key = store.storageKey(for: name)
+        backupInFlight?.names[key] = name
+        guard backupInFlight?.plan?.blocksLoad(ofKey: key) == true else { return false }
+        backupInFlight?.blockedLoads.append(name)
+        statistics.loadsHeldByBackup += 1
+        return true
+    }
+
+    /// A load of `name` has finished: a backup waiting for loads may go on.
+    func backupSawLoad() {
+        guard let backup = backupInFlight, !backup.writing, backup.plan != nil else { return }
+        continueBackup()
+    }
+
+    private func releaseLoadsBlockedByBackup() {
+        guard let names = backupInFlight?.blockedLoads, !names.isEmpty else { return }
+        backupInFlight?.blockedLoads = []
+        for name in names { runBlockedLoad(name) }
     }
 
     /// Whether a backup is being written (for tests and stats).

@@ -46,6 +46,21 @@ extension Server {
     private func startLoad(_ name: String, from store: OnDemandStore) -> ListLoad {
         let load = ListLoad(name: name, startedNanoseconds: MonotonicClock.nanoseconds())
         loads[name] = load
+        // A backup reading this list's files right now: the load (which may cut a torn
+        // tail, and after which the list is appended to) starts when that chunk is
+        // written. Its requests wait in the load's queue meanwhile, as for any load.
+        if backupHoldsLoad(of: name) { return load }
+        runLoad(name, from: store)
+        return load
+    }
+
+    /// Starts the load of `name` that a backup held (its ``ListLoad`` is in `loads`).
+    func runBlockedLoad(_ name: String) {
+        guard loads[name] != nil, let store = onDemandStore else { return }
+        runLoad(name, from: store)
+    }
+
+    private func runLoad(_ name: String, from store: OnDemandStore) {
         // Counted like offloaded work: a shutdown waits for the completion, which
         // touches the store.
         offloadsOutstanding += 1
@@ -53,9 +68,9 @@ extension Server {
             guard let self else { return }
             offloadsOutstanding -= 1
             listLoaded(outcome)
+            backupSawLoad()
             finishShutdownIfDone()
         }
-        return load
     }
 
     /// Loop thread: the worker is done. The list is adopted, then every waiting request

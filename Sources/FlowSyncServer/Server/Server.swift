@@ -113,6 +113,10 @@ public final class Server {
     var storedListCount = -1
     /// The backup being written off the loop, if any (`Server+Backup.swift`).
     var backupInFlight: BackupInFlight?
+    /// Lists a backup reads from disk per worker job, with lists on demand: what it
+    /// holds in memory at once, and the longest a load of one of them waits. Tests make
+    /// it small to interleave more loads with the reads.
+    var backupChunkSize = 256
     /// The next ``PendingFrame`` ID.
     var nextPendingFrameID: UInt64 = 1
 

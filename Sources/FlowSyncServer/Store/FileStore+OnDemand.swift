@@ -105,20 +105,8 @@ extension FileStore: OnDemandStore {
     /// refused now is refused again at the next start.
     private static func loadList(_ name: String, entry: String, directory: String, start: StartRecord, unloadedRecord: CleanStopManifest.List?,
                                  unchangedSinceMarked: Bool, manifest: String, options: RecoveryOptions, io: FileIO) throws(StoreError) -> LoadedList? {
-        var expectation: ListExpectation
-        var newEpoch = false
-        var mark = false
-        if let unloadedRecord {
-            // Written and unloaded earlier in this run: exactly as it was left.
-            expectation = .recorded(unloadedRecord)
-        } else if unchangedSinceMarked, case .recorded(let record)? = try? manifestExpectation(start, forDirectory: entry, marked: false, manifest: manifest).0 {
-            // Loaded, checked and marked earlier in this run, unloaded unwritten.
-            expectation = .recorded(record)
-        } else {
-            let marked = start.marksMatter && io.exists(directory + "/" + openedMarker)
-            (expectation, newEpoch) = try manifestExpectation(start, forDirectory: entry, marked: marked, manifest: manifest)
-            if case .recorded = expectation { mark = true }
-        }
+        let (expectation, newEpoch, mark) = try Self.expectation(forEntry: entry, directory: directory, start: start, unloadedRecord: unloadedRecord,
+                                                            unchangedSinceMarked: unchangedSinceMarked, manifest: manifest, io: io)
         guard io.exists(directory) else {
             if case .recorded(let list) = expectation, !options.repair {
                 throw .corrupt(directory, offset: 0, "missing: the clean stop recorded list \"\(list.name)\" through \(list.position) in it (start with --repair to start without it)")
@@ -139,6 +127,26 @@ extension FileStore: OnDemandStore {
             try io.syncDirectory(directory)
         }
         return LoadedList(files: files, markedEntry: mark ? entry : nil, notes: report.notes)
+    }
+
+    /// What a list directory not loaded now may hold (worker-safe: reads at most the
+    /// `OPENED` marker), and whether a load must mark it: shared by a load and a
+    /// backup's read, so both hold a list to the same record.
+    static func expectation(forEntry entry: String, directory: String, start: StartRecord, unloadedRecord: CleanStopManifest.List?,
+                            unchangedSinceMarked: Bool, manifest: String, io: FileIO) throws(StoreError)
+        -> (ListExpectation, newEpoch: Bool, mark: Bool) {
+        if let unloadedRecord {
+            // Written and unloaded earlier in this run: exactly as it was left.
+            return (.recorded(unloadedRecord), false, false)
+        }
+        if unchangedSinceMarked, case .recorded(let record)? = try? manifestExpectation(start, forDirectory: entry, marked: false, manifest: manifest).0 {
+            // Loaded, checked and marked earlier in this run, unloaded unwritten.
+            return (.recorded(record), false, false)
+        }
+        let marked = start.marksMatter && io.exists(directory + "/" + openedMarker)
+        let (expectation, newEpoch) = try manifestExpectation(start, forDirectory: entry, marked: marked, manifest: manifest)
+        if case .recorded = expectation { return (expectation, newEpoch, true) }
+        return (expectation, newEpoch, false)
     }
 
     // MARK: At a clean stop

@@ -30,6 +30,22 @@ public protocol OnDemandStore: DirectorStore {
     /// Counts the stored lists (directory entries, loaded or not) when called: one
     /// `readdir`, O(lists), so call it on a worker (for a metric sampled now and then).
     func storedListCounter() -> @Sendable () -> Int
+
+    // MARK: A backup of lists not loaded
+
+    /// The key under which list `name` is stored (the file store's directory entry):
+    /// what ``storedListKeys()`` lists and ``prepareBackupRead(of:)`` reads.
+    func storageKey(for name: String) -> String
+
+    /// Lists the key of every stored list, loaded or not, when called: one `readdir`,
+    /// O(lists), so call it on a worker.
+    func storedListKeys() -> @Sendable () -> Result<[String], StoreError>
+
+    /// What reading the lists stored under `keys` for a backup takes, decided on the
+    /// loop; run it on a worker. It changes no file. The caller makes sure that none of
+    /// these lists is loaded, or loads, until the read has returned. A key with nothing
+    /// stored is skipped; a damaged list fails the whole read, naming it.
+    func prepareBackupRead(of keys: [String]) -> @Sendable () -> Result<[BackupList], StoreError>
 }
 
 /// One list's load, as a value a worker runs: ``run()`` reads the list's files.

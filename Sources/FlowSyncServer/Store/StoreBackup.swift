@@ -42,46 +42,80 @@ enum StoreBackup {
     }
 
     /// Writes every list of `sequencers` (name → a copy taken on the loop) into
-    /// `directory`, in this order, each step durable before the next:
-    /// 1. per list, `lists/<dir>/snap-0000000000000001.fss` (written, `fdatasync`ed) and
-    ///    its directory synced;
-    /// 2. `lists/` synced;
-    /// 3. `STOPPED` atomically (temporary file, sync, rename, sync of `directory`).
-    /// A backup without `STOPPED` is incomplete: a crash or a failure mid-way leaves one,
-    /// and a daemon started on it reads the lists it finds under the unclean-stop rules.
+    /// `directory`, then its manifest: ``writeLists(_:into:io:)``, then
+    /// ``finish(_:bytes:in:io:)``.
+    static func write(_ sequencers: [(name: String, sequencer: Sequencer)], to directory: String, io: FileIO) throws(StoreError) -> Summary {
+        let written = try writeLists(sequencers.map { BackupList(name: $0.name, sequencer: $0.sequencer) }, into: directory, io: io)
+        return try finish(written, in: directory, io: io)
+    }
+
+    /// What a backup has written so far: the manifest's records and the bytes.
+    struct Written: Sendable {
+        var records: [CleanStopManifest.List] = []
+        var bytes = 0
+
+        mutating func add(_ other: Written) {
+            records += other.records
+            bytes += other.bytes
+        }
+    }
+
+    /// Writes each list into `directory` (created with its `lists/` when missing), each
+    /// step durable before the next: per list, `lists/<dir>/snap-0000000000000001.fss`
+    /// (written, `fdatasync`ed) and its directory synced; then `lists/` synced. A backup
+    /// taken in chunks calls this once per chunk.
     ///
     /// Lists at version 0 with nothing in them are skipped: the store holds nothing for
     /// them either (a restart creates them afresh).
-    static func write(_ sequencers: [(name: String, sequencer: Sequencer)], to directory: String, io: FileIO) throws(StoreError) -> Summary {
-        let directory = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
+    static func writeLists(_ taken: [BackupList], into directory: String, io: FileIO) throws(StoreError) -> Written {
+        let directory = normalized(directory)
         let lists = directory + "/lists"
-        try io.makeDirectory(lists)
-        // One encoder for this worker (a FrameEncoder is not Sendable).
+        if !io.exists(lists) { try io.makeDirectory(lists) }
+        // One encoder per call, on this worker (a FrameEncoder is not Sendable).
         let encoder = FrameEncoder(configuration: StoreFormat.compression)
-        var recorded: [CleanStopManifest.List] = []
-        var bytesWritten = 0
+        var written = Written()
         let snapshotName = StoreFormat.snapshotName(1)
-        for (name, sequencer) in sequencers {
+        for list in taken {
+            let sequencer = list.sequencer
             let director = sequencer.director
             if sequencer.position.version == 0 && director.sections.isEmpty { continue }
-            let snapshot = StoredSnapshot(listName: name, position: sequencer.position, digest: director.digest, sections: director.sections,
+            let snapshot = StoredSnapshot(listName: list.name, position: sequencer.position, digest: director.digest, sections: director.sections,
                                           dedupe: sequencer.dedupeRecords())
             let bytes = StoreFormat.encode(snapshot, encoder: encoder)
-            let entry = StoreFormat.directoryName(for: name)
+            let entry = StoreFormat.directoryName(for: list.name)
             let listDirectory = lists + "/" + entry
             try io.makeDirectory(listDirectory)
             try writeDurably(bytes, to: listDirectory + "/" + snapshotName, io: io)
             try io.syncDirectory(listDirectory)
-            recorded.append(.init(directory: entry, name: name, position: sequencer.position, files: [.init(name: snapshotName, length: bytes.count)]))
-            bytesWritten += bytes.count
+            written.records.append(.init(directory: entry, name: list.name, position: sequencer.position, files: [.init(name: snapshotName, length: bytes.count)]))
+            written.bytes += bytes.count
         }
         try io.syncDirectory(lists)
-        let manifest = CleanStopManifest(lists: recorded).encoded()
+        return written
+    }
+
+    /// Completes a backup: `STOPPED` written atomically (temporary file, sync, rename,
+    /// sync of `directory`), recording exactly the lists written. A backup without
+    /// `STOPPED` is incomplete: a crash or a failure before this leaves one, and a daemon
+    /// started on it reads the lists it finds under the unclean-stop rules.
+    static func finish(_ written: Written, in directory: String, io: FileIO) throws(StoreError) -> Summary {
+        let directory = normalized(directory)
+        let lists = directory + "/lists"
+        // A backup of no list at all still is a store: with its lists/ directory.
+        if !io.exists(lists) {
+            try io.makeDirectory(lists)
+            try io.syncDirectory(directory)
+        }
+        let manifest = CleanStopManifest(lists: written.records).encoded()
         let path = directory + "/" + CleanStopManifest.fileName
         try writeDurably(manifest, to: path + ".tmp", io: io)
         try io.rename(path + ".tmp", to: path)
         try io.syncDirectory(directory)
-        return Summary(lists: recorded.count, bytes: bytesWritten + manifest.count)
+        return Summary(lists: written.records.count, bytes: written.bytes + manifest.count)
+    }
+
+    private static func normalized(_ directory: String) -> String {
+        directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
     }
 
     private static func writeDurably(_ bytes: [UInt8], to path: String, io: FileIO) throws(StoreError) {
