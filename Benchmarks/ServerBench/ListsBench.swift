@@ -1,4 +1,4 @@
-// flowsync-server-bench --lists [--quick] [--counts 10000,100000] [--touch 100000]:
+// flowsync-server-bench --lists [--quick] [--counts 10000,100000] [--touch 100000] [--backup]:
 // lists on demand (issue #21) against a real release flowsyncd. The data directories are
 // generated with the store API (FileStore appends, no fsync), not through the protocol.
 import FlowSyncCore
@@ -44,6 +44,9 @@ enum ListsBench {
             largest = directory
         }
         if let directory = largest, let count = counts.last {
+            if arguments.contains("--backup") {
+                try await backupOnDemand(directory: directory, count: count, daemonPath: daemonPath, thread: thread)
+            }
             try await touchEach(min(touch, count), directory: directory, daemonPath: daemonPath, thread: thread)
             try? FileManager.default.removeItem(atPath: directory)
         }
@@ -149,6 +152,65 @@ enum ListsBench {
         try await Task.sleep(for: .milliseconds(2_500))
         say("| (2.5 s later) | \(String(format: "%.0f", now() - began)) s | \(daemon.rssKiB / 1024) MiB |")
         client.close()
+        _ = await daemon.terminate()
+    }
+
+    /// An online backup with lists on demand (`--backup`): 1,000 lists loaded and
+    /// subscribed, every other list on disk only. While the backup runs, a second client
+    /// subscribes to cold lists one after another (each a load, some held by the
+    /// backup's read of their chunk): their latency, and the daemon's RSS, sampled.
+    static func backupOnDemand(directory: String, count: Int, daemonPath: String, thread: EventLoopThread) async throws {
+        var options = DaemonProcess.Options(binary: daemonPath, dataDirectory: directory)
+        options.configText = "[lists]\non_demand = true\nidle_unload_ms = 0\n[limits]\nmax_lists_per_connection = 100000\n"
+        options.startTimeout = .seconds(600)
+        let daemon = try await DaemonProcess.start(options)
+        let holder = try await TestClient.connect(port: daemon.port, on: thread, clientID: "holder")
+        for k in 0..<min(1_000, count) {
+            holder.send(.subscribe(Subscribe(listName: name(k))))
+            guard case .snapshot? = await holder.waitFor(timeout: 30, { if case .snapshot(let s) = $0 { return s.listName == name(k) } else { return false } }) else {
+                throw CrashTestError("no snapshot of \(name(k))")
+            }
+            _ = holder.drain()
+        }
+        let rssBefore = daemon.rssKiB / 1024
+        let target = NSTemporaryDirectory() + "flowsync-lists-bench-backup-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: target) }
+        let admin = try await TestClient.connect(port: daemon.port, on: thread, clientID: "admin")
+        let probe = try await TestClient.connect(port: daemon.port, on: thread, clientID: "probe")
+        let began = now()
+        admin.send(.backupRequest(BackupRequest(requestID: 1, directory: target)))
+        var latencies: [Double] = []
+        var peakRSS = rssBefore
+        var k = count - 1
+        var reply: BackupReply?
+        while reply == nil && now() - began < 1_800 {
+            if case .backupReply(let r)? = admin.drain().first(where: { if case .backupReply = $0 { return true } else { return false } }) { reply = r; break }
+            // A cold list from the far end, so it is still on disk when asked for.
+            let list = name(k)
+            k -= 1
+            let sent = now()
+            probe.send(.subscribe(Subscribe(listName: list)))
+            guard case .snapshot? = await probe.waitFor(timeout: 60, { if case .snapshot(let s) = $0 { return s.listName == list } else { return false } }) else {
+                throw CrashTestError("no snapshot of \(list) during the backup")
+            }
+            latencies.append(now() - sent)
+            probe.send(.unsubscribe(Unsubscribe(listName: list)))
+            _ = probe.drain()
+            if latencies.count % 50 == 0 { peakRSS = max(peakRSS, daemon.rssKiB / 1024) }
+        }
+        let elapsed = now() - began
+        guard let reply, reply.failure == nil else { throw CrashTestError("backup failed: \(String(describing: reply))") }
+        latencies.sort()
+        func ms(_ q: Double) -> String {
+            latencies.isEmpty ? "—" : String(format: "%.2f ms", latencies[min(latencies.count - 1, Int(Double(latencies.count) * q))] * 1000)
+        }
+        say("\n## Online backup with lists on demand (\(count) lists stored, 1,000 loaded and subscribed)\n")
+        say("| lists in the backup | bytes | elapsed (request → reply) | RSS before | RSS peak during | cold subscribes during it | p50 | p99 |")
+        say("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        say("| \(reply.lists) | \(reply.bytes / 1_048_576) MB | \(String(format: "%.1f", elapsed)) s | \(rssBefore) MiB | \(peakRSS) MiB | \(latencies.count) | \(ms(0.5)) | \(ms(0.99)) |")
+        holder.close()
+        admin.close()
+        probe.close()
         _ = await daemon.terminate()
     }
 

@@ -6,7 +6,7 @@
 //   .build/release/flowsync-server-bench --stall [--quick]   (loop stalls, StallBench.swift)
 //   .build/release/flowsync-server-bench --write-baseline [--quick]   (write calls: libuv vs io_uring)
 //   .build/release/flowsync-server-bench --idle 5000,14960   (daemon RSS per idle connection)
-//   .build/release/flowsync-server-bench --lists [--quick]   (lists on demand, ListsBench.swift)
+//   .build/release/flowsync-server-bench --lists [--quick] [--backup]   (lists on demand, ListsBench.swift)
 //
 // Subscribers only split frames by their length prefix (cheap), so the client side
 // does not hide the server's cost; one subscriber per scenario decodes everything and
