@@ -63,6 +63,10 @@ public final class CrashTestDriver: @unchecked Sendable {
         /// (docs/PROTOCOL.md, `resumeTooOld`): allowed only where the daemon's rule
         /// allows it, so a lost history still shows up as a problem.
         public var resumesAsSmallerSnapshot = 0
+        /// Resumes of a list the subscriber saw only as created, empty at version 0:
+        /// nothing was ever committed to it, so the store holds nothing and the
+        /// restarted daemon creates it afresh under a new epoch — a snapshot, rightly.
+        public var resumesOfNeverWrittenList = 0
         public var problems: [String] = []
         /// Occurrences of ``Options/countInOutput`` in the daemons' output.
         public var outputMatches = 0
@@ -70,7 +74,7 @@ public final class CrashTestDriver: @unchecked Sendable {
         public var finalVersions: [String: ListVersion] = [:]
         public var description: String {
             "\(cycles) cycles, \(ackedMutations) acknowledged mutations checked, \(resumesAsDiff) resumes served as diffs, "
-                + "\(resumesAsSmallerSnapshot) as smaller snapshots, "
+                + "\(resumesAsSmallerSnapshot) as smaller snapshots, \(resumesOfNeverWrittenList) of never-written lists, "
                 + "\(retriesAnsweredWithOriginalAck)/\(retriedAfterRestart) in-flight retries after a restart answered from the idempotency table, "
                 + "\(problems.count) problems, \(String(format: "%.1f", elapsedSeconds)) s"
         }
@@ -141,6 +145,12 @@ public final class CrashTestDriver: @unchecked Sendable {
         return changes * 2 > now.rowCount + now.sections.count
     }
 
+    /// Whether the subscriber saw the list only as created: version 0, empty. Nothing
+    /// committed means nothing stored, so a restart may give the list a new epoch.
+    static func neverWritten(_ replica: Replica) -> Bool {
+        replica.position?.version == 0 && replica.director.sections.isEmpty
+    }
+
     private func problem(_ text: String) {
         result.problems.append(text)
         options.log("PROBLEM: \(text)")
@@ -159,7 +169,8 @@ public final class CrashTestDriver: @unchecked Sendable {
             if !missing.isEmpty { problem("cycle \(cycle): \(missing.count) acknowledged rows of \(list) missing, e.g. \(missing.sorted().prefix(3))") }
             result.finalVersions[list] = snapshot.position
             for (_, byList) in replicas {
-                if let position = byList[list]?.position, position.epoch != snapshot.position.epoch || position.version > snapshot.position.version {
+                if let replica = byList[list], let position = replica.position, !Self.neverWritten(replica),
+                   position.epoch != snapshot.position.epoch || position.version > snapshot.position.version {
                     problem("cycle \(cycle): a subscriber saw \(position) of \(list), the restarted daemon is at \(snapshot.position)")
                 }
             }
@@ -192,6 +203,8 @@ public final class CrashTestDriver: @unchecked Sendable {
                     case .diff(let d)? where d.from == position: result.resumesAsDiff += 1
                     case .snapshot(let s)? where Self.isSmallerThanTheDiff(s, resumingFrom: replicas[k]?[list]):
                         result.resumesAsSmallerSnapshot += 1
+                    case .snapshot(let s)? where replicas[k]?[list].map(Self.neverWritten) == true && s.position.epoch != position.epoch:
+                        result.resumesOfNeverWrittenList += 1
                     case .snapshot(let s)?: problem("cycle \(cycle): subscriber \(k) resuming \(list) from \(position) got a snapshot (\(s.reason)) at \(s.position)")
                     default: problem("cycle \(cycle): subscriber \(k) resuming \(list) from \(position) got \(first.map { "\($0)" } ?? "nothing")")
                     }
