@@ -3,7 +3,22 @@ import FlowSyncLoop
 import FlowSyncProtocol
 import FlowSyncTestSupport
 @testable import FlowSyncServer
+import Logging
 import Testing
+
+/// Keeps every log message, for the fallback's log line.
+struct CapturingLogHandler: LogHandler {
+    let messages: Shared<[(Logger.Level, String)]>
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
+        messages.update { $0.append((level, "\(message)")) }
+    }
+}
 
 /// `[server] write_path`: the key, its reload rule, and end to end on 127.0.0.1 port 0 —
 /// every subscriber gets every frame, in order, through libuv and through io_uring,
@@ -43,6 +58,34 @@ import Testing
         let active = await server.withServer { $0.activeWritePath }
         #expect(active == (path == .libuv || !Self.ringAvailable ? .libuv : .ioUring))
         #expect(await server.stop())
+    }
+
+    /// A ring the kernel refuses (here: more entries than io_uring allows, `EINVAL`; on
+    /// a kernel without io_uring, `ENOSYS`) leaves the flush on libuv, with a log line:
+    /// a warning when `io_uring` was asked for, info under `auto`.
+    @Test(arguments: [WritePath.ioUring, .auto])
+    func aRefusedRingFallsBackToLibuvWithALogLine(path: WritePath) async throws {
+        var configuration = ServerConfiguration()
+        configuration.writePath = path
+        let messages = Shared<[(Logger.Level, String)]>([])
+        let logger = Logger(label: "write-path-test") { _ in CapturingLogHandler(messages: messages) }
+        let thread = try EventLoopThread()
+        let server = LoopConfined<Server?>(nil)
+        let active = Shared<WritePath?>(nil)
+        thread.loop.execute { [configuration] in
+            let s = Server(configuration: configuration, loop: thread.loop, logger: logger, store: InMemoryStore())
+            s.ringSize = (sends: 65_536, buffers: 65_536)   // past IORING_MAX_ENTRIES (32,768)
+            s.startWritePath()
+            active.set(s.activeWritePath)
+            server.value = s
+        }
+        #expect(await eventually { active.get() != nil })
+        #expect(active.get() == .libuv)
+        let fallback = messages.get().filter { $0.1.contains("io_uring unavailable, writing with libuv") }
+        #expect(fallback.count == 1)
+        #expect(fallback.first?.0 == (path == .ioUring ? .warning : .info))
+        thread.loop.execute { server.value = nil }
+        #expect(thread.shutdown())
     }
 
     /// 100 subscribers of three lists; the writer writes all three in one turn, so each

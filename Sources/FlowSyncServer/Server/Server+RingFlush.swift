@@ -46,8 +46,8 @@ extension Server {
             return
         }
         do {
-            sendRing = try SendRing(sends: Self.ringSends, buffers: Self.ringBuffers)
-            logger.info("write path: io_uring", metadata: ["sends_per_submit": "\(Self.ringSends)"])
+            sendRing = try SendRing(sends: ringSize.sends, buffers: ringSize.buffers)
+            logger.info("write path: io_uring", metadata: ["sends_per_submit": "\(ringSize.sends)"])
         } catch {
             // A kernel without io_uring (ENOSYS), a sandbox that forbids it (EPERM), or
             // the locked-memory limit (ENOMEM): libuv writes everything, as before.

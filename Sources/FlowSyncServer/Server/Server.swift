@@ -72,6 +72,9 @@ public final class Server {
     /// The io_uring of the end-of-turn flush (`[server] write_path`), created at start;
     /// `nil`: every connection is written through libuv (`Server+RingFlush.swift`).
     var sendRing: SendRing?
+    /// The ring's size (sends, buffers per submission); tests ask for more than the
+    /// kernel allows (`EINVAL`) to see the fallback to libuv.
+    var ringSize = (sends: Server.ringSends, buffers: Server.ringBuffers)
     /// This turn's sends in the ring, indexed by their completion tag; the storage is
     /// kept between turns (no allocation per delivery).
     var ringBatch: [RingFlushEntry] = []
