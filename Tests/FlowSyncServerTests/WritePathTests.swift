@@ -210,4 +210,53 @@ struct CapturingLogHandler: LogHandler {
         #expect(await server.stop())
         #expect(clients.shutdown())
     }
+
+    /// Half the subscribers close their connections while batches keep coming: their
+    /// sends end with the peer gone (EPIPE / ECONNRESET through the ring, or EOF on
+    /// read first, whichever the kernel shows first), the server forgets them, and the
+    /// other half still gets every batch, once, in order.
+    @Test(arguments: [WritePath.libuv, .ioUring])
+    func subscribersLeavingMidStreamDoNotDisturbTheOthers(path: WritePath) async throws {
+        var configuration = ServerConfiguration()
+        configuration.writePath = path
+        let server = try await EmbeddedServer(configuration: configuration)
+        let clients = try EventLoopThread()
+        var subscribers: [TestClient] = []
+        for k in 0..<40 {
+            let c = try await TestClient.connect(port: server.port, on: clients, clientID: "s\(k)")
+            #expect(await subscribe(c, "feed") != nil)
+            subscribers.append(c)
+        }
+        let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "w")
+        var base = try #require(await position(of: server, "feed"))
+        base = try await commit(writer, "feed", seq: 0, base: base, [.insertSections([Section(id: "s")], at: 0)])
+        let batches = 60
+        for seq in 1...batches {
+            // Leaving one by one, between commits, while frames are on their way.
+            if seq % 3 == 0, seq / 3 <= 20 { subscribers[(seq / 3 - 1) * 2].close() }
+            base = try await commit(writer, "feed", seq: UInt64(seq), base: base, [.insertRows([Row(id: "r\(seq)", text: "{\"n\":\(seq)}")], in: .id("s"), at: 0)])
+        }
+        let stayed = subscribers.enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
+        // The server's table is loop-confined: asked on its loop until it shows the
+        // leavers gone (bounded at 30 s; a passing run returns at the event).
+        var current = -1
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            current = await server.withServer { $0.statistics.connectionsCurrent }
+            if current == stayed.count + 1 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(current == stayed.count + 1, "the server forgot every leaver")
+        let expected = await server.withServer { $0.state(of: "feed")!.director }
+        for c in stayed {
+            #expect(await c.waitFor { diff($0, to: base.version) != nil } != nil)
+            var replica = Replica()
+            replica.apply(c.messages, list: "feed")
+            #expect(replica.problems.isEmpty, "\(c.clientID): \(replica.problems.prefix(3))")
+            #expect(replica.diffsApplied == batches + 1 && replica.director == expected)
+        }
+        for c in subscribers + [writer] { c.close() }
+        #expect(await server.stop())
+        #expect(clients.shutdown())
+    }
 }
