@@ -51,8 +51,9 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
-        // liburing (apt: liburing-dev), only for flowsync-server-bench's write-path
-        // experiment (issue #20); opaque C, see Sources/CURing/include/CURing.h.
+        // liburing (apt: liburing-dev): the daemon's io_uring write path (`[server]
+        // write_path`, issue #20) and flowsync-server-bench's write baseline; opaque C,
+        // see Sources/CURing/include/CURing.h. Only the daemon links it, not the SDK.
         .target(
             name: "CURing",
             path: "Sources/CURing",
@@ -108,7 +109,7 @@ let package = Package(
         .target(
             name: "FlowSyncServer",
             dependencies: [
-                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop",
+                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "CURing",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "TOMLKit", package: "TOMLKit"),

@@ -23,7 +23,7 @@ import Glibc
 #endif
 
 enum WriteBaseline {
-    static func run(arguments: [String], quick: Bool) async throws -> Int32 {
+    static func run(arguments: [String], quick: Bool, rounds: Int = 2) async throws -> Int32 {
         let sockets = quick ? 50 : 1_000
         let batches = quick ? 40 : 1_000
         let frameBytes = 512
@@ -65,7 +65,7 @@ enum WriteBaseline {
         let ring = await onLoop(writer.loop) { Ring.make(entries: sockets) }
         if case .failure(let reason) = ring { say("(io_uring unavailable here: \(reason); libuv only)\n") }
         let paths = (try? ring.get()) == nil ? ["libuv"] : ["libuv", "io_uring"]
-        for round in 0..<2 {
+        for round in 0..<rounds {
             for path in paths {
                 var cpu = 0.0
                 var bad = 0

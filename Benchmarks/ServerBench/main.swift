@@ -5,6 +5,8 @@
 //   .build/release/flowsync-server-bench [--daemon .build/release/flowsyncd] [--quick]
 //   .build/release/flowsync-server-bench --stall [--quick]   (loop stalls, StallBench.swift)
 //   .build/release/flowsync-server-bench --write-baseline [--quick]   (write calls: libuv vs io_uring)
+//   .build/release/flowsync-server-bench --compare-write-paths [--rounds N]   (the daemon: write_path libuv vs io_uring)
+//   .build/release/flowsync-server-bench --write-path io_uring   (the whole run with that write path)
 //   .build/release/flowsync-server-bench --idle 5000,14960   (daemon RSS per idle connection)
 //   .build/release/flowsync-server-bench --lists [--quick] [--backup]   (lists on demand, ListsBench.swift)
 //
@@ -139,6 +141,54 @@ func format(_ x: Double) -> String {
     x >= 100 ? String(Int(x.rounded())) : String(format: "%.2f", x)
 }
 
+/// One fan-out measurement (closed loop: the next mutation after the ack) with `count`
+/// subscribers of `list` on `daemon`, over `duration` seconds: the table row, the
+/// deliveries per daemon CPU-second, and whether the checked replica matched.
+func fanOutRow(daemon: DaemonProcess, writer: TestClient, count: Int, list: String, duration: Double) async throws -> (line: String, perCPUSecond: Double, ok: Bool) {
+    progress("fan-out: connecting \(count) subscribers")
+    let counters = await subscribers(count, port: daemon.port, list: list)
+    progress("fan-out: \(counters.filter { $0.frames >= 2 }.count) subscribed")
+    let checker = try await TestClient.connect(port: daemon.port, on: thread, clientID: "checker-\(list)")
+    progress("checker connected")
+    checker.send(.subscribe(Subscribe(listName: list, resumeFrom: nil, digest: nil)))
+    guard case .snapshot(let snap)? = await checker.waitFor({ if case .snapshot = $0 { return true } else { return false } }) else { fatalError("no snapshot") }
+    var base = snap.position
+    progress("checker subscribed at \(base)")
+    base = await commit(writer, list: list, seq: 0, base: base, [.insertSections([Section(id: "s")], at: 0)])!
+    progress("section created")
+    let before = counters.map(\.frames)
+    let cpuBefore = daemon.sample()?.cpuSeconds ?? 0
+    var seq: UInt64 = 1
+    var next = 0
+    var latencies: [Double] = []
+    let start = now()
+    while now() - start < duration {
+        var ops: [FlowSyncCore.Operation] = [.insertRows((0..<10).map { Row(id: "r\(next + $0)", kind: "item", text: "{\"n\":\(next + $0),\"title\":\"row \(next + $0)\"}") }, in: .id("s"), at: 0)]
+        if next >= 10 { ops.append(.removeRows((0..<10).map { .id("r\(next - 10 + $0)") })) }
+        let sent = now()
+        guard let v = await commit(writer, list: list, seq: seq, base: base, ops) else { fatalError("rejected") }
+        latencies.append(now() - sent)
+        base = v
+        seq += 1
+        next += 10
+    }
+    let batches = Int(seq) - 1
+    _ = await eventually(timeout: 60) { zip(counters, before).allSatisfy { $0.0.frames - $0.1 >= batches } }
+    let end = counters.map(\.lastFrameAt).max() ?? now()
+    let elapsed = end - start
+    let cpu = (daemon.sample()?.cpuSeconds ?? 0) - cpuBefore
+    let deliveries = Double(batches * count)
+    _ = await checker.waitFor(timeout: 30) { if case .diff(let d) = $0 { return d.to == base } else { return false } }
+    var replica = Replica()
+    replica.apply(checker.messages, list: list)
+    let serverDigest = await stats(writer, list: list)["list.digest"].map { UInt64(bitPattern: $0) }
+    let ok = replica.problems.isEmpty && replica.position == base && serverDigest == replica.director.digest.rawValue
+    latencies.sort()
+    checker.close()
+    let line = "| \(count) | \(batches) | \(format(Double(batches) / elapsed)) | \(format(Double(batches * count) / elapsed)) | \(format(Double(batches * count * 20) / elapsed)) | \(format(latencies[latencies.count / 2] * 1e6)) µs | \(String(format: "%.2f", cpu)) s (\(format(100 * cpu / elapsed)) %) | \(cpu > 0 ? format(deliveries / cpu) : "-") | \(cpu > 0 ? String(format: "%.1f µs", cpu / deliveries * 1e6) : "-") | \(ok ? "digest equal" : "MISMATCH \(replica.problems.prefix(2))") |"
+    return (line, cpu > 0 ? deliveries / cpu : 0, ok)
+}
+
 // The storage figures (--storage) and the crash test (--crash-test) are their own runs.
 if arguments.contains("--storage") || arguments.contains("--crash-test") {
     exit(try await StorageBench.run(arguments: arguments, daemonPath: daemonPath, quick: quick))
@@ -151,6 +201,12 @@ if arguments.contains("--lists") {
 // runs them at small sizes after the rest.
 if arguments.contains("--stall") {
     exit(try await StallBench.run(arguments: arguments, quick: quick))
+}
+
+// `--compare-write-paths`: the daemon's two write paths in one run (issue #20), see
+// docs/BENCHMARKS.md, "The daemon's write path: libuv vs io_uring".
+if arguments.contains("--compare-write-paths") {
+    exit(try await compareWritePaths())
 }
 
 say("# flowsync-server-bench\(quick ? " (quick)" : "")\n")
@@ -196,7 +252,9 @@ if let i = arguments.firstIndex(of: "--idle") {
     exit(0)
 }
 
-let daemon = try await startDaemon()
+/// `--write-path libuv|io_uring|auto`: the daemon's `[server] write_path` for this run.
+let writePathConfig = arguments.firstIndex(of: "--write-path").map { "[server]\nwrite_path = \"\(arguments[$0 + 1])\"\n" }
+let daemon = try await startDaemon(configText: writePathConfig)
 // A thrown error must not leave the spawned daemon running.
 do {
 let writer = try await TestClient.connect(port: daemon.port, on: thread, clientID: "writer")
@@ -209,50 +267,7 @@ say("Daemon CPU is the daemon process's user + system time over the same interva
 say("| subscribers | batches | batches/s | frame deliveries/s | row changes delivered/s | p50 write→ack | daemon CPU | deliveries per daemon CPU-s | CPU per delivery | checked replica |")
 say("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for count in quick ? [1, 20] : [1, 100, 1_000] {
-    let list = "fan-\(count)"
-    progress("fan-out: connecting \(count) subscribers")
-    let counters = await subscribers(count, port: daemon.port, list: list)
-    progress("fan-out: \(counters.filter { $0.frames >= 2 }.count) subscribed")
-    let checker = try await TestClient.connect(port: daemon.port, on: thread, clientID: "checker-\(count)")
-    progress("checker connected")
-    checker.send(.subscribe(Subscribe(listName: list, resumeFrom: nil, digest: nil)))
-    guard case .snapshot(let snap)? = await checker.waitFor({ if case .snapshot = $0 { return true } else { return false } }) else { fatalError("no snapshot") }
-    var base = snap.position
-    progress("checker subscribed at \(base)")
-    base = await commit(writer, list: list, seq: 0, base: base, [.insertSections([Section(id: "s")], at: 0)])!
-    progress("section created")
-    let before = counters.map(\.frames)
-    let cpuBefore = daemon.sample()?.cpuSeconds ?? 0
-    let duration = quick ? 1.0 : 5.0
-    var seq: UInt64 = 1
-    var next = 0
-    var latencies: [Double] = []
-    let start = now()
-    while now() - start < duration {
-        var ops: [FlowSyncCore.Operation] = [.insertRows((0..<10).map { Row(id: "r\(next + $0)", kind: "item", text: "{\"n\":\(next + $0),\"title\":\"row \(next + $0)\"}") }, in: .id("s"), at: 0)]
-        if next >= 10 { ops.append(.removeRows((0..<10).map { .id("r\(next - 10 + $0)") })) }
-        let sent = now()
-        guard let v = await commit(writer, list: list, seq: seq, base: base, ops) else { fatalError("rejected") }
-        latencies.append(now() - sent)
-        base = v
-        seq += 1
-        next += 10
-    }
-    let batches = Int(seq) - 1
-    _ = await eventually(timeout: 60) { zip(counters, before).allSatisfy { $0.0.frames - $0.1 >= batches } }
-    let end = counters.map(\.lastFrameAt).max() ?? now()
-    let elapsed = end - start
-    let cpu = (daemon.sample()?.cpuSeconds ?? 0) - cpuBefore
-    let deliveries = Double(batches * count)
-    _ = await checker.waitFor(timeout: 30) { if case .diff(let d) = $0 { return d.to == base } else { return false } }
-    var replica = Replica()
-    replica.apply(checker.messages, list: list)
-    let serverDigest = await stats(writer, list: list)["list.digest"].map { UInt64(bitPattern: $0) }
-    let ok = replica.problems.isEmpty && replica.position == base && serverDigest == replica.director.digest.rawValue
-    latencies.sort()
-    say("| \(count) | \(batches) | \(format(Double(batches) / elapsed)) | \(format(Double(batches * count) / elapsed)) | \(format(Double(batches * count * 20) / elapsed)) | \(format(latencies[latencies.count / 2] * 1e6)) µs | \(String(format: "%.2f", cpu)) s (\(format(100 * cpu / elapsed)) %) | \(cpu > 0 ? format(deliveries / cpu) : "-") | \(cpu > 0 ? String(format: "%.1f µs", cpu / deliveries * 1e6) : "-") | \(ok ? "digest equal" : "MISMATCH \(replica.problems.prefix(2))") |")
-    checker.close()
-    thread.loop.execute { }   // counters' connections stay open until the end
+    say(try await fanOutRow(daemon: daemon, writer: writer, count: count, list: "fan-\(count)", duration: quick ? 1.0 : 5.0).line)
 }
 
 // MARK: Snapshot of a 100,000-row list

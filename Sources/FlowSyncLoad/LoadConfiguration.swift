@@ -16,6 +16,9 @@ public struct LoadConfiguration: Hashable, Sendable, Codable {
     public var daemonStorage: String? = nil
     /// With ``spawn``: the daemon's `[storage] fsync` ("always", "interval", "never"); nil: its default.
     public var daemonFsync: String? = nil
+    /// With ``spawn``: the daemon's `[server] write_path` ("libuv", "io_uring", "auto");
+    /// nil: its default.
+    public var daemonWritePath: String? = nil
 
     // MARK: Clients
     /// Lists written and subscribed (`load-0` … `load-(n-1)`).
@@ -126,6 +129,7 @@ public struct LoadConfiguration: Hashable, Sendable, Codable {
         if writeBase == .acked, maxInFlightPerWriter != 1 { errors.append("--base acked needs --max-in-flight 1 (one mutation in flight per writer)") }
         if let daemonStorage, !["file", "memory"].contains(daemonStorage) { errors.append("--storage must be file or memory") }
         if let daemonFsync, !["always", "interval", "never"].contains(daemonFsync) { errors.append("--fsync must be always, interval or never") }
+        if let daemonWritePath, !["libuv", "io_uring", "auto"].contains(daemonWritePath) { errors.append("--write-path must be libuv, io_uring or auto") }
         if sourceAddresses < 1 || sourceAddresses > 254 { errors.append("--source-addresses must be within 1…254") }
         if resumeStormSubscribers > subscriberCount { errors.append("--resume-storm exceeds the subscribers (\(subscriberCount))") }
         if slowConsumers > subscriberCount { errors.append("--slow-consumers exceeds the subscribers (\(subscriberCount))") }

@@ -75,6 +75,7 @@ public final class LoadRunner {
             if let storage = c.daemonStorage { toml += "engine = \"\(storage)\"\n" }
             if let fsync = c.daemonFsync { toml += "fsync = \"\(fsync)\"\n" }
         }
+        if let writePath = c.daemonWritePath { toml += "[server]\nwrite_path = \"\(writePath)\"\n" }
         var options = DaemonProcess.Options(binary: c.daemonPath)
         options.configText = toml
         options.metrics = true

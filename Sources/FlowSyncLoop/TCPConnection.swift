@@ -171,12 +171,24 @@ public final class TCPConnection: LoopHandle {
     /// - Throws: A ``UVError`` when the stream is broken; the caller should close.
     @discardableResult
     public func write(_ chunks: [[UInt8]]) throws(UVError) -> Int {
+        try write(chunks[...], skipping: 0)
+    }
+
+    /// Writes `chunks` in order without their first `skipping` bytes, as one write call
+    /// where possible: the rest of a send that another path (the daemon's io_uring
+    /// flush) began, handed over without copying the frames.
+    ///
+    /// - Returns: The bytes left queued after this call (0 when the kernel took all).
+    /// - Throws: A ``UVError`` when the stream is broken; the caller should close.
+    @discardableResult
+    public func write(_ chunks: ArraySlice<[UInt8]>, skipping: Int) throws(UVError) -> Int {
         guard !isClosing else { throw UVError(code: Int32(UV_ECANCELED.rawValue), operation: "write after close") }
-        let total = chunks.reduce(0) { $0 + $1.count }
+        let total = chunks.reduce(0) { $0 + $1.count } - skipping
+        precondition(skipping >= 0 && total >= 0, "write: skipping \(skipping) bytes of fewer")
         guard total > 0 else { return queuedBytes }
         var written = 0
         if queuedBytes == 0 {
-            written = Int(tryWrite(chunks))
+            written = Int(tryWrite(chunks, skipping: skipping))
             if written < 0 {
                 if written != Int(UV_EAGAIN.rawValue) { throw UVError(code: Int32(written), operation: "uv_try_write") }
                 written = 0
@@ -190,7 +202,7 @@ public final class TCPConnection: LoopHandle {
         let block = UnsafeMutableRawPointer.allocate(byteCount: headerSize + remainder, alignment: 16)
         let request = block.bindMemory(to: uv_write_t.self, capacity: 1)
         let payload = block + headerSize
-        var skip = written
+        var skip = written + skipping
         var offset = 0
         for chunk in chunks {
             if skip >= chunk.count { skip -= chunk.count; continue }
@@ -224,19 +236,20 @@ public final class TCPConnection: LoopHandle {
         return queuedBytes
     }
 
-    private func tryWrite(_ chunks: [[UInt8]]) -> Int32 {
+    private func tryWrite(_ chunks: ArraySlice<[UInt8]>, skipping: Int) -> Int32 {
         // Build the iovec from the arrays' storage; the pointers are used only inside
         // this call, while the arrays are alive and unmutated.
-        func gather(_ index: Int, _ bufs: UnsafeMutableBufferPointer<uv_buf_t>, _ count: inout Int) -> Int32 {
-            if index == chunks.count {
+        func gather(_ index: Int, _ skip: Int, _ bufs: UnsafeMutableBufferPointer<uv_buf_t>, _ count: inout Int) -> Int32 {
+            if index == chunks.endIndex {
                 return uv_try_write(stream, bufs.baseAddress, UInt32(count))
             }
             return chunks[index].withUnsafeBytes { bytes in
-                if bytes.count > 0 {
-                    bufs[count] = uv_buf_init(UnsafeMutableRawPointer(mutating: bytes.baseAddress!).assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
+                // The first `skip` bytes were sent already (by another path).
+                if bytes.count > skip {
+                    bufs[count] = uv_buf_init(UnsafeMutableRawPointer(mutating: bytes.baseAddress! + skip).assumingMemoryBound(to: CChar.self), UInt32(bytes.count - skip))
                     count += 1
                 }
-                return gather(index + 1, bufs, &count)
+                return gather(index + 1, max(0, skip - bytes.count), bufs, &count)
             }
         }
         // Deep recursion for thousands of frames is pointless; gather at most 64 and
@@ -246,14 +259,14 @@ public final class TCPConnection: LoopHandle {
             joined.reserveCapacity(chunks.reduce(0) { $0 + $1.count })
             for chunk in chunks { joined.append(contentsOf: chunk) }
             return joined.withUnsafeBytes { bytes in
-                var buf = uv_buf_init(UnsafeMutableRawPointer(mutating: bytes.baseAddress!).assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
+                var buf = uv_buf_init(UnsafeMutableRawPointer(mutating: bytes.baseAddress! + skipping).assumingMemoryBound(to: CChar.self), UInt32(bytes.count - skipping))
                 return uv_try_write(stream, &buf, 1)
             }
         }
         // The iovec on the stack: a heap array here was an allocation per delivery.
         return withUnsafeTemporaryAllocation(of: uv_buf_t.self, capacity: chunks.count) { bufs in
             var count = 0
-            return gather(0, bufs, &count)
+            return gather(chunks.startIndex, skipping, bufs, &count)
         }
     }
 

@@ -23,6 +23,7 @@ struct FlowSyncLoadCommand: ParsableCommand {
     @Option(help: "flowsyncd binary for --spawn.") var daemon: String?
     @Option(help: "With --spawn: the daemon's storage engine, file|memory (default: the daemon's, file).") var storage: String?
     @Option(help: "With --spawn: the daemon's fsync policy, always|interval|never (default: the daemon's, always).") var fsync: String?
+    @Option(help: "With --spawn: the daemon's write path, libuv|io_uring|auto (default: the daemon's).") var writePath: String?
     @Option(help: "A named scenario: \(Scenario.allCases.map(\.rawValue).joined(separator: "|")).") var scenario: String?
     @Option(help: "Lists.") var lists: Int?
     @Option(help: "Subscribers per list.") var subscribers: Int?
@@ -68,6 +69,7 @@ struct FlowSyncLoadCommand: ParsableCommand {
         if let daemon { c.daemonPath = daemon }
         if let storage { c.daemonStorage = storage }
         if let fsync { c.daemonFsync = fsync }
+        if let writePath { c.daemonWritePath = writePath }
         if let lists { c.lists = lists }
         if let subscribers { c.subscribersPerList = subscribers }
         if let fullReplicas { c.fullReplicasPerList = fullReplicas }

@@ -153,6 +153,46 @@ final class LoopLocal<T>: @unchecked Sendable {
         expectCleanShutdown(thread)
     }
 
+    /// `write(_:skipping:)` (the rest of a send the daemon's io_uring path began) sends
+    /// the slice's bytes after the skipped ones, in order, by each of its routes: the
+    /// stack iovec (≤ 64 chunks), the joined buffer (> 64), and a remainder too large for
+    /// the socket, copied for `uv_write`. The echo must be exactly the expected bytes.
+    @Test func writeSkippingSendsTheRestInOrderByEveryRoute() async throws {
+        let thread = try EventLoopThread()
+        let listener = LoopLocal<TCPListener?>(nil)
+        let port = try await startEchoServer(thread, listener: listener)
+        func chunks(_ count: Int, _ size: Int, _ salt: Int) -> [[UInt8]] {
+            (0..<count).map { c in (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ c &* 13 &+ salt) } }
+        }
+        // (chunks, slice start, bytes skipped)
+        let writes: [([[UInt8]], Int, Int)] = [
+            (chunks(3, 100, 1), 0, 10),            // into the first chunk
+            (chunks(5, 100, 2), 1, 100),           // a slice, skipping exactly its first chunk
+            (chunks(100, 50, 3), 2, 2_000 - 1),    // > 64 chunks: the joined buffer
+            (chunks(4, 1 << 20, 4), 0, (1 << 20) + 7),  // 3 MiB left: most of it through uv_write
+        ]
+        let expected = writes.flatMap { (all, start, skip) in Array(all[start...].flatMap { $0 }.dropFirst(skip)) }
+        let received = Shared<[UInt8]>([])
+        let ended = Shared(false)
+        thread.loop.execute {
+            TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port)) { result in
+                guard case .success(let client) = result else { Issue.record("connect failed: \(result)"); return }
+                client.onRead = { bytes in
+                    received.update { $0.append(contentsOf: bytes) }
+                    if received.get().count == expected.count { client.shutdownAndClose() }
+                }
+                client.onEnd = { _ in ended.update { $0 = true } }
+                try! client.startReading()
+                for (all, start, skip) in writes { _ = try! client.write(all[start...], skipping: skip) }
+            }
+        }
+        #expect(await eventually { received.get().count >= expected.count })
+        #expect(received.get() == expected)
+        #expect(await eventually { ended.get() })
+        thread.loop.execute { listener.value?.close() }
+        expectCleanShutdown(thread)
+    }
+
     /// Every stream on a loop reads into the loop's one buffer: 40 connections stream
     /// 256 KiB each, all at once, each with its own byte pattern, through one echo
     /// server (80 streams on the loop). Every client must get back exactly its own bytes.

@@ -1,7 +1,8 @@
 /// What a reload (SIGHUP) may change. The groups bound at start — ``Listen`` (the
 /// listeners), ``Storage`` (the open store) and ``Metrics`` (the admin listener) — are
 /// kept whole from the running configuration, so a key added to one of them is kept by
-/// construction; everything else comes from the new file.
+/// construction, and so is `server.write_path` (the ring is created at start);
+/// everything else comes from the new file.
 extension ServerConfiguration {
     /// `new` with this configuration's restart-only groups, and the config names of the
     /// groups that differ in `new` (for the reload's warning).
@@ -17,10 +18,13 @@ extension ServerConfiguration {
         if otherStorage != storage { ignored.append("storage") }
         if new.storage.listsOnDemand != storage.listsOnDemand { ignored.append("lists.on_demand") }
         if new.metrics != metrics { ignored.append("metrics") }
+        // The ring is created at start; switching paths under live sockets is not done.
+        if new.writePath != writePath { ignored.append("server.write_path") }
         var applied = new
         applied.listen = listen
         applied.storage = storage
         applied.metrics = metrics
+        applied.writePath = writePath
         return (applied, ignored)
     }
 }

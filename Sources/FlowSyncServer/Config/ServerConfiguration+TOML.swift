@@ -37,6 +37,7 @@ extension ServerConfiguration {
                 case ("server", "auto_create_lists"): autoCreateLists = try value.bool()
                 case ("server", "shutdown_grace_ms"): shutdownGraceMilliseconds = try value.int(0...3_600_000)
                 case ("server", "name"): serverName = try value.string()
+                case ("server", "write_path"): writePath = try value.choice(WritePath.self)
                 case ("server", "unix_socket"): unixSocketPath = try value.string()
                 case ("server", "unix_socket_mode"):
                     let text = try value.string()

@@ -114,6 +114,10 @@ public struct ServerConfiguration: Hashable, Sendable {
     public var shutdownGraceMilliseconds = 5_000
     /// Name the server reports in its handshake.
     public var serverName = "flowsyncd"
+    /// How the end-of-turn flush writes queued frames to sockets (`write_path`).
+    /// Restart-only (the ring is created at start). Default ``WritePath/libuv``; see
+    /// docs/BENCHMARKS.md, "The daemon's write path: libuv vs io_uring", for why.
+    public var writePath = WritePath.libuv
     // MARK: [backpressure]
     /// Below this many queued bytes, a lagging subscriber is caught up. Default 256 KiB.
     public var lowWatermarkBytes = 256 << 10
@@ -206,4 +210,17 @@ public enum StorageEngine: String, Hashable, Sendable, CaseIterable {
     case file
     /// ``InMemoryStore``: nothing survives the process (tests, throw-away caches).
     case memory
+}
+
+/// How the daemon writes each turn's frames (`[server] write_path`, issue #20).
+public enum WritePath: String, Hashable, Sendable, CaseIterable {
+    /// `uv_try_write` per connection, the rest queued with `uv_write`: one system call
+    /// per connection per turn.
+    case libuv
+    /// One io_uring send per connection, every send of a turn submitted with one
+    /// system call; libuv takes what a send leaves (a full socket). Falls back to
+    /// libuv, with a warning, where the kernel lacks io_uring or forbids it.
+    case ioUring = "io_uring"
+    /// io_uring where the kernel offers it, libuv otherwise (the fallback logged at info).
+    case auto
 }

@@ -73,6 +73,50 @@ final class Connection {
         return nil
     }
 
+    // MARK: The io_uring flush (Server+RingFlush.swift)
+
+    /// Decides, with `machine`, the route of this turn's frames: through the ring, or
+    /// libuv (bytes queued in libuv must not be overtaken, see ``RingSendStateMachine``).
+    func startRingFlush(_ machine: inout RingSendStateMachine, maxFrames: Int) -> RingSendStateMachine.FlushAction {
+        machine.flushStarted(frameSizes: outbound.frames.lazy.map(\.count), libuvQueuedBytes: tcp.queuedBytes, socketClosing: tcp.isClosing, maxFrames: maxFrames)
+    }
+
+    /// Queues one send of the first `frames` queued frames on `ring`. The frames stay in
+    /// this connection's queue, untouched, until ``ringSendCompleted(_:result:now:)``:
+    /// the ring borrows their bytes (``SendRing``, rule 3).
+    func queueRingSend(frames: Int, on ring: SendRing, tag: UInt64) {
+        ring.queueSend(fd: tcp.fileDescriptor, chunks: outbound.frames[..<frames], tag: tag)
+    }
+
+    /// The ring's send completed with `result`: hands what it left to libuv (in order,
+    /// from the exact byte), then empties the queue. Returns the error when the socket
+    /// is broken.
+    func ringSendCompleted(_ machine: inout RingSendStateMachine, result: Int32, now: UInt64) -> UVError? {
+        switch machine.sendCompleted(result: result, frameSizes: outbound.frames.lazy.map(\.count)) {
+        case .done:
+            outbound.clearAfterWrite()
+            return nil
+        case .writeRemainderWithLibuv(let from):
+            // Only now may the queue change: the completion was collected, the kernel
+            // no longer reads these bytes. libuv tries them at once and queues the rest
+            // (copied) behind nothing, since it held nothing (the route's condition).
+            let left: Int
+            do {
+                left = try tcp.write(outbound.frames[from.frame...], skipping: from.offset)
+            } catch {
+                outbound.clearAfterWrite()
+                return error
+            }
+            outbound.clearAfterWrite()
+            if left > 0 && outbound.stalledSince == nil { outbound.stalledSince = now }
+            return nil
+        case .fail(let errno):
+            outbound.clearAfterWrite()
+            // libuv's codes are the negative errno on Linux: one error type.
+            return UVError(code: errno, operation: "io_uring send")
+        }
+    }
+
     /// libuv wrote everything it held: the write deadline starts over.
     func drained() {
         outbound.stalledSince = nil

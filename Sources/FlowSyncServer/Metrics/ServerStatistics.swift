@@ -32,6 +32,12 @@ public struct ServerStatistics: Sendable {
     public var loadsHeldByBackup = 0
     /// Catch-ups older than the history in memory, rebuilt from the log on a worker.
     public var catchUpsFromLog = 0
+    /// Sends through the io_uring write path (`server.write_path`), the submissions
+    /// that carried them, and the sends that did not take every queued byte (short,
+    /// `EAGAIN`, frames past one send's limit: the rest went to libuv; or an error).
+    public var ringSends = 0
+    public var ringSubmissions = 0
+    public var ringRemaindersToLibuv = 0
 
     public init() {}
 }

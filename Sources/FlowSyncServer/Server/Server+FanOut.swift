@@ -144,24 +144,34 @@ extension Server {
         let now = loop.now
         let ids = toFlush
         toFlush = []
+        if let ring = sendRing {
+            flushThroughRing(ids, ring: ring, now: now)
+            return
+        }
         for id in ids {
             guard let connection = connections[id] else { continue }
             let frames = connection.outbound.frames.count
             let bytes = connection.outbound.bytes
-            if let error = connection.flush(now: now) {
-                peerEnded(connection, error)
-                continue
-            }
-            statistics.framesSent += frames
-            statistics.bytesSent += bytes
-            metrics.framesSent.increment(by: Int64(frames))
-            metrics.bytesSent.increment(by: Int64(bytes))
-            if connection.isClosing {
-                connection.shutdownAfterWrites { [weak self, weak connection] in
-                    guard let self, let connection else { return }
-                    // Closing: its subscriptions ended with the close.
-                    forget(connection, leaving: [])
-                }
+            finishFlush(of: connection, frames: frames, bytes: bytes, error: connection.flush(now: now))
+        }
+    }
+
+    /// After a connection's frames were handed to the socket (`error`: it is broken):
+    /// counts them, and shuts a closing connection down behind them.
+    func finishFlush(of connection: Connection, frames: Int, bytes: Int, error: UVError?) {
+        if let error {
+            peerEnded(connection, error)
+            return
+        }
+        statistics.framesSent += frames
+        statistics.bytesSent += bytes
+        metrics.framesSent.increment(by: Int64(frames))
+        metrics.bytesSent.increment(by: Int64(bytes))
+        if connection.isClosing {
+            connection.shutdownAfterWrites { [weak self, weak connection] in
+                guard let self, let connection else { return }
+                // Closing: its subscriptions ended with the close.
+                forget(connection, leaving: [])
             }
         }
     }

@@ -73,6 +73,8 @@ extension Server {
         // A declared list refused as damaged (on demand) stays refused: creating it would
         // write a new history over the damaged one.
         for name in configuration.declaredLists where refusedLists[name] == nil { _ = host(for: name, create: true, declared: true) }
+        // Before the hook: the first end of turn already writes through the chosen path.
+        startWritePath()
         hook = LoopHook(loop: loop, kind: .check) { [weak self] in self?.endOfTurn() }
         let sweep = LoopTimer(loop: loop)
         sweep.start(after: 100, repeat: 100) { [weak self] in self?.sweepConnections() }

@@ -19,6 +19,7 @@ import Logging
 /// | `Server+Lifecycle.swift` | start, reload, graceful shutdown |
 /// | `Server+Connections.swift` | accept, decode, the connection machine's actions, close, the sweep |
 /// | `Server+FanOut.swift` | end of turn: seal → store → fan-out → acks, catch-ups, the flush |
+/// | `Server+RingFlush.swift` | the flush through io_uring (`write_path`), libuv for the rest |
 /// | `Server+FirstFrames.swift` | a subscriber's first frame, inline or off the loop |
 /// | `Server+Storage.swift` | recovery, syncs, a storage failure |
 /// | `Server+Loading.swift` | lists on demand: load on first use, idle unload, the history budget |
@@ -68,6 +69,18 @@ public final class Server {
     var pendingHandshakes: Set<Int> = []
     /// Connections with frames queued this turn.
     var toFlush: Set<Int> = []
+    /// The io_uring of the end-of-turn flush (`[server] write_path`), created at start;
+    /// `nil`: every connection is written through libuv (`Server+RingFlush.swift`).
+    var sendRing: SendRing?
+    /// The ring's size (sends, buffers per submission); tests ask for more than the
+    /// kernel allows (`EINVAL`) to see the fallback to libuv.
+    var ringSize = (sends: Server.ringSends, buffers: Server.ringBuffers)
+    /// This turn's sends in the ring, indexed by their completion tag; the storage is
+    /// kept between turns (no allocation per delivery).
+    var ringBatch: [RingFlushEntry] = []
+    /// This turn's connections that go through libuv while the ring is in use, written
+    /// after the ring's sends were collected (see `flushThroughRing`).
+    var libuvRoute: [Connection] = []
     /// Connections with at least one lagging subscription. The end of every turn looks
     /// only at these: scanning every connection's flows per turn would cost
     /// O(connections) even when nobody lags.
