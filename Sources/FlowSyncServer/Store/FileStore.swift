@@ -114,8 +114,12 @@ public final class FileStore: DirectorStore {
     /// records a clean stop: the page cache may hold bytes the disk does not, and a
     /// retried fsync can report success for data that was dropped ("fsyncgate").
     private var failure: StoreError?
-    /// Descriptors of segments currently open, and a clock for their last use.
-    private var openLogs = 0
+    /// The lists whose active segment has a descriptor open (at most
+    /// ``Options/maxOpenLogs``), and a clock for their last use. Kept apart from `lists`
+    /// so that making room scans the open descriptors, not every list: with a million
+    /// lists a scan of all of them per segment opened made appends O(lists) (found
+    /// generating a million-list store, issue #21).
+    private var openLogs: [ObjectIdentifier: ListFiles] = [:]
     private var useClock: UInt64 = 0
     let encoder = FrameEncoder(configuration: StoreFormat.compression)
     /// Times ``sync()`` found something to sync (one per loop turn with writes, under
@@ -337,11 +341,11 @@ public final class FileStore: DirectorStore {
     }
 
     private func releaseDescriptors() {
-        for files in lists.values {
+        for files in openLogs.values {
             if let fd = files.activeFD { io.close(fd) }
             files.activeFD = nil
         }
-        openLogs = 0
+        openLogs = [:]
         dirty = []
     }
 
@@ -385,7 +389,7 @@ public final class FileStore: DirectorStore {
         let fd = try io.openForAppend(path, create: true, truncate: true)
         files.activeFD = fd
         files.lastSegmentClosedForGood = false
-        openLogs += 1
+        openLogs[ObjectIdentifier(files)] = files
         let header = StoreFormat.encode(StoreFormat.SegmentHeader(epoch: epoch, firstVersion: firstVersion, listName: files.name))
         files.segments.append(Segment(generation: generation, path: path, epoch: epoch, firstVersion: firstVersion, lastVersion: firstVersion - 1,
                                       length: header.count))
@@ -404,7 +408,7 @@ public final class FileStore: DirectorStore {
         }
         io.close(fd)
         files.activeFD = nil
-        openLogs -= 1
+        openLogs[ObjectIdentifier(files)] = nil
     }
 
     /// Reopens the last segment of a list to continue it (after a restart, or after its
@@ -413,15 +417,15 @@ public final class FileStore: DirectorStore {
         guard let segment = files.segments.last else { return }
         try makeRoomForADescriptor()
         files.activeFD = try io.openForAppend(segment.path, create: false, truncate: false)
-        openLogs += 1
+        openLogs[ObjectIdentifier(files)] = files
     }
 
     /// Closes the least recently written segment when ``Options/maxOpenLogs`` are open
-    /// (syncing it first if it holds unsynced records). O(lists), only when full.
+    /// (syncing it first if it holds unsynced records). O(maxOpenLogs), only when full.
     private func makeRoomForADescriptor() throws(StoreError) {
-        guard openLogs >= options.maxOpenLogs else { return }
+        guard openLogs.count >= options.maxOpenLogs else { return }
         var victim: ListFiles?
-        for files in lists.values where files.activeFD != nil {
+        for files in openLogs.values {
             if victim == nil || files.lastUse < victim!.lastUse { victim = files }
         }
         if let victim { try closeActiveSegment(victim) }
