@@ -44,15 +44,26 @@ extension Server {
         if let batch = sealed.batch {
             statistics.batchesCommitted += 1
             metrics.batches.increment()
-            // Into the store before anything is queued; the frames queued below leave
-            // only after flushAll() has synced it (fsync = always).
-            do {
-                if try store.append(StoredBatch(listName: list.name, commit: batch.commit, encodedDiff: batch.frame)) {
-                    compactionsDue.insert(list.name)
+            let stored = StoredBatch(listName: list.name, commit: batch.commit, encodedDiff: batch.frame)
+            if let committingStore {
+                // Committed later: the frames routed below wait in the commit gate
+                // until the completion (which may run inside submit) says committed.
+                let ticket = commitGate.begin(list: list.name)
+                committingStore.submit(stored) { [weak self] outcome in
+                    self?.commitCompleted(ticket, outcome)
                 }
-            } catch {
-                storageFailed(error)
-                return
+                guard storageFailure == nil else { return }
+            } else {
+                // Into the store before anything is queued; the frames queued below leave
+                // only after flushAll() has synced it (fsync = always).
+                do {
+                    if try store.append(stored) {
+                        compactionsDue.insert(list.name)
+                    }
+                } catch {
+                    storageFailed(error)
+                    return
+                }
             }
             fanOut(batch, of: list)
         }
@@ -62,12 +73,12 @@ extension Server {
             case .success(let version):
                 statistics.mutationsCommitted += 1
                 metrics.mutationsCommitted.increment()
-                send(.ack(Ack(listName: list.name, seq: outcome.id.seq, committed: version)), to: connection)
+                send(.ack(Ack(listName: list.name, seq: outcome.id.seq, committed: version)), to: connection, about: list.name)
             case .failure(let rejection):
                 statistics.mutationsRejected += 1
                 let (code, message) = ListHost.wire(rejection)
                 metrics.mutationRejected(code: code.rawValue)
-                send(.reject(Reject(listName: list.name, seq: outcome.id.seq, code: code, message: message)), to: connection)
+                send(.reject(Reject(listName: list.name, seq: outcome.id.seq, code: code, message: message)), to: connection, about: list.name)
             }
         }
     }
@@ -89,7 +100,7 @@ extension Server {
             guard let decided else { continue }
             switch decided.decision {
             case .send:
-                enqueue(batch.frame, to: connection)
+                enqueue(batch.frame, to: connection, about: list.name)
             case .held:
                 break
             case .skip:
@@ -121,7 +132,7 @@ extension Server {
             let first = firstFrame(for: connection, of: list, from: delivered, digest: nil, cause: .lag)
             _ = connection.machine.updateFlow(of: name) { $0 = first.flow }
             if let frame = first.frame {
-                enqueue(frame, to: connection)
+                enqueue(frame, to: connection, about: name)
                 queued = true
             }
         }

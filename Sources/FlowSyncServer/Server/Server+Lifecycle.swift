@@ -130,7 +130,7 @@ extension Server {
     /// (its completion may install a compaction, so the store must still be open, or
     /// serve subscribers). Called wherever one of the two may have reached zero.
     func finishShutdownIfDone() {
-        guard let finish = lifecycle.drained(connections: connections.count, offloads: offloadsOutstanding) else { return }
+        guard let finish = lifecycle.drained(connections: connections.count, offloads: offloadsOutstanding + commitGate.pendingCount) else { return }
         hook?.close()
         sweep?.close()
         syncTimer?.close()

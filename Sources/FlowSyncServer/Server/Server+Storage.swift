@@ -54,6 +54,25 @@ extension Server {
         metrics.storeSync.recordNanoseconds(Int64(MonotonicClock.nanoseconds() - started))
     }
 
+    /// An asynchronous commit (``CommittingStore``) returned, on the loop thread: its
+    /// frames, and those held behind them, are released to their connections (they
+    /// leave with the end of this turn's flush); a failure takes the storage-failure
+    /// path, so nothing of that batch leaves.
+    func commitCompleted(_ ticket: CommitGate<Int, [UInt8]>.Ticket, _ outcome: CommitOutcome) {
+        switch outcome {
+        case .committed:
+            for (id, frames) in commitGate.complete(ticket, .committed).released {
+                guard storageFailure == nil, let connection = connections[id] else { continue }
+                for frame in frames { enqueueNow(frame, to: connection) }
+            }
+        case .failed(let error):
+            _ = commitGate.complete(ticket, .failed)
+            storageFailed(error)
+        }
+        // A shutdown may have been waiting for this commit.
+        finishShutdownIfDone()
+    }
+
     /// A write or fsync failed: nothing more leaves (the batch in flight is never
     /// acknowledged), and the fatal handler runs. Connections are closed at the end of
     /// the turn, never inside a callback.
@@ -63,6 +82,7 @@ extension Server {
         metrics.storeFailed.record(1)
         logger.critical("storage failed; no further acknowledgement will be sent", metadata: ["error": "\(error)"])
         toFlush = []
+        commitGate.dropHeldFrames()
         for connection in connections.values { connection.discardPending() }
         onFatalStorageError?(error)
     }

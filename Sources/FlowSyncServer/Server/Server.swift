@@ -122,6 +122,12 @@ public final class Server {
 
     /// Where committed batches go (docs/STORAGE.md), behind its protocol.
     public let store: DirectorStore
+    /// The store when it commits later than its append returns (cluster mode), else
+    /// `nil`: then ``commitGate`` stays idle and frames go straight to connections.
+    let committingStore: CommittingStore?
+    /// The frames of batches whose asynchronous commit has not returned
+    /// (docs/ARCHITECTURE.md, "Storage", rule 7).
+    var commitGate = CommitGate<Int, [UInt8]>()
     /// Set once the store failed a write or an fsync: from then on nothing is sent.
     public var storageFailure: StoreError? { lifecycle.storageFailure }
     /// Called once, on the loop thread, when the store fails a write or an fsync. The
@@ -138,7 +144,9 @@ public final class Server {
         self.loop = loop
         self.logger = logger
         self.encoder = FrameEncoder(configuration: configuration.frameCompression)
-        self.store = store ?? configuration.makeStore()
+        let store = store ?? configuration.makeStore()
+        self.store = store
+        self.committingStore = store as? CommittingStore
     }
 
     // MARK: The registries
