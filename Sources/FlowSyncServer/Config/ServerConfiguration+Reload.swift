@@ -1,5 +1,6 @@
 /// What a reload (SIGHUP) may change. The groups bound at start — ``Listen`` (the
-/// listeners), ``Storage`` (the open store) and ``Metrics`` (the admin listener) — are
+/// listeners), ``Storage`` (the open store), ``Metrics`` (the admin listener) and
+/// ``Cluster`` (the cluster store) — are
 /// kept whole from the running configuration, so a key added to one of them is kept by
 /// construction; everything else comes from the new file.
 extension ServerConfiguration {
@@ -17,10 +18,12 @@ extension ServerConfiguration {
         if otherStorage != storage { ignored.append("storage") }
         if new.storage.listsOnDemand != storage.listsOnDemand { ignored.append("lists.on_demand") }
         if new.metrics != metrics { ignored.append("metrics") }
+        if new.cluster != cluster { ignored.append("cluster") }
         var applied = new
         applied.listen = listen
         applied.storage = storage
         applied.metrics = metrics
+        applied.cluster = cluster
         return (applied, ignored)
     }
 }

@@ -49,8 +49,8 @@ extension Server {
                 // Committed later: the frames routed below wait in the commit gate
                 // until the completion (which may run inside submit) says committed.
                 let ticket = commitGate.begin(list: list.name)
-                committingStore.submit(stored) { [weak self] outcome in
-                    self?.commitCompleted(ticket, outcome)
+                committingStore.submit(stored) { [weak self, weak list] outcome in
+                    self?.commitCompleted(ticket, outcome, of: list)
                 }
                 guard storageFailure == nil else { return }
             } else {

@@ -72,7 +72,11 @@ extension Server {
         logLifecycle()
         // A declared list refused as damaged (on demand) stays refused: creating it would
         // write a new history over the damaged one.
-        for name in configuration.declaredLists where refusedLists[name] == nil { _ = host(for: name, create: true, declared: true) }
+        // In cluster mode a list exists here only once this node claimed it: declared
+        // lists load on first use like every other (Server+Loading.swift).
+        if loopLoadingStore == nil {
+            for name in configuration.declaredLists where refusedLists[name] == nil { _ = host(for: name, create: true, declared: true) }
+        }
         hook = LoopHook(loop: loop, kind: .check) { [weak self] in self?.endOfTurn() }
         let sweep = LoopTimer(loop: loop)
         sweep.start(after: 100, repeat: 100) { [weak self] in self?.sweepConnections() }

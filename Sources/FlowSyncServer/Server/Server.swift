@@ -98,6 +98,9 @@ public final class Server {
 
     /// The store, when lists load on demand (`lists.on_demand` and a store that can).
     var onDemandStore: OnDemandStore?
+    /// The store, when it loads lists on the loop itself (cluster mode: always on
+    /// demand).
+    var loopLoadingStore: LoopLoadingStore?
     /// Lists being read on a worker, with the requests that wait for them.
     var loads: [String: ListLoad] = [:]
     /// Lists whose stored data is damaged: refused with their error until a restart.
@@ -144,7 +147,7 @@ public final class Server {
         self.loop = loop
         self.logger = logger
         self.encoder = FrameEncoder(configuration: configuration.frameCompression)
-        let store = store ?? configuration.makeStore()
+        let store = store ?? configuration.makeStore(loop: loop, logger: logger)
         self.store = store
         self.committingStore = store as? CommittingStore
     }

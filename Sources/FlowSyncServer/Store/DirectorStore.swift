@@ -212,6 +212,12 @@ public protocol CommittingStore: DirectorStore {
 public enum CommitOutcome: Sendable {
     /// The batch is durable: its frames may leave.
     case committed
+    /// The store refused the batch because this node no longer owns the list (cluster
+    /// mode: another node claimed it). Nothing of the batch leaves; the server drops
+    /// the list and closes the connections that lost a frame of it, and its
+    /// subscribers, with `server-draining` (5001). Every later batch of the list that
+    /// was submitted ends the same way.
+    case fenced
     /// The commit failed: nothing of the batch leaves, and the server takes the
     /// storage-failure path (the fatal handler, every connection closed).
     case failed(StoreError)
