@@ -161,6 +161,8 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore {
                 let log = ClusterLog(connection: connection, node: options.node)
                 connection.onLost = { [weak self] error in self?.connectionLost(error) }
                 // Schema and lease before anything else (pipelined, so in this order).
+                // No NOTICE on stderr for tables that already exist.
+                connection.send("SET client_min_messages = warning") { _ in }
                 log.createSchema { [weak self] result in
                     if case .failure(let error) = result { self?.fail(.unusable("PostgreSQL: creating the cluster tables failed: \(error)")) }
                 }
@@ -169,8 +171,12 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore {
                     switch result {
                     case .failure(let error) where !error.outcomeUnknown:
                         fail(.unusable("PostgreSQL: taking the lease failed: \(error)"))
-                    case .failure:
-                        break   // the connection is lost: connectionLost handles it
+                    case .failure(let error):
+                        // Lost before it was ready (connectionLost ignores that state):
+                        // try again, within the same deadline.
+                        guard case .connecting(let since) = state else { return }
+                        connection.close()
+                        retry(since: since, error)
                     case .success:
                         ready(log, initial: initial)
                     }
@@ -231,12 +237,10 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore {
     }
 
     private func fail(_ error: StoreError) {
-        guard case .closed = state else {
-            logger.critical("cluster: store failed", metadata: ["error": "\(error)"])
-            shutDown()
-            onFailure?(error)
-            return
-        }
+        if case .closed = state { return }
+        logger.critical("cluster: store failed", metadata: ["error": "\(error)"])
+        shutDown()
+        onFailure?(error)
     }
 
     /// Runs `job` with the log now, or once a connection is back.
