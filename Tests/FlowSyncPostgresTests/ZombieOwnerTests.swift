@@ -23,6 +23,16 @@ struct ZombieOwnerTests {
         return try await DaemonProcess.start(options)
     }
 
+    /// A client of `daemon`; a refused connection records the daemon's output.
+    static func connect(_ daemon: DaemonProcess, _ thread: EventLoopThread, _ clientID: String) async throws -> TestClient {
+        do {
+            return try await TestClient.connect(port: daemon.port, on: thread, clientID: clientID)
+        } catch {
+            Issue.record("\(clientID) cannot connect (daemon exited: \(daemon.hasExited)): \(daemon.output)")
+            throw error
+        }
+    }
+
     static func isDraining(_ m: Message) -> Bool {
         if case .error(let e) = m { return e.code == .serverDraining }
         return false
@@ -37,8 +47,8 @@ struct ZombieOwnerTests {
             let sql = try await SQLSession.open(pg.conninfo)
 
             // A owns the list: a writer and a subscriber on A, one write.
-            let writerA = try await TestClient.connect(port: a.port, on: clients, clientID: "writer-a")
-            let subscriberA = try await TestClient.connect(port: a.port, on: clients, clientID: "subscriber-a")
+            let writerA = try await Self.connect(a, clients, "writer-a")
+            let subscriberA = try await Self.connect(a, clients, "subscriber-a")
             for client in [writerA, subscriberA] {
                 client.send(.subscribe(Subscribe(listName: "todo")))
                 #expect(await client.waitFor(ClusterStoreTests.isSnapshot) != nil, "\(a.output)")
@@ -57,7 +67,7 @@ struct ZombieOwnerTests {
             #expect(lapsed, "A's lease never lapsed")
 
             // B takes the list (term 2) and writes version 2.
-            let writerB = try await TestClient.connect(port: b.port, on: clients, clientID: "writer-b")
+            let writerB = try await Self.connect(b, clients, "writer-b")
             writerB.send(.subscribe(Subscribe(listName: "todo")))
             guard case .snapshot(let atB)? = await writerB.waitFor(ClusterStoreTests.isSnapshot) else {
                 Issue.record("B did not serve the list: \(b.output)")
@@ -83,7 +93,7 @@ struct ZombieOwnerTests {
             #expect(row.int(0, 0) == 2 && row.rows.first?[1] == "b" && row.int(0, 2) == 2 && row.int(0, 3) == 2, "the stale append changed nothing")
 
             // B's list holds B's write and not A's.
-            let reader = try await TestClient.connect(port: b.port, on: clients, clientID: "reader")
+            let reader = try await Self.connect(b, clients, "reader")
             reader.send(.subscribe(Subscribe(listName: "todo")))
             guard case .snapshot(let final)? = await reader.waitFor(ClusterStoreTests.isSnapshot) else {
                 Issue.record("no snapshot from B")

@@ -84,6 +84,8 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore {
     private var retryTimer: LoopTimer?
     private let encoder = FrameEncoder(configuration: StoreFormat.compression)
     public var onFailure: ((StoreError) -> Void)?
+    /// The advisory lock key that serialises the tables' creation between nodes.
+    static let schemaLock: Int64 = 0x466C_6F77_5379_6E63   // "FlowSync"
 
     /// A store that connects when ``recover(_:)`` is called. Loop thread.
     public init(options: Options, loop: EventLoop, logger: Logger) {
@@ -163,9 +165,14 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore {
                 // Schema and lease before anything else (pipelined, so in this order).
                 // No NOTICE on stderr for tables that already exist.
                 connection.send("SET client_min_messages = warning") { _ in }
+                // Two nodes starting at once would race CREATE TABLE IF NOT EXISTS
+                // (PostgreSQL then fails one with a unique violation in its catalog):
+                // a session-level advisory lock serialises the creation.
+                connection.send("SELECT pg_advisory_lock(\(Self.schemaLock))") { _ in }
                 log.createSchema { [weak self] result in
                     if case .failure(let error) = result { self?.fail(.unusable("PostgreSQL: creating the cluster tables failed: \(error)")) }
                 }
+                connection.send("SELECT pg_advisory_unlock(\(Self.schemaLock))") { _ in }
                 log.renewLease(milliseconds: options.leaseMilliseconds) { [weak self] result in
                     guard let self else { return }
                     switch result {
