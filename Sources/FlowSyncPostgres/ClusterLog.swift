@@ -18,7 +18,7 @@ import FlowSyncLoop
 /// outcome unknown; ``head(list:_:)`` reads it back.
 ///
 /// The daemon uses it through `ClusterStore` (FlowSyncServer) in cluster mode; tested
-/// against a real PostgreSQL (`ClusterLogTests`, `ClusterStoreTests`, `ZombieOwnerTests`).
+/// against a real PostgreSQL (`ClusterLogTests` and its `+ClusterStore`, `+ZombieOwner` files).
 public final class ClusterLog {
     /// Who owns a list, as a successful ``claim(list:epoch:_:)`` returns it.
     public struct Ownership: Sendable, Equatable {

@@ -13,9 +13,8 @@ import Glibc
 /// is stopped (SIGSTOP) past its lease, another node takes the list and writes, then the
 /// old owner continues (SIGCONT) with a write it had been sent meanwhile. Its stale
 /// append changes nothing, and it sends no Ack and no Diff for it.
-@Suite(.serialized, .timeLimit(.minutes(3)), .enabled(if: PostgresServer.isInstalled || ProcessInfo.processInfo.environment["CI"] == "true",
-                                                        "PostgreSQL 15 is not installed (make deps installs it)"))
-struct ZombieOwnerTests {
+/// Part of the serialized `ClusterLogTests` suite: one PostgreSQL at a time.
+extension ClusterLogTests {
     static func daemon(_ pg: PostgresServer, node: String) async throws -> DaemonProcess {
         var options = DaemonProcess.Options(binary: try BuiltProduct.path("flowsyncd"))
         options.configText = "[cluster]\npostgres = \"\(pg.conninfo)\"\nnode = \"\(node)\"\nlease_ms = 1000\n"
@@ -24,7 +23,7 @@ struct ZombieOwnerTests {
     }
 
     /// A client of `daemon`; a refused connection records the daemon's output.
-    static func connect(_ daemon: DaemonProcess, _ thread: EventLoopThread, _ clientID: String) async throws -> TestClient {
+    static func connectClient(_ daemon: DaemonProcess, _ thread: EventLoopThread, _ clientID: String) async throws -> TestClient {
         do {
             return try await TestClient.connect(port: daemon.port, on: thread, clientID: clientID)
         } catch {
@@ -38,7 +37,7 @@ struct ZombieOwnerTests {
         return false
     }
 
-    @Test func aStoppedOwnersStaleAppendChangesNothingAndIsNeverAcknowledged() async throws {
+    @Test func zombieOwnerStoppedPastItsLeaseChangesNothingAndIsNeverAcknowledged() async throws {
         try await PostgresServer.with { pg in
             let clients = try EventLoopThread()
             defer { _ = clients.shutdown() }
@@ -47,13 +46,13 @@ struct ZombieOwnerTests {
             let sql = try await SQLSession.open(pg.conninfo)
 
             // A owns the list: a writer and a subscriber on A, one write.
-            let writerA = try await Self.connect(a, clients, "writer-a")
-            let subscriberA = try await Self.connect(a, clients, "subscriber-a")
+            let writerA = try await Self.connectClient(a, clients, "writer-a")
+            let subscriberA = try await Self.connectClient(a, clients, "subscriber-a")
             for client in [writerA, subscriberA] {
                 client.send(.subscribe(Subscribe(listName: "todo")))
-                #expect(await client.waitFor(ClusterStoreTests.isSnapshot) != nil, "\(a.output)")
+                #expect(await client.waitFor(ClusterLogTests.isSnapshot) != nil, "\(a.output)")
             }
-            #expect(await ClusterStoreTests.write(writerA, "todo", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
+            #expect(await ClusterLogTests.write(writerA, "todo", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
             #expect(await subscriberA.waitFor { if case .diff(let d) = $0 { return d.to.version == 1 } else { return false } } != nil)
 
             // A stops; its lease lapses on PostgreSQL's clock (waited for, bounded).
@@ -67,19 +66,19 @@ struct ZombieOwnerTests {
             #expect(lapsed, "A's lease never lapsed")
 
             // B takes the list (term 2) and writes version 2.
-            let writerB = try await Self.connect(b, clients, "writer-b")
+            let writerB = try await Self.connectClient(b, clients, "writer-b")
             writerB.send(.subscribe(Subscribe(listName: "todo")))
-            guard case .snapshot(let atB)? = await writerB.waitFor(ClusterStoreTests.isSnapshot) else {
+            guard case .snapshot(let atB)? = await writerB.waitFor(ClusterLogTests.isSnapshot) else {
                 Issue.record("B did not serve the list: \(b.output)")
                 _ = await a.kill9()
                 return
             }
             #expect(atB.position.version == 1)
-            #expect(await ClusterStoreTests.write(writerB, "todo", seq: 1, ClusterStoreTests.row("from-b"))?.version == 2)
+            #expect(await ClusterLogTests.write(writerB, "todo", seq: 1, ClusterLogTests.row("from-b"))?.version == 2)
 
             // A write to the stopped A waits in its socket; then A continues.
             writerA.send(.mutate(Mutate(listName: "todo", clientID: "writer-a", seq: 2, base: ListVersion(epoch: 0, version: 0),
-                                        operations: ClusterStoreTests.row("stale"))))
+                                        operations: ClusterLogTests.row("stale"))))
             a.signal(SIGCONT)
             #expect(await writerA.waitFor(Self.isDraining) != nil, "A closes its writer with server-draining: \(a.output)")
             #expect(await subscriberA.waitFor(Self.isDraining) != nil, "and its subscriber")
@@ -93,9 +92,9 @@ struct ZombieOwnerTests {
             #expect(row.int(0, 0) == 2 && row.rows.first?[1] == "b" && row.int(0, 2) == 2 && row.int(0, 3) == 2, "the stale append changed nothing")
 
             // B's list holds B's write and not A's.
-            let reader = try await Self.connect(b, clients, "reader")
+            let reader = try await Self.connectClient(b, clients, "reader")
             reader.send(.subscribe(Subscribe(listName: "todo")))
-            guard case .snapshot(let final)? = await reader.waitFor(ClusterStoreTests.isSnapshot) else {
+            guard case .snapshot(let final)? = await reader.waitFor(ClusterLogTests.isSnapshot) else {
                 Issue.record("no snapshot from B")
                 return
             }

@@ -9,11 +9,12 @@ import Testing
 
 /// The server in cluster mode (`[cluster]`, ``ClusterStore``) against a real PostgreSQL
 /// 15 (`PostgresServer`): writes committed through the fenced append, lists recovered
-/// from PostgreSQL after a restart, a stale owner fenced.
-@Suite(.serialized, .timeLimit(.minutes(3)), .enabled(if: PostgresServer.isInstalled || ProcessInfo.processInfo.environment["CI"] == "true",
-                                                        "PostgreSQL 15 is not installed (make deps installs it)"))
-struct ClusterStoreTests {
-    static func configuration(_ server: PostgresServer, node: String, leaseMilliseconds: Int = 2_000) -> ServerConfiguration {
+/// from PostgreSQL after a restart, a stale owner fenced. Part of the serialized
+/// `ClusterLogTests` suite, so one PostgreSQL runs at a time: three starting at once
+/// (`initdb` each) slowed the rest of a full run enough to make
+/// `OnDemandCrashTests` fail its first cycle.
+extension ClusterLogTests {
+    static func clusterConfiguration(_ server: PostgresServer, node: String, leaseMilliseconds: Int = 2_000) -> ServerConfiguration {
         var configuration = ServerConfiguration()
         configuration.cluster.postgres = server.conninfo
         configuration.cluster.node = node
@@ -44,11 +45,11 @@ struct ClusterStoreTests {
         [.insertRows([Row(id: id, kind: "t", payload: Array("payload of \(id)".utf8))], in: .index(0), at: 0)]
     }
 
-    @Test func writesCommitToPostgreSQLAndARestartRecoversThem() async throws {
+    @Test func clusterModeCommitsWritesToPostgreSQLAndARestartRecoversThem() async throws {
         try await PostgresServer.with { pg in
             let clients = try EventLoopThread()
             defer { _ = clients.shutdown() }
-            let first = try await EmbeddedServer(configuration: Self.configuration(pg, node: "a"), storage: .configured)
+            let first = try await EmbeddedServer(configuration: Self.clusterConfiguration(pg, node: "a"), storage: .configured)
             let writer = try await TestClient.connect(port: first.port, on: clients, clientID: "writer")
             writer.send(.subscribe(Subscribe(listName: "todo")))
             #expect(await writer.waitFor(Self.isSnapshot) != nil, "the list loads (claimed) on first use")
@@ -63,7 +64,7 @@ struct ClusterStoreTests {
 
             // The same node again: it claims its own list back at once (term 2) and
             // rebuilds it from fs_batches.
-            let second = try await EmbeddedServer(configuration: Self.configuration(pg, node: "a"), storage: .configured)
+            let second = try await EmbeddedServer(configuration: Self.clusterConfiguration(pg, node: "a"), storage: .configured)
             let reader = try await TestClient.connect(port: second.port, on: clients, clientID: "reader")
             reader.send(.subscribe(Subscribe(listName: "todo")))
             guard case .snapshot(let snapshot)? = await reader.waitFor(Self.isSnapshot) else {
@@ -87,11 +88,11 @@ struct ClusterStoreTests {
     /// A's next append is fenced: nothing changes in PostgreSQL, A sends no Ack and no
     /// Diff of it, drops the list and closes its writer and subscriber with
     /// server-draining; a new request on A is refused while B's lease lives.
-    @Test func aStaleOwnerIsFencedAndAcknowledgesNothing() async throws {
+    @Test func clusterModeFencesAStaleOwnerWhichAcknowledgesNothing() async throws {
         try await PostgresServer.with { pg in
             let clients = try EventLoopThread()
             defer { _ = clients.shutdown() }
-            let a = try await EmbeddedServer(configuration: Self.configuration(pg, node: "a"), storage: .configured)
+            let a = try await EmbeddedServer(configuration: Self.clusterConfiguration(pg, node: "a"), storage: .configured)
             let writer = try await TestClient.connect(port: a.port, on: clients, clientID: "writer")
             let subscriber = try await TestClient.connect(port: a.port, on: clients, clientID: "subscriber")
             for client in [writer, subscriber] {
@@ -143,11 +144,11 @@ struct ClusterStoreTests {
     /// append did not commit, so nothing is acknowledged, the list is dropped (its
     /// memory is ahead of PostgreSQL) and its writer closed with server-draining; the
     /// next use loads it again, at version 1.
-    @Test func anAppendCutOffByALostConnectionIsResolvedByReadingHeadBack() async throws {
+    @Test func clusterModeResolvesAnAppendCutOffByALostConnectionByReadingHeadBack() async throws {
         try await PostgresServer.with { pg in
             let clients = try EventLoopThread()
             defer { _ = clients.shutdown() }
-            let a = try await EmbeddedServer(configuration: Self.configuration(pg, node: "a"), storage: .configured)
+            let a = try await EmbeddedServer(configuration: Self.clusterConfiguration(pg, node: "a"), storage: .configured)
             let writer = try await TestClient.connect(port: a.port, on: clients, clientID: "writer")
             writer.send(.subscribe(Subscribe(listName: "todo")))
             #expect(await writer.waitFor(Self.isSnapshot) != nil)
