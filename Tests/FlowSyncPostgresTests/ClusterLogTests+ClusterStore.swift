@@ -187,6 +187,43 @@ extension ClusterLogTests {
         }
     }
 
+    /// With `auto_create_lists = false` a cluster node serves the lists PostgreSQL holds
+    /// and answers unknown-list for any other, without creating its row.
+    @Test func clusterModeWithoutAutoCreateServesOnlyStoredLists() async throws {
+        try await PostgresServer.with { pg in
+            let clients = try EventLoopThread()
+            defer { _ = clients.shutdown() }
+            let creator = try await EmbeddedServer(configuration: Self.clusterConfiguration(pg, node: "a"), storage: .configured)
+            let writer = try await TestClient.connect(port: creator.port, on: clients, clientID: "writer")
+            #expect(await Self.write(writer, "todo", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
+            writer.close()
+            #expect(await creator.stop())
+
+            var strict = Self.clusterConfiguration(pg, node: "a")
+            strict.autoCreateLists = false
+            let server = try await EmbeddedServer(configuration: strict, storage: .configured)
+            let reader = try await TestClient.connect(port: server.port, on: clients, clientID: "reader")
+            reader.send(.subscribe(Subscribe(listName: "todo")))
+            guard case .snapshot(let snapshot)? = await reader.waitFor(Self.isSnapshot) else {
+                Issue.record("the stored list was not served")
+                return
+            }
+            #expect(snapshot.position.version == 1)
+            reader.send(.subscribe(Subscribe(listName: "nope")))
+            let refusal = await reader.waitFor { if case .error(let e) = $0 { return e.listName == "nope" } else { return false } }
+            guard case .error(let error)? = refusal else {
+                Issue.record("no answer for an unknown list")
+                return
+            }
+            #expect(error.code == .unknownList && !error.closesConnection)
+            let sql = try await SQLSession.open(pg.conninfo)
+            #expect(try await sql.query("SELECT count(*) FROM fs_lists WHERE list = 'nope'").int(0, 0) == 0)
+            reader.close()
+            #expect(await server.stop())
+            await sql.close()
+        }
+    }
+
     /// Runs `sql` until `condition` holds (every 20 ms, at most 30 s).
     static func poll(_ session: SQLSession, _ sql: String, _ condition: (PostgresResult) -> Bool) async throws -> Bool {
         for _ in 0..<1_500 {
