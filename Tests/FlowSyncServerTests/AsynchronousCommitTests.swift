@@ -11,8 +11,15 @@ import Testing
 final class HeldCommitStore: CommittingStore {
     let inner = InMemoryStore(snapshotEveryBatches: 0)
     private(set) var waiting: [(StoredBatch, (CommitOutcome) -> Void)] = []
+    /// When set, every commit completes inside submit with this outcome.
+    var inlineOutcome: CommitOutcome?
 
     func submit(_ batch: StoredBatch, completion: @escaping (CommitOutcome) -> Void) {
+        if let inlineOutcome {
+            if case .committed = inlineOutcome { _ = try? inner.append(batch) }
+            completion(inlineOutcome)
+            return
+        }
         waiting.append((batch, completion))
     }
 
@@ -127,6 +134,37 @@ extension EmbeddedServer {
         #expect(await writer.waitFor { isAck($0, seq: 1) } != nil)
         writer.close()
         late.close()
+        #expect(await server.stop())
+    }
+
+    /// A store may complete inside submit: committed, the frames leave at once; fenced,
+    /// nothing of the batch leaves, and its writer (not a subscriber) is closed with
+    /// server-draining instead of waiting for an Ack forever.
+    @Test func aCommitCompletedInsideSubmitIsCarriedOutAfterIt() async throws {
+        let clients = try EventLoopThread()
+        defer { _ = clients.shutdown() }
+        let (server, box) = try await start()
+        await server.withServer { _ in box.value!.inlineOutcome = .committed }
+        let subscriber = try await TestClient.connect(port: server.port, on: clients, clientID: "subscriber")
+        subscriber.send(.subscribe(Subscribe(listName: "todo")))
+        #expect(await subscriber.waitFor { if case .snapshot = $0 { return true } else { return false } } != nil)
+        let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "writer")
+        writer.send(.mutate(Mutate(listName: "todo", clientID: "writer", seq: 1, base: ListVersion(epoch: 0, version: 0),
+                                   operations: [.insertSections([Section(id: "s")], at: 0)])))
+        #expect(await writer.waitFor { isAck($0, seq: 1) } != nil)
+        #expect(await subscriber.waitFor { isDiff($0, to: 1) } != nil)
+
+        await server.withServer { _ in box.value!.inlineOutcome = .fenced }
+        writer.send(.mutate(Mutate(listName: "todo", clientID: "writer", seq: 2, base: ListVersion(epoch: 0, version: 0),
+                                   operations: [.insertSections([Section(id: "t")], at: 0)])))
+        let draining: (Message) -> Bool = { if case .error(let e) = $0 { return e.code == .serverDraining } else { return false } }
+        #expect(await writer.waitFor(draining) != nil, "the writer of a fenced batch is closed")
+        #expect(await subscriber.waitFor(draining) != nil, "and the list's subscriber")
+        #expect(await eventually { writer.isClosed && subscriber.isClosed })
+        #expect(!writer.messages.contains { isAck($0, seq: 2) })
+        #expect(!subscriber.messages.contains { isDiff($0, to: 2) })
+        #expect(await server.withServer { $0.state(of: "todo") == nil }, "the list was dropped")
+        #expect(await server.withServer { $0.commitGate.isIdle })
         #expect(await server.stop())
     }
 

@@ -47,10 +47,28 @@ extension Server {
             let stored = StoredBatch(listName: list.name, commit: batch.commit, encodedDiff: batch.frame)
             if let committingStore {
                 // Committed later: the frames routed below wait in the commit gate
-                // until the completion (which may run inside submit) says committed.
+                // until the completion says committed. A completion that runs inside
+                // submit is carried out after it, here: nothing is routed yet, so the
+                // gate could neither hold nor drop this batch's frames.
                 let ticket = commitGate.begin(list: list.name)
+                var inline: CommitOutcome?
+                var submitting = true
                 committingStore.submit(stored) { [weak self, weak list] outcome in
-                    self?.commitCompleted(ticket, outcome, of: list)
+                    if submitting {
+                        inline = outcome
+                    } else {
+                        self?.commitCompleted(ticket, outcome, of: list)
+                    }
+                }
+                submitting = false
+                if let inline {
+                    commitCompleted(ticket, inline, of: list)
+                    if case .fenced = inline {
+                        // Not one frame of the batch leaves; its writers will never get
+                        // their Ack or Reject, so they are closed like its subscribers.
+                        listLost(nil, closing: sealed.outcomes.map(\.tag), name: list.name)
+                        return
+                    }
                 }
                 guard storageFailure == nil else { return }
             } else {

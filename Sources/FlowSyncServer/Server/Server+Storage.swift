@@ -93,7 +93,7 @@ extension Server {
     /// where it lives now. A later use of the name loads it again (and claims it, if
     /// its owner's lease has lapsed). Only the host the batch was sealed on is dropped:
     /// the fenced completions of its later batches find it gone, or a newer load.
-    func listLost(_ list: ListHost?, closing dropped: [Int]) {
+    func listLost(_ list: ListHost?, closing dropped: [Int], name: String? = nil) {
         var toClose = Set(dropped)
         if let list, lists[list.name] === list {
             lists[list.name] = nil
@@ -104,7 +104,7 @@ extension Server {
             logger.warning("list fenced by the store: dropped here, its subscribers closed", metadata: ["flowsync.list": "\(list.name)", "subscribers": "\(list.subscribers.count)"])
             recordListGauges()
         }
-        let name = list?.name ?? "?"
+        let name = list?.name ?? name ?? "?"
         for id in toClose {
             guard let connection = connections[id], !connection.isClosing else { continue }
             close(connection, code: .serverDraining, message: "list \"\(name)\" moved to another node; reconnect")
