@@ -168,6 +168,31 @@ extension EmbeddedServer {
         #expect(await server.stop())
     }
 
+    /// A graceful stop while a batch is committing: the stop waits for the commit, the
+    /// batch's Ack leaves, then the shutting-down notice; the store closes after it.
+    @Test func aGracefulStopSendsTheAcksOfBatchesStillCommitting() async throws {
+        let clients = try EventLoopThread()
+        defer { _ = clients.shutdown() }
+        let (server, box) = try await start()
+        let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "writer")
+        writer.send(.mutate(Mutate(listName: "todo", clientID: "writer", seq: 1, base: ListVersion(epoch: 0, version: 0),
+                                   operations: [.insertSections([Section(id: "s")], at: 0)])))
+        #expect(await server.until { _ in box.value!.waiting.count == 1 })
+        async let stopped = server.stop()
+        #expect(await server.until { $0.lifecycle.isShuttingDown })
+        #expect(!writer.isClosed, "the connection stays open while its batch commits")
+        #expect(await server.withServer { _ in box.value!.completeOldest(.committed) })
+        #expect(await writer.waitFor { isAck($0, seq: 1) } != nil)
+        #expect(await writer.waitFor { if case .error(let e) = $0 { return e.code == .serverShuttingDown } else { return false } } != nil)
+        let order = writer.messages.compactMap { m -> String? in
+            if isAck(m, seq: 1) { return "ack" }
+            if case .notice = m { return "notice" }
+            return nil
+        }
+        #expect(order == ["ack", "notice"])
+        #expect(await stopped)
+    }
+
     @Test func aFailedCommitSendsNothingAndTakesTheStorageFailurePath() async throws {
         let clients = try EventLoopThread()
         defer { _ = clients.shutdown() }

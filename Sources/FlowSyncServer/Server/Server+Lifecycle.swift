@@ -119,15 +119,26 @@ extension Server {
         unixListener = nil
         logger.info("shutting down", metadata: ["connections": "\(connections.count)"])
         sealDirtyLists()
-        let notice = encoder.encode(.notice(Notice(kind: .shuttingDown, message: "server is shutting down", delayMilliseconds: 0)))
-        for connection in connections.values {
-            connection.enqueue(notice)
-            close(connection, code: .serverShuttingDown, message: "server is shutting down")
+        if commitGate.pendingCount > 0 {
+            // Batches are committing (a CommittingStore): their Acks and Diffs go out
+            // first, then the notices (``commitCompleted``); the grace period bounds it.
+            closesAfterCommits = true
+        } else {
+            closeConnectionsForShutdown()
         }
         flushAll()
         finishShutdownIfDone()
         // The sweep timer must keep the loop alive until the grace period ends.
         sweep?.ref()
+    }
+
+    /// Every connection gets the shutting-down notice and is closed.
+    func closeConnectionsForShutdown() {
+        let notice = encoder.encode(.notice(Notice(kind: .shuttingDown, message: "server is shutting down", delayMilliseconds: 0)))
+        for connection in connections.values {
+            connection.enqueue(notice)
+            close(connection, code: .serverShuttingDown, message: "server is shutting down")
+        }
     }
 
     /// Completes a shutdown once nothing is left: no connection, no offloaded work

@@ -76,6 +76,10 @@ extension Server {
             storageFailed(error)
         }
         // A shutdown may have been waiting for this commit.
+        if closesAfterCommits && commitGate.pendingCount == 0 && storageFailure == nil {
+            closesAfterCommits = false
+            closeConnectionsForShutdown()
+        }
         finishShutdownIfDone()
     }
 

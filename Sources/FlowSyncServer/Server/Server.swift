@@ -131,6 +131,9 @@ public final class Server {
     /// The frames of batches whose asynchronous commit has not returned
     /// (docs/ARCHITECTURE.md, "Storage", rule 7).
     var commitGate = CommitGate<Int, [UInt8]>()
+    /// A graceful shutdown waits for pending commits before it closes the connections,
+    /// so the frames of the last batches are not dropped.
+    var closesAfterCommits = false
     /// Set once the store failed a write or an fsync: from then on nothing is sent.
     public var storageFailure: StoreError? { lifecycle.storageFailure }
     /// Called once, on the loop thread, when the store fails a write or an fsync. The
