@@ -95,7 +95,7 @@ let package = Package(
         // MARK: Event loop (libuv wrapper; knows nothing about lists)
         .target(name: "FlowSyncLoop", dependencies: ["CLibUV"]),
         // PostgreSQL from the loop (libpq pipeline mode under a uv_poll_t): the
-        // foundation of cluster mode (issue #18); not yet used by the daemon.
+        // foundation of cluster mode (issue #18); the server's ClusterStore runs on it.
         .target(name: "FlowSyncPostgres", dependencies: ["CLibPQ", "FlowSyncLoop"]),
 
         // MARK: Child processes: the one launcher of flowsyncd and tools, for the tests,
@@ -109,7 +109,8 @@ let package = Package(
         .target(
             name: "FlowSyncServer",
             dependencies: [
-                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "CURing",
+                // FlowSyncPostgres: cluster mode's store (ClusterStore, issue #18).
+                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncPostgres", "CURing",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
@@ -189,7 +190,8 @@ let package = Package(
             dependencies: ["FlowSyncCore", "FlowSyncTestSupport"],
             exclude: ["Vectors/digest_reference.py"]
         ),
-        .testTarget(name: "FlowSyncPostgresTests", dependencies: ["FlowSyncPostgres", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncTestSupport"]),
+        .testTarget(name: "FlowSyncPostgresTests", dependencies: ["FlowSyncPostgres", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncTestSupport",
+                                                          "FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore"]),
         .testTarget(name: "PlatformTests", dependencies: ["CLibUV", "CZlib"]),
         .testTarget(name: "FlowSyncProcessTests", dependencies: ["FlowSyncProcess"]),
         .testTarget(name: "FlowSyncLoopTests", dependencies: ["FlowSyncLoop"]),

@@ -17,8 +17,8 @@ import FlowSyncLoop
 /// next): it must drop the list and acknowledge nothing. A lost connection leaves the
 /// outcome unknown; ``head(list:_:)`` reads it back.
 ///
-/// Not yet used by the daemon: this is the storage side of cluster mode, tested against
-/// a real PostgreSQL (`ClusterLogTests`).
+/// The daemon uses it through `ClusterStore` (FlowSyncServer) in cluster mode; tested
+/// against a real PostgreSQL (`ClusterLogTests` and its `+ClusterStore`, `+ZombieOwner` files).
 public final class ClusterLog {
     /// Who owns a list, as a successful ``claim(list:epoch:_:)`` returns it.
     public struct Ownership: Sendable, Equatable {

@@ -24,6 +24,9 @@ public final class EmbeddedServer: Sendable {
         /// The store built by `make` on the loop thread — e.g. one ``InMemoryStore``
         /// handed from one server to the next to simulate a restart.
         case custom(@Sendable () -> DirectorStore)
+        /// The store the configuration names, as `flowsyncd` builds it
+        /// (`ServerConfiguration.makeStore`): cluster mode's store with `[cluster]`.
+        case configured
     }
 
     /// The first store failure the server reported (its fatal hook), if any; the
@@ -48,12 +51,13 @@ public final class EmbeddedServer: Sendable {
         thread.loop.execute { [configuration] in
             var logger = Logger(label: "flowsyncd-test")
             logger.logLevel = logLevel
-            let store: DirectorStore
+            let store: DirectorStore?
             switch storage {
             case .memory: store = InMemoryStore(snapshotEveryBatches: configuration.snapshotEveryBatches)
             case .file(let directory, let io):
                 store = FileStore(directory: directory, options: configuration.fileStoreOptions, io: io?() ?? PosixFileIO())
             case .custom(let make): store = make()
+            case .configured: store = nil
             }
             let server = Server(configuration: configuration, loop: thread.loop, logger: logger, store: store)
             server.onFatalStorageError = { error in failure.set(error) }

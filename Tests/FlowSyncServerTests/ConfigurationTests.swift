@@ -1,5 +1,5 @@
 import FlowSyncCore
-import FlowSyncServer
+@testable import FlowSyncServer
 import Foundation
 import Testing
 
@@ -48,6 +48,23 @@ import Testing
         #expect(c.dedupePerClient == 16 && c.compressionLevel == 1 && c.logLevel == "debug")
     }
 
+    @Test func clusterModeIsOffByDefaultAndReadFromItsSection() throws {
+        #expect(!ServerConfiguration().cluster.isEnabled)
+        let c = try ServerConfiguration(toml: """
+        [cluster]
+        postgres = "host=127.0.0.1 dbname=flowsync"
+        node = "node-1"
+        lease_ms = 3000
+        """)
+        #expect(c.cluster.isEnabled && c.cluster.postgres == "host=127.0.0.1 dbname=flowsync")
+        #expect(c.cluster.node == "node-1" && c.cluster.leaseMilliseconds == 3_000)
+        // Restart-only: a reload keeps the running group and names it.
+        var changed = c
+        changed.cluster.node = "node-2"
+        let reloaded = c.reloaded(to: changed)
+        #expect(reloaded.applied.cluster == c.cluster && reloaded.ignored.contains("cluster"))
+    }
+
     static let mistakes: [(String, String, String)] = [
         ("[limits]\nmax_frame_bytez = 5", "limits.max_frame_bytez", "unknown key"),
         ("[limitz]\nx = 1", "limitz", "unknown section"),
@@ -60,6 +77,11 @@ import Testing
         ("[backpressure]\nlow_watermark_bytes = 1\nhigh_watermark_bytes = 10\nhard_limit_bytes = 5", "backpressure.high_watermark_bytes", "must not exceed"),
         ("[logging]\nlevel = \"loud\"", "logging.level", "must be one of"),
         ("port = 1", "port", "expected a [port] table"),
+        ("[cluster]\nnode = \"a\"", "cluster.node", "needs cluster.postgres"),
+        ("[cluster]\npostgres = \"host=db\"", "cluster.node", "is required"),
+        ("[cluster]\npostgres = \"\"\nnode = \"a\"", "cluster.postgres", "must not be empty"),
+        ("[cluster]\npostgres = \"host=db\"\nnode = \"a\"\nlease_ms = 100", "cluster.lease_ms", "outside"),
+        ("[cluster]\npostgress = \"host=db\"", "cluster.postgress", "unknown key"),
         ("[server\nport = 1", "", "TOML syntax error"),
     ]
 

@@ -1,4 +1,6 @@
 import FlowSyncCore
+import FlowSyncLoop
+import Logging
 import FlowSyncProtocol
 
 /// What the other layers need, derived from the configuration in one place: the
@@ -71,7 +73,11 @@ extension ServerConfiguration {
     }
 
     /// The store `[storage]` names: a ``FileStore`` in the data directory by default.
-    func makeStore() -> DirectorStore {
+    func makeStore(loop: EventLoop, logger: Logger) -> DirectorStore {
+        if let postgres = cluster.postgres {
+            return ClusterStore(options: ClusterStore.Options(conninfo: postgres, node: cluster.node, leaseMilliseconds: cluster.leaseMilliseconds),
+                                loop: loop, logger: logger)
+        }
         switch storageEngine {
         case .file: return FileStore(directory: dataDirectory, options: fileStoreOptions)
         case .memory: return InMemoryStore(snapshotEveryBatches: snapshotEveryBatches)

@@ -1,5 +1,6 @@
 /// What a reload (SIGHUP) may change. The groups bound at start — ``Listen`` (the
-/// listeners), ``Storage`` (the open store) and ``Metrics`` (the admin listener) — are
+/// listeners), ``Storage`` (the open store), ``Metrics`` (the admin listener) and
+/// ``Cluster`` (the cluster store) — are
 /// kept whole from the running configuration, so a key added to one of them is kept by
 /// construction, and so is `server.write_path` (the ring is created at start);
 /// everything else comes from the new file.
@@ -20,11 +21,13 @@ extension ServerConfiguration {
         if new.metrics != metrics { ignored.append("metrics") }
         // The ring is created at start; switching paths under live sockets is not done.
         if new.writePath != writePath { ignored.append("server.write_path") }
+        if new.cluster != cluster { ignored.append("cluster") }
         var applied = new
         applied.listen = listen
         applied.storage = storage
         applied.metrics = metrics
         applied.writePath = writePath
+        applied.cluster = cluster
         return (applied, ignored)
     }
 }

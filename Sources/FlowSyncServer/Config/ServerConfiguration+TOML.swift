@@ -86,8 +86,11 @@ extension ServerConfiguration {
                 case ("metrics", "host"): metricsHost = try value.string()
                 case ("metrics", "port"): metricsPort = try value.int(0...65_535)
                 case ("logging", "level"): logLevel = try value.string()
+                case ("cluster", "postgres"): cluster.postgres = try value.string()
+                case ("cluster", "node"): cluster.node = try value.string()
+                case ("cluster", "lease_ms"): cluster.leaseMilliseconds = try value.int(300...600_000)
                 case ("auth", _): try auth.parse(key: key, value: value)
-                case ("server", _), ("storage", _), ("lists", _), ("limits", _), ("backpressure", _), ("history", _), ("ordering", _), ("compression", _), ("metrics", _), ("logging", _):
+                case ("server", _), ("storage", _), ("lists", _), ("limits", _), ("backpressure", _), ("history", _), ("ordering", _), ("compression", _), ("metrics", _), ("logging", _), ("cluster", _):
                     throw ConfigurationError(key: value.key, problem: "unknown key")
                 default:
                     throw ConfigurationError(key: sectionName, problem: "unknown section [\(sectionName)]")

@@ -100,10 +100,33 @@ public struct ServerConfiguration: Hashable, Sendable {
         public init() {}
     }
 
+    /// Cluster mode on PostgreSQL (`[cluster]`, docs/CLUSTER.md). Off unless
+    /// ``postgres`` is set; then it replaces `[storage]` (no data directory is used).
+    /// Restart-only: the store is opened at start.
+    public struct Cluster: Hashable, Sendable {
+        /// The libpq connection string (`"host=… port=… dbname=… user=…"`). Default
+        /// unset: cluster mode off.
+        public var postgres: String?
+        /// This node's name in `fs_leases` and `fs_lists.owner`: unique in the cluster,
+        /// stable across restarts (a restarted node takes its own lists back at once).
+        /// Required with ``postgres``; 1…200 bytes.
+        public var node = ""
+        /// How long a lease lasts, in milliseconds, on PostgreSQL's clock; renewed every
+        /// third of it. Another node may claim this node's lists once it lapses.
+        /// Default 5000; 300…600000.
+        public var leaseMilliseconds = 5_000
+
+        public init() {}
+
+        /// Whether cluster mode is on.
+        public var isEnabled: Bool { postgres != nil }
+    }
+
     public var listen = Listen()
     public var storage = Storage()
     public var limits = Limits()
     public var metrics = Metrics()
+    public var cluster = Cluster()
 
     // MARK: [server] (the keys outside `listen` and `storage`)
     /// Lists that exist from the start, even before a write.
@@ -194,6 +217,10 @@ public struct ServerConfiguration: Hashable, Sendable {
         if maxFrameBytes < 1_024 { return ("limits.max_frame_bytes", "must be at least 1024") }
         if !Self.logLevels.contains(logLevel) { return ("logging.level", "must be one of \(Self.logLevels.joined(separator: ", "))") }
         if let problem = auth.validate(host: host) { return problem }
+        if cluster.postgres?.isEmpty == true { return ("cluster.postgres", "must not be empty (remove the key to turn cluster mode off)") }
+        if cluster.isEnabled && cluster.node.isEmpty { return ("cluster.node", "is required with cluster.postgres") }
+        if !cluster.isEnabled && !cluster.node.isEmpty { return ("cluster.node", "needs cluster.postgres") }
+        if cluster.node.utf8.count > 200 { return ("cluster.node", "must be at most 200 bytes") }
         for name in declaredLists where name.isEmpty || name.utf8.count > maxListNameBytes {
             return ("server.lists", "list name \"\(name)\" is empty or longer than \(maxListNameBytes) bytes")
         }

@@ -57,6 +57,9 @@ final class ServerMetrics {
     let listsLoading = Gauge(label: "flowsync_lists_loading")
     let listsStored = Gauge(label: "flowsync_lists_stored")
     let historyBytes = Gauge(label: "flowsync_history_bytes")
+    /// Cluster mode: lists dropped because the store fenced a batch (another node
+    /// claimed the list; docs/CLUSTER.md).
+    let listsFenced = Counter(label: "flowsync_lists_fenced_total")
     /// Catch-ups older than the history in memory, read from the log on a worker.
     let catchUpsFromLog = Counter(label: "flowsync_catchups_from_log_total")
     /// History dropped to keep `[history] total_max_bytes` (least recently active first).

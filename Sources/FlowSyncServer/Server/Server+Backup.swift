@@ -69,6 +69,11 @@ extension Server {
         }
         if let failure = storageFailure { return refuse(.internalError, "the store failed (\(failure)): no backup can be trusted; restart the daemon") }
         if lifecycle.isShuttingDown { return refuse(.serverShuttingDown, "the server is shutting down") }
+        // Cluster mode: this node holds only the lists it owns now; the lists live in
+        // PostgreSQL, whose own tools back them up consistently.
+        if loopLoadingStore != nil {
+            return refuse(.backupRefused, "cluster mode: the lists live in PostgreSQL, and this node holds only those it owns; back up the database instead (pg_basebackup or pg_dump, docs/CLUSTER.md)")
+        }
         if let running = backupInFlight { return refuse(.overloaded, "a backup is already running (into \(running.directory)); try again when it has finished") }
         let dataDirectory = configuration.storageEngine == .file ? configuration.dataDirectory : nil
         if let reason = StoreBackup.refusal(of: directory, dataDirectory: dataDirectory, io: io) { return refuse(.backupRefused, reason) }

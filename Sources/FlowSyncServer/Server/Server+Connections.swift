@@ -155,7 +155,7 @@ extension Server {
         connection.machine.subscriptionStarted(list.name, flow: first.flow)
         list.addSubscriber(connection.id)
         list.lastActive = loop.now
-        if let frame = first.frame { enqueue(frame, to: connection) }
+        if let frame = first.frame { enqueue(frame, to: connection, about: list.name) }
         recordListGauges()
         onStatusChange?()
     }
@@ -186,6 +186,7 @@ extension Server {
     /// the table.
     func forget(_ connection: Connection, leaving: [String]) {
         guard connections.removeValue(forKey: connection.id) != nil else { return }
+        if !commitGate.isIdle { commitGate.forget(connection.id) }
         pendingHandshakes.remove(connection.id)
         laggingConnections.remove(connection.id)
         for name in leaving { leave(name, connection) }
@@ -201,12 +202,28 @@ extension Server {
 
     // MARK: Sending
 
-    func send(_ message: Message, to connection: Connection) {
-        enqueue(encoder.encode(message), to: connection)
+    /// Queues `message` for the connection; `list` names the list whose state it may
+    /// show (a Diff, Ack, Reject, Snapshot), so that it waits for that list's pending
+    /// commit (``CommitGate``, rule 2).
+    func send(_ message: Message, to connection: Connection, about list: String? = nil) {
+        enqueue(encoder.encode(message), to: connection, about: list)
     }
 
-    func enqueue(_ frame: [UInt8], to connection: Connection) {
-        guard storageFailure == nil, connection.enqueue(frame) else { return }
+    /// Queues a frame for this turn's flush — straight away, or, while a commit is
+    /// pending or frames are held, through the commit gate.
+    func enqueue(_ frame: [UInt8], to connection: Connection, about list: String? = nil) {
+        guard storageFailure == nil else { return }
+        // A synchronous store leaves the gate idle: one check, no allocation.
+        if !commitGate.isIdle {
+            guard !connection.isClosing else { return }
+            guard case .sendNow = commitGate.route(frame, to: connection.id, about: list) else { return }
+        }
+        enqueueNow(frame, to: connection)
+    }
+
+    /// Queues a frame that nothing holds.
+    func enqueueNow(_ frame: [UInt8], to connection: Connection) {
+        guard connection.enqueue(frame) else { return }
         toFlush.insert(connection.id)
         if connection.queuedBytes > configuration.hardLimitBytes {
             statistics.slowConsumerEvents += 1

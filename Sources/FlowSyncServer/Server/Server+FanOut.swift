@@ -44,15 +44,44 @@ extension Server {
         if let batch = sealed.batch {
             statistics.batchesCommitted += 1
             metrics.batches.increment()
-            // Into the store before anything is queued; the frames queued below leave
-            // only after flushAll() has synced it (fsync = always).
-            do {
-                if try store.append(StoredBatch(listName: list.name, commit: batch.commit, encodedDiff: batch.frame)) {
-                    compactionsDue.insert(list.name)
+            let stored = StoredBatch(listName: list.name, commit: batch.commit, encodedDiff: batch.frame)
+            if let committingStore {
+                // Committed later: the frames routed below wait in the commit gate
+                // until the completion says committed. A completion that runs inside
+                // submit is carried out after it, here: nothing is routed yet, so the
+                // gate could neither hold nor drop this batch's frames.
+                let ticket = commitGate.begin(list: list.name)
+                var inline: CommitOutcome?
+                var submitting = true
+                committingStore.submit(stored) { [weak self, weak list] outcome in
+                    if submitting {
+                        inline = outcome
+                    } else {
+                        self?.commitCompleted(ticket, outcome, of: list)
+                    }
                 }
-            } catch {
-                storageFailed(error)
-                return
+                submitting = false
+                if let inline {
+                    commitCompleted(ticket, inline, of: list)
+                    if case .fenced = inline {
+                        // Not one frame of the batch leaves; its writers will never get
+                        // their Ack or Reject, so they are closed like its subscribers.
+                        listLost(nil, closing: sealed.outcomes.map(\.tag), name: list.name)
+                        return
+                    }
+                }
+                guard storageFailure == nil else { return }
+            } else {
+                // Into the store before anything is queued; the frames queued below leave
+                // only after flushAll() has synced it (fsync = always).
+                do {
+                    if try store.append(stored) {
+                        compactionsDue.insert(list.name)
+                    }
+                } catch {
+                    storageFailed(error)
+                    return
+                }
             }
             fanOut(batch, of: list)
         }
@@ -62,12 +91,12 @@ extension Server {
             case .success(let version):
                 statistics.mutationsCommitted += 1
                 metrics.mutationsCommitted.increment()
-                send(.ack(Ack(listName: list.name, seq: outcome.id.seq, committed: version)), to: connection)
+                send(.ack(Ack(listName: list.name, seq: outcome.id.seq, committed: version)), to: connection, about: list.name)
             case .failure(let rejection):
                 statistics.mutationsRejected += 1
                 let (code, message) = ListHost.wire(rejection)
                 metrics.mutationRejected(code: code.rawValue)
-                send(.reject(Reject(listName: list.name, seq: outcome.id.seq, code: code, message: message)), to: connection)
+                send(.reject(Reject(listName: list.name, seq: outcome.id.seq, code: code, message: message)), to: connection, about: list.name)
             }
         }
     }
@@ -89,7 +118,7 @@ extension Server {
             guard let decided else { continue }
             switch decided.decision {
             case .send:
-                enqueue(batch.frame, to: connection)
+                enqueue(batch.frame, to: connection, about: list.name)
             case .held:
                 break
             case .skip:
@@ -121,7 +150,7 @@ extension Server {
             let first = firstFrame(for: connection, of: list, from: delivered, digest: nil, cause: .lag)
             _ = connection.machine.updateFlow(of: name) { $0 = first.flow }
             if let frame = first.frame {
-                enqueue(frame, to: connection)
+                enqueue(frame, to: connection, about: name)
                 queued = true
             }
         }

@@ -208,7 +208,7 @@ extension Server {
                 metrics.slowConsumerEvents.increment()
             }
             if lagging == true { laggingConnections.insert(connection.id) }
-            for frame in frames { enqueue(frame, to: connection) }
+            for frame in frames { enqueue(frame, to: connection, about: list.name) }
         }
     }
 }

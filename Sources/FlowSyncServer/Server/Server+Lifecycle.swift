@@ -72,7 +72,11 @@ extension Server {
         logLifecycle()
         // A declared list refused as damaged (on demand) stays refused: creating it would
         // write a new history over the damaged one.
-        for name in configuration.declaredLists where refusedLists[name] == nil { _ = host(for: name, create: true, declared: true) }
+        // In cluster mode a list exists here only once this node claimed it: declared
+        // lists load on first use like every other (Server+Loading.swift).
+        if loopLoadingStore == nil {
+            for name in configuration.declaredLists where refusedLists[name] == nil { _ = host(for: name, create: true, declared: true) }
+        }
         // Before the hook: the first end of turn already writes through the chosen path.
         startWritePath()
         hook = LoopHook(loop: loop, kind: .check) { [weak self] in self?.endOfTurn() }
@@ -117,10 +121,12 @@ extension Server {
         unixListener = nil
         logger.info("shutting down", metadata: ["connections": "\(connections.count)"])
         sealDirtyLists()
-        let notice = encoder.encode(.notice(Notice(kind: .shuttingDown, message: "server is shutting down", delayMilliseconds: 0)))
-        for connection in connections.values {
-            connection.enqueue(notice)
-            close(connection, code: .serverShuttingDown, message: "server is shutting down")
+        if commitGate.pendingCount > 0 {
+            // Batches are committing (a CommittingStore): their Acks and Diffs go out
+            // first, then the notices (``commitCompleted``); the grace period bounds it.
+            closesAfterCommits = true
+        } else {
+            closeConnectionsForShutdown()
         }
         flushAll()
         finishShutdownIfDone()
@@ -128,11 +134,20 @@ extension Server {
         sweep?.ref()
     }
 
+    /// Every connection gets the shutting-down notice and is closed.
+    func closeConnectionsForShutdown() {
+        let notice = encoder.encode(.notice(Notice(kind: .shuttingDown, message: "server is shutting down", delayMilliseconds: 0)))
+        for connection in connections.values {
+            connection.enqueue(notice)
+            close(connection, code: .serverShuttingDown, message: "server is shutting down")
+        }
+    }
+
     /// Completes a shutdown once nothing is left: no connection, no offloaded work
     /// (its completion may install a compaction, so the store must still be open, or
     /// serve subscribers). Called wherever one of the two may have reached zero.
     func finishShutdownIfDone() {
-        guard let finish = lifecycle.drained(connections: connections.count, offloads: offloadsOutstanding) else { return }
+        guard let finish = lifecycle.drained(connections: connections.count, offloads: offloadsOutstanding + commitGate.pendingCount) else { return }
         hook?.close()
         sweep?.close()
         syncTimer?.close()

@@ -31,76 +31,95 @@ extension Server {
     /// Whether `action` (about list `name`) must wait for the list to load: then it
     /// waits (or is refused) and the caller does nothing more with it.
     func waitsForLoad(_ name: String, _ action: ConnectionStateMachine.Action, on connection: Connection) -> Bool {
-        guard let store = onDemandStore, lists[name] == nil else { return false }
+        guard onDemandStore != nil || loopLoadingStore != nil, lists[name] == nil else { return false }
         if let error = refusedLists[name] {
             answerRefused(action, of: name, error, on: connection)
             return true
         }
-        let load = loads[name] ?? startLoad(name, from: store)
+        let load = loads[name] ?? startLoad(name)
         if !load.wait(connection.id, action, limit: configuration.maxWaitingPerList) {
             answer(action, of: name, code: .overloaded, "more than \(configuration.maxWaitingPerList) requests wait for list \"\(name)\" to load", on: connection)
         }
         return true
     }
 
-    private func startLoad(_ name: String, from store: OnDemandStore) -> ListLoad {
+    private func startLoad(_ name: String) -> ListLoad {
         let load = ListLoad(name: name, startedNanoseconds: MonotonicClock.nanoseconds())
         loads[name] = load
         // A backup reading this list's files right now: the load (which may cut a torn
         // tail, and after which the list is appended to) starts when that chunk is
         // written. Its requests wait in the load's queue meanwhile, as for any load.
         if backupHoldsLoad(of: name) { return load }
-        runLoad(name, from: store)
+        runLoad(name)
         return load
     }
 
     /// Starts the load of `name` that a backup held (its ``ListLoad`` is in `loads`).
     func runBlockedLoad(_ name: String) {
-        guard loads[name] != nil, let store = onDemandStore else { return }
-        runLoad(name, from: store)
+        guard loads[name] != nil else { return }
+        runLoad(name)
     }
 
-    private func runLoad(_ name: String, from store: OnDemandStore) {
+    private func runLoad(_ name: String) {
         // Counted like offloaded work: a shutdown waits for the completion, which
         // touches the store.
         offloadsOutstanding += 1
-        listLoader.load(store.prepareLoad(of: name), on: loop) { [weak self] outcome in
-            guard let self else { return }
-            offloadsOutstanding -= 1
-            listLoaded(outcome)
-            backupSawLoad()
-            finishShutdownIfDone()
+        if let store = loopLoadingStore {
+            // Cluster mode: the store claims and reads the list on the loop.
+            store.load(name, create: configuration.autoCreateLists) { [weak self] result in
+                guard let self else { return }
+                offloadsOutstanding -= 1
+                listLoaded(name, result, notes: [], workerNanoseconds: 0)
+                finishShutdownIfDone()
+            }
+        } else if let store = onDemandStore {
+            listLoader.load(store.prepareLoad(of: name), on: loop) { [weak self] outcome in
+                guard let self else { return }
+                offloadsOutstanding -= 1
+                // finishLoad registers the list's files: on the loop, only if it is
+                // still wanted (a failed store keeps its files as they are).
+                if loads[name] != nil && storageFailure == nil {
+                    let result: Result<RecoveredList?, StoreError>
+                    do throws(StoreError) { result = .success(try store.finishLoad(outcome)) } catch { result = .failure(error) }
+                    listLoaded(name, result, notes: outcome.notes, workerNanoseconds: outcome.nanoseconds)
+                } else {
+                    listLoaded(name, .success(nil), notes: [], workerNanoseconds: 0)
+                }
+                backupSawLoad()
+                finishShutdownIfDone()
+            }
         }
     }
 
-    /// Loop thread: the worker is done. The list is adopted, then every waiting request
+    /// Loop thread: the load is done. The list is adopted, then every waiting request
     /// is carried out in order — the connection may have gone, or its machine moved on,
     /// so each is checked again.
-    private func listLoaded(_ outcome: ListLoadOutcome) {
-        guard let load = loads.removeValue(forKey: outcome.name), let store = onDemandStore else { return }
+    private func listLoaded(_ name: String, _ result: Result<RecoveredList?, StoreError>, notes: [String], workerNanoseconds: UInt64) {
+        guard let load = loads.removeValue(forKey: name) else { return }
         let latency = MonotonicClock.nanoseconds() - load.startedNanoseconds
         metrics.coldLoad.recordNanoseconds(Int64(latency))
         guard storageFailure == nil else { return }
         do throws(StoreError) {
-            if let list = try store.finishLoad(outcome) { try adopt(list) }
+            if let list = try result.get() { try adopt(list) }
         } catch {
             metrics.listLoadFailures.increment()
             if error.isCorruption {
-                refuse(outcome.name, error)
+                refuse(name, error)
             } else {
-                // An I/O error reading it: refused now, tried again at the next request.
-                logger.error("list not loaded", metadata: ["flowsync.list": "\(outcome.name)", "error": "\(error)"])
+                // An I/O error reading it (cluster mode: owned by another live node, or
+                // PostgreSQL failed): refused now, tried again at the next request.
+                logger.error("list not loaded", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
             }
             for (id, action) in load.waiting {
                 guard let connection = connections[id], !connection.isClosing else { continue }
-                answerRefused(action, of: outcome.name, error, on: connection)
+                answerRefused(action, of: name, error, on: connection)
             }
             return
         }
-        for note in outcome.notes { logger.warning("store: \(note)", metadata: ["flowsync.list": "\(outcome.name)"]) }
+        for note in notes { logger.warning("store: \(note)", metadata: ["flowsync.list": "\(name)"]) }
         statistics.listLoads += 1
         metrics.listLoads.increment()
-        logger.debug("list loaded", metadata: ["flowsync.list": "\(outcome.name)", "worker_us": "\(outcome.nanoseconds / 1_000)",
+        logger.debug("list loaded", metadata: ["flowsync.list": "\(name)", "worker_us": "\(workerNanoseconds / 1_000)",
                                                "waited_us": "\(latency / 1_000)", "requests": "\(load.waiting.count)"])
         for (id, action) in load.waiting {
             guard let connection = connections[id], !connection.isClosing else { continue }

@@ -21,7 +21,12 @@ extension Server {
                                       dedupeLimits: configuration.dedupeLimits, repair: repair)
         let started = MonotonicClock.nanoseconds()
         let report: RecoveryReport
-        if configuration.listsOnDemand, let onDemand = store as? OnDemandStore {
+        if let loopLoading = store as? LoopLoadingStore {
+            // Cluster mode: every list loads on first use, from the store, on the loop.
+            report = try store.recover(options)
+            loopLoading.onFailure = { [weak self] error in self?.storageFailed(error) }
+            loopLoadingStore = loopLoading
+        } else if configuration.listsOnDemand, let onDemand = store as? OnDemandStore {
             // Lists on demand: nothing is read now but the declared lists; each list is
             // recovered by the same rules when it is first used (Server+Loading.swift).
             report = try openOnDemand(onDemand, options)
@@ -54,6 +59,62 @@ extension Server {
         metrics.storeSync.recordNanoseconds(Int64(MonotonicClock.nanoseconds() - started))
     }
 
+    /// An asynchronous commit (``CommittingStore``) returned, on the loop thread: its
+    /// frames, and those held behind them, are released to their connections (they
+    /// leave with the end of this turn's flush); a failure takes the storage-failure
+    /// path, so nothing of that batch leaves.
+    func commitCompleted(_ ticket: CommitGate<Int, [UInt8]>.Ticket, _ outcome: CommitOutcome, of list: ListHost?) {
+        switch outcome {
+        case .committed:
+            release(commitGate.complete(ticket, .committed))
+        case .fenced:
+            let completion = commitGate.complete(ticket, .failed)
+            release(completion)
+            listLost(list, closing: completion.dropped)
+        case .failed(let error):
+            _ = commitGate.complete(ticket, .failed)
+            storageFailed(error)
+        }
+        // A shutdown may have been waiting for this commit.
+        if closesAfterCommits && commitGate.pendingCount == 0 && storageFailure == nil {
+            closesAfterCommits = false
+            closeConnectionsForShutdown()
+        }
+        finishShutdownIfDone()
+    }
+
+    private func release(_ completion: CommitGate<Int, [UInt8]>.Completion) {
+        for (id, frames) in completion.released {
+            guard storageFailure == nil, let connection = connections[id] else { continue }
+            for frame in frames { enqueueNow(frame, to: connection) }
+        }
+    }
+
+    /// The store fenced a batch of `list` (cluster mode: another node owns it now). The
+    /// list is dropped here — its state in memory is ahead of what was committed — and
+    /// its subscribers, and every connection that lost a frame (an Ack it will never
+    /// get), are closed with `server-draining` (5001): they reconnect and find the list
+    /// where it lives now. A later use of the name loads it again (and claims it, if
+    /// its owner's lease has lapsed). Only the host the batch was sealed on is dropped:
+    /// the fenced completions of its later batches find it gone, or a newer load.
+    func listLost(_ list: ListHost?, closing dropped: [Int], name: String? = nil) {
+        var toClose = Set(dropped)
+        if let list, lists[list.name] === list {
+            lists[list.name] = nil
+            dirtyLists.remove(list.name)
+            compactionsDue.remove(list.name)
+            toClose.formUnion(list.subscribers)
+            metrics.listsFenced.increment()
+            logger.warning("list fenced by the store: dropped here, its subscribers closed", metadata: ["flowsync.list": "\(list.name)", "subscribers": "\(list.subscribers.count)"])
+            recordListGauges()
+        }
+        let name = list?.name ?? name ?? "?"
+        for id in toClose {
+            guard let connection = connections[id], !connection.isClosing else { continue }
+            close(connection, code: .serverDraining, message: "list \"\(name)\" moved to another node; reconnect")
+        }
+    }
+
     /// A write or fsync failed: nothing more leaves (the batch in flight is never
     /// acknowledged), and the fatal handler runs. Connections are closed at the end of
     /// the turn, never inside a callback.
@@ -63,6 +124,7 @@ extension Server {
         metrics.storeFailed.record(1)
         logger.critical("storage failed; no further acknowledgement will be sent", metadata: ["error": "\(error)"])
         toFlush = []
+        commitGate.dropHeldFrames()
         for connection in connections.values { connection.discardPending() }
         onFatalStorageError?(error)
     }

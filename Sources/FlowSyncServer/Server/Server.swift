@@ -111,6 +111,9 @@ public final class Server {
 
     /// The store, when lists load on demand (`lists.on_demand` and a store that can).
     var onDemandStore: OnDemandStore?
+    /// The store, when it loads lists on the loop itself (cluster mode: always on
+    /// demand).
+    var loopLoadingStore: LoopLoadingStore?
     /// Lists being read on a worker, with the requests that wait for them.
     var loads: [String: ListLoad] = [:]
     /// Lists whose stored data is damaged: refused with their error until a restart.
@@ -139,6 +142,15 @@ public final class Server {
 
     /// Where committed batches go (docs/STORAGE.md), behind its protocol.
     public let store: DirectorStore
+    /// The store when it commits later than its append returns (cluster mode), else
+    /// `nil`: then ``commitGate`` stays idle and frames go straight to connections.
+    let committingStore: CommittingStore?
+    /// The frames of batches whose asynchronous commit has not returned
+    /// (docs/ARCHITECTURE.md, "Storage", rule 7).
+    var commitGate = CommitGate<Int, [UInt8]>()
+    /// A graceful shutdown waits for pending commits before it closes the connections,
+    /// so the frames of the last batches are not dropped.
+    var closesAfterCommits = false
     /// Set once the store failed a write or an fsync: from then on nothing is sent.
     public var storageFailure: StoreError? { lifecycle.storageFailure }
     /// Called once, on the loop thread, when the store fails a write or an fsync. The
@@ -155,7 +167,9 @@ public final class Server {
         self.loop = loop
         self.logger = logger
         self.encoder = FrameEncoder(configuration: configuration.frameCompression)
-        self.store = store ?? configuration.makeStore()
+        let store = store ?? configuration.makeStore(loop: loop, logger: logger)
+        self.store = store
+        self.committingStore = store as? CommittingStore
     }
 
     // MARK: The registries

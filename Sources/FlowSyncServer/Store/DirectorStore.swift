@@ -189,3 +189,36 @@ extension DirectorLimits {
     static let unlimited = DirectorLimits(maxIDBytes: .max, maxKindBytes: .max, maxPayloadBytes: .max, maxSections: .max,
                                           maxRows: .max, maxOpsPerMutation: .max)
 }
+
+/// A store that commits a batch later than its append returns (cluster mode: a
+/// statement pipelined to PostgreSQL). The server routes the frames of such a batch —
+/// its Diff, the Acks and Rejects of its mutations, and any snapshot of its list taken
+/// meanwhile — through a ``CommitGate``: they leave only once the commit returned
+/// committed (docs/ARCHITECTURE.md, "Storage", rule 7).
+///
+/// ``FileStore`` and ``InMemoryStore`` do not conform: their batches are durable after
+/// ``DirectorStore/sync()`` in the same turn, and the server keeps its synchronous path
+/// for them. A conforming store's ``DirectorStore/append(_:)`` is not called by the
+/// server, and its ``DirectorStore/hasUnsyncedWrites`` should stay false.
+public protocol CommittingStore: DirectorStore {
+    /// Starts committing `batch`. `completion` runs exactly once, on the loop thread —
+    /// possibly before this call returns — with how the commit ended. The server
+    /// submits one list's batches in version order; a store completes them in that
+    /// order (a later batch of a list cannot commit when an earlier one did not).
+    func submit(_ batch: StoredBatch, completion: @escaping (CommitOutcome) -> Void)
+}
+
+/// How an asynchronous commit (``CommittingStore/submit(_:completion:)``) ended.
+public enum CommitOutcome: Sendable {
+    /// The batch is durable: its frames may leave.
+    case committed
+    /// The store refused the batch because this node no longer owns the list (cluster
+    /// mode: another node claimed it). Nothing of the batch leaves; the server drops
+    /// the list and closes the connections that lost a frame of it, and its
+    /// subscribers, with `server-draining` (5001). Every later batch of the list that
+    /// was submitted ends the same way.
+    case fenced
+    /// The commit failed: nothing of the batch leaves, and the server takes the
+    /// storage-failure path (the fatal handler, every connection closed).
+    case failed(StoreError)
+}

@@ -1,0 +1,402 @@
+import FlowSyncCore
+import FlowSyncLoop
+import FlowSyncPostgres
+import FlowSyncProtocol
+import Logging
+
+/// A store that loads lists on the loop thread, asynchronously, one at a time on first
+/// use (cluster mode: a claim, then the log read from PostgreSQL).
+public protocol LoopLoadingStore: DirectorStore {
+    /// Loads `name` for this node; `completion` runs once on the loop thread with the
+    /// list, `nil` when the store holds nothing under that name and `create` is false,
+    /// or an error (the list is refused now and tried again at its next use).
+    func load(_ name: String, create: Bool, completion: @escaping (Result<RecoveredList?, StoreError>) -> Void)
+
+    /// Set by the server: called on the loop thread when the store fails for good
+    /// (PostgreSQL unreachable for longer than the lease). The server takes the
+    /// storage-failure path.
+    var onFailure: ((StoreError) -> Void)? { get set }
+}
+
+/// Cluster mode's store on PostgreSQL (`[cluster]`, docs/CLUSTER.md), over
+/// ``ClusterLog``: a node claims a list when it is first used and appends its batches
+/// with the fence; a batch commits when its append returns. Loop-confined.
+///
+/// - **Lease.** At open, and then every third of `lease_ms`, the node renews its lease
+///   on PostgreSQL's clock. A claim works only while it is alive.
+/// - **Load** (``load(_:create:completion:)``): `claim` (the next term, if nobody else
+///   holds a live lease on the list), then the list's batches at its epoch, replayed
+///   from version 0 — the record bodies are the Diff frames the file store writes.
+/// - **Commit** (``submit(_:completion:)``): the fenced append. `appended` is
+///   ``CommitOutcome/committed``; zero rows (another node claimed the list, or the
+///   version is not next) is ``CommitOutcome/fenced``: the list is no longer this
+///   node's, and every later batch of it fails the same way.
+/// - **Unknown outcome.** A lost connection leaves the appends in flight unknown. The
+///   store reconnects (every 250 ms, for up to `lease_ms`; then it fails for good) and
+///   reads each list's row back: `head` at or past the version, under this node and
+///   term, is committed; anything else is fenced. Statements asked for meanwhile wait
+///   for the new connection.
+///
+/// Not built yet (docs/CLUSTER.md): snapshots in PostgreSQL (a load replays the whole
+/// log of the epoch, and ``compact(_:)`` keeps nothing), new epochs, unloading idle
+/// lists (releasing them), replicas and forwarding.
+public final class ClusterStore: CommittingStore, LoopLoadingStore {
+    /// What `[cluster]` configures.
+    public struct Options: Sendable, Hashable {
+        public var conninfo: String
+        public var node: String
+        public var leaseMilliseconds: Int
+
+        public init(conninfo: String, node: String, leaseMilliseconds: Int = 5_000) {
+            self.conninfo = conninfo
+            self.node = node
+            self.leaseMilliseconds = leaseMilliseconds
+        }
+    }
+
+    private enum State {
+        /// Opening or reopening the connection; the work waits.
+        case connecting(since: UInt64)
+        case ready(ClusterLog)
+        case closed
+    }
+
+    /// An append whose outcome the lost connection left unknown.
+    private struct Unresolved {
+        let list: String
+        let ownership: ClusterLog.Ownership
+        let version: Int64
+        let completion: (CommitOutcome) -> Void
+    }
+
+    public let options: Options
+    private let loop: EventLoop
+    private let logger: Logger
+    private var state: State
+    /// Work that waits for a connection, in order.
+    private var waiting: [(ClusterLog) -> Void] = []
+    private var unresolved: [Unresolved] = []
+    /// The lists this node owns, at the term it claimed them with, and their last
+    /// committed version.
+    private var owned: [String: ClusterLog.Ownership] = [:]
+    private var recoveryOptions = RecoveryOptions()
+    private var leaseTimer: LoopTimer?
+    private var retryTimer: LoopTimer?
+    private let encoder = FrameEncoder(configuration: StoreFormat.compression)
+    public var onFailure: ((StoreError) -> Void)?
+    /// The advisory lock key that serialises the tables' creation between nodes.
+    static let schemaLock: Int64 = 0x466C_6F77_5379_6E63   // "FlowSync"
+
+    /// A store that connects when ``recover(_:)`` is called. Loop thread.
+    public init(options: Options, loop: EventLoop, logger: Logger) {
+        self.options = options
+        self.loop = loop
+        self.logger = logger
+        self.state = .connecting(since: loop.now)
+    }
+
+    /// The lists this node owns now (for tests and stats).
+    public var ownedLists: [String: ClusterLog.Ownership] { owned }
+
+    // MARK: DirectorStore
+
+    /// Reads nothing (every list loads on first use): starts connecting, creates the
+    /// tables if missing, takes the lease and starts renewing it.
+    public func recover(_ options: RecoveryOptions) throws(StoreError) -> RecoveryReport {
+        recoveryOptions = options
+        connect(initial: true)
+        logger.info("cluster: lists load from PostgreSQL on first use", metadata: ["node": "\(self.options.node)"])
+        return RecoveryReport()
+    }
+
+    /// Not used: the server appends through ``submit(_:completion:)``.
+    public func append(_ batch: StoredBatch) throws(StoreError) -> Bool {
+        preconditionFailure("Internal inconsistency in ClusterStore: append(_:) called; a CommittingStore is appended through submit")
+    }
+
+    public var hasUnsyncedWrites: Bool { false }
+
+    /// Nothing to do: a batch is durable when its append returns.
+    public func sync() throws(StoreError) {}
+
+    /// Keeps nothing: snapshots in PostgreSQL are not built yet (a load replays the
+    /// epoch's whole log). The server never asks, since ``submit(_:completion:)`` never
+    /// says a snapshot is due.
+    public func compact(_ snapshot: StoredSnapshot) throws(StoreError) {}
+
+    /// Refused: a new epoch in cluster mode is not built yet.
+    public func startEpoch(_ snapshot: StoredSnapshot) throws(StoreError) {
+        throw .unusable("cluster mode cannot start a new epoch of \"\(snapshot.listName)\" yet")
+    }
+
+    public func close() throws(StoreError) {
+        shutDown()
+    }
+
+    public func abandon() {
+        shutDown()
+    }
+
+    private func shutDown() {
+        leaseTimer?.close()
+        leaseTimer = nil
+        retryTimer?.close()
+        retryTimer = nil
+        if case .ready(let log) = state { log.connection.close() }
+        state = .closed
+        waiting = []
+    }
+
+    // MARK: Connection and lease
+
+    private func connect(initial: Bool) {
+        PostgresConnection.connect(loop: loop, conninfo: options.conninfo) { [weak self] result in
+            guard let self else { return }
+            guard case .connecting(let since) = state else {
+                if case .success(let connection) = result { connection.close() }
+                return
+            }
+            switch result {
+            case .failure(let error):
+                retry(since: since, error)
+            case .success(let connection):
+                let log = ClusterLog(connection: connection, node: options.node)
+                connection.onLost = { [weak self] error in self?.connectionLost(error) }
+                // Schema and lease before anything else (pipelined, so in this order).
+                // No NOTICE on stderr for tables that already exist.
+                connection.send("SET client_min_messages = warning") { _ in }
+                // Two nodes starting at once would race CREATE TABLE IF NOT EXISTS
+                // (PostgreSQL then fails one with a unique violation in its catalog):
+                // a session-level advisory lock serialises the creation.
+                connection.send("SELECT pg_advisory_lock(\(Self.schemaLock))") { _ in }
+                log.createSchema { [weak self] result in
+                    if case .failure(let error) = result { self?.fail(.unusable("PostgreSQL: creating the cluster tables failed: \(error)")) }
+                }
+                connection.send("SELECT pg_advisory_unlock(\(Self.schemaLock))") { _ in }
+                log.renewLease(milliseconds: options.leaseMilliseconds) { [weak self] result in
+                    guard let self else { return }
+                    switch result {
+                    case .failure(let error) where !error.outcomeUnknown:
+                        fail(.unusable("PostgreSQL: taking the lease failed: \(error)"))
+                    case .failure(let error):
+                        // Lost before it was ready (connectionLost ignores that state):
+                        // try again, within the same deadline.
+                        guard case .connecting(let since) = state else { return }
+                        connection.close()
+                        retry(since: since, error)
+                    case .success:
+                        ready(log, initial: initial)
+                    }
+                }
+            }
+        }
+    }
+
+    /// PostgreSQL answered with the lease taken: the waiting work runs, in order —
+    /// first the appends whose outcome is unknown are resolved.
+    private func ready(_ log: ClusterLog, initial: Bool) {
+        guard case .connecting = state else { return }
+        state = .ready(log)
+        retryTimer?.close()
+        retryTimer = nil
+        if initial { logger.info("cluster: connected", metadata: ["node": "\(options.node)", "lease_ms": "\(options.leaseMilliseconds)"]) }
+        if leaseTimer == nil {
+            let timer = LoopTimer(loop: loop)
+            let every = UInt64(max(100, options.leaseMilliseconds / 3))
+            timer.start(after: every, repeat: every) { [weak self] in self?.renewLease() }
+            leaseTimer = timer
+        }
+        let toResolve = unresolved
+        unresolved = []
+        for append in toResolve { resolve(append, with: log) }
+        let work = waiting
+        waiting = []
+        for job in work { job(log) }
+    }
+
+    private func renewLease() {
+        guard case .ready(let log) = state else { return }
+        log.renewLease(milliseconds: options.leaseMilliseconds) { [weak self] result in
+            if case .failure(let error) = result, !error.outcomeUnknown {
+                self?.logger.error("cluster: lease renewal failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    private func connectionLost(_ error: PostgresError) {
+        guard case .ready = state else { return }
+        logger.warning("cluster: PostgreSQL connection lost, reconnecting", metadata: ["error": "\(error)"])
+        state = .connecting(since: loop.now)
+        connect(initial: false)
+    }
+
+    private func retry(since: UInt64, _ error: PostgresError) {
+        guard loop.now - since < UInt64(options.leaseMilliseconds) else {
+            fail(.unusable("PostgreSQL unreachable for \(options.leaseMilliseconds) ms: \(error)"))
+            return
+        }
+        let timer = retryTimer ?? LoopTimer(loop: loop)
+        retryTimer = timer
+        timer.start(after: 250) { [weak self] in
+            guard let self, case .connecting = state else { return }
+            connect(initial: false)
+        }
+    }
+
+    private func fail(_ error: StoreError) {
+        if case .closed = state { return }
+        logger.critical("cluster: store failed", metadata: ["error": "\(error)"])
+        shutDown()
+        onFailure?(error)
+    }
+
+    /// Runs `job` with the log now, or once a connection is back.
+    private func withLog(_ job: @escaping (ClusterLog) -> Void) {
+        switch state {
+        case .ready(let log): job(log)
+        case .connecting: waiting.append(job)
+        case .closed: break
+        }
+    }
+
+    // MARK: Loading
+
+    public func load(_ name: String, create: Bool, completion: @escaping (Result<RecoveredList?, StoreError>) -> Void) {
+        withLog { [weak self] log in
+            guard let self else { return }
+            if create {
+                claim(name, log, completion)
+                return
+            }
+            log.head(list: name) { [weak self] result in
+                guard let self else { return }
+                switch result {
+                case .failure(let error): completion(.failure(.unusable("PostgreSQL: reading list \"\(name)\": \(error)")))
+                case .success(nil): completion(.success(nil))
+                case .success: withLog { [weak self] log in self?.claim(name, log, completion) }
+                }
+            }
+        }
+    }
+
+    private func claim(_ name: String, _ log: ClusterLog, _ completion: @escaping (Result<RecoveredList?, StoreError>) -> Void) {
+        // A new list's epoch: random, as a single node's, within PostgreSQL's bigint.
+        let epoch = Int64.random(in: 1...Int64.max)
+        log.claim(list: name, epoch: epoch) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .failure(let error):
+                completion(.failure(.unusable("PostgreSQL: claiming list \"\(name)\": \(error)")))
+            case .success(nil):
+                completion(.failure(.unusable("list \"\(name)\" is owned by another live node")))
+            case .success(let ownership?):
+                log.batches(list: name, epoch: ownership.epoch, after: 0) { [weak self] result in
+                    guard let self else { return }
+                    switch result {
+                    case .failure(let error):
+                        completion(.failure(.unusable("PostgreSQL: reading the log of \"\(name)\": \(error)")))
+                    case .success(let batches):
+                        completion(rebuild(name, ownership, batches))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Replays the log read back into the list; this node owns it from now on.
+    private func rebuild(_ name: String, _ ownership: ClusterLog.Ownership, _ batches: [(version: Int64, body: [UInt8])]) -> Result<RecoveredList?, StoreError> {
+        var rebuilder = ListRebuilder(epoch: UInt64(ownership.epoch), options: recoveryOptions)
+        let decoder = FrameDecoder(limits: StoreFormat.decoderLimits, dictionary: .standard)
+        let path = "postgres:fs_batches/\(name)"
+        for (index, batch) in batches.enumerated() {
+            decoder.feed(batch.body)
+            let message: Message?
+            do { message = try decoder.next() } catch {
+                return .failure(.corrupt(path, offset: Int(batch.version), "batch \(batch.version) does not decode: \(error)"))
+            }
+            guard case .diff(let diff)? = message, decoder.bufferedByteCount == 0,
+                  diff.listName == name, diff.epoch == UInt64(ownership.epoch), diff.toVersion == UInt64(batch.version),
+                  batch.version == Int64(index + 1) else {
+                return .failure(.corrupt(path, offset: Int(batch.version), "batch \(batch.version) is not the next diff of \"\(name)\""))
+            }
+            do {
+                try rebuilder.replay(Sequencer.Commit(from: diff.from, to: diff.to, changeset: diff.changeset, digest: diff.digest, mutations: diff.mutations))
+            } catch {
+                return .failure(.corrupt(path, offset: Int(batch.version), "\(error)"))
+            }
+        }
+        guard Int64(batches.count) == ownership.head else {
+            return .failure(.corrupt(path, offset: 0, "head is \(ownership.head) but the log holds \(batches.count) batches"))
+        }
+        owned[name] = ownership
+        logger.debug("cluster: list claimed", metadata: ["flowsync.list": "\(name)", "term": "\(ownership.term)", "head": "\(ownership.head)"])
+        return .success(RecoveredList(name: name, sequencer: rebuilder.sequencer))
+    }
+
+    // MARK: Committing
+
+    public func submit(_ batch: StoredBatch, completion: @escaping (CommitOutcome) -> Void) {
+        let name = batch.listName
+        guard let ownership = owned[name], batch.commit.to.epoch == UInt64(ownership.epoch) else {
+            completion(.fenced)
+            return
+        }
+        let commit = batch.commit
+        let body = batch.encodedDiff ?? encoder.encode(.diff(Diff(listName: name, epoch: commit.to.epoch, fromVersion: commit.from.version,
+                                                                  toVersion: commit.to.version, digest: commit.digest, changeset: commit.changeset,
+                                                                  mutations: commit.mutations)))
+        let version = Int64(commit.to.version)
+        withLog { [weak self] log in
+            log.append(list: name, ownership: ownership, version: version, body: body) { [weak self] result in
+                guard let self else { return }
+                switch result {
+                case .success(.appended):
+                    if owned[name]?.term == ownership.term { owned[name]?.head = version }
+                    completion(.committed)
+                case .success(.fenced):
+                    lose(name, term: ownership.term, "the append was fenced: another node owns the list")
+                    completion(.fenced)
+                case .failure(let error) where error.outcomeUnknown:
+                    let append = Unresolved(list: name, ownership: ownership, version: version, completion: completion)
+                    if case .ready(let current) = state, current !== log {
+                        resolve(append, with: current)
+                    } else {
+                        unresolved.append(append)
+                    }
+                case .failure(let error):
+                    completion(.failed(.unusable("PostgreSQL: appending to \"\(name)\" failed: \(error)")))
+                }
+            }
+        }
+    }
+
+    /// Reads the list's row back to learn whether an append committed.
+    private func resolve(_ append: Unresolved, with log: ClusterLog) {
+        log.head(list: append.list) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(let row?) where row.owner == options.node && row.term == append.ownership.term
+                && row.epoch == append.ownership.epoch && row.head >= append.version:
+                if let current = owned[append.list], current.term == append.ownership.term {
+                    owned[append.list]?.head = max(current.head, append.version)
+                }
+                append.completion(.committed)
+            case .success:
+                lose(append.list, term: append.ownership.term, "an append cut off by the lost connection did not commit")
+                append.completion(.fenced)
+            case .failure(let error) where error.outcomeUnknown:
+                unresolved.append(append)
+            case .failure(let error):
+                append.completion(.failed(.unusable("PostgreSQL: reading back \"\(append.list)\" failed: \(error)")))
+            }
+        }
+    }
+
+    /// This node no longer serves the list at `term` (a later claim of its own keeps
+    /// it): the server drops it, and its next use claims and reads it again.
+    private func lose(_ name: String, term: Int64, _ reason: String) {
+        guard owned[name]?.term == term else { return }
+        owned[name] = nil
+        logger.warning("cluster: list fenced", metadata: ["flowsync.list": "\(name)", "term": "\(term)", "reason": "\(reason)"])
+    }
+}
