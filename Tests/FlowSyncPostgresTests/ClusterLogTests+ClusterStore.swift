@@ -78,6 +78,12 @@ extension ClusterLogTests {
             #expect(await Self.write(reader, "todo", seq: 1, Self.row("after")) == ListVersion(epoch: expected.position.epoch, version: 6))
             let after = try await sql.query("SELECT head, term FROM fs_lists WHERE list = 'todo'")
             #expect(after.int(0, 0) == 6 && after.int(0, 1) == 2)
+            // A backup is refused: the lists live in PostgreSQL, not on this node.
+            let backup = Shared<BackupReply?>(nil)
+            await second.withServer { server in server.startBackup(to: "/tmp/flowsync-cluster-backup-never-written") { backup.set($0) } }
+            #expect(await eventually(timeout: 10) { backup.get() != nil })
+            #expect(backup.get()?.failure == .backupRefused && backup.get()?.message.contains("PostgreSQL") == true, "\(String(describing: backup.get()))")
+            #expect(!FileManager.default.fileExists(atPath: "/tmp/flowsync-cluster-backup-never-written"))
             reader.close()
             #expect(await second.stop())
             await sql.close()
