@@ -207,12 +207,20 @@ extension Server {
     }
 
     /// Every second, from the sweep: enforces `[history] total_max_bytes`, samples the
-    /// history bytes in memory and, on a worker, counts the lists on disk.
+    /// history bytes in memory and the subscriptions and, on a worker, counts the lists
+    /// on disk.
     func sampleListGauges() {
         let now = loop.now
         guard now >= lastListSample + 1_000 else { return }
         lastListSample = now
-        var historyBytes = lists.values.reduce(0) { $0 + $1.sequencer.historyByteCount }
+        // One pass over the lists for both sums (O(lists loaded), once a second).
+        var historyBytes = 0
+        var subscriptions = 0
+        for list in lists.values {
+            historyBytes += list.sequencer.historyByteCount
+            subscriptions += list.subscribers.count
+        }
+        metrics.subscriptions.record(subscriptions)
         let budget = configuration.historyTotalMaxBytes
         if budget > 0 && historyBytes > budget {
             // Least recently active first: their subscribers are the least likely to
