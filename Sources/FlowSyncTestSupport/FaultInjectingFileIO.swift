@@ -70,6 +70,11 @@ public final class FaultInjectingFileIO: FileIO, @unchecked Sendable {
         try base.syncDirectory(path)
     }
 
+    public func syncFileSystem(_ path: String) throws(StoreError) {
+        try countSync(path)
+        try base.syncFileSystem(path)
+    }
+
     private func countSync(_ path: String) throws(StoreError) {
         // Syncs of several lists may run concurrently: count under the lock.
         let fail = lock.update { _ -> Bool in

@@ -221,6 +221,7 @@ final class GatedFileIO: FileIO {
     func rename(_ from: String, to: String) throws(StoreError) { try base.rename(from, to: to) }
     func remove(_ path: String) throws(StoreError) { try base.remove(path) }
     func syncDirectory(_ path: String) throws(StoreError) { try base.syncDirectory(path) }
+    func syncFileSystem(_ path: String) throws(StoreError) { try base.syncFileSystem(path) }
     func lock(_ path: String) throws(StoreError) -> Int32 { try base.lock(path) }
 }
 

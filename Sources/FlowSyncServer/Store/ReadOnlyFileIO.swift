@@ -79,6 +79,8 @@ final class ReadOnlyFileIO: FileIO {
 
     func syncDirectory(_ path: String) throws(StoreError) {}
 
+    func syncFileSystem(_ path: String) throws(StoreError) {}
+
     func lock(_ path: String) throws(StoreError) -> Int32 {
         // The lock file exists in every data directory a daemon has used; creating it
         // in one that has none is the only change a check makes.
