@@ -21,6 +21,26 @@ import Testing
         return c
     }
 
+    /// Writes each list — a section, then a row `<list>-r` — through a server on
+    /// `directory`, then stops it cleanly: the next start holds them all on disk, none
+    /// loaded. Returns each list's version after its row.
+    static func store(_ lists: [String], in directory: String, clients: EventLoopThread) async throws -> [String: ListVersion] {
+        let server = try await EmbeddedServer(configuration: configuration(), storage: .file(directory: directory))
+        let setup = try await TestClient.connect(port: server.port, on: clients, clientID: "setup")
+        var seq: UInt64 = 0
+        var versions: [String: ListVersion] = [:]
+        for list in lists {
+            seq += 1
+            #expect(await commit(setup, list, seq: seq, [.insertSections([Section(id: "s")], at: 0)]) != nil)
+            seq += 1
+            versions[list] = await commit(setup, list, seq: seq, insertRow("\(list)-r"))
+            #expect(versions[list] != nil)
+        }
+        setup.close()
+        #expect(await server.stop())
+        return versions
+    }
+
     /// One writer: inserts uniquely named rows, alternately into a hot list and a cold
     /// one (so cold lists load, during the backup too); each write awaited.
     static func write(_ client: TestClient, log: BackupRestoreTests.AckLog, stop: Shared<Bool>, maxWrites: Int, offset: Int) async {
@@ -50,19 +70,7 @@ import Testing
 
         // Every list gets a section and one row, then a clean stop: the next start holds
         // them all on disk, none loaded.
-        let first = try await EmbeddedServer(configuration: Self.configuration(), storage: .file(directory: source.path))
-        let setup = try await TestClient.connect(port: first.port, on: clients, clientID: "setup")
-        var seq: UInt64 = 0
-        var setupVersions: [String: ListVersion] = [:]
-        for list in Self.hotLists + Self.coldLists {
-            seq += 1
-            #expect(await commit(setup, list, seq: seq, [.insertSections([Section(id: "s")], at: 0)]) != nil)
-            seq += 1
-            setupVersions[list] = await commit(setup, list, seq: seq, insertRow("\(list)-first"))
-            #expect(setupVersions[list] != nil)
-        }
-        setup.close()
-        #expect(await first.stop())
+        let setupVersions = try await Self.store(Self.hotLists + Self.coldLists, in: source.path, clients: clients)
 
         let second = try await EmbeddedServer(configuration: Self.configuration(), storage: .file(directory: source.path))
         await second.withServer { $0.backupChunkSize = 8 }
@@ -121,7 +129,7 @@ import Testing
             #expect(state.digest == snapshot.digest, "\(list): the restored digest does not match its state")
             #expect(v.epoch == setupVersions[list]?.epoch && v.version >= setupVersions[list]?.version ?? .max, "\(list): restored at \(v), set up at \(String(describing: setupVersions[list]))")
             let rows = Set(state.sections.flatMap { $0.rows.map(\.id) })
-            #expect(rows.contains("\(list)-first"), "\(list): its first row is missing")
+            #expect(rows.contains("\(list)-r"), "\(list): its first row is missing")
             // Exactly the writers' rows acknowledged at or before that version, so
             // every write acknowledged before the backup began.
             let written = rows.filter { $0.hasPrefix("w") }
@@ -143,14 +151,7 @@ import Testing
         let target = backup.path + "/taken"
         let clients = try EventLoopThread()
         defer { _ = clients.shutdown() }
-        let first = try await EmbeddedServer(configuration: Self.configuration(), storage: .file(directory: source.path))
-        let setup = try await TestClient.connect(port: first.port, on: clients, clientID: "setup")
-        for (k, list) in ["good", "bad"].enumerated() {
-            #expect(await commit(setup, list, seq: UInt64(k * 2 + 1), [.insertSections([Section(id: "s")], at: 0)]) != nil)
-            #expect(await commit(setup, list, seq: UInt64(k * 2 + 2), insertRow("\(list)-r")) != nil)
-        }
-        setup.close()
-        #expect(await first.stop())
+        _ = try await Self.store(["good", "bad"], in: source.path, clients: clients)
         // One byte flipped in the middle of the bad list's log.
         let badDirectory = source.path + "/lists/bad"
         let segment = try #require(try FileManager.default.contentsOfDirectory(atPath: badDirectory).first { $0.hasSuffix(".fsl") })

@@ -61,9 +61,16 @@ final class Connection {
         guard !outbound.frames.isEmpty, !tcp.isClosing else { return nil }
         // Written from the queue's own array, which is then emptied in place (its
         // storage is reused next turn: no allocation per delivery).
+        return writeThenClear(now: now) { () throws(UVError) in try tcp.write(outbound.frames) }
+    }
+
+    /// Runs one libuv write of queued frames (`write` returns the bytes libuv kept
+    /// queued), empties the queue either way, and marks the connection stalled when
+    /// libuv kept bytes. Returns the error when the socket is broken.
+    private func writeThenClear(now: UInt64, _ write: () throws(UVError) -> Int) -> UVError? {
         let left: Int
         do {
-            left = try tcp.write(outbound.frames)
+            left = try write()
         } catch {
             outbound.clearAfterWrite()
             return error
@@ -100,16 +107,7 @@ final class Connection {
             // Only now may the queue change: the completion was collected, the kernel
             // no longer reads these bytes. libuv tries them at once and queues the rest
             // (copied) behind nothing, since it held nothing (the route's condition).
-            let left: Int
-            do {
-                left = try tcp.write(outbound.frames[from.frame...], skipping: from.offset)
-            } catch {
-                outbound.clearAfterWrite()
-                return error
-            }
-            outbound.clearAfterWrite()
-            if left > 0 && outbound.stalledSince == nil { outbound.stalledSince = now }
-            return nil
+            return writeThenClear(now: now) { () throws(UVError) in try tcp.write(outbound.frames[from.frame...], skipping: from.offset) }
         case .fail(let errno):
             outbound.clearAfterWrite()
             // libuv's codes are the negative errno on Linux: one error type.
