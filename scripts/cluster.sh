@@ -22,6 +22,8 @@
 # bounded (WAIT_SECONDS, 30); a failed `up` stops what it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The script's stdout and stderr, kept for the EXIT trap; closed for every child.
+exec 3>&1 4>&2
 repo=$(pwd)
 
 state=${FLOWSYNC_CLUSTER_DIR:-.build/cluster}
@@ -42,10 +44,10 @@ die() { echo "cluster: error: $*" >&2; exit 1; }
 if [ "$(id -u)" = 0 ]; then
     pg_user=postgres
     id postgres > /dev/null 2>&1 || die "no 'postgres' user (apt-get install postgresql, or run as a non-root user)"
-    as_pg() { setpriv --reuid=postgres --regid=postgres --init-groups "$@"; }
+    as_pg() { setpriv --reuid=postgres --regid=postgres --init-groups "$@" 3>&- 4>&-; }
 else
     pg_user=$(id -un)
-    as_pg() { "$@"; }
+    as_pg() { "$@" 3>&- 4>&-; }
 fi
 
 # A port on 127.0.0.1 that is free now (PostgreSQL needs a fixed one).
@@ -151,6 +153,7 @@ EOF
 init_primary() {
     local port
     port=$(free_port)
+    rm -rf "$primary/data"   # what an interrupted earlier attempt left
     mkdir -p "$primary"
     if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$primary"; fi
     as_pg "$pg_bin/initdb" -D "$primary/data" -A trust -U "$superuser" -E UTF8 > "$primary/initdb.log" 2>&1 \
@@ -164,11 +167,13 @@ wal_level = replica
 max_wal_senders = 5
 EOF
     echo "$port" > "$primary/port"
+    touch "$primary/initialized"
 }
 
 init_standby() {
     local port
     port=$(free_port)
+    rm -rf "$standby/data"   # what an interrupted earlier attempt left
     mkdir -p "$standby"
     if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$standby"; fi
     # -R writes standby.signal and primary_conninfo; -X stream copies the WAL meanwhile.
@@ -183,6 +188,7 @@ hot_standby = on
 synchronous_standby_names = ''
 EOF
     echo "$port" > "$standby/port"
+    touch "$standby/initialized"
 }
 
 wait_for_sync() {
@@ -215,7 +221,7 @@ node = "$name"
 lease_ms = 5000
 EOF
     # setsid: the node outlives this script and its terminal.
-    setsid "$daemon" --config "$dir/flowsyncd.toml" > "$dir/flowsyncd.log" 2>&1 < /dev/null &
+    setsid "$daemon" --config "$dir/flowsyncd.toml" > "$dir/flowsyncd.log" 2>&1 < /dev/null 3>&- 4>&- &
     pid=$!
     echo "$pid" > "$dir/pid"
     for _ in $(seq 1 $((wait_seconds * 10))); do
@@ -264,9 +270,9 @@ up() {
 
     # From here on, a failure (any exit before the end) stops whatever was started.
     cleanup_on_exit="up failed"
-    [ -f "$primary/data/PG_VERSION" ] || init_primary
+    [ -f "$primary/initialized" ] || init_primary
     start_pg primary "$primary"
-    [ -f "$standby/data/PG_VERSION" ] || init_standby
+    [ -f "$standby/initialized" ] || init_standby
     start_pg standby "$standby"
     wait_for_sync
     for name in "${nodes[@]}"; do start_node "$name" "$daemon"; done
@@ -346,8 +352,12 @@ smoke() {
 cleanup_on_exit=""
 on_exit() {
     if [ -n "$cleanup_on_exit" ]; then
-        echo "cluster: $cleanup_on_exit: stopping what was started" >&2
-        stop_all || true
+        # To the script's own stdout and stderr (3 and 4): a signal may arrive while a
+        # command's output is redirected to a log file.
+        {
+            echo "cluster: $cleanup_on_exit: stopping what was started" >&2
+            stop_all || true
+        } >&3 2>&4
     fi
 }
 trap on_exit EXIT
