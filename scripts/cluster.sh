@@ -220,6 +220,9 @@ postgres = "host=127.0.0.1 port=$(pg_port "$primary") dbname=postgres user=$supe
 node = "$name"
 lease_ms = 5000
 EOF
+    # Created here: the background job opens it only after the fork, maybe after the
+    # first read below.
+    : > "$dir/flowsyncd.log"
     # setsid: the node outlives this script and its terminal.
     setsid "$daemon" --config "$dir/flowsyncd.toml" > "$dir/flowsyncd.log" 2>&1 < /dev/null 3>&- 4>&- &
     pid=$!
