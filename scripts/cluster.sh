@@ -61,8 +61,9 @@ psql_at() { # psql_at PORT SQL
 }
 pg_pid() { # the postmaster's pid when it runs, else nothing
     local dir=$1 pid
-    [ -f "$dir/data/postmaster.pid" ] || return 0
-    pid=$(head -1 "$dir/data/postmaster.pid")
+    # The file may vanish between two reads while the server stops.
+    pid=$(head -n 1 "$dir/data/postmaster.pid" 2>/dev/null || true)
+    [ -n "$pid" ] || return 0
     if kill -0 "$pid" 2>/dev/null && grep -q postgres "/proc/$pid/comm" 2>/dev/null; then echo "$pid"; fi
 }
 node_pid() { # the node's pid when it runs, else nothing
@@ -228,7 +229,7 @@ EOF
     pid=$!
     echo "$pid" > "$dir/pid"
     for _ in $(seq 1 $((wait_seconds * 10))); do
-        port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$dir/flowsyncd.log" | head -1)
+        port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\)$/\1/{p;q}' "$dir/flowsyncd.log")
         [ -n "$port" ] && break
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
