@@ -229,7 +229,7 @@ EOF
     pid=$!
     echo "$pid" > "$dir/pid"
     for _ in $(seq 1 $((wait_seconds * 10))); do
-        port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\)$/\1/{p;q}' "$dir/flowsyncd.log")
+        port=$(sed -n '/listening on 127\.0\.0\.1:[0-9]*$/{s/.*listening on 127\.0\.0\.1://p;q}' "$dir/flowsyncd.log")
         [ -n "$port" ] && break
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
