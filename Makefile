@@ -31,7 +31,7 @@ STEP_TIMEOUT := timeout --kill-after=10s 300
 # `make soak`: this many full `swift test` runs in a row from one build.
 SOAK_RUNS ?= 10
 
-.PHONY: all deps build release test soak run bench bench-quick bench-client bench-server bench-stall tls-test fuzz install uninstall clean load compare-redis
+.PHONY: all deps build release test soak run bench bench-quick bench-client bench-server bench-stall tls-test fuzz install uninstall clean load compare-redis cluster cluster-down cluster-smoke
 
 all: build
 
@@ -135,6 +135,24 @@ STALL_ARGS ?=
 bench-stall: deps
 	$(SWIFT) build -c release --product flowsync-server-bench
 	.build/release/flowsync-server-bench --stall $(STALL_ARGS)
+
+# A local cluster on 127.0.0.1 (docs/CLUSTER.md, "Running a local cluster"): a PostgreSQL
+# primary, its synchronous standby and 3 flowsyncd nodes, state in .build/cluster
+# (FLOWSYNC_CLUSTER_DIR). `scripts/cluster.sh status` shows it. The daemon is built first
+# unless FLOWSYNCD names one.
+cluster: deps
+	@[ -n "$$FLOWSYNCD" ] || $(SWIFT) build --product flowsyncd
+	scripts/cluster.sh up
+
+cluster-down:
+	scripts/cluster.sh down
+
+# up, a row written and read back through n1 with the CLI and found on the standby, down.
+# Not part of `make test`.
+cluster-smoke: deps
+	@[ -n "$$FLOWSYNCD" ] || $(SWIFT) build --product flowsyncd
+	@[ -n "$$FLOWSYNC" ] || $(SWIFT) build --product flowsync
+	$(STEP_TIMEOUT) scripts/cluster.sh smoke
 
 # libFuzzer + AddressSanitizer on the protocol decoder, seeded from the golden vectors.
 fuzz: deps
