@@ -151,12 +151,18 @@ unix_socket_directories = '$1'
 EOF
 }
 
+# A server's directory, emptied of what an interrupted earlier attempt left, owned by the
+# user PostgreSQL runs as.
+fresh_pg_directory() {
+    rm -rf "$1/data"
+    mkdir -p "$1"
+    if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$1"; fi
+}
+
 init_primary() {
     local port
     port=$(free_port)
-    rm -rf "$primary/data"   # what an interrupted earlier attempt left
-    mkdir -p "$primary"
-    if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$primary"; fi
+    fresh_pg_directory "$primary"
     as_pg "$pg_bin/initdb" -D "$primary/data" -A trust -U "$superuser" -E UTF8 > "$primary/initdb.log" 2>&1 \
         || { tail -5 "$primary/initdb.log" >&2; die "initdb failed (log: $primary/initdb.log)"; }
     pg_settings "$primary" "$port"
@@ -174,9 +180,7 @@ EOF
 init_standby() {
     local port
     port=$(free_port)
-    rm -rf "$standby/data"   # what an interrupted earlier attempt left
-    mkdir -p "$standby"
-    if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$standby"; fi
+    fresh_pg_directory "$standby"
     # -R writes standby.signal and primary_conninfo; -X stream copies the WAL meanwhile.
     as_pg "$pg_bin/pg_basebackup" -h 127.0.0.1 -p "$(pg_port "$primary")" -U "$superuser" \
         -D "$standby/data" -R -X stream > "$standby/basebackup.log" 2>&1 \

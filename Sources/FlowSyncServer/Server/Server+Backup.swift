@@ -95,35 +95,19 @@ extension Server {
             for name in loads.keys { backup.names[store.storageKey(for: name)] = name }
             listKeys = store.storedListKeys()
         }
-        backup.writing = true
         backupInFlight = backup
         let keyLister = listKeys
         let alreadyTaken = takenKeys
-        offloadsOutstanding += 1
         logger.notice("backup started", metadata: ["directory": "\(directory)", "lists loaded": "\(taken.count)", "on demand": "\(onDemandStore != nil)"])
-        loop.offload(work: { () -> Result<(StoreBackup.Written, [String]), StoreError> in
-            do throws(StoreError) {
-                let written = try StoreBackup.writeLists(taken, into: directory, io: io)
-                guard let keyLister else { return .success((written, [])) }
-                let keys = try keyLister().get().filter { !alreadyTaken.contains($0) }
-                return .success((written, keys))
-            } catch {
-                return .failure(error)
-            }
-        }, then: { [weak self] result in
+        runBackupWrite(work: { () throws(StoreError) -> (StoreBackup.Written, [String]) in
+            let written = try StoreBackup.writeLists(taken, into: directory, io: io)
+            guard let keyLister else { return (written, []) }
+            return (written, try keyLister().get().filter { !alreadyTaken.contains($0) })
+        }, then: { [weak self] written, keys in
             guard let self else { return }
-            offloadsOutstanding -= 1
-            backupInFlight?.writing = false
-            switch result {
-            case .success(let (written, keys)):
-                backupInFlight?.written.add(written)
-                if onDemandStore != nil { backupInFlight?.plan = BackupPlan(keys: keys, chunkSize: backupChunkSize) }
-                continueBackup()
-            case .failure(let error):
-                failBackup(error)
-            }
-            // A shutdown waits for this completion (the offload count).
-            finishShutdownIfDone()
+            backupInFlight?.written.add(written)
+            if onDemandStore != nil { backupInFlight?.plan = BackupPlan(keys: keys, chunkSize: backupChunkSize) }
+            continueBackup()
         })
     }
 
@@ -176,27 +160,26 @@ extension Server {
         let written = backup.written
         let directory = backup.directory
         let io = backup.io
-        runBackupWrite(work: { () throws(StoreError) -> StoreBackup.Written in
-            let summary = try StoreBackup.finish(written, in: directory, io: io)
-            return StoreBackup.Written(records: [], bytes: summary.bytes)
-        }, then: { [weak self] total in
+        runBackupWrite(work: { () throws(StoreError) -> StoreBackup.Summary in
+            try StoreBackup.finish(written, in: directory, io: io)
+        }, then: { [weak self] summary in
             guard let self, let backup = backupInFlight else { return }
             let milliseconds = (MonotonicClock.nanoseconds() - backup.startedAt) / 1_000_000
-            let lists = backup.written.records.count
-            logger.notice("backup written", metadata: ["directory": "\(directory)", "lists": "\(lists)", "bytes": "\(total.bytes)", "ms": "\(milliseconds)"])
-            endBackup(BackupReply(requestID: 0, failure: nil, message: "backup of \(lists) lists written to \(directory) in \(milliseconds) ms",
-                                  lists: UInt64(lists), bytes: UInt64(total.bytes)))
+            logger.notice("backup written", metadata: ["directory": "\(directory)", "lists": "\(summary.lists)", "bytes": "\(summary.bytes)", "ms": "\(milliseconds)"])
+            endBackup(BackupReply(requestID: 0, failure: nil, message: "backup of \(summary.lists) lists written to \(directory) in \(milliseconds) ms",
+                                  lists: UInt64(summary.lists), bytes: UInt64(summary.bytes)))
         })
     }
 
-    /// Runs one write of the backup on libuv's pool; on the loop afterwards, lets the
-    /// blocked loads go (the keys read are free again), then `then` — or fails the
-    /// backup.
-    private func runBackupWrite(work: @escaping @Sendable () throws(StoreError) -> StoreBackup.Written,
-                                then: @escaping (StoreBackup.Written) -> Void) {
+    /// Runs one write of the backup (the loaded lists and the key listing, a chunk, or
+    /// the manifest) on libuv's pool; on the loop afterwards, lets the blocked loads go
+    /// (the keys read are free again), then `then` — or fails the backup. Counted like
+    /// any offloaded work, so a shutdown waits for it.
+    private func runBackupWrite<Output: Sendable>(work: @escaping @Sendable () throws(StoreError) -> Output,
+                                                  then: @escaping (Output) -> Void) {
         backupInFlight?.writing = true
         offloadsOutstanding += 1
-        loop.offload(work: { () -> Result<StoreBackup.Written, StoreError> in
+        loop.offload(work: { () -> Result<Output, StoreError> in
             do throws(StoreError) { return .success(try work()) } catch { return .failure(error) }
         }, then: { [weak self] result in
             guard let self else { return }
@@ -205,7 +188,7 @@ extension Server {
             backupInFlight?.plan?.chunkTaken()
             releaseLoadsBlockedByBackup()
             switch result {
-            case .success(let written): then(written)
+            case .success(let output): then(output)
             case .failure(let error): failBackup(error)
             }
             finishShutdownIfDone()

@@ -8,7 +8,7 @@ import FlowSyncProtocol
 /// after a clean stop, so a file missing, short or damaged is refused, never
 /// misread (docs/STORAGE.md, "Backup and restore").
 ///
-/// ``write(_:to:)`` runs on a worker thread. It takes values only: sequencers copied on
+/// ``writeLists(_:into:io:)`` and ``finish(_:in:io:)`` run on a worker thread. It takes values only: sequencers copied on
 /// the loop (copy-on-write, O(1) each), so the loop keeps committing while the backup
 /// encodes and syncs.
 enum StoreBackup {
@@ -39,14 +39,6 @@ enum StoreBackup {
             return "the backup directory \(directory) exists and is not a readable directory: \(error)"
         }
         return nil
-    }
-
-    /// Writes every list of `sequencers` (name → a copy taken on the loop) into
-    /// `directory`, then its manifest: ``writeLists(_:into:io:)``, then
-    /// ``finish(_:bytes:in:io:)``.
-    static func write(_ sequencers: [(name: String, sequencer: Sequencer)], to directory: String, io: FileIO) throws(StoreError) -> Summary {
-        let written = try writeLists(sequencers.map { BackupList(name: $0.name, sequencer: $0.sequencer) }, into: directory, io: io)
-        return try finish(written, in: directory, io: io)
     }
 
     /// What a backup has written so far: the manifest's records and the bytes.
