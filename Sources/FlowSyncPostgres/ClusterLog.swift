@@ -9,7 +9,13 @@ import FlowSyncLoop
 /// - `fs_leases`: per node, when its lease expires (PostgreSQL's clock, so no two
 ///   machines' clocks are compared);
 /// - `fs_batches`: the batch log, `(list, epoch, version)` → the record body the file
-///   store writes.
+///   store writes;
+/// - `fs_inbox`: writes a node forwards to a list's owner (the encoded `Mutate`), and
+///   `fs_outbox`: the owner's answers to them, for the node they came from.
+///
+/// **Notifications** (`LISTEN`/`NOTIFY`, sent by the same statement, so only when it
+/// commits): ``batchesChannel`` for every append, ``inboxChannel`` for a forwarded write
+/// (payload: the owner), ``outboxChannel`` for an answer (payload: the origin node).
 ///
 /// **The fence.** An append advances `head` only where `owner = me`, `term = t`,
 /// `epoch = e` and `head = v - 1`, and inserts the batch in the same statement. Zero rows
@@ -71,6 +77,12 @@ public final class ClusterLog {
         CREATE TABLE IF NOT EXISTS fs_batches (
             list text NOT NULL, epoch bigint NOT NULL, version bigint NOT NULL, body bytea NOT NULL,
             PRIMARY KEY (list, epoch, version))
+        """,
+        "CREATE TABLE IF NOT EXISTS fs_inbox (id bigserial PRIMARY KEY, list text NOT NULL, origin text NOT NULL, body bytea NOT NULL)",
+        """
+        CREATE TABLE IF NOT EXISTS fs_outbox (
+            id bigserial PRIMARY KEY, origin text NOT NULL, list text NOT NULL, client_id text NOT NULL, seq bigint NOT NULL,
+            epoch bigint NOT NULL, version bigint NOT NULL, code integer NOT NULL, message text NOT NULL)
         """,
     ]
 
@@ -143,11 +155,25 @@ public final class ClusterLog {
             WITH advanced AS (
                 UPDATE fs_lists SET head = $5::bigint
                 WHERE list = $1 AND owner = $2 AND term = $3::bigint AND epoch = $4::bigint AND head = $5::bigint - 1
-                RETURNING list)
-            INSERT INTO fs_batches (list, epoch, version, body) SELECT $1, $4::bigint, $5::bigint, $6::bytea FROM advanced
+                RETURNING list),
+            inserted AS (
+                INSERT INTO fs_batches (list, epoch, version, body) SELECT $1, $4::bigint, $5::bigint, $6::bytea FROM advanced
+                RETURNING version)
+            SELECT pg_notify('\(Self.batchesChannel)', $5::bigint::text || ' ' || $1) FROM inserted
             """, [.text(list), .text(node), .text("\(ownership.term)"), .text("\(ownership.epoch)"), .text("\(version)"), .bytes(body)]) { result in
-            completion(result.map { $0.affectedRows == 1 ? .appended : .fenced })
+            completion(result.map { $0.rows.count == 1 ? .appended : .fenced })
         }
+    }
+
+    /// The channel every append notifies, in the same statement (so only when it
+    /// commits, and in commit order): payload `"<version> <list>"`. Replicas `LISTEN`.
+    public static let batchesChannel = "fs_batches"
+
+    /// Parses a ``batchesChannel`` payload; `nil` when it is not one.
+    public static func parseBatchNotification(_ payload: String) -> (list: String, version: Int64)? {
+        guard let space = payload.firstIndex(of: " "), let version = Int64(payload[..<space]), version > 0 else { return nil }
+        let list = String(payload[payload.index(after: space)...])
+        return list.isEmpty ? nil : (list, version)
     }
 
     /// The list's row, or `nil` when the list does not exist: how a node resolves an
@@ -171,6 +197,119 @@ public final class ClusterLog {
                     guard let v = rows.int(r, 0), let body = rows.bytes(r, 1) else { return nil }
                     return (version: v, body: body)
                 }
+            })
+        }
+    }
+
+    // MARK: Forwarded writes
+
+    /// Notified when a write is forwarded: payload `"<owner> <list>"` (owner empty when
+    /// the list has none).
+    public static let inboxChannel = "fs_inbox"
+    /// Notified when an owner answers a forwarded write: payload the origin node.
+    public static let outboxChannel = "fs_outbox"
+
+    /// `LISTEN`s to every channel a node follows: batches, its inbox, its outbox.
+    public func listen(_ completion: @escaping (Result<Void, PostgresError>) -> Void) {
+        var remaining = 3
+        var failed = false
+        for channel in [Self.batchesChannel, Self.inboxChannel, Self.outboxChannel] {
+            connection.send("LISTEN \(channel)") { result in
+                guard !failed else { return }
+                switch result {
+                case .failure(let error): failed = true; completion(.failure(error))
+                case .success: remaining -= 1; if remaining == 0 { completion(.success(())) }
+                }
+            }
+        }
+    }
+
+    /// Parses an ``inboxChannel`` payload: (owner, list).
+    public static func parseInboxNotification(_ payload: String) -> (owner: String, list: String)? {
+        guard let space = payload.firstIndex(of: " ") else { return nil }
+        let list = String(payload[payload.index(after: space)...])
+        return list.isEmpty ? nil : (String(payload[..<space]), list)
+    }
+
+    /// Forwards a write (`body`: its encoded `Mutate`) to the owner of `list`, and
+    /// notifies it — in one statement.
+    public func forward(list: String, body: [UInt8], _ completion: @escaping (Result<Void, PostgresError>) -> Void) {
+        connection.send("""
+            WITH queued AS (INSERT INTO fs_inbox (list, origin, body) VALUES ($1, $2, $3::bytea) RETURNING list)
+            SELECT pg_notify('\(Self.inboxChannel)', coalesce(l.owner, '') || ' ' || l.list) FROM fs_lists l JOIN queued q ON l.list = q.list
+            """, [.text(list), .text(node), .bytes(body)]) { result in completion(result.map { _ in () }) }
+    }
+
+    /// A forwarded write as the owner takes it.
+    public struct InboxEntry: Sendable, Equatable {
+        public var id: Int64
+        public var origin: String
+        public var body: [UInt8]
+    }
+
+    /// Takes (deletes and returns, in the order they were forwarded) the writes
+    /// forwarded to `list` — only while this node owns it at `term`, so a node that lost
+    /// the list leaves them to the new owner.
+    public func takeInbox(list: String, term: Int64, _ completion: @escaping (Result<[InboxEntry], PostgresError>) -> Void) {
+        connection.send("""
+            DELETE FROM fs_inbox WHERE list = $1
+              AND EXISTS (SELECT 1 FROM fs_lists WHERE list = $1 AND owner = $2 AND term = $3::bigint)
+            RETURNING id, origin, body
+            """, [.text(list), .text(node), .text("\(term)")]) { result in
+            completion(result.map { rows in
+                (0..<rows.rows.count).compactMap { r -> InboxEntry? in
+                    guard let id = rows.int(r, 0), let origin = rows.rows[r][1], let body = rows.bytes(r, 2) else { return nil }
+                    return InboxEntry(id: id, origin: origin, body: body)
+                }.sorted { $0.id < $1.id }
+            })
+        }
+    }
+
+    /// An owner's answer to a forwarded write: `code` 0 is an acknowledgement at
+    /// `(epoch, version)`; any other is the Reject's code and message.
+    public struct Answer: Sendable, Equatable {
+        public var origin: String
+        public var list: String
+        public var clientID: String
+        public var seq: Int64
+        public var epoch: Int64
+        public var version: Int64
+        public var code: Int
+        public var message: String
+
+        public init(origin: String, list: String, clientID: String, seq: Int64, epoch: Int64, version: Int64, code: Int, message: String) {
+            self.origin = origin
+            self.list = list
+            self.clientID = clientID
+            self.seq = seq
+            self.epoch = epoch
+            self.version = version
+            self.code = code
+            self.message = message
+        }
+    }
+
+    /// Posts an answer for its origin node and notifies it.
+    public func answer(_ answer: Answer, _ completion: @escaping (Result<Void, PostgresError>) -> Void) {
+        connection.send("""
+            WITH posted AS (
+                INSERT INTO fs_outbox (origin, list, client_id, seq, epoch, version, code, message)
+                VALUES ($1, $2, $3, $4::bigint, $5::bigint, $6::bigint, $7::integer, $8) RETURNING origin)
+            SELECT pg_notify('\(Self.outboxChannel)', origin) FROM posted
+            """, [.text(answer.origin), .text(answer.list), .text(answer.clientID), .text("\(answer.seq)"), .text("\(answer.epoch)"),
+                  .text("\(answer.version)"), .text("\(answer.code)"), .text(answer.message)]) { result in completion(result.map { _ in () }) }
+    }
+
+    /// Takes (deletes and returns) every answer posted for this node.
+    public func takeOutbox(_ completion: @escaping (Result<[Answer], PostgresError>) -> Void) {
+        connection.send("DELETE FROM fs_outbox WHERE origin = $1 RETURNING id, list, client_id, seq, epoch, version, code, message",
+                        [.text(node)]) { result in
+            completion(result.map { rows in
+                (0..<rows.rows.count).compactMap { r -> (Int64, Answer)? in
+                    guard let id = rows.int(r, 0), let list = rows.rows[r][1], let client = rows.rows[r][2], let seq = rows.int(r, 3),
+                          let epoch = rows.int(r, 4), let version = rows.int(r, 5), let code = rows.int(r, 6), let message = rows.rows[r][7] else { return nil }
+                    return (id, Answer(origin: self.node, list: list, clientID: client, seq: seq, epoch: epoch, version: version, code: Int(code), message: message))
+                }.sorted { $0.0 < $1.0 }.map(\.1)
             })
         }
     }

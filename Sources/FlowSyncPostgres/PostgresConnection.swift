@@ -33,6 +33,11 @@ public final class PostgresConnection {
     var isClosed: Bool { conn == nil }
     /// Called once when the connection is lost (not after ``close()``).
     public var onLost: ((PostgresError) -> Void)?
+    /// Called on the loop thread for each notification of a channel this session
+    /// `LISTEN`s to (channel, payload), in the order PostgreSQL sent them: after the
+    /// results read in the same wake-up, so a statement's completion runs before the
+    /// notifications of transactions that committed after it.
+    public var onNotification: ((String, String) -> Void)?
 
     private init(loop: EventLoop, conn: OpaquePointer) {
         self.loop = loop
@@ -204,6 +209,20 @@ public final class PostgresConnection {
         }
         if self.conn != nil, PQstatus(conn) == CONNECTION_BAD {
             fail(.connection(Self.message(conn)), notify: true)
+            return
+        }
+        deliverNotifications()
+    }
+
+    /// Hands every notification libpq has parsed to ``onNotification``. `PQnotifies`
+    /// parses what `PQconsumeInput` read, so this also finds notifications that arrived
+    /// while no statement was pending.
+    private func deliverNotifications() {
+        while let conn = self.conn, let notify = PQnotifies(conn) {
+            let channel = String(cString: notify.pointee.relname)
+            let payload = String(cString: notify.pointee.extra)
+            PQfreemem(notify)
+            onNotification?(channel, payload)
         }
     }
 

@@ -117,6 +117,12 @@ final class ListHost {
         sequencer.setDirectorLimits(director)
     }
 
+    /// Applies a batch its owner committed (this list is a replica, cluster mode): the
+    /// state, history and idempotency window advance as the owner's did.
+    func replicate(_ commit: Sequencer.Commit) throws(Sequencer.ReplayError) {
+        try sequencer.replay(commit)
+    }
+
     // MARK: Sealing
 
     /// A batch committed by ``seal(encoder:)``, with its `Diff` frame: encoded once,

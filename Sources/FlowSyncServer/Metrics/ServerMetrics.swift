@@ -60,6 +60,10 @@ final class ServerMetrics {
     /// Cluster mode: lists dropped because the store fenced a batch (another node
     /// claimed the list; docs/CLUSTER.md).
     let listsFenced = Counter(label: "flowsync_lists_fenced_total")
+    /// Cluster mode: batches a replica received from its list's owner, and writes
+    /// forwarded to an owner (docs/CLUSTER.md, "Replicas").
+    let batchesReplicated = Counter(label: "flowsync_batches_replicated_total")
+    let mutationsForwarded = Counter(label: "flowsync_mutations_forwarded_total")
     /// Catch-ups older than the history in memory, read from the log on a worker.
     let catchUpsFromLog = Counter(label: "flowsync_catchups_from_log_total")
     /// History dropped to keep `[history] total_max_bytes` (least recently active first).

@@ -32,6 +32,10 @@ public struct ServerStatistics: Sendable {
     public var loadsHeldByBackup = 0
     /// Catch-ups older than the history in memory, rebuilt from the log on a worker.
     public var catchUpsFromLog = 0
+    /// Cluster mode: batches replayed from another node's list, and writes forwarded
+    /// to a list's owner.
+    public var batchesReplicated = 0
+    public var mutationsForwarded = 0
     /// Sends through the io_uring write path (`server.write_path`), the submissions
     /// that carried them, and the sends that did not take every queued byte (short,
     /// `EAGAIN`, frames past one send's limit: the rest went to libuv; or an error).

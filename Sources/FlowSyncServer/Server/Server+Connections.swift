@@ -122,6 +122,10 @@ extension Server {
                 return
             }
             list.lastActive = loop.now
+            if let replicating = replicatingStore, replicating.isReplica(list.name) {
+                forward(mutate, from: connection, to: replicating)
+                return
+            }
             list.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: connection.id)
             dirtyLists.insert(list.name)
         case .pong(let nonce):
@@ -189,6 +193,7 @@ extension Server {
         if !commitGate.isIdle { commitGate.forget(connection.id) }
         pendingHandshakes.remove(connection.id)
         laggingConnections.remove(connection.id)
+        if !forwardedWrites.isEmpty { forwardedWrites.connectionClosed(connection.id) }
         for name in leaving { leave(name, connection) }
         statistics.connectionsCurrent = connections.count
         let reason = connection.machine.closing?.reason
@@ -267,6 +272,7 @@ extension Server {
     /// shutdown grace.
     func sweepConnections() {
         let now = loop.now
+        if !forwardedWrites.isEmpty { takeOverOverdueLists(now: now) }
         // The timer is due every 100 ms; anything later is time the loop spent elsewhere.
         if lastSweep != 0 { metrics.loopLag.recordMilliseconds(Int64(now > lastSweep + 100 ? now - lastSweep - 100 : 0)) }
         lastSweep = now

@@ -41,6 +41,9 @@ extension Server {
     /// writer that also subscribes sees the batch before its ack.
     func seal(_ list: ListHost) {
         let sealed = list.seal(encoder: encoder)
+        // Writes forwarded by other nodes are answered through the store, once their
+        // batch committed (Server+Replicas.swift).
+        let remote = remoteWrites.isEmpty ? [] : takeRemoteOutcomes(sealed.outcomes, of: list)
         if let batch = sealed.batch {
             statistics.batchesCommitted += 1
             metrics.batches.increment()
@@ -54,6 +57,7 @@ extension Server {
                 var inline: CommitOutcome?
                 var submitting = true
                 committingStore.submit(stored) { [weak self, weak list] outcome in
+                    if case .committed = outcome, !remote.isEmpty { self?.replicatingStore?.answer(remote) }
                     if submitting {
                         inline = outcome
                     } else {
@@ -84,6 +88,8 @@ extension Server {
                 }
             }
             fanOut(batch, of: list)
+        } else if !remote.isEmpty {
+            replicatingStore?.answer(remote)
         }
         for outcome in sealed.outcomes {
             guard let connection = connections[outcome.tag] else { continue }
@@ -103,7 +109,7 @@ extension Server {
 
     /// Queues a committed batch's frame — the same bytes for everyone — to each
     /// subscriber whose flow says so.
-    private func fanOut(_ batch: ListHost.SealedBatch, of list: ListHost) {
+    func fanOut(_ batch: ListHost.SealedBatch, of list: ListHost) {
         let commit = batch.commit
         // Subscribers whose first frame is being built off the loop get this batch
         // after it, from the build (the same bytes, in order: no gap).

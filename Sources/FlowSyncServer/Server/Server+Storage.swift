@@ -26,6 +26,7 @@ extension Server {
             report = try store.recover(options)
             loopLoading.onFailure = { [weak self] error in self?.storageFailed(error) }
             loopLoadingStore = loopLoading
+            if let replicating = loopLoading as? ReplicatingStore { followReplicas(replicating) }
         } else if configuration.listsOnDemand, let onDemand = store as? OnDemandStore {
             // Lists on demand: nothing is read now but the declared lists; each list is
             // recovered by the same rules when it is first used (Server+Loading.swift).

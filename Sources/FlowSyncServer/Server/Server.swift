@@ -114,6 +114,17 @@ public final class Server {
     /// The store, when it loads lists on the loop itself (cluster mode: always on
     /// demand).
     var loopLoadingStore: LoopLoadingStore?
+    /// The store, when some lists are replicas of another node's (cluster mode;
+    /// `Server+Replicas.swift`).
+    var replicatingStore: ReplicatingStore?
+    /// Writes forwarded to the owners of replica lists, until answered.
+    var forwardedWrites = ForwardedWrites()
+    /// Writes other nodes forwarded to lists owned here, by the (negative) tag their
+    /// mutation was submitted with, until sealed.
+    var remoteWrites: [Int: ForwardedWrite] = [:]
+    var nextRemoteTag = -1
+    /// Replica lists being taken over (their forwarded writes are overdue).
+    var takeOvers: Set<String> = []
     /// Lists being read on a worker, with the requests that wait for them.
     var loads: [String: ListLoad] = [:]
     /// Lists whose stored data is damaged: refused with their error until a restart.

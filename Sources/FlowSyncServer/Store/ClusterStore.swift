@@ -40,7 +40,7 @@ public protocol LoopLoadingStore: DirectorStore {
 /// Not built yet (docs/CLUSTER.md): snapshots in PostgreSQL (a load replays the whole
 /// log of the epoch, and ``compact(_:)`` keeps nothing), new epochs, unloading idle
 /// lists (releasing them), replicas and forwarding.
-public final class ClusterStore: CommittingStore, LoopLoadingStore {
+public final class ClusterStore: CommittingStore, ReplicatingStore {
     /// What `[cluster]` configures.
     public struct Options: Sendable, Hashable {
         public var conninfo: String
@@ -70,19 +70,33 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore {
     }
 
     public let options: Options
-    private let loop: EventLoop
-    private let logger: Logger
+    let loop: EventLoop
+    let logger: Logger
     private var state: State
     /// Work that waits for a connection, in order.
     private var waiting: [(ClusterLog) -> Void] = []
     private var unresolved: [Unresolved] = []
     /// The lists this node owns, at the term it claimed them with, and their last
     /// committed version.
-    private var owned: [String: ClusterLog.Ownership] = [:]
-    private var recoveryOptions = RecoveryOptions()
+    var owned: [String: ClusterLog.Ownership] = [:]
+    /// A list this node follows as a replica: the owner's epoch, the last version
+    /// delivered, and whether a read of newer batches is in flight (`again`: notified
+    /// meanwhile, read once more after it).
+    struct Replica {
+        var epoch: Int64
+        var head: Int64
+        var fetching = false
+        var again = false
+    }
+    var replicas: [String: Replica] = [:]
+    public var onReplicated: ((String, [ReplicatedBatch]) -> Void)?
+    public var onForwarded: ((String, [ForwardedWrite]) -> Void)?
+    public var onAnswers: (([WriteAnswer]) -> Void)?
+    public var onReplicaBroken: ((String) -> Void)?
+    var recoveryOptions = RecoveryOptions()
     private var leaseTimer: LoopTimer?
     private var retryTimer: LoopTimer?
-    private let encoder = FrameEncoder(configuration: StoreFormat.compression)
+    let encoder = FrameEncoder(configuration: StoreFormat.compression)
     public var onFailure: ((StoreError) -> Void)?
     /// The advisory lock key that serialises the tables' creation between nodes.
     static let schemaLock: Int64 = 0x466C_6F77_5379_6E63   // "FlowSync"
@@ -162,6 +176,7 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore {
             case .success(let connection):
                 let log = ClusterLog(connection: connection, node: options.node)
                 connection.onLost = { [weak self] error in self?.connectionLost(error) }
+                connection.onNotification = { [weak self] channel, payload in self?.notified(channel, payload) }
                 // Schema and lease before anything else (pipelined, so in this order).
                 // No NOTICE on stderr for tables that already exist.
                 connection.send("SET client_min_messages = warning") { _ in }
@@ -173,6 +188,11 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore {
                     if case .failure(let error) = result { self?.fail(.unusable("PostgreSQL: creating the cluster tables failed: \(error)")) }
                 }
                 connection.send("SELECT pg_advisory_unlock(\(Self.schemaLock))") { _ in }
+                // Before the lease: every notification of a commit after this point
+                // reaches this session (what replicas and forwarded writes follow).
+                log.listen { [weak self] result in
+                    if case .failure(let error) = result, !error.outcomeUnknown { self?.fail(.unusable("PostgreSQL: LISTEN failed: \(error)")) }
+                }
                 log.renewLease(milliseconds: options.leaseMilliseconds) { [weak self] result in
                     guard let self else { return }
                     switch result {
@@ -212,6 +232,10 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore {
         let work = waiting
         waiting = []
         for job in work { job(log) }
+        // Notifications sent while this node had no session are lost: read what they
+        // would have said (also at the first connection, for answers posted to a node
+        // of this name before it restarted — nobody waits for those now).
+        resynchronise(log)
     }
 
     private func renewLease() {
@@ -251,7 +275,7 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore {
     }
 
     /// Runs `job` with the log now, or once a connection is back.
-    private func withLog(_ job: @escaping (ClusterLog) -> Void) {
+    func withLog(_ job: @escaping (ClusterLog) -> Void) {
         switch state {
         case .ready(let log): job(log)
         case .connecting: waiting.append(job)
@@ -288,7 +312,8 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore {
             case .failure(let error):
                 completion(.failure(.unusable("PostgreSQL: claiming list \"\(name)\": \(error)")))
             case .success(nil):
-                completion(.failure(.unusable("list \"\(name)\" is owned by another live node")))
+                // Another live node owns it: follow it as a replica.
+                loadReplica(name, log, completion)
             case .success(let ownership?):
                 log.batches(list: name, epoch: ownership.epoch, after: 0) { [weak self] result in
                     guard let self else { return }
@@ -296,7 +321,10 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore {
                     case .failure(let error):
                         completion(.failure(.unusable("PostgreSQL: reading the log of \"\(name)\": \(error)")))
                     case .success(let batches):
-                        completion(rebuild(name, ownership, batches))
+                        let loaded = rebuild(name, ownership, batches)
+                        completion(loaded)
+                        // Writes forwarded to the list while it had no live owner.
+                        if case .success = loaded { takeInbox(name, log) }
                     }
                 }
             }
@@ -305,25 +333,18 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore {
 
     /// Replays the log read back into the list; this node owns it from now on.
     private func rebuild(_ name: String, _ ownership: ClusterLog.Ownership, _ batches: [(version: Int64, body: [UInt8])]) -> Result<RecoveredList?, StoreError> {
-        var rebuilder = ListRebuilder(epoch: UInt64(ownership.epoch), options: recoveryOptions)
-        let decoder = FrameDecoder(limits: StoreFormat.decoderLimits, dictionary: .standard)
         let path = "postgres:fs_batches/\(name)"
-        for (index, batch) in batches.enumerated() {
-            decoder.feed(batch.body)
-            let message: Message?
-            do { message = try decoder.next() } catch {
-                return .failure(.corrupt(path, offset: Int(batch.version), "batch \(batch.version) does not decode: \(error)"))
+        var rebuilder = ListRebuilder(epoch: UInt64(ownership.epoch), options: recoveryOptions)
+        do throws(StoreError) {
+            for batch in try decode(name, epoch: ownership.epoch, after: 0, batches) {
+                do {
+                    try rebuilder.replay(batch.commit)
+                } catch {
+                    throw .corrupt(path, offset: Int(batch.commit.to.version), "\(error)")
+                }
             }
-            guard case .diff(let diff)? = message, decoder.bufferedByteCount == 0,
-                  diff.listName == name, diff.epoch == UInt64(ownership.epoch), diff.toVersion == UInt64(batch.version),
-                  batch.version == Int64(index + 1) else {
-                return .failure(.corrupt(path, offset: Int(batch.version), "batch \(batch.version) is not the next diff of \"\(name)\""))
-            }
-            do {
-                try rebuilder.replay(Sequencer.Commit(from: diff.from, to: diff.to, changeset: diff.changeset, digest: diff.digest, mutations: diff.mutations))
-            } catch {
-                return .failure(.corrupt(path, offset: Int(batch.version), "\(error)"))
-            }
+        } catch {
+            return .failure(error)
         }
         guard Int64(batches.count) == ownership.head else {
             return .failure(.corrupt(path, offset: 0, "head is \(ownership.head) but the log holds \(batches.count) batches"))

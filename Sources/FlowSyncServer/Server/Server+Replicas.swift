@@ -1,0 +1,156 @@
+import FlowSyncCore
+import FlowSyncProtocol
+import Logging
+
+/// Cluster mode's replicas (docs/CLUSTER.md, "Replicas"): a list another node owns is
+/// served here from a replica that follows the owner's committed batches; a write to it
+/// is forwarded to the owner and answered here, an Ack only once this node's subscribers
+/// have its Diff (``ForwardedWrites``); a replica whose owner stopped answering is taken
+/// over.
+extension Server {
+    func followReplicas(_ store: ReplicatingStore) {
+        replicatingStore = store
+        store.onReplicated = { [weak self] name, batches in self?.replicated(name, batches) }
+        store.onForwarded = { [weak self] name, writes in self?.received(writes, for: name) }
+        store.onAnswers = { [weak self] answers in self?.answered(answers) }
+        store.onReplicaBroken = { [weak self] name in
+            guard let self, let list = lists[name] else { return }
+            listLost(list, closing: [])
+        }
+    }
+
+    /// The owner committed `batches` of a replica list: replayed here, their frames
+    /// (the owner's bytes) fanned out, then the Acks they cover leave — after the Diff,
+    /// in the same flush.
+    private func replicated(_ name: String, _ batches: [ReplicatedBatch]) {
+        guard let list = lists[name], storageFailure == nil else { return }
+        for batch in batches {
+            do {
+                try list.replicate(batch.commit)
+            } catch {
+                logger.error("cluster: a replicated batch does not apply; list dropped", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
+                listLost(list, closing: [])
+                return
+            }
+            statistics.batchesReplicated += 1
+            metrics.batchesReplicated.increment()
+            fanOut(ListHost.SealedBatch(commit: batch.commit, frame: batch.frame), of: list)
+        }
+        carryOut(forwardedWrites.replicaAdvanced(name, to: list.position))
+    }
+
+    // MARK: Writes on a replica (this node forwards)
+
+    func forward(_ mutate: Mutate, from connection: Connection, to store: ReplicatingStore) {
+        forwardedWrites.forwarded(mutate, connection: connection.id, now: loop.now)
+        statistics.mutationsForwarded += 1
+        metrics.mutationsForwarded.increment()
+        store.forward(mutate)
+    }
+
+    /// The owners answered writes forwarded from here.
+    private func answered(_ answers: [WriteAnswer]) {
+        for answer in answers {
+            let key = ForwardedWrites.Key(list: answer.list, clientID: answer.clientID, seq: answer.seq)
+            carryOut(forwardedWrites.answered(key, result: answer.result, replica: lists[answer.list]?.position))
+        }
+    }
+
+    private func carryOut(_ answers: [ForwardedWrites.Answer]) {
+        for answer in answers {
+            switch answer {
+            case .ack(let id, let ack):
+                guard let connection = connections[id], !connection.isClosing else { continue }
+                statistics.mutationsCommitted += 1
+                metrics.mutationsCommitted.increment()
+                send(.ack(ack), to: connection, about: ack.listName)
+            case .reject(let id, let reject):
+                guard let connection = connections[id], !connection.isClosing else { continue }
+                statistics.mutationsRejected += 1
+                metrics.mutationRejected(code: reject.code.rawValue)
+                send(.reject(reject), to: connection, about: reject.listName)
+            }
+        }
+    }
+
+    /// From the sweep: a replica list whose forwarded write is unanswered for half a
+    /// lease may have lost its owner. Claiming it works only once the owner's lease
+    /// lapsed; until then the writes are forwarded again (the owner's idempotency
+    /// window answers a copy it had committed with the same version).
+    func takeOverOverdueLists(now: UInt64) {
+        guard let store = replicatingStore, storageFailure == nil, !lifecycle.isShuttingDown else { return }
+        let deadline = UInt64(store.forwardDeadlineMilliseconds)
+        for name in forwardedWrites.overdue(now: now, after: deadline) where !takeOvers.contains(name) {
+            forwardedWrites.retried(name, now: now)
+            guard store.isReplica(name), lists[name] != nil else {
+                // Owned here already (taken over by a load), or dropped: submit here
+                // or wait for the next load.
+                resubmitForwarded(name)
+                continue
+            }
+            takeOvers.insert(name)
+            store.takeOver(name) { [weak self] outcome in
+                guard let self else { return }
+                takeOvers.remove(name)
+                switch outcome {
+                case .owned:
+                    resubmitForwarded(name)
+                case .ownedElsewhere:
+                    for (key, pending) in forwardedWrites.waiting where key.list == name { store.forward(pending.mutate) }
+                case .failed(let error):
+                    logger.warning("cluster: taking over a list failed", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
+                }
+            }
+        }
+    }
+
+    /// This node owns `name` now: its forwarded writes are sequenced here.
+    private func resubmitForwarded(_ name: String) {
+        guard let list = lists[name], replicatingStore?.isReplica(name) == false else { return }
+        let taken = forwardedWrites.takeAll(list: name)
+        carryOut(taken.acks)
+        for pending in taken.resubmit {
+            guard let connection = connections[pending.connection], !connection.isClosing else { continue }
+            let mutate = pending.mutate
+            list.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: connection.id)
+            dirtyLists.insert(name)
+        }
+    }
+
+    // MARK: Writes other nodes forwarded (this node owns the list)
+
+    private func received(_ writes: [ForwardedWrite], for name: String) {
+        guard let list = lists[name], replicatingStore?.isReplica(name) == false, storageFailure == nil else {
+            // Not here any more: the origin forwards them again when they are overdue.
+            return
+        }
+        list.lastActive = loop.now
+        for write in writes {
+            let tag = nextRemoteTag
+            nextRemoteTag = nextRemoteTag == Int.min ? -1 : nextRemoteTag - 1
+            remoteWrites[tag] = write
+            let mutate = write.mutate
+            list.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: tag)
+        }
+        dirtyLists.insert(name)
+    }
+
+    /// The answers to the forwarded writes among a sealed batch's outcomes (their tags
+    /// are negative), taken out of `remoteWrites`.
+    func takeRemoteOutcomes(_ outcomes: [Sequencer.Outcome], of list: ListHost) -> [WriteAnswer] {
+        var answers: [WriteAnswer] = []
+        for outcome in outcomes where outcome.tag < 0 {
+            guard let write = remoteWrites.removeValue(forKey: outcome.tag) else { continue }
+            let result: WriteAnswer.Result
+            switch outcome.result {
+            case .success(let version):
+                result = .committed(version)
+            case .failure(let rejection):
+                let (code, message) = ListHost.wire(rejection)
+                result = .rejected(code, message)
+            }
+            answers.append(WriteAnswer(origin: write.origin, list: list.name, clientID: write.mutate.clientID, seq: write.mutate.seq, result: result))
+        }
+        return answers
+    }
+}

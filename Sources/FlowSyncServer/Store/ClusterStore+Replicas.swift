@@ -1,0 +1,274 @@
+import FlowSyncCore
+import FlowSyncPostgres
+import FlowSyncProtocol
+
+/// Replicas and forwarded writes (docs/CLUSTER.md, "Replicas"): a node that does not own
+/// a list follows its batches through PostgreSQL — `LISTEN fs_batches`, then a read of
+/// the batches after the last one it has — and forwards writes to the owner through
+/// `fs_inbox`; the owner answers through `fs_outbox`.
+///
+/// Why through PostgreSQL rather than a peer link to the owner: every batch is there
+/// already (a replica reads exactly what was committed, so it can never show a write
+/// the log does not hold), it needs no node addresses or peer credentials, and a dead
+/// owner changes nothing for a replica. The price is one round trip to PostgreSQL per
+/// notified batch; every node is notified of every list's batches and ignores the
+/// lists it does not follow.
+extension ClusterStore {
+    public func isReplica(_ name: String) -> Bool { replicas[name] != nil }
+
+    /// Half a lease: a dead owner's lease lapses at most one lease after its last
+    /// renewal, so a take-over is tried about twice before it can work.
+    public var forwardDeadlineMilliseconds: Int { max(250, options.leaseMilliseconds / 2) }
+
+    /// Decodes the log's record bodies after `version`, checking that each is the next
+    /// Diff of `name` at `epoch`.
+    func decode(_ name: String, epoch: Int64, after version: Int64, _ batches: [(version: Int64, body: [UInt8])]) throws(StoreError) -> [ReplicatedBatch] {
+        let path = "postgres:fs_batches/\(name)"
+        let decoder = FrameDecoder(limits: StoreFormat.decoderLimits, dictionary: .standard)
+        var decoded: [ReplicatedBatch] = []
+        decoded.reserveCapacity(batches.count)
+        for (index, batch) in batches.enumerated() {
+            decoder.feed(batch.body)
+            let message: Message?
+            do { message = try decoder.next() } catch {
+                throw .corrupt(path, offset: Int(batch.version), "batch \(batch.version) does not decode: \(error)")
+            }
+            guard case .diff(let diff)? = message, decoder.bufferedByteCount == 0,
+                  diff.listName == name, diff.epoch == UInt64(epoch), diff.toVersion == UInt64(batch.version),
+                  batch.version == version + Int64(index + 1) else {
+                throw .corrupt(path, offset: Int(batch.version), "batch \(batch.version) is not the next diff of \"\(name)\"")
+            }
+            decoded.append(ReplicatedBatch(commit: Sequencer.Commit(from: diff.from, to: diff.to, changeset: diff.changeset, digest: diff.digest,
+                                                                    mutations: diff.mutations), frame: batch.body))
+        }
+        return decoded
+    }
+
+    // MARK: Following a list
+
+    /// Loads `name` as a replica: its row (for the epoch), then every batch of the
+    /// epoch. Batches committed after that read are notified (this session listens
+    /// since it connected) and read by ``catchUp(_:)``.
+    func loadReplica(_ name: String, _ log: ClusterLog, _ completion: @escaping (Result<RecoveredList?, StoreError>) -> Void) {
+        log.head(list: name) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .failure(let error):
+                completion(.failure(.unusable("PostgreSQL: reading list \"\(name)\": \(error)")))
+            case .success(nil):
+                completion(.failure(.unusable("list \"\(name)\" vanished from fs_lists")))
+            case .success(let row?):
+                log.batches(list: name, epoch: row.epoch, after: 0) { [weak self] result in
+                    guard let self else { return }
+                    switch result {
+                    case .failure(let error):
+                        completion(.failure(.unusable("PostgreSQL: reading the log of \"\(name)\": \(error)")))
+                    case .success(let batches):
+                        var rebuilder = ListRebuilder(epoch: UInt64(row.epoch), options: recoveryOptions)
+                        do throws(StoreError) {
+                            for batch in try decode(name, epoch: row.epoch, after: 0, batches) {
+                                do { try rebuilder.replay(batch.commit) } catch {
+                                    throw .corrupt("postgres:fs_batches/\(name)", offset: Int(batch.commit.to.version), "\(error)")
+                                }
+                            }
+                        } catch {
+                            completion(.failure(error))
+                            return
+                        }
+                        replicas[name] = Replica(epoch: row.epoch, head: Int64(batches.count))
+                        logger.debug("cluster: following list as a replica", metadata: ["flowsync.list": "\(name)", "owner": "\(row.owner ?? "")", "head": "\(batches.count)"])
+                        completion(.success(RecoveredList(name: name, sequencer: rebuilder.sequencer)))
+                        // A batch committed between the claim and the read above was
+                        // notified before this list was followed: read once more.
+                        catchUp(name)
+                    }
+                }
+            }
+        }
+    }
+
+    /// A notification arrived (loop thread).
+    func notified(_ channel: String, _ payload: String) {
+        switch channel {
+        case ClusterLog.batchesChannel:
+            guard let (list, version) = ClusterLog.parseBatchNotification(payload), let replica = replicas[list], version > replica.head else { return }
+            catchUp(list)
+        case ClusterLog.inboxChannel:
+            guard let (owner, list) = ClusterLog.parseInboxNotification(payload), owner == options.node, owned[list] != nil else { return }
+            withLog { [weak self] log in self?.takeInbox(list, log) }
+        case ClusterLog.outboxChannel:
+            guard payload == options.node else { return }
+            withLog { [weak self] log in self?.takeOutbox(log) }
+        default:
+            return
+        }
+    }
+
+    /// Reads the replica's batches after its head and delivers them; one read at a
+    /// time per list (a notification meanwhile asks for one more).
+    func catchUp(_ name: String) {
+        guard var replica = replicas[name] else { return }
+        if replica.fetching {
+            replicas[name]?.again = true
+            return
+        }
+        replica.fetching = true
+        replica.again = false
+        replicas[name] = replica
+        withLog { [weak self] log in
+            log.batches(list: name, epoch: replica.epoch, after: replica.head) { [weak self] result in
+                guard let self, replicas[name] != nil else { return }
+                replicas[name]?.fetching = false
+                switch result {
+                case .failure(let error):
+                    // A lost connection reads every replica again when it is back.
+                    if !error.outcomeUnknown { logger.error("cluster: reading a replica's batches failed", metadata: ["flowsync.list": "\(name)", "error": "\(error)"]) }
+                    return
+                case .success(let rows):
+                    deliver(name, rows)
+                }
+                if replicas[name]?.again == true { catchUp(name) }
+            }
+        }
+    }
+
+    /// Delivers the rows read after some head: only those after the replica's head now
+    /// (two reads may overlap: a catch-up and a take-over), each once, in order.
+    func deliver(_ name: String, _ rows: [(version: Int64, body: [UInt8])]) {
+        guard let replica = replicas[name] else { return }
+        let fresh = rows.filter { $0.version > replica.head }
+        guard !fresh.isEmpty else { return }
+        do throws(StoreError) {
+            let batches = try decode(name, epoch: replica.epoch, after: replica.head, fresh)
+            replicas[name]?.head = fresh.last!.version
+            onReplicated?(name, batches)
+        } catch {
+            // Not the next batches: the replica cannot go on. Forgotten here; the
+            // server drops the list, and its next use loads it again.
+            logger.error("cluster: a replica's batches do not follow on", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
+            replicas[name] = nil
+            onReplicaBroken?(name)
+        }
+    }
+
+    /// After a (re)connection: every replica reads what it missed, every owned list
+    /// takes the writes forwarded to it, and this node takes its answers.
+    func resynchronise(_ log: ClusterLog) {
+        for name in replicas.keys { catchUp(name) }
+        for name in owned.keys { takeInbox(name, log) }
+        takeOutbox(log)
+    }
+
+    // MARK: Forwarded writes
+
+    public func forward(_ mutate: Mutate) {
+        let body = encoder.encode(.mutate(mutate))
+        withLog { [weak self] log in
+            log.forward(list: mutate.listName, body: body) { [weak self] result in
+                // A failed forward is tried again when the write is overdue.
+                if case .failure(let error) = result, !error.outcomeUnknown {
+                    self?.logger.error("cluster: forwarding a write failed", metadata: ["flowsync.list": "\(mutate.listName)", "error": "\(error)"])
+                }
+            }
+        }
+    }
+
+    /// Takes the writes forwarded to `name` (only while this node owns it at its term)
+    /// and hands them to the server.
+    func takeInbox(_ name: String, _ log: ClusterLog) {
+        guard let ownership = owned[name] else { return }
+        log.takeInbox(list: name, term: ownership.term) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .failure(let error):
+                if !error.outcomeUnknown { logger.error("cluster: taking forwarded writes failed", metadata: ["flowsync.list": "\(name)", "error": "\(error)"]) }
+            case .success(let entries):
+                guard !entries.isEmpty else { return }
+                var writes: [ForwardedWrite] = []
+                for entry in entries {
+                    let decoder = FrameDecoder(limits: StoreFormat.decoderLimits, dictionary: .standard)
+                    decoder.feed(entry.body)
+                    guard case .mutate(let mutate)? = try? decoder.next(), mutate.listName == name, decoder.bufferedByteCount == 0 else {
+                        logger.error("cluster: a forwarded write does not decode; dropped", metadata: ["flowsync.list": "\(name)", "origin": "\(entry.origin)"])
+                        continue
+                    }
+                    writes.append(ForwardedWrite(origin: entry.origin, mutate: mutate))
+                }
+                if !writes.isEmpty { onForwarded?(name, writes) }
+            }
+        }
+    }
+
+    public func answer(_ answers: [WriteAnswer]) {
+        guard !answers.isEmpty else { return }
+        withLog { log in
+            for answer in answers {
+                let (epoch, version, code, message): (Int64, Int64, Int, String)
+                switch answer.result {
+                case .committed(let position): (epoch, version, code, message) = (Int64(position.epoch), Int64(position.version), 0, "")
+                case .rejected(let wire, let text): (epoch, version, code, message) = (0, 0, Int(wire.rawValue), text)
+                }
+                log.answer(ClusterLog.Answer(origin: answer.origin, list: answer.list, clientID: answer.clientID, seq: Int64(answer.seq),
+                                             epoch: epoch, version: version, code: code, message: message)) { _ in }
+            }
+        }
+    }
+
+    func takeOutbox(_ log: ClusterLog) {
+        log.takeOutbox { [weak self] result in
+            guard let self, case .success(let rows) = result, !rows.isEmpty else { return }
+            onAnswers?(rows.map { row in
+                let result: WriteAnswer.Result = row.code == 0
+                    ? .committed(ListVersion(epoch: UInt64(row.epoch), version: UInt64(row.version)))
+                    : .rejected(ErrorCode(rawValue: UInt16(clamping: row.code)), row.message)
+                return WriteAnswer(origin: row.origin, list: row.list, clientID: row.clientID, seq: UInt64(row.seq), result: result)
+            })
+        }
+    }
+
+    // MARK: Taking over
+
+    public func takeOver(_ name: String, completion: @escaping (TakeOverOutcome) -> Void) {
+        guard let replica = replicas[name] else {
+            completion(owned[name] != nil ? .owned : .failed(.unusable("list \"\(name)\" is not followed here")))
+            return
+        }
+        withLog { [weak self] log in
+            log.claim(list: name, epoch: replica.epoch) { [weak self] result in
+                guard let self else { return }
+                switch result {
+                case .failure(let error):
+                    completion(.failed(.unusable("PostgreSQL: claiming list \"\(name)\": \(error)")))
+                case .success(nil):
+                    completion(.ownedElsewhere)
+                case .success(let ownership?):
+                    guard ownership.epoch == replica.epoch else {
+                        completion(.failed(.unusable("list \"\(name)\" changed epoch under its replica")))
+                        return
+                    }
+                    // Batches the replica has not delivered yet come first: the list
+                    // here must be at `head` before it sequences anything.
+                    let from = replicas[name]?.head ?? replica.head
+                    log.batches(list: name, epoch: ownership.epoch, after: from) { [weak self] result in
+                        guard let self else { return }
+                        switch result {
+                        case .failure(let error):
+                            completion(.failed(.unusable("PostgreSQL: reading the log of \"\(name)\": \(error)")))
+                        case .success(let rows):
+                            deliver(name, rows)
+                            guard let now = replicas[name], now.head == ownership.head else {
+                                completion(.failed(.unusable("list \"\(name)\": the replica did not reach head \(ownership.head)")))
+                                return
+                            }
+                            replicas[name] = nil
+                            owned[name] = ownership
+                            logger.info("cluster: took over list", metadata: ["flowsync.list": "\(name)", "term": "\(ownership.term)", "head": "\(ownership.head)"])
+                            completion(.owned)
+                            takeInbox(name, log)
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import FlowSyncCore
+import FlowSyncProtocol
+
+/// A batch another node committed, as a replica receives it: the commit to replay and
+/// its Diff frame — the same bytes the owner sent its own subscribers.
+public struct ReplicatedBatch: Sendable {
+    public let commit: Sequencer.Commit
+    public let frame: [UInt8]
+
+    public init(commit: Sequencer.Commit, frame: [UInt8]) {
+        self.commit = commit
+        self.frame = frame
+    }
+}
+
+/// A write another node forwarded to this one, the list's owner.
+public struct ForwardedWrite: Sendable {
+    /// The node to answer.
+    public let origin: String
+    public let mutate: Mutate
+
+    public init(origin: String, mutate: Mutate) {
+        self.origin = origin
+        self.mutate = mutate
+    }
+}
+
+/// The owner's answer to a forwarded write: the version that committed it, or why not.
+public struct WriteAnswer: Sendable {
+    public let origin: String
+    public let list: String
+    public let clientID: String
+    public let seq: UInt64
+    public let result: Result
+
+    public enum Result: Sendable, Equatable {
+        case committed(ListVersion)
+        case rejected(ErrorCode, String)
+    }
+
+    public init(origin: String, list: String, clientID: String, seq: UInt64, result: Result) {
+        self.origin = origin
+        self.list = list
+        self.clientID = clientID
+        self.seq = seq
+        self.result = result
+    }
+}
+
+/// How ``ReplicatingStore/takeOver(_:completion:)`` ended.
+public enum TakeOverOutcome: Sendable {
+    /// This node owns the list now; every batch committed before was delivered first.
+    case owned
+    /// Another live node still owns it.
+    case ownedElsewhere
+    case failed(StoreError)
+}
+
+/// A store whose lists are either owned here or replicas of another node's (cluster
+/// mode; docs/CLUSTER.md, "Replicas"). Every callback runs on the loop thread.
+///
+/// - A replica follows its owner's batches: ``onReplicated`` hands them over in
+///   version order, each once; the server replays them and fans their frames out.
+/// - A write to a replica is ``forward(_:)``ed to the owner; the owner's server gets
+///   it through ``onForwarded`` and answers through ``answer(_:)``; the answers come
+///   back through ``onAnswers`` on the node it came from.
+/// - ``takeOver(_:completion:)`` makes a replica this node's when its owner's lease
+///   has lapsed.
+public protocol ReplicatingStore: LoopLoadingStore {
+    var onReplicated: ((String, [ReplicatedBatch]) -> Void)? { get set }
+    var onForwarded: ((String, [ForwardedWrite]) -> Void)? { get set }
+    var onAnswers: (([WriteAnswer]) -> Void)? { get set }
+    /// A replica cannot follow its list any more (its log does not decode): the server
+    /// drops the list and closes its subscribers; the next use loads it again.
+    var onReplicaBroken: ((String) -> Void)? { get set }
+    /// How long a forwarded write may wait for its answer before the server suspects
+    /// the owner (and tries to take the list over).
+    var forwardDeadlineMilliseconds: Int { get }
+    /// Whether this node follows `name` as a replica (it does not own it).
+    func isReplica(_ name: String) -> Bool
+    /// Sends a write to the owner of its list.
+    func forward(_ mutate: Mutate)
+    /// Answers writes other nodes forwarded to this one (after their batch committed).
+    func answer(_ answers: [WriteAnswer])
+    /// Claims replica `name` if its owner's lease has lapsed.
+    func takeOver(_ name: String, completion: @escaping (TakeOverOutcome) -> Void)
+}

@@ -1,0 +1,161 @@
+import FlowSyncCore
+import FlowSyncLoop
+import FlowSyncProcess
+import FlowSyncProtocol
+import FlowSyncServer
+import FlowSyncTestSupport
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue #18: a node that does not own a list serves it from a replica that follows the
+/// owner's batches through PostgreSQL, forwards writes to the owner (Diff before Ack on
+/// the node the writer is on), takes the list over when the owner dies, and lets
+/// subscribers resume there with a Diff. Part of the serialized `ClusterLogTests` suite.
+extension ClusterLogTests {
+    static func isDiff(to version: UInt64) -> (Message) -> Bool {
+        { if case .diff(let d) = $0 { return d.to.version == version } else { return false } }
+    }
+
+    static func rowIDs(_ director: Director?) -> [String] {
+        director?.sections.flatMap { $0.rows.map(\.id) } ?? []
+    }
+
+    @Test func aReplicaFollowsTheOwnerAndForwardsItsWritesWithTheDiffBeforeTheAck() async throws {
+        try await PostgresServer.with { pg in
+            let clients = try EventLoopThread()
+            defer { _ = clients.shutdown() }
+            let a = try await EmbeddedServer(configuration: Self.clusterConfiguration(pg, node: "a"), storage: .configured)
+            let b = try await EmbeddedServer(configuration: Self.clusterConfiguration(pg, node: "b"), storage: .configured)
+            let writerA = try await TestClient.connect(port: a.port, on: clients, clientID: "writer-a")
+            writerA.send(.subscribe(Subscribe(listName: "todo")))
+            #expect(await writerA.waitFor(Self.isSnapshot) != nil)
+            #expect(await Self.write(writerA, "todo", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
+
+            // B does not own the list (A's lease lives): it serves a replica.
+            let subscriberB = try await TestClient.connect(port: b.port, on: clients, clientID: "subscriber-b")
+            subscriberB.send(.subscribe(Subscribe(listName: "todo")))
+            guard case .snapshot(let first)? = await subscriberB.waitFor(Self.isSnapshot) else {
+                Issue.record("B did not serve the list")
+                return
+            }
+            #expect(first.position.version == 1)
+            // A's writes reach B's subscriber as Diffs, the same versions, in order.
+            for seq in 2...6 { #expect(await Self.write(writerA, "todo", seq: UInt64(seq), Self.row("a\(seq)"))?.version == UInt64(seq)) }
+            #expect(await subscriberB.waitFor(Self.isDiff(to: 6)) != nil)
+            let versions = subscriberB.messages.compactMap { m -> UInt64? in if case .diff(let d) = m { return d.to.version } else { return nil } }
+            #expect(versions == [2, 3, 4, 5, 6])
+
+            // A write on B: forwarded to A, committed there; B's writer (subscribed on
+            // B) gets the Diff before the Ack.
+            let writerB = try await TestClient.connect(port: b.port, on: clients, clientID: "writer-b")
+            writerB.send(.subscribe(Subscribe(listName: "todo")))
+            #expect(await writerB.waitFor(Self.isSnapshot) != nil)
+            let committed = await Self.write(writerB, "todo", seq: 1, Self.row("from-b"))
+            #expect(committed?.version == 7 && committed?.epoch == first.position.epoch)
+            let diffAt = writerB.messages.firstIndex(where: Self.isDiff(to: 7))
+            let ackAt = writerB.messages.firstIndex { if case .ack(let ack) = $0 { return ack.seq == 1 } else { return false } }
+            #expect(diffAt != nil && ackAt != nil && diffAt! < ackAt!, "Diff before Ack on the forwarding node")
+            #expect(await writerA.waitFor(Self.isDiff(to: 7)) != nil, "the owner's subscriber sees it too")
+            // A retry of the same (clientID, seq) is answered with the same version.
+            #expect(await Self.write(writerB, "todo", seq: 1, Self.row("from-b")) == committed)
+            // A refused write is answered with the owner's Reject.
+            writerB.send(.mutate(Mutate(listName: "todo", clientID: "writer-b", seq: 2, base: ListVersion(epoch: 0, version: 0),
+                                        operations: [.insertRows([Row(id: "x", kind: "t", payload: [])], in: .id("nope"), at: 0)])))
+            let reject = await writerB.waitFor { if case .reject(let r) = $0 { return r.seq == 2 } else { return false } }
+            guard case .reject(let refused)? = reject else {
+                Issue.record("no Reject for a write to an unknown section")
+                return
+            }
+            #expect(refused.code == .unknownSection)
+
+            // Both nodes hold the same state; PostgreSQL holds 7 batches, owner A.
+            let stateA = await a.withServer { $0.state(of: "todo") }
+            let stateB = await b.withServer { $0.state(of: "todo") }
+            #expect(stateA?.position.version == 7 && stateA?.position == stateB?.position)
+            #expect(stateA?.director.digest == stateB?.director.digest)
+            let idsB = Self.rowIDs(stateB?.director)
+            #expect(idsB.contains("from-b"))
+            let sql = try await SQLSession.open(pg.conninfo)
+            let row = try await sql.query("SELECT head, owner, (SELECT count(*) FROM fs_batches WHERE list = 'todo'), (SELECT count(*) FROM fs_inbox), (SELECT count(*) FROM fs_outbox) FROM fs_lists WHERE list = 'todo'")
+            #expect(row.int(0, 0) == 7 && row.rows.first?[1] == "a" && row.int(0, 2) == 7)
+            #expect(row.int(0, 3) == 0 && row.int(0, 4) == 0, "the inbox and the outbox are drained")
+            for client in [writerA, subscriberB, writerB] { client.close() }
+            #expect(await a.stop())
+            #expect(await b.stop())
+            await sql.close()
+        }
+    }
+
+    /// The owner is killed (SIGKILL, a real process). A write on the replica's node
+    /// waits until the owner's lease lapses, then that node takes the list over (the
+    /// same epoch, the next term) and commits it; every write A acknowledged is there.
+    /// A's subscriber resumes on B from the version it had: it gets a Diff, not a
+    /// Snapshot.
+    @Test func aKilledOwnersListIsTakenOverByAReplicaAndSubscribersResumeThereWithADiff() async throws {
+        try await PostgresServer.with { pg in
+            let clients = try EventLoopThread()
+            defer { _ = clients.shutdown() }
+            let a = try await Self.daemon(pg, node: "a")
+            let b = try await EmbeddedServer(configuration: Self.clusterConfiguration(pg, node: "b", leaseMilliseconds: 1_000), storage: .configured)
+            let writerA = try await Self.connectClient(a, clients, "writer-a")
+            let subscriberA = try await Self.connectClient(a, clients, "subscriber-a")
+            for client in [writerA, subscriberA] {
+                client.send(.subscribe(Subscribe(listName: "todo")))
+                #expect(await client.waitFor(Self.isSnapshot) != nil, "\(a.output)")
+            }
+            #expect(await Self.write(writerA, "todo", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
+            var acknowledged = ["s"]
+            for seq in 2...8 {
+                if await Self.write(writerA, "todo", seq: UInt64(seq), Self.row("a\(seq)")) != nil { acknowledged.append("a\(seq)") }
+            }
+            #expect(acknowledged.count == 8)
+            guard case .diff(let seen)? = await subscriberA.waitFor(Self.isDiff(to: 8)) else {
+                Issue.record("A's subscriber did not reach version 8")
+                return
+            }
+            let writerB = try await TestClient.connect(port: b.port, on: clients, clientID: "writer-b")
+            writerB.send(.subscribe(Subscribe(listName: "todo")))
+            guard case .snapshot(let replica)? = await writerB.waitFor(Self.isSnapshot) else {
+                Issue.record("B did not serve the list")
+                return
+            }
+            #expect(replica.position == seen.to)
+
+            // A dies. B's write is forwarded, unanswered, then B takes the list over
+            // once A's lease lapsed, and commits it itself.
+            _ = await a.kill9()
+            let started = ContinuousClock.now
+            let committed = await Self.write(writerB, "todo", seq: 1, Self.row("from-b"))
+            let took = ContinuousClock.now - started
+            print("take-over: a write on the replica committed \(took) after the owner was killed (lease 1000 ms)")
+            #expect(committed == ListVersion(epoch: seen.to.epoch, version: 9), "same epoch, next version")
+            let sql = try await SQLSession.open(pg.conninfo)
+            let row = try await sql.query("SELECT head, owner, term, epoch, (SELECT count(*) FROM fs_batches WHERE list = 'todo') FROM fs_lists WHERE list = 'todo'")
+            #expect(row.int(0, 0) == 9 && row.rows.first?[1] == "b" && row.int(0, 2) == 2 && row.int(0, 4) == 9)
+            #expect(row.int(0, 3).map(UInt64.init) == seen.to.epoch, "the epoch did not change")
+            let state = await b.withServer { $0.state(of: "todo") }
+            #expect(Self.rowIDs(state?.director).sorted() == (acknowledged.dropFirst() + ["from-b"]).sorted(), "every acknowledged write is there")
+
+            // A's subscriber moves to B and resumes from what it had: a Diff.
+            let moved = try await TestClient.connect(port: b.port, on: clients, clientID: "subscriber-a")
+            moved.send(.subscribe(Subscribe(listName: "todo", resumeFrom: seen.to, digest: seen.digest)))
+            let resumed = await moved.waitFor { m in
+                switch m {
+                case .diff, .snapshot: return true
+                default: return false
+                }
+            }
+            guard case .diff(let diff)? = resumed else {
+                Issue.record("the resume on B was not a Diff: \(String(describing: resumed))")
+                return
+            }
+            #expect(diff.from == seen.to && diff.to.version == 9)
+            for client in [writerA, subscriberA, writerB, moved] { client.close() }
+            #expect(await b.stop())
+            await sql.close()
+        }
+    }
+}
