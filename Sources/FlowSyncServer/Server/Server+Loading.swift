@@ -43,6 +43,13 @@ extension Server {
         return true
     }
 
+    /// Loads `name` with no request waiting for it (cluster mode: writes were forwarded
+    /// to a list this node owns but had not loaded), unless it is loading already.
+    func loadWithoutRequest(_ name: String) {
+        guard lists[name] == nil, loads[name] == nil, refusedLists[name] == nil else { return }
+        _ = startLoad(name)
+    }
+
     private func startLoad(_ name: String) -> ListLoad {
         let load = ListLoad(name: name, startedNanoseconds: MonotonicClock.nanoseconds())
         loads[name] = load

@@ -13,6 +13,10 @@ extension Server {
         store.onReplicated = { [weak self] name, batches in self?.replicated(name, batches) }
         store.onForwarded = { [weak self] name, writes in self?.received(writes, for: name) }
         store.onAnswers = { [weak self] answers in self?.answered(answers) }
+        store.onInboxForUnloadedList = { [weak self] name in
+            guard let self, lists[name] == nil, storageFailure == nil, !lifecycle.isShuttingDown else { return }
+            loadWithoutRequest(name)
+        }
         store.onReplicaBroken = { [weak self] name in
             guard let self, let list = lists[name] else { return }
             listLost(list, closing: [])

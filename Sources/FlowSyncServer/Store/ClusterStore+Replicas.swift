@@ -94,8 +94,14 @@ extension ClusterStore {
             guard let (list, version) = ClusterLog.parseBatchNotification(payload), let replica = replicas[list], version > replica.head else { return }
             catchUp(list)
         case ClusterLog.inboxChannel:
-            guard let (owner, list) = ClusterLog.parseInboxNotification(payload), owner == options.node, owned[list] != nil else { return }
-            withLog { [weak self] log in self?.takeInbox(list, log) }
+            guard let (owner, list) = ClusterLog.parseInboxNotification(payload), owner == options.node else { return }
+            if owned[list] != nil {
+                withLog { [weak self] log in self?.takeInbox(list, log) }
+            } else {
+                // This node owns the list in PostgreSQL but has not loaded it (it
+                // restarted): the server loads it, and the claim takes the inbox.
+                onInboxForUnloadedList?(list)
+            }
         case ClusterLog.outboxChannel:
             guard payload == options.node else { return }
             withLog { [weak self] log in self?.takeOutbox(log) }

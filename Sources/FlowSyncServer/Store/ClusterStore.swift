@@ -93,6 +93,7 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
     public var onForwarded: ((String, [ForwardedWrite]) -> Void)?
     public var onAnswers: (([WriteAnswer]) -> Void)?
     public var onReplicaBroken: ((String) -> Void)?
+    public var onInboxForUnloadedList: ((String) -> Void)?
     var recoveryOptions = RecoveryOptions()
     private var leaseTimer: LoopTimer?
     private var retryTimer: LoopTimer?

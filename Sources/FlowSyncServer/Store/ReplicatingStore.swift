@@ -73,6 +73,9 @@ public protocol ReplicatingStore: LoopLoadingStore {
     /// A replica cannot follow its list any more (its log does not decode): the server
     /// drops the list and closes its subscribers; the next use loads it again.
     var onReplicaBroken: ((String) -> Void)? { get set }
+    /// Writes were forwarded to a list this node owns but has not loaded (it restarted
+    /// since it claimed it): the server loads it, which takes them.
+    var onInboxForUnloadedList: ((String) -> Void)? { get set }
     /// How long a forwarded write may wait for its answer before the server suspects
     /// the owner (and tries to take the list over).
     var forwardDeadlineMilliseconds: Int { get }
