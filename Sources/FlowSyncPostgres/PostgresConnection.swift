@@ -71,7 +71,8 @@ public final class PostgresConnection {
 
     /// Drives `PQconnectPoll`: waits for what it asks for, on the socket it names (which
     /// may change between calls: a new address, or SSL negotiation).
-    private func continueConnecting(_ state: PostgresPollingStatusType, _ completion: @escaping (Result<PostgresConnection, PostgresError>) -> Void) {
+    private func continueConnecting(_ state: PostgresPollingStatusType, pollErrors: Int = 0,
+                                    _ completion: @escaping (Result<PostgresConnection, PostgresError>) -> Void) {
         guard let conn else { return }
         switch state {
         case PGRES_POLLING_OK:
@@ -93,14 +94,16 @@ public final class PostgresConnection {
                 completion(.failure(.connection("no socket")))
                 return
             }
-            if poll?.fileDescriptor != fd {
-                poll?.close()
-                poll = nil
-                do { poll = try LoopPoll(loop: loop, socket: fd) } catch {
-                    closeHandles()
-                    completion(.failure(.connection("\(error)")))
-                    return
-                }
+            // A new poll handle at every step: with several hosts (`host=a,b`, a
+            // failover pair) libpq closes a refused socket and opens the next host's,
+            // which can get the same descriptor number — a handle kept because the
+            // number matched would watch a registration the kernel already dropped.
+            poll?.close()
+            poll = nil
+            do { poll = try LoopPoll(loop: loop, socket: fd) } catch {
+                closeHandles()
+                completion(.failure(.connection("\(error)")))
+                return
             }
             let events: LoopPoll.Events = state == PGRES_POLLING_READING ? .readable : .writable
             // Strong: while connecting nobody else holds the connection; the cycle
@@ -110,14 +113,15 @@ public final class PostgresConnection {
                 guard let conn = self.conn else { return }
                 if case .failure(let error) = result {
                     // libpq may have closed the socket itself (a refused connection):
-                    // its own message says why better than the poll's EBADF.
-                    let state = PQconnectPoll(conn)
-                    if state == PGRES_POLLING_FAILED {
-                        self.continueConnecting(state, completion)
-                    } else {
+                    // it then fails, with a better message than the poll's EBADF, or
+                    // moves on to the next host. A poll that keeps failing while libpq
+                    // does not is given up after a few tries.
+                    guard pollErrors < 8 else {
                         self.closeHandles()
                         completion(.failure(.connection("\(error)")))
+                        return
                     }
+                    self.continueConnecting(PQconnectPoll(conn), pollErrors: pollErrors + 1, completion)
                     return
                 }
                 self.continueConnecting(PQconnectPoll(conn), completion)
