@@ -23,6 +23,7 @@ import Logging
 /// | `Server+FirstFrames.swift` | a subscriber's first frame, inline or off the loop |
 /// | `Server+Storage.swift` | recovery, syncs, a storage failure |
 /// | `Server+Loading.swift` | lists on demand: load on first use, idle unload, the history budget |
+/// | `Server+Replicas.swift` | cluster mode: replica lists, forwarded writes, take-over |
 /// | `Server+Compaction.swift` | snapshots of the log, off the loop |
 /// | `Server+Stats.swift` | the StatsReply and the read-only accessors |
 ///
