@@ -313,4 +313,20 @@ public final class ClusterLog {
             })
         }
     }
+
+    /// Gives up every list this node owns and its lease (a clean stop): each released
+    /// list is notified on ``inboxChannel`` with no owner, so a node with writes waiting
+    /// for it claims it at once instead of waiting for a lease to lapse. Returns the
+    /// number of lists released.
+    public func release(_ completion: @escaping (Result<Int, PostgresError>) -> Void) {
+        var released = 0
+        connection.send("""
+            WITH released AS (UPDATE fs_lists SET owner = NULL WHERE owner = $1 RETURNING list)
+            SELECT pg_notify('\(Self.inboxChannel)', ' ' || list) FROM released
+            """, [.text(node)]) { result in
+            if case .success(let rows) = result { released = rows.rows.count }
+        }
+        // Completes after the first (statements complete in order).
+        connection.send("DELETE FROM fs_leases WHERE node = $1", [.text(node)]) { result in completion(result.map { _ in released }) }
+    }
 }

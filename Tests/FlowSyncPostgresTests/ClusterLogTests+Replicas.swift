@@ -158,4 +158,35 @@ extension ClusterLogTests {
             await sql.close()
         }
     }
+
+    /// A clean stop releases the node's lists and its lease: a write on a replica is
+    /// then committed by taking the list over at once — with a 120 s lease, waiting for
+    /// the lease (or for half of it) would outlast the write's 30 s wait.
+    @Test func aCleanStopReleasesTheListsSoAReplicaTakesThemOverWithoutWaitingForTheLease() async throws {
+        try await PostgresServer.with { pg in
+            let clients = try EventLoopThread()
+            defer { _ = clients.shutdown() }
+            let a = try await EmbeddedServer(configuration: Self.clusterConfiguration(pg, node: "a", leaseMilliseconds: 120_000), storage: .configured)
+            let b = try await EmbeddedServer(configuration: Self.clusterConfiguration(pg, node: "b", leaseMilliseconds: 120_000), storage: .configured)
+            let writerA = try await TestClient.connect(port: a.port, on: clients, clientID: "writer-a")
+            #expect(await Self.write(writerA, "todo", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
+            let writerB = try await TestClient.connect(port: b.port, on: clients, clientID: "writer-b")
+            writerB.send(.subscribe(Subscribe(listName: "todo")))
+            #expect(await writerB.waitFor(Self.isSnapshot) != nil)
+            writerA.close()
+            #expect(await a.stop())
+            let sql = try await SQLSession.open(pg.conninfo)
+            let released = try await sql.query("SELECT owner IS NULL, (SELECT count(*) FROM fs_leases WHERE node = 'a') FROM fs_lists WHERE list = 'todo'")
+            #expect(released.rows.first?[0] == "t" && released.int(0, 1) == 0, "A released its list and its lease")
+            let started = ContinuousClock.now
+            let committed = await Self.write(writerB, "todo", seq: 1, Self.row("after-a"))
+            print("clean-stop hand-over: a write on the replica committed \(ContinuousClock.now - started) after the owner stopped (lease 120 s)")
+            #expect(committed?.version == 2)
+            let row = try await sql.query("SELECT owner, term FROM fs_lists WHERE list = 'todo'")
+            #expect(row.rows.first?[0] == "b" && row.int(0, 1) == 2)
+            writerB.close()
+            #expect(await b.stop())
+            await sql.close()
+        }
+    }
 }

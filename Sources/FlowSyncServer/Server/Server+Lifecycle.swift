@@ -154,6 +154,17 @@ extension Server {
         hook = nil
         sweep = nil
         syncTimer = nil
+        if finish.closeStore, storageFailure == nil, let replicating = replicatingStore {
+            // Cluster mode: this node's lists and lease are given up first, so the
+            // nodes with writes waiting for them take them over now, not after a lease
+            // (bounded by the store).
+            replicating.release { [weak self] in self?.closeStoreAndComplete(finish) }
+            return
+        }
+        closeStoreAndComplete(finish)
+    }
+
+    private func closeStoreAndComplete(_ finish: ServerLifecycle.Finish) {
         if finish.closeStore {
             do {
                 try store.close()

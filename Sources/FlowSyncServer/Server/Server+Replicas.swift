@@ -17,6 +17,12 @@ extension Server {
             guard let self, lists[name] == nil, storageFailure == nil, !lifecycle.isShuttingDown else { return }
             loadWithoutRequest(name)
         }
+        store.onOrphanedList = { [weak self] name in
+            // Its owner released it (a clean stop): writes waiting for it need not
+            // wait for a lease.
+            guard let self, forwardedWrites.waiting.keys.contains(where: { $0.list == name }) else { return }
+            tryTakeOver(name, forwardAgain: false)
+        }
         store.onReplicaBroken = { [weak self] name in
             guard let self, let list = lists[name] else { return }
             listLost(list, closing: [])
@@ -79,31 +85,44 @@ extension Server {
 
     /// From the sweep: a replica list whose forwarded write is unanswered for half a
     /// lease may have lost its owner. Claiming it works only once the owner's lease
-    /// lapsed; until then the writes are forwarded again (the owner's idempotency
-    /// window answers a copy it had committed with the same version).
+    /// lapsed, so after a failed claim the next comes 250 ms later (a claim is one
+    /// statement); the writes themselves are forwarded again at most every half lease
+    /// (the owner's idempotency window answers a copy it had committed with the same
+    /// version).
     func takeOverOverdueLists(now: UInt64) {
         guard let store = replicatingStore, storageFailure == nil, !lifecycle.isShuttingDown else { return }
         let deadline = UInt64(store.forwardDeadlineMilliseconds)
         for name in forwardedWrites.overdue(now: now, after: deadline) where !takeOvers.contains(name) {
-            forwardedWrites.retried(name, now: now)
-            guard store.isReplica(name), lists[name] != nil else {
-                // Owned here already (taken over by a load), or dropped: submit here
-                // or wait for the next load.
+            // The next try in 250 ms, unless this one succeeds.
+            forwardedWrites.retried(name, now: now - deadline + min(deadline, 250))
+            tryTakeOver(name, forwardAgain: now >= (lastForwardedAgain[name] ?? 0) + deadline)
+        }
+    }
+
+    /// Claims replica list `name` (writes wait for it); on success its waiting writes
+    /// are sequenced here, else they are forwarded again if `forwardAgain`.
+    func tryTakeOver(_ name: String, forwardAgain: Bool) {
+        guard let store = replicatingStore, !takeOvers.contains(name) else { return }
+        guard store.isReplica(name), lists[name] != nil else {
+            // Owned here already (taken over by a load), or dropped: submit here or
+            // wait for the next load.
+            resubmitForwarded(name)
+            return
+        }
+        takeOvers.insert(name)
+        store.takeOver(name) { [weak self] outcome in
+            guard let self else { return }
+            takeOvers.remove(name)
+            switch outcome {
+            case .owned:
+                lastForwardedAgain[name] = nil
                 resubmitForwarded(name)
-                continue
-            }
-            takeOvers.insert(name)
-            store.takeOver(name) { [weak self] outcome in
-                guard let self else { return }
-                takeOvers.remove(name)
-                switch outcome {
-                case .owned:
-                    resubmitForwarded(name)
-                case .ownedElsewhere:
-                    for (key, pending) in forwardedWrites.waiting where key.list == name { store.forward(pending.mutate) }
-                case .failed(let error):
-                    logger.warning("cluster: taking over a list failed", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
-                }
+            case .ownedElsewhere:
+                guard forwardAgain else { return }
+                lastForwardedAgain[name] = loop.now
+                for (key, pending) in forwardedWrites.waiting where key.list == name { store.forward(pending.mutate) }
+            case .failed(let error):
+                logger.warning("cluster: taking over a list failed", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
             }
         }
     }

@@ -126,6 +126,8 @@ public final class Server {
     var nextRemoteTag = -1
     /// Replica lists being taken over (their forwarded writes are overdue).
     var takeOvers: Set<String> = []
+    /// When a list's waiting writes were last forwarded again (at most every half lease).
+    var lastForwardedAgain: [String: UInt64] = [:]
     /// Lists being read on a worker, with the requests that wait for them.
     var loads: [String: ListLoad] = [:]
     /// Lists whose stored data is damaged: refused with their error until a restart.

@@ -1,4 +1,5 @@
 import FlowSyncCore
+import FlowSyncLoop
 import FlowSyncPostgres
 import FlowSyncProtocol
 
@@ -94,7 +95,12 @@ extension ClusterStore {
             guard let (list, version) = ClusterLog.parseBatchNotification(payload), let replica = replicas[list], version > replica.head else { return }
             catchUp(list)
         case ClusterLog.inboxChannel:
-            guard let (owner, list) = ClusterLog.parseInboxNotification(payload), owner == options.node else { return }
+            guard let (owner, list) = ClusterLog.parseInboxNotification(payload) else { return }
+            if owner.isEmpty {
+                if replicas[list] != nil { onOrphanedList?(list) }
+                return
+            }
+            guard owner == options.node else { return }
             if owned[list] != nil {
                 withLog { [weak self] log in self?.takeInbox(list, log) }
             } else {
@@ -232,7 +238,38 @@ extension ClusterStore {
         }
     }
 
-    // MARK: Taking over
+    // MARK: Releasing and taking over
+
+    public func release(_ completion: @escaping () -> Void) {
+        guard case .ready(let log) = connectionState else {
+            completion()
+            return
+        }
+        var done = false
+        let finish = {
+            guard !done else { return }
+            done = true
+            completion()
+        }
+        // Bounded: a PostgreSQL that does not answer must not hold the stop.
+        let timer = LoopTimer(loop: loop)
+        timer.start(after: 2_000) { [weak self] in
+            self?.logger.warning("cluster: releasing the lists timed out; they move when the lease lapses")
+            finish()
+        }
+        let owned = owned.count
+        log.release { [weak self] result in
+            timer.close()
+            switch result {
+            case .success(let released):
+                self?.logger.info("cluster: lists and lease released", metadata: ["lists": "\(released)", "owned": "\(owned)"])
+            case .failure(let error):
+                self?.logger.warning("cluster: releasing the lists failed; they move when the lease lapses", metadata: ["error": "\(error)"])
+            }
+            self?.owned = [:]
+            finish()
+        }
+    }
 
     public func takeOver(_ name: String, completion: @escaping (TakeOverOutcome) -> Void) {
         guard let replica = replicas[name] else {

@@ -73,6 +73,12 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
     let loop: EventLoop
     let logger: Logger
     private var state: State
+    /// Whether a connection is up now (for the extension in `ClusterStore+Replicas`).
+    enum ConnectionState { case ready(ClusterLog), notReady }
+    var connectionState: ConnectionState {
+        if case .ready(let log) = state { return .ready(log) }
+        return .notReady
+    }
     /// Work that waits for a connection, in order.
     private var waiting: [(ClusterLog) -> Void] = []
     private var unresolved: [Unresolved] = []
@@ -94,6 +100,7 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
     public var onAnswers: (([WriteAnswer]) -> Void)?
     public var onReplicaBroken: ((String) -> Void)?
     public var onInboxForUnloadedList: ((String) -> Void)?
+    public var onOrphanedList: ((String) -> Void)?
     var recoveryOptions = RecoveryOptions()
     private var leaseTimer: LoopTimer?
     private var retryTimer: LoopTimer?

@@ -85,6 +85,13 @@ public protocol ReplicatingStore: LoopLoadingStore {
     func forward(_ mutate: Mutate)
     /// Answers writes other nodes forwarded to this one (after their batch committed).
     func answer(_ answers: [WriteAnswer])
+    /// Writes were forwarded to a list that has no owner (its owner released it at a
+    /// clean stop): a node with writes waiting for it takes it over now.
+    var onOrphanedList: ((String) -> Void)? { get set }
+    /// A clean stop: gives up this node's lists and lease, so other nodes take them at
+    /// once; `completion` runs on the loop thread when done, failed, or after a
+    /// bounded wait.
+    func release(_ completion: @escaping () -> Void)
     /// Claims replica `name` if its owner's lease has lapsed.
     func takeOver(_ name: String, completion: @escaping (TakeOverOutcome) -> Void)
 }
