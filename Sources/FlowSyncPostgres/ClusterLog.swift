@@ -10,6 +10,8 @@ import FlowSyncLoop
 ///   machines' clocks are compared);
 /// - `fs_batches`: the batch log, `(list, epoch, version)` → the record body the file
 ///   store writes;
+/// - `fs_snapshots`: a list's state at a version (the file store's snapshot format), so a
+///   load replays only the batches after it;
 /// - `fs_inbox`: writes a node forwards to a list's owner (the encoded `Mutate`), and
 ///   `fs_outbox`: the owner's answers to them, for the node they came from.
 ///
@@ -75,6 +77,11 @@ public final class ClusterLog {
         "CREATE TABLE IF NOT EXISTS fs_leases (node text PRIMARY KEY, expires_at timestamptz NOT NULL)",
         """
         CREATE TABLE IF NOT EXISTS fs_batches (
+            list text NOT NULL, epoch bigint NOT NULL, version bigint NOT NULL, body bytea NOT NULL,
+            PRIMARY KEY (list, epoch, version))
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS fs_snapshots (
             list text NOT NULL, epoch bigint NOT NULL, version bigint NOT NULL, body bytea NOT NULL,
             PRIMARY KEY (list, epoch, version))
         """,
@@ -328,5 +335,63 @@ public final class ClusterLog {
         }
         // Completes after the first (statements complete in order).
         connection.send("DELETE FROM fs_leases WHERE node = $1", [.text(node)]) { result in completion(result.map { _ in released }) }
+    }
+
+    // MARK: Snapshots
+
+    /// What a load reads: the newest snapshot of the epoch (if any) and every batch
+    /// after it, in order — in **one statement**, so one MVCC snapshot: a compaction
+    /// committing meanwhile (which deletes old batches) cannot leave a gap between them.
+    public struct Stored: Sendable {
+        public var snapshot: (version: Int64, body: [UInt8])?
+        public var batches: [(version: Int64, body: [UInt8])]
+    }
+
+    public func load(list: String, epoch: Int64, _ completion: @escaping (Result<Stored, PostgresError>) -> Void) {
+        connection.send("""
+            WITH newest AS (SELECT max(version) AS v FROM fs_snapshots WHERE list = $1 AND epoch = $2::bigint)
+            SELECT 0 AS kind, s.version, s.body FROM fs_snapshots s, newest WHERE s.list = $1 AND s.epoch = $2::bigint AND s.version = newest.v
+            UNION ALL
+            SELECT 1, b.version, b.body FROM fs_batches b, newest WHERE b.list = $1 AND b.epoch = $2::bigint AND b.version > coalesce(newest.v, 0)
+            ORDER BY 1, 2
+            """, [.text(list), .text("\(epoch)")]) { result in
+            completion(result.map { rows in
+                var stored = Stored(snapshot: nil, batches: [])
+                for r in 0..<rows.rows.count {
+                    guard let kind = rows.int(r, 0), let version = rows.int(r, 1), let body = rows.bytes(r, 2) else { continue }
+                    if kind == 0 { stored.snapshot = (version, body) } else { stored.batches.append((version, body)) }
+                }
+                return stored
+            })
+        }
+    }
+
+    /// Stores the list's state at `version` — only while this node owns it at the
+    /// ownership's term — and trims: the batches up to the *previous* snapshot and the
+    /// snapshots before it are deleted. Keeping one interval of batches before the new
+    /// snapshot lets a replica a little behind still read the batches it misses.
+    public func putSnapshot(list: String, ownership: Ownership, version: Int64, body: [UInt8],
+                            _ completion: @escaping (Result<Bool, PostgresError>) -> Void) {
+        var stored = false
+        connection.send("""
+            INSERT INTO fs_snapshots (list, epoch, version, body)
+            SELECT $1, $2::bigint, $3::bigint, $4::bytea
+            WHERE EXISTS (SELECT 1 FROM fs_lists WHERE list = $1 AND owner = $5 AND term = $6::bigint AND epoch = $2::bigint AND head >= $3::bigint)
+            ON CONFLICT DO NOTHING
+            """, [.text(list), .text("\(ownership.epoch)"), .text("\(version)"), .bytes(body), .text(node), .text("\(ownership.term)")]) { result in
+            if case .success(let rows) = result { stored = rows.affectedRows == 1 }
+        }
+        connection.send("""
+            WITH previous AS (SELECT max(version) AS v FROM fs_snapshots WHERE list = $1 AND epoch = $2::bigint AND version < $3::bigint)
+            DELETE FROM fs_batches WHERE list = $1 AND epoch = $2::bigint AND version <= (SELECT v FROM previous)
+              AND EXISTS (SELECT 1 FROM fs_lists WHERE list = $1 AND owner = $4 AND term = $5::bigint)
+            """, [.text(list), .text("\(ownership.epoch)"), .text("\(version)"), .text(node), .text("\(ownership.term)")]) { _ in }
+        connection.send("""
+            WITH previous AS (SELECT max(version) AS v FROM fs_snapshots WHERE list = $1 AND epoch = $2::bigint AND version < $3::bigint)
+            DELETE FROM fs_snapshots WHERE list = $1 AND epoch = $2::bigint AND version < (SELECT v FROM previous)
+              AND EXISTS (SELECT 1 FROM fs_lists WHERE list = $1 AND owner = $4 AND term = $5::bigint)
+            """, [.text(list), .text("\(ownership.epoch)"), .text("\(version)"), .text(node), .text("\(ownership.term)")]) { result in
+            completion(result.map { _ in stored })
+        }
     }
 }

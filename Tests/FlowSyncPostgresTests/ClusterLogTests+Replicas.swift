@@ -189,4 +189,64 @@ extension ClusterLogTests {
             await sql.close()
         }
     }
+
+    /// Snapshots in PostgreSQL: with a snapshot due every 20 batches and a history of 5,
+    /// 100 writes leave snapshots and a trimmed log; a restarted node loads the newest
+    /// snapshot plus the batches after it and has the same state and digest, a resume
+    /// within the history gets a Diff, and a retry of a write older than the snapshot is
+    /// answered from the idempotency window the snapshot carried.
+    @Test func snapshotsInPostgreSQLBoundWhatALoadReplays() async throws {
+        try await PostgresServer.with { pg in
+            let clients = try EventLoopThread()
+            defer { _ = clients.shutdown() }
+            var configuration = Self.clusterConfiguration(pg, node: "a")
+            configuration.snapshotEveryBatches = 20
+            configuration.historyMaxBatches = 5
+            let first = try await EmbeddedServer(configuration: configuration, storage: .configured)
+            let writer = try await TestClient.connect(port: first.port, on: clients, clientID: "writer")
+            writer.send(.subscribe(Subscribe(listName: "todo")))
+            #expect(await writer.waitFor(Self.isSnapshot) != nil)
+            #expect(await Self.write(writer, "todo", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
+            var versions: [UInt64: ListVersion] = [:]
+            for seq in 2...100 {
+                let committed = await Self.write(writer, "todo", seq: UInt64(seq), Self.row("r\(seq)"))
+                #expect(committed?.version == UInt64(seq))
+                versions[UInt64(seq)] = committed
+            }
+            let sql = try await SQLSession.open(pg.conninfo)
+            // Snapshots are written after the turn; wait (bounded) for the newest.
+            #expect(try await Self.poll(sql, "SELECT coalesce(max(version), 0) FROM fs_snapshots WHERE list = 'todo'") { ($0.int(0, 0) ?? 0) >= 60 })
+            let kept = try await sql.query("SELECT (SELECT count(*) FROM fs_snapshots WHERE list = 'todo'), (SELECT count(*) FROM fs_batches WHERE list = 'todo'), (SELECT min(version) FROM fs_batches WHERE list = 'todo'), (SELECT max(version) FROM fs_snapshots WHERE list = 'todo')")
+            print("snapshots in PostgreSQL: \(kept.int(0, 0) ?? -1) snapshots (newest at \(kept.int(0, 3) ?? -1)), \(kept.int(0, 1) ?? -1) batches kept from version \(kept.int(0, 2) ?? -1)")
+            #expect((kept.int(0, 0) ?? 0) <= 2, "older snapshots are deleted")
+            #expect((kept.int(0, 1) ?? 100) < 60 && (kept.int(0, 2) ?? 0) > 1, "the log behind the previous snapshot is trimmed")
+            let expected = try #require(await first.withServer { $0.state(of: "todo") })
+            guard case .diff(let seen)? = await writer.waitFor(Self.isDiff(to: 98)) else {
+                Issue.record("the writer did not see version 98")
+                return
+            }
+            writer.close()
+            #expect(await first.stop())
+
+            let second = try await EmbeddedServer(configuration: configuration, storage: .configured)
+            let reader = try await TestClient.connect(port: second.port, on: clients, clientID: "reader")
+            reader.send(.subscribe(Subscribe(listName: "todo", resumeFrom: seen.to, digest: seen.digest)))
+            guard case .diff(let resumed)? = await reader.waitFor({ m in
+                switch m { case .diff, .snapshot: return true; default: return false }
+            }) else {
+                Issue.record("a resume within the history after the reload was not a Diff")
+                return
+            }
+            #expect(resumed.to == expected.position && resumed.digest == expected.director.digest)
+            #expect(await second.withServer { $0.state(of: "todo")?.director } == expected.director)
+            // seq 30 committed at version 30, before the newest snapshot: the window the
+            // snapshot carried answers its retry with the same version.
+            let retried = try await TestClient.connect(port: second.port, on: clients, clientID: "writer")
+            #expect(await Self.write(retried, "todo", seq: 30, Self.row("r30")) == versions[30])
+            #expect(await Self.write(retried, "todo", seq: 101, Self.row("r101"))?.version == 101)
+            for client in [reader, retried] { client.close() }
+            #expect(await second.stop())
+            await sql.close()
+        }
+    }
 }

@@ -75,7 +75,8 @@ extension ServerConfiguration {
     /// The store `[storage]` names: a ``FileStore`` in the data directory by default.
     func makeStore(loop: EventLoop, logger: Logger) -> DirectorStore {
         if let postgres = cluster.postgres {
-            return ClusterStore(options: ClusterStore.Options(conninfo: postgres, node: cluster.node, leaseMilliseconds: cluster.leaseMilliseconds),
+            return ClusterStore(options: ClusterStore.Options(conninfo: postgres, node: cluster.node, leaseMilliseconds: cluster.leaseMilliseconds,
+                                                              snapshotEveryBatches: snapshotEveryBatches, snapshotEveryBytes: snapshotEveryBytes),
                                 loop: loop, logger: logger)
         }
         switch storageEngine {

@@ -13,6 +13,9 @@ extension Server {
         /// Built as a value, for a store that keeps values (``InMemoryStore``): its
         /// `compact(_:)` on the loop is a cheap store of that value.
         case built(StoredSnapshot, nanoseconds: UInt64)
+        /// Encoded on the worker, for a store that writes bytes elsewhere
+        /// (``CommittingStore``: PostgreSQL in cluster mode).
+        case encoded(ListVersion, [UInt8], nanoseconds: UInt64)
         case failed(StoreError)
     }
 
@@ -43,6 +46,7 @@ extension Server {
             storageFailed(error)
             return
         }
+        let encodesOffLoop = committingStore != nil
         compactionsInFlight.insert(name)
         offloadsOutstanding += 1
         loop.offload(work: { () -> CompactionOutcome in
@@ -52,6 +56,10 @@ extension Server {
             }
             let snapshot = StoredSnapshot(listName: name, position: base, digest: state.digest, sections: state.sections,
                                           dedupe: sequencer.dedupeRecords(through: base))
+            if encodesOffLoop {
+                let bytes = StoreFormat.encode(snapshot, encoder: FrameEncoder(configuration: StoreFormat.compression))
+                return .encoded(base, bytes, nanoseconds: MonotonicClock.nanoseconds() - started)
+            }
             guard let stager else { return .built(snapshot, nanoseconds: MonotonicClock.nanoseconds() - started) }
             do throws(StoreError) {
                 return .staged(try stager.write(snapshot), nanoseconds: MonotonicClock.nanoseconds() - started)
@@ -90,6 +98,11 @@ extension Server {
                 guard storageFailure == nil else { return }
                 try store.compact(snapshot)
                 (workNanoseconds, base) = (nanoseconds, snapshot.position)
+            case .encoded(let position, let bytes, let nanoseconds):
+                guard storageFailure == nil, let committingStore else { return }
+                // Written asynchronously; a failure there is the store's to log.
+                committingStore.compact(list: name, at: position, encoded: bytes)
+                (workNanoseconds, base) = (nanoseconds, position)
             }
         } catch {
             storageFailed(error)

@@ -65,6 +65,7 @@ extension Server {
                     }
                 }
                 submitting = false
+                if committingStore.snapshotDue(of: list.name) { compactionsDue.insert(list.name) }
                 if let inline {
                     commitCompleted(ticket, inline, of: list)
                     if case .fenced = inline {

@@ -59,26 +59,22 @@ extension ClusterStore {
             case .success(nil):
                 completion(.failure(.unusable("list \"\(name)\" vanished from fs_lists")))
             case .success(let row?):
-                log.batches(list: name, epoch: row.epoch, after: 0) { [weak self] result in
+                log.load(list: name, epoch: row.epoch) { [weak self] result in
                     guard let self else { return }
                     switch result {
                     case .failure(let error):
                         completion(.failure(.unusable("PostgreSQL: reading the log of \"\(name)\": \(error)")))
-                    case .success(let batches):
-                        var rebuilder = ListRebuilder(epoch: UInt64(row.epoch), options: recoveryOptions)
+                    case .success(let stored):
+                        let rebuilt: (sequencer: Sequencer, head: Int64, snapshotVersion: Int64)
                         do throws(StoreError) {
-                            for batch in try decode(name, epoch: row.epoch, after: 0, batches) {
-                                do { try rebuilder.replay(batch.commit) } catch {
-                                    throw .corrupt("postgres:fs_batches/\(name)", offset: Int(batch.commit.to.version), "\(error)")
-                                }
-                            }
+                            rebuilt = try rebuildList(name, epoch: row.epoch, stored)
                         } catch {
                             completion(.failure(error))
                             return
                         }
-                        replicas[name] = Replica(epoch: row.epoch, head: Int64(batches.count))
-                        logger.debug("cluster: following list as a replica", metadata: ["flowsync.list": "\(name)", "owner": "\(row.owner ?? "")", "head": "\(batches.count)"])
-                        completion(.success(RecoveredList(name: name, sequencer: rebuilder.sequencer)))
+                        replicas[name] = Replica(epoch: row.epoch, head: rebuilt.head)
+                        logger.debug("cluster: following list as a replica", metadata: ["flowsync.list": "\(name)", "owner": "\(row.owner ?? "")", "head": "\(rebuilt.head)"])
+                        completion(.success(RecoveredList(name: name, sequencer: rebuilt.sequencer)))
                         // A batch committed between the claim and the read above was
                         // notified before this list was followed: read once more.
                         catchUp(name)
@@ -267,6 +263,7 @@ extension ClusterStore {
                 self?.logger.warning("cluster: releasing the lists failed; they move when the lease lapses", metadata: ["error": "\(error)"])
             }
             self?.owned = [:]
+            self?.sinceSnapshot = [:]
             finish()
         }
     }
@@ -305,11 +302,58 @@ extension ClusterStore {
                             }
                             replicas[name] = nil
                             owned[name] = ownership
+                            // Unknown since when: the next snapshot comes one full interval
+                            // from now (at most two intervals of batches to replay).
+                            sinceSnapshot[name] = SinceSnapshot()
                             logger.info("cluster: took over list", metadata: ["flowsync.list": "\(name)", "term": "\(ownership.term)", "head": "\(ownership.head)"])
                             completion(.owned)
                             takeInbox(name, log)
                         }
                     }
+                }
+            }
+        }
+    }
+
+    // MARK: Snapshots in PostgreSQL
+
+    public func snapshotDue(of name: String) -> Bool {
+        guard owned[name] != nil, let since = sinceSnapshot[name], !since.writing else { return false }
+        return (options.snapshotEveryBatches > 0 && since.batches >= options.snapshotEveryBatches)
+            || (options.snapshotEveryBytes > 0 && since.bytes >= options.snapshotEveryBytes)
+    }
+
+    /// Stores `encoded` (built off the loop) as the list's state at `position` — if this
+    /// node still owns the list and `position` is committed — and trims the log behind
+    /// the previous snapshot. A failure is logged, not fatal: the next load replays
+    /// more batches, nothing is lost.
+    public func compact(list name: String, at position: ListVersion, encoded: [UInt8]) {
+        guard let ownership = owned[name], UInt64(ownership.epoch) == position.epoch, Int64(position.version) <= ownership.head else { return }
+        let counted = sinceSnapshot[name]
+        guard position.version > 0 else {
+            // The history still reaches version 0: nothing to store yet. Counted as
+            // done, so the next try comes one interval later, not at every batch.
+            sinceSnapshot[name]?.batches = 0
+            sinceSnapshot[name]?.bytes = 0
+            return
+        }
+        sinceSnapshot[name]?.writing = true
+        withLog { [weak self] log in
+            log.putSnapshot(list: name, ownership: ownership, version: Int64(position.version), body: encoded) { [weak self] result in
+                guard let self else { return }
+                sinceSnapshot[name]?.writing = false
+                switch result {
+                case .success(true):
+                    // What was appended since the count was taken stays counted.
+                    if let counted, sinceSnapshot[name] != nil {
+                        sinceSnapshot[name]!.batches = max(0, sinceSnapshot[name]!.batches - counted.batches)
+                        sinceSnapshot[name]!.bytes = max(0, sinceSnapshot[name]!.bytes - counted.bytes)
+                    }
+                    logger.debug("cluster: snapshot stored", metadata: ["flowsync.list": "\(name)", "version": "\(position.version)", "bytes": "\(encoded.count)"])
+                case .success(false):
+                    logger.warning("cluster: snapshot not stored (the list is no longer this node's)", metadata: ["flowsync.list": "\(name)"])
+                case .failure(let error):
+                    logger.warning("cluster: storing a snapshot failed; loads replay more of the log", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
                 }
             }
         }

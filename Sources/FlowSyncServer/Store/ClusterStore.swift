@@ -46,11 +46,19 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
         public var conninfo: String
         public var node: String
         public var leaseMilliseconds: Int
+        /// Batches, or bytes of batches, since a list's snapshot in PostgreSQL that make
+        /// the next one due (0: never) — `[storage] snapshot_every_batches` and
+        /// `snapshot_every_bytes`, as for the file store.
+        public var snapshotEveryBatches: Int
+        public var snapshotEveryBytes: Int
 
-        public init(conninfo: String, node: String, leaseMilliseconds: Int = 5_000) {
+        public init(conninfo: String, node: String, leaseMilliseconds: Int = 5_000,
+                    snapshotEveryBatches: Int = FileStore.Options().snapshotEveryBatches, snapshotEveryBytes: Int = FileStore.Options().snapshotEveryBytes) {
             self.conninfo = conninfo
             self.node = node
             self.leaseMilliseconds = leaseMilliseconds
+            self.snapshotEveryBatches = snapshotEveryBatches
+            self.snapshotEveryBytes = snapshotEveryBytes
         }
     }
 
@@ -95,6 +103,14 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
         var again = false
     }
     var replicas: [String: Replica] = [:]
+    /// Per owned list: batches and bytes appended since its newest snapshot in
+    /// PostgreSQL (what makes the next one due), and whether one is being written.
+    struct SinceSnapshot {
+        var batches = 0
+        var bytes = 0
+        var writing = false
+    }
+    var sinceSnapshot: [String: SinceSnapshot] = [:]
     public var onReplicated: ((String, [ReplicatedBatch]) -> Void)?
     public var onForwarded: ((String, [ForwardedWrite]) -> Void)?
     public var onAnswers: (([WriteAnswer]) -> Void)?
@@ -141,10 +157,11 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
     /// Nothing to do: a batch is durable when its append returns.
     public func sync() throws(StoreError) {}
 
-    /// Keeps nothing: snapshots in PostgreSQL are not built yet (a load replays the
-    /// epoch's whole log). The server never asks, since ``submit(_:completion:)`` never
-    /// says a snapshot is due.
-    public func compact(_ snapshot: StoredSnapshot) throws(StoreError) {}
+    /// Encodes and stores a snapshot (the server hands this store encoded snapshots
+    /// built off the loop instead: ``compact(list:at:encoded:)``).
+    public func compact(_ snapshot: StoredSnapshot) throws(StoreError) {
+        compact(list: snapshot.listName, at: snapshot.position, encoded: StoreFormat.encode(snapshot, encoder: encoder))
+    }
 
     /// Refused: a new epoch in cluster mode is not built yet.
     public func startEpoch(_ snapshot: StoredSnapshot) throws(StoreError) {
@@ -323,13 +340,13 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
                 // Another live node owns it: follow it as a replica.
                 loadReplica(name, log, completion)
             case .success(let ownership?):
-                log.batches(list: name, epoch: ownership.epoch, after: 0) { [weak self] result in
+                log.load(list: name, epoch: ownership.epoch) { [weak self] result in
                     guard let self else { return }
                     switch result {
                     case .failure(let error):
                         completion(.failure(.unusable("PostgreSQL: reading the log of \"\(name)\": \(error)")))
-                    case .success(let batches):
-                        let loaded = rebuild(name, ownership, batches)
+                    case .success(let stored):
+                        let loaded = rebuild(name, ownership, stored)
                         completion(loaded)
                         // Writes forwarded to the list while it had no live owner.
                         if case .success = loaded { takeInbox(name, log) }
@@ -339,27 +356,54 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
         }
     }
 
-    /// Replays the log read back into the list; this node owns it from now on.
-    private func rebuild(_ name: String, _ ownership: ClusterLog.Ownership, _ batches: [(version: Int64, body: [UInt8])]) -> Result<RecoveredList?, StoreError> {
+    /// Replays what a load read (the newest snapshot, then the batches after it) into
+    /// the list; this node owns it from now on.
+    private func rebuild(_ name: String, _ ownership: ClusterLog.Ownership, _ stored: ClusterLog.Stored) -> Result<RecoveredList?, StoreError> {
         let path = "postgres:fs_batches/\(name)"
-        var rebuilder = ListRebuilder(epoch: UInt64(ownership.epoch), options: recoveryOptions)
+        let rebuilt: (sequencer: Sequencer, head: Int64, snapshotVersion: Int64)
         do throws(StoreError) {
-            for batch in try decode(name, epoch: ownership.epoch, after: 0, batches) {
-                do {
-                    try rebuilder.replay(batch.commit)
-                } catch {
-                    throw .corrupt(path, offset: Int(batch.commit.to.version), "\(error)")
-                }
-            }
+            rebuilt = try rebuildList(name, epoch: ownership.epoch, stored)
         } catch {
             return .failure(error)
         }
-        guard Int64(batches.count) == ownership.head else {
-            return .failure(.corrupt(path, offset: 0, "head is \(ownership.head) but the log holds \(batches.count) batches"))
+        guard rebuilt.head == ownership.head else {
+            return .failure(.corrupt(path, offset: 0, "head is \(ownership.head) but the log ends at \(rebuilt.head)"))
         }
         owned[name] = ownership
-        logger.debug("cluster: list claimed", metadata: ["flowsync.list": "\(name)", "term": "\(ownership.term)", "head": "\(ownership.head)"])
-        return .success(RecoveredList(name: name, sequencer: rebuilder.sequencer))
+        let batches = stored.batches
+        sinceSnapshot[name] = SinceSnapshot(batches: batches.count, bytes: batches.reduce(0) { $0 + $1.body.count })
+        logger.debug("cluster: list claimed", metadata: ["flowsync.list": "\(name)", "term": "\(ownership.term)", "head": "\(ownership.head)",
+                                                         "snapshot": "\(rebuilt.snapshotVersion)", "replayed": "\(batches.count)"])
+        return .success(RecoveredList(name: name, sequencer: rebuilt.sequencer))
+    }
+
+    /// The list at `epoch` from its newest snapshot (or version 0) and the batches after
+    /// it, each checked to be the next Diff; its head is the last version replayed.
+    func rebuildList(_ name: String, epoch: Int64, _ stored: ClusterLog.Stored) throws(StoreError) -> (sequencer: Sequencer, head: Int64, snapshotVersion: Int64) {
+        let path = "postgres:fs_snapshots/\(name)"
+        var rebuilder: ListRebuilder
+        var from: Int64 = 0
+        if let snapshot = stored.snapshot {
+            let decoded: StoredSnapshot
+            do { decoded = try StoreFormat.decodeSnapshot(snapshot.body) } catch {
+                throw .corrupt(path, offset: Int(snapshot.version), "snapshot \(snapshot.version): \(error)")
+            }
+            guard decoded.listName == name, decoded.position == ListVersion(epoch: UInt64(epoch), version: UInt64(snapshot.version)) else {
+                throw .corrupt(path, offset: Int(snapshot.version), "snapshot \(snapshot.version) is of \"\(decoded.listName)\" at \(decoded.position)")
+            }
+            do { rebuilder = try ListRebuilder(snapshot: decoded, options: recoveryOptions) } catch {
+                throw .corrupt(path, offset: Int(snapshot.version), "\(error)")
+            }
+            from = snapshot.version
+        } else {
+            rebuilder = ListRebuilder(epoch: UInt64(epoch), options: recoveryOptions)
+        }
+        for batch in try decode(name, epoch: epoch, after: from, stored.batches) {
+            do { try rebuilder.replay(batch.commit) } catch {
+                throw .corrupt("postgres:fs_batches/\(name)", offset: Int(batch.commit.to.version), "\(error)")
+            }
+        }
+        return (rebuilder.sequencer, from + Int64(stored.batches.count), from)
     }
 
     // MARK: Committing
@@ -380,7 +424,11 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
                 guard let self else { return }
                 switch result {
                 case .success(.appended):
-                    if owned[name]?.term == ownership.term { owned[name]?.head = version }
+                    if owned[name]?.term == ownership.term {
+                        owned[name]?.head = version
+                        sinceSnapshot[name, default: SinceSnapshot()].batches += 1
+                        sinceSnapshot[name, default: SinceSnapshot()].bytes += body.count
+                    }
                     completion(.committed)
                 case .success(.fenced):
                     lose(name, term: ownership.term, "the append was fenced: another node owns the list")
@@ -426,6 +474,7 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
     private func lose(_ name: String, term: Int64, _ reason: String) {
         guard owned[name]?.term == term else { return }
         owned[name] = nil
+        sinceSnapshot[name] = nil
         logger.warning("cluster: list fenced", metadata: ["flowsync.list": "\(name)", "term": "\(term)", "reason": "\(reason)"])
     }
 }

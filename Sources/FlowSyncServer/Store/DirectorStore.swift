@@ -206,6 +206,17 @@ public protocol CommittingStore: DirectorStore {
     /// submits one list's batches in version order; a store completes them in that
     /// order (a later batch of a list cannot commit when an earlier one did not).
     func submit(_ batch: StoredBatch, completion: @escaping (CommitOutcome) -> Void)
+    /// Whether the list's next snapshot is due (the server then builds one off the
+    /// loop and hands it to ``compact(list:at:encoded:)``). Default: never.
+    func snapshotDue(of list: String) -> Bool
+    /// Stores a snapshot encoded off the loop (`StoreFormat`'s snapshot format) as the
+    /// list's state at `position`. Default: nothing.
+    func compact(list: String, at position: ListVersion, encoded: [UInt8])
+}
+
+extension CommittingStore {
+    public func snapshotDue(of list: String) -> Bool { false }
+    public func compact(list: String, at position: ListVersion, encoded: [UInt8]) {}
 }
 
 /// How an asynchronous commit (``CommittingStore/submit(_:completion:)``) ended.
