@@ -33,7 +33,7 @@ public final class FlowSyncClient: Sendable {
         /// ``reconnect`` backoff once per round of all of them (docs/SDK.md, "Several
         /// endpoints"). After a move every list resumes from its replica's position and
         /// digest, and pending writes are resent with their `seq`, as after any reconnect.
-        /// TLS (``tls``) is decided per endpoint's host.
+        /// TLS (``tls``) is decided per endpoint's host. Setting it to an empty list traps.
         public var endpoints: [Endpoint] {
             didSet { precondition(!endpoints.isEmpty, "FlowSyncClient.Configuration.endpoints must not be empty") }
         }
