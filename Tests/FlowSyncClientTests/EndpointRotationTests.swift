@@ -199,6 +199,31 @@ import Testing
         #expect(!again.contains { if case .complete = $0 { true } else { false } }, "the write is not failed")
     }
 
+    /// While leaving, the connection is open (pause and close must close it) but not
+    /// ready: no write is sent, no ping, and a lost connection is a failed attempt.
+    @Test func theLeavingPhaseIsOpenButNotReady() throws {
+        func leaving() -> ClientSession {
+            var s = Self.session()
+            _ = s.start(now: 0)
+            _ = s.connected(now: 0)
+            _ = s.received(.welcome(Welcome(serverName: "n1", heartbeatMilliseconds: 0)), now: 0)
+            _ = s.subscribe("todo")
+            _ = s.received(.error(ErrorMessage(code: .internalError, message: "owned by another live node", listName: "todo", closesConnection: false)), now: 1)
+            return s
+        }
+        var s = leaving()
+        #expect(s.phase == .leaving)
+        #expect(s.tick(now: 100_000).isEmpty)
+        let (_, actions) = try s.submit([.insertSections([Section(id: "s")], at: 0)], to: "todo")
+        #expect(!actions.contains { if case .send = $0 { true } else { false } }, "nothing is sent to a node being left")
+        var paused = leaving()
+        #expect(paused.pause(now: 2).contains { if case .disconnect = $0 { true } else { false } })
+        #expect(paused.phase == .paused)
+        var closed = leaving()
+        #expect(closed.close().contains { if case .disconnect = $0 { true } else { false } })
+        #expect(closed.phase == .closed)
+    }
+
     @Test func withOneEndpointTheRefusalFailsTheListAsBefore() {
         var s = Self.session(endpoints: [Self.endpoints[0]])
         _ = s.start(now: 0)

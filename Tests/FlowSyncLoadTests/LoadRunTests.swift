@@ -2,6 +2,7 @@ import FlowSyncCore
 import FlowSyncLoad
 import FlowSyncServer
 import FlowSyncTestSupport
+import Foundation
 import Testing
 
 /// A whole (small) load run against an embedded daemon: every scenario step, and a
@@ -91,6 +92,10 @@ import Testing
         #expect(cross.count > 0 && same.count > 0)
         #expect(cross.count + same.count == report.latency.writeToDelivery.count)
         #expect(report.table().contains("write on A → delivery on B"))
+        #expect(LoadReportPage.html(for: report).contains("write on A → delivery on B"))
+        // The JSON report keeps the figures.
+        let decoded = try JSONDecoder().decode(LoadReport.self, from: Data(report.json().utf8))
+        #expect(decoded.endpoints == report.endpoints && decoded.latency.crossEndpointDelivery == cross)
     }
 
     @Test func malformedEndpointsAreRefused() {
