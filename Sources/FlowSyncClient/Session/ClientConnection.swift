@@ -216,9 +216,10 @@ struct ClientConnection: Sendable {
     }
 
     /// This node refused a list with a "cannot serve it here" error (a cluster node
-    /// that does not own it): with more than one endpoint, close the connection and
-    /// move to the next (the attempt counts as failed for the backoff): the disconnect.
-    /// `nil` with one endpoint or when not ready (the caller handles the error as before).
+    /// that does not own it). With more than one endpoint: returns the disconnect, and
+    /// the phase is ``Phase/leaving`` until the close, after which the next endpoint is
+    /// tried (the attempt counts as failed, not served, for the backoff). `nil` with one
+    /// endpoint or when not ready: the caller handles the error as before.
     mutating func leaveForNextEndpoint(reason: String) -> [SessionAction]? {
         guard settings.endpoints.count > 1, case .ready = state else { return nil }
         state = .leaving
