@@ -191,7 +191,7 @@ let package = Package(
             exclude: ["Vectors/digest_reference.py"]
         ),
         .testTarget(name: "FlowSyncPostgresTests", dependencies: ["FlowSyncPostgres", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncTestSupport",
-                                                          "FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore"]),
+                                                          "FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncClient"]),
         .testTarget(name: "PlatformTests", dependencies: ["CLibUV", "CZlib"]),
         .testTarget(name: "FlowSyncProcessTests", dependencies: ["FlowSyncProcess"]),
         .testTarget(name: "FlowSyncLoopTests", dependencies: ["FlowSyncLoop"]),

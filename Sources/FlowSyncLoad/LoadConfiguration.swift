@@ -7,6 +7,14 @@ public struct LoadConfiguration: Hashable, Sendable, Codable {
     public var host = "127.0.0.1"
     /// Daemon port. Ignored with ``spawn``.
     public var port = 7400
+    /// Several daemons (`host:port` each, numeric hosts), the nodes of one cluster:
+    /// subscribers and writers are spread over them round robin (subscriber `k` of list
+    /// `l` on endpoint `(k + l) % n`, so every list has subscribers on every endpoint;
+    /// writer `w` on `w % n`); the lists are set up, and the final
+    /// check asks, through the first. `nil` or empty: ``host`` and ``port``. Ignored with
+    /// ``spawn``. The endpoints must share their lists (a cluster): separate daemons
+    /// would each hold their own copy and the final check would find divergences.
+    public var endpoints: [String]? = nil
     /// Start a `flowsyncd` on a free loopback port with a temporary data directory, and
     /// stop it at the end.
     public var spawn = false
@@ -112,10 +120,29 @@ public struct LoadConfiguration: Hashable, Sendable, Codable {
     /// Total subscriber connections.
     public var subscriberCount: Int { lists * subscribersPerList }
 
+    /// The daemons to reach, in order: ``endpoints`` parsed, or ``host``:``port``;
+    /// `nil` when an endpoint is malformed (``validationErrors()`` says which).
+    public var resolvedEndpoints: [(host: String, port: Int)]? {
+        guard let endpoints, !endpoints.isEmpty else { return [(host, port)] }
+        let parsed = endpoints.map(Self.parseEndpoint)
+        return parsed.contains { $0 == nil } ? nil : parsed.map { $0! }
+    }
+
+    /// `host:port` (or `[v6]:port`) with a port in 1...65535; `nil` otherwise.
+    public static func parseEndpoint(_ text: String) -> (host: String, port: Int)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+              (1...65_535).contains(port) else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return host.isEmpty ? nil : (host, port)
+    }
+
     /// Problems that make the configuration unusable, for the command line.
     public func validationErrors() -> [String] {
         var errors: [String] = []
         if lists < 1 { errors.append("--lists must be at least 1") }
+        if resolvedEndpoints == nil { errors.append("--endpoints must be host:port,host:port,… (numeric hosts, ports 1…65535)") }
+        if spawn, let endpoints, !endpoints.isEmpty { errors.append("--endpoints and --spawn exclude each other") }
         if subscribersPerList < 0 { errors.append("--subscribers must not be negative") }
         if writers < 0 { errors.append("--writers must not be negative") }
         if rate < 0 { errors.append("--rate must not be negative (0: closed loop)") }

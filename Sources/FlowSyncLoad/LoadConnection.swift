@@ -12,7 +12,13 @@ import FlowSyncProtocol
 final class LoadContext {
     let configuration: LoadConfiguration
     let loop: EventLoop
-    let target: SocketAddress
+    /// The first daemon: the control connection's.
+    var target: SocketAddress { targets[0] }
+    /// Every daemon (``LoadConfiguration/endpoints``); connection `k` of a role uses
+    /// `targets[k % count]`.
+    let targets: [SocketAddress]
+    /// The endpoint of each writer, by writer index (for the cross-endpoint latency).
+    var writerEndpoints: [Int] = []
     let sources: [SocketAddress]
     private var sourceCursor = 0
     /// Counters and latencies.
@@ -39,10 +45,11 @@ final class LoadContext {
     private var connecting = 0
     private var connectQueue: [LoadConnection] = []
 
-    init(configuration: LoadConfiguration, loop: EventLoop, target: SocketAddress, sources: [SocketAddress]) {
+    init(configuration: LoadConfiguration, loop: EventLoop, targets: [SocketAddress], sources: [SocketAddress]) {
+        precondition(!targets.isEmpty, "Internal inconsistency in LoadContext: no target")
         self.configuration = configuration
         self.loop = loop
-        self.target = target
+        self.targets = targets
         self.sources = sources
     }
 
@@ -93,6 +100,12 @@ final class LoadContext {
     }
 
     /// The intended send times of the mutations `ids` (0 for ones this process did not write).
+    /// The endpoint of the writer of mutation `id`; `nil` for a writer of another run.
+    func writerEndpoint(of id: MutationID) -> Int? {
+        guard let w = writerIndex[id.clientID], w < writerEndpoints.count else { return nil }
+        return writerEndpoints[w]
+    }
+
     func intendedTimes(of ids: [MutationID]) -> [UInt64] {
         ids.map { id in
             guard let w = writerIndex[id.clientID] else { return 0 }
@@ -110,6 +123,8 @@ class LoadConnection {
     /// The Hello's client ID.
     public let clientID: String
     private(set) var tcp: TCPConnection?
+    /// Which of ``LoadContext/targets`` it connects to (0 for the control connection).
+    var endpointIndex = 0
     private(set) var machine = LoadConnectionStateMachine()
     private var splitter = FrameSplitter()
     private var countedHandshake = false
@@ -131,7 +146,7 @@ class LoadConnection {
         guard machine.connectRequested() == .connect else { return }
         countedHandshake = true
         splitter = FrameSplitter()
-        TCPConnection.connect(loop: context.loop, to: context.target, from: context.nextSource()) { [weak self] result in
+        TCPConnection.connect(loop: context.loop, to: context.targets[endpointIndex], from: context.nextSource()) { [weak self] result in
             guard let self else { return }
             switch result {
             case .failure(let error):

@@ -82,6 +82,9 @@ final class LoadEngine: @unchecked Sendable {
             for (index, list) in listNames.enumerated() {
                 let subscriber = SubscriberClient(context: context, listName: list, listIndex: index, serial: serial, isFull: k < full)
                 serial += 1
+                // Every list gets subscribers on every endpoint (a plain `serial % n`
+                // would put all of a list's on one when n divides the list count).
+                subscriber.endpointIndex = (k + index) % context.targets.count
                 subscriber.onRecovered = { [weak self] viaDiff, ns in self?.stormResults.append((viaDiff, ns)) }
                 subscribers.append(subscriber)
                 context.enqueueConnect(subscriber)
@@ -94,6 +97,7 @@ final class LoadEngine: @unchecked Sendable {
     func connectWriters() {
         let c = configuration
         context.intendedTimes = Array(repeating: [], count: c.writers)
+        context.writerEndpoints = (0..<c.writers).map { $0 % context.targets.count }
         for w in 0..<c.writers {
             let generators = c.lists(ofWriter: w).map { l -> (list: String, generator: OperationGenerator) in
                 let writersOfList = c.writers(ofList: l)
@@ -103,6 +107,7 @@ final class LoadEngine: @unchecked Sendable {
                 return (listNames[l], generator)
             }
             let writer = WriterClient(context: context, index: w, generators: generators)
+            writer.endpointIndex = context.writerEndpoints[w]
             context.writerIndex[writer.clientID] = w
             writers.append(writer)
             context.enqueueConnect(writer)

@@ -53,6 +53,10 @@ final class LoadMetrics {
     public var writeToAck = LatencyRecorder()
     /// From the actual send (service time, without the schedule's slip).
     public var sendToAck = LatencyRecorder()
+    /// With several endpoints: write → delivery where the writer and the subscriber are
+    /// on different endpoints (write on A → delivery on B), and on the same one.
+    public var crossEndpointDelivery = LatencyRecorder()
+    public var sameEndpointDelivery = LatencyRecorder()
     /// Per-second samples for the HTML report; `nil` until the first subscriber connects.
     var timeline: TimelineSampler?
 
@@ -97,6 +101,8 @@ final class LoadMetrics {
         wireBytes = 0
         rawBytes = 0
         writeToDelivery.reset()
+        crossEndpointDelivery.reset()
+        sameEndpointDelivery.reset()
         writeToAck.reset()
         sendToAck.reset()
     }

@@ -62,8 +62,15 @@ public struct LoadReport: Codable, Sendable {
         /// empty in reports written before they were recorded.
         public var writeToDeliveryCurve: [PercentilePoint] = []
         public var writeToAckCurve: [PercentilePoint] = []
+        /// With several endpoints: write → delivery where the writer and the subscriber
+        /// were on different endpoints (write on A → delivery on B); `nil` with one.
+        public var crossEndpointDelivery: LatencySummary?
+        /// With several endpoints: write → delivery with writer and subscriber on the same one.
+        public var sameEndpointDelivery: LatencySummary?
 
-        enum CodingKeys: String, CodingKey { case writeToDelivery, writeToAck, sendToAck, writeToDeliveryCurve, writeToAckCurve }
+        enum CodingKeys: String, CodingKey {
+            case writeToDelivery, writeToAck, sendToAck, writeToDeliveryCurve, writeToAckCurve, crossEndpointDelivery, sameEndpointDelivery
+        }
 
         public init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -72,6 +79,26 @@ public struct LoadReport: Codable, Sendable {
             sendToAck = try c.decode(LatencySummary.self, forKey: .sendToAck)
             writeToDeliveryCurve = try c.decodeIfPresent([PercentilePoint].self, forKey: .writeToDeliveryCurve) ?? []
             writeToAckCurve = try c.decodeIfPresent([PercentilePoint].self, forKey: .writeToAckCurve) ?? []
+            crossEndpointDelivery = try c.decodeIfPresent(LatencySummary.self, forKey: .crossEndpointDelivery)
+            sameEndpointDelivery = try c.decodeIfPresent(LatencySummary.self, forKey: .sameEndpointDelivery)
+        }
+    }
+    /// The clients of one endpoint (``LoadConfiguration/endpoints``).
+    public struct EndpointLoad: Codable, Sendable, Hashable {
+        /// `host:port`.
+        public var endpoint: String
+        /// Subscriber connections assigned to it.
+        public var subscribers: Int
+        /// Writer connections assigned to it.
+        public var writers: Int
+        /// Of those, the ones connected (after their Welcome) at the end of the window.
+        public var readyAtWindowEnd: Int
+
+        public init(endpoint: String, subscribers: Int, writers: Int, readyAtWindowEnd: Int) {
+            self.endpoint = endpoint
+            self.subscribers = subscribers
+            self.writers = writers
+            self.readyAtWindowEnd = readyAtWindowEnd
         }
     }
     public struct ProcessFigures: Codable, Sendable {
@@ -132,6 +159,8 @@ public struct LoadReport: Codable, Sendable {
     public var startedAt = ""
     public var measuredSeconds = 0.0
     public var connections = Connections()
+    /// Per endpoint, with several (``LoadConfiguration/endpoints``); empty with one.
+    public var endpoints: [EndpointLoad] = []
     public var mutations = Mutations()
     public var deliveries = Deliveries()
     public var bytes = Bytes()
@@ -164,7 +193,7 @@ public struct LoadReport: Codable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case tool, scenario, configuration, startedAt, measuredSeconds, connections, mutations, deliveries, bytes, latency, daemon, loadTool, resumeStorm, checks, timeline, failures, passed
+        case tool, scenario, configuration, startedAt, measuredSeconds, connections, endpoints, mutations, deliveries, bytes, latency, daemon, loadTool, resumeStorm, checks, timeline, failures, passed
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -175,6 +204,7 @@ public struct LoadReport: Codable, Sendable {
         try c.encode(startedAt, forKey: .startedAt)
         try c.encode(measuredSeconds, forKey: .measuredSeconds)
         try c.encode(connections, forKey: .connections)
+        if !endpoints.isEmpty { try c.encode(endpoints, forKey: .endpoints) }
         try c.encode(mutations, forKey: .mutations)
         try c.encode(deliveries, forKey: .deliveries)
         try c.encode(bytes, forKey: .bytes)
@@ -196,6 +226,7 @@ public struct LoadReport: Codable, Sendable {
         startedAt = try c.decode(String.self, forKey: .startedAt)
         measuredSeconds = try c.decode(Double.self, forKey: .measuredSeconds)
         connections = try c.decode(Connections.self, forKey: .connections)
+        endpoints = try c.decodeIfPresent([EndpointLoad].self, forKey: .endpoints) ?? []
         mutations = try c.decode(Mutations.self, forKey: .mutations)
         deliveries = try c.decode(Deliveries.self, forKey: .deliveries)
         bytes = try c.decode(Bytes.self, forKey: .bytes)
@@ -222,10 +253,14 @@ public struct LoadReport: Codable, Sendable {
         func row(_ name: String, _ value: String) { lines.append("  " + name.padding(toLength: 38, withPad: " ", startingAt: 0) + value) }
         let c = configuration
         lines.append("flowsync-load\(scenario.map { " — scenario \($0)" } ?? ""): \(c.lists) list(s) × \(c.subscribersPerList) subscriber(s), \(c.writers) writer(s), rate \(c.rate == 0 ? "closed loop" : Self.number(c.rate) + "/s"), \(c.maxInFlightPerWriter) in flight, base \(c.writeBase.rawValue), \(c.opsPerMutation) op(s)/mutation, mix \(c.mix), \(c.payloadBytes)-byte payloads")
-        let target = c.spawn ? "spawned daemon (storage \(c.daemonStorage ?? "default"), fsync \(c.daemonFsync ?? "default"))" : "daemon at \(c.host):\(c.port)"
+        let target = c.spawn ? "spawned daemon (storage \(c.daemonStorage ?? "default"), fsync \(c.daemonFsync ?? "default"))"
+            : endpoints.count > 1 ? "\(endpoints.count) endpoints" : "daemon at \(c.host):\(c.port)"
         lines.append("measured \(Self.fixed(measuredSeconds, 1)) s after \(Self.fixed(c.warmup, 1)) s warm-up, seed \(c.seed), \(target)")
         lines.append("")
         row("connections", "\(connections.subscribers) subscribers, \(connections.writers) writers, \(connections.failed) failed, \(connections.closedByDaemon) closed by the daemon, \(connections.reconnects) reconnects")
+        for e in endpoints {
+            row("  on \(e.endpoint)", "\(e.subscribers) subscribers, \(e.writers) writers (\(e.readyAtWindowEnd) connected at the window's end)")
+        }
         row("mutations", "sent \(mutations.sent) (\(Self.number(mutations.sentPerSecond))/s), acked \(mutations.acked) (\(Self.number(mutations.ackedPerSecond))/s), rejected \(mutations.rejected)\(mutations.rejectedByCode.isEmpty ? "" : " " + mutations.rejectedByCode.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " ")), lost acks \(mutations.lostAcks)")
         row("committed (daemon)", "\(Self.number(mutations.committedPerSecond)) mutations/s in \(deliveries.batches) batches (\(Self.number(deliveries.batchesPerSecond))/s)")
         row("deliveries (frames × subscribers)", "\(deliveries.frames) (\(Self.number(deliveries.framesPerSecond))/s), catch-up diffs \(deliveries.catchUpDiffs), snapshots \(deliveries.snapshots)")
@@ -233,7 +268,12 @@ public struct LoadReport: Codable, Sendable {
         row("bytes received", "\(Self.number(Double(bytes.wire))) on the wire, \(Self.number(Double(bytes.raw))) raw, ratio \(Self.fixed(bytes.ratio, 2)), \(Self.number(bytes.wirePerSecond)) B/s")
         lines.append("")
         lines.append("  latency (µs)                           count        p50        p90        p99      p99.9        max")
-        for (name, s) in [("write → delivery (every subscriber)", latency.writeToDelivery), ("write → ack", latency.writeToAck), ("send → ack (service time)", latency.sendToAck)] {
+        var latencies = [("write → delivery (every subscriber)", latency.writeToDelivery)]
+        if let cross = latency.crossEndpointDelivery, let same = latency.sameEndpointDelivery {
+            latencies += [("  write on A → delivery on B", cross), ("  write and delivery on one endpoint", same)]
+        }
+        latencies += [("write → ack", latency.writeToAck), ("send → ack (service time)", latency.sendToAck)]
+        for (name, s) in latencies {
             lines.append("  " + name.padding(toLength: 38, withPad: " ", startingAt: 0) + [Self.pad(String(s.count), 6), Self.pad(Self.fixed(s.p50, 0), 10), Self.pad(Self.fixed(s.p90, 0), 10), Self.pad(Self.fixed(s.p99, 0), 10), Self.pad(Self.fixed(s.p999, 0), 10), Self.pad(Self.fixed(s.max, 0), 10)].joined(separator: " "))
         }
         lines.append("")

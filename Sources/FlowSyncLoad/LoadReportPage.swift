@@ -139,6 +139,9 @@ public enum LoadReportPage {
         func row(_ name: String, _ value: String) -> String { "<tr><th>\(SVGChart.escape(name))</th><td>\(SVGChart.escape(value))</td></tr>\n" }
         var html = "<table class=\"summary\">\n"
         html += row("connections", "\(r.connections.subscribers) subscribers, \(r.connections.writers) writers, \(r.connections.failed) failed, \(r.connections.closedByDaemon) closed by the daemon, \(r.connections.reconnects) reconnects")
+        for e in r.endpoints {
+            html += row("on \(e.endpoint)", "\(e.subscribers) subscribers, \(e.writers) writers (\(e.readyAtWindowEnd) connected at the window's end)")
+        }
         html += row("mutations", "sent \(r.mutations.sent) (\(LoadReport.number(r.mutations.sentPerSecond))/s), acked \(r.mutations.acked) (\(LoadReport.number(r.mutations.ackedPerSecond))/s), rejected \(r.mutations.rejected), lost acks \(r.mutations.lostAcks)")
         html += row("committed (daemon)", "\(LoadReport.number(r.mutations.committedPerSecond)) mutations/s in \(r.deliveries.batches) batches (\(LoadReport.number(r.deliveries.batchesPerSecond))/s)")
         html += row("deliveries (frames × subscribers)", "\(r.deliveries.frames) (\(LoadReport.number(r.deliveries.framesPerSecond))/s), catch-up diffs \(r.deliveries.catchUpDiffs), snapshots \(r.deliveries.snapshots)")
@@ -148,7 +151,12 @@ public enum LoadReportPage {
         html += row("load tool", "CPU \(LoadReport.fixed(r.loadTool.cpuPercent, 0))% of a core, RSS \(r.loadTool.rssKiB) KiB")
         html += row("checks", "divergences \(r.checks.divergences); full compare \(r.checks.fullCompared) replicas, \(r.checks.fullCompareMismatches) mismatches; gaps \(r.checks.gaps), digest mismatches \(r.checks.digestMismatches), protocol errors \(r.checks.protocolErrors)")
         html += "</table>\n<table class=\"latency\">\n<tr><th>latency (ms)</th><th>count</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n"
-        for (name, s) in [("write → delivery (every subscriber)", r.latency.writeToDelivery), ("write → ack", r.latency.writeToAck), ("send → ack (service time)", r.latency.sendToAck)] {
+        var latencies = [("write → delivery (every subscriber)", r.latency.writeToDelivery)]
+        if let cross = r.latency.crossEndpointDelivery, let same = r.latency.sameEndpointDelivery {
+            latencies += [("write on A → delivery on B", cross), ("write and delivery on one endpoint", same)]
+        }
+        latencies += [("write → ack", r.latency.writeToAck), ("send → ack (service time)", r.latency.sendToAck)]
+        for (name, s) in latencies {
             html += "<tr><th>\(SVGChart.escape(name))</th><td class=\"n\">\(s.count)</td>" + [s.p50, s.p90, s.p99, s.p999, s.max].map { "<td class=\"n\">\(LoadReport.fixed($0 / 1_000, 2))</td>" }.joined() + "</tr>\n"
         }
         return html + "</table>\n"

@@ -102,17 +102,18 @@ public final class LoadRunner {
         // This runs on a thread of its own (the command's main thread, or a test's load
         // thread), so waiting for the daemon's exit here blocks no cooperative thread.
         defer { daemon?.terminateBlocking() }
-        let host = c.spawn ? "127.0.0.1" : c.host
-        let port = daemon?.port ?? c.port
-        let target = try SocketAddress(host: host, port: port)
+        guard let endpoints = c.resolvedEndpoints else { throw LoadError("malformed --endpoints: \(c.endpoints ?? [])") }
+        let targets = try daemon.map { [try SocketAddress(host: "127.0.0.1", port: $0.port)] }
+            ?? endpoints.map { try SocketAddress(host: $0.host, port: $0.port) }
+        let target = targets[0]
         var sources: [SocketAddress] = []
         if c.sourceAddresses > 1 {
-            guard target.host.hasPrefix("127.") else { throw LoadError("--source-addresses needs a loopback daemon address") }
+            guard targets.allSatisfy({ $0.host.hasPrefix("127.") }) else { throw LoadError("--source-addresses needs a loopback daemon address") }
             sources = try (1...c.sourceAddresses).map { try SocketAddress(host: "127.0.0.\($0)", port: 0) }
         }
         let thread = try EventLoopThread()
         let loop = thread.loop
-        let context = LoadContext(configuration: c, loop: loop, target: target, sources: sources)
+        let context = LoadContext(configuration: c, loop: loop, targets: targets, sources: sources)
         let prefix = "load-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))-"
         let engine = LoadEngine(context: context, listPrefix: prefix)
         engine.progressEnabled = progress
@@ -207,6 +208,18 @@ public final class LoadRunner {
 
         // Figures of the window.
         onLoop(loop) { self.fill(&box.report, engine.metrics, seconds: seconds) }
+        if targets.count > 1 {
+            onLoop(loop) {
+                box.report.endpoints = targets.indices.map { e in
+                    let subscribers = engine.subscribers.filter { $0.endpointIndex == e }
+                    let writers = engine.writers.filter { $0.endpointIndex == e }
+                    return LoadReport.EndpointLoad(endpoint: "\(targets[e])", subscribers: subscribers.count, writers: writers.count,
+                                                   readyAtWindowEnd: (subscribers.filter(\.isReady).count + writers.filter(\.isReady).count))
+                }
+                box.report.latency.crossEndpointDelivery = engine.metrics.crossEndpointDelivery.summary
+                box.report.latency.sameEndpointDelivery = engine.metrics.sameEndpointDelivery.summary
+            }
+        }
         for key in counters1.keys.sorted() where ["batches", "mutations.committed", "mutations.rejected", "subscribers.paused", "catchup.diffs", "catchup.snapshots", "frames.sent", "bytes.sent"].contains(key) {
             box.report.daemon.counters[key] = counters1[key]! - (counters0[key] ?? 0)
         }

@@ -122,8 +122,21 @@ final class SubscriberClient: LoadConnection {
             metrics.batchDeliveries += 1
             if frame.intendedTimes == nil { frame.intendedTimes = context.intendedTimes(of: diff.mutations) }
             let now = MonotonicClock.nanoseconds()
-            for t in frame.intendedTimes! where t >= metrics.windowStart {
-                metrics.recordDelivery(nanoseconds: Int64(bitPattern: now &- t))
+            if context.targets.count > 1 {
+                // Which endpoint each mutation was written on, against this subscriber's.
+                for (k, t) in frame.intendedTimes!.enumerated() where t >= metrics.windowStart {
+                    let ns = Int64(bitPattern: now &- t)
+                    metrics.recordDelivery(nanoseconds: ns)
+                    if context.writerEndpoint(of: diff.mutations[k]) == endpointIndex {
+                        metrics.sameEndpointDelivery.record(nanoseconds: ns)
+                    } else {
+                        metrics.crossEndpointDelivery.record(nanoseconds: ns)
+                    }
+                }
+            } else {
+                for t in frame.intendedTimes! where t >= metrics.windowStart {
+                    metrics.recordDelivery(nanoseconds: Int64(bitPattern: now &- t))
+                }
             }
         case .error(let error):
             // The daemon closing a subscriber it cannot keep up with (or shutting down) is

@@ -19,6 +19,7 @@ struct FlowSyncLoadCommand: ParsableCommand {
 
     @Option(help: "Daemon host (a numeric address or localhost).") var host: String?
     @Option(help: "Daemon port.") var port: Int?
+    @Option(help: "Several daemons (cluster nodes), host:port,host:port,…: subscribers and writers spread over them round robin; the report gives the clients per endpoint and write-on-A → delivery-on-B latency apart. Lists are set up through the first.") var endpoints: String?
     @Flag(help: "Start a flowsyncd on a free loopback port with a temporary data dir, and stop it at the end.") var spawn = false
     @Option(help: "flowsyncd binary for --spawn.") var daemon: String?
     @Option(help: "With --spawn: the daemon's storage engine, file|memory (default: the daemon's, file).") var storage: String?
@@ -65,6 +66,7 @@ struct FlowSyncLoadCommand: ParsableCommand {
         }
         if let host { c.host = host }
         if let port { c.port = port }
+        if let endpoints { c.endpoints = endpoints.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
         if spawn { c.spawn = true }
         if let daemon { c.daemonPath = daemon }
         if let storage { c.daemonStorage = storage }

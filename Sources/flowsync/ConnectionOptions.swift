@@ -6,9 +6,16 @@ import Logging
 
 /// `--host`, `--port`, `--token`, `--timeout`, shared by every command; each falls back
 /// to an environment variable (FLOWSYNC_HOST, FLOWSYNC_PORT, FLOWSYNC_TOKEN).
+///
+/// Several servers (the nodes of a cluster): repeat `--host`, each `H` or `H:P`
+/// (`[v6]:P` for IPv6), or give FLOWSYNC_HOST as `h1:p1,h2:p2`. They are tried in the
+/// order given until one answers; `--port` is the port of every host written without one.
+/// Why repeated `--host` rather than a new `--endpoints`: `redis-cli -h H -p P` users
+/// already write `--host`, one server stays `--host H --port P` exactly as before, and
+/// nothing new must be learnt for a second one.
 struct ConnectionOptions: ParsableArguments {
-    @Option(help: "Server host (env FLOWSYNC_HOST; default 127.0.0.1).")
-    var host: String?
+    @Option(help: ArgumentHelp("Server host, or host:port; repeat it for several servers (cluster nodes), tried in order until one answers (env FLOWSYNC_HOST, comma-separated; default 127.0.0.1).", valueName: "host[:port]"))
+    var host: [String] = []
 
     @Option(help: "Server port (env FLOWSYNC_PORT; default 7400).")
     var port: Int?
@@ -22,16 +29,43 @@ struct ConnectionOptions: ParsableArguments {
     @Flag(help: "Allow plain TCP to a host that is not loopback (the token travels in clear text). Without it such a host is refused: the CLI has no TLS of its own, so reach a remote daemon through a local TLS tunnel (docs/SDK.md, \"Transports and TLS\").")
     var plaintext = false
 
-    var resolvedHost: String { host ?? ProcessInfo.processInfo.environment["FLOWSYNC_HOST"] ?? "127.0.0.1" }
     var resolvedPort: Int { port ?? ProcessInfo.processInfo.environment["FLOWSYNC_PORT"].flatMap(Int.init) ?? 7400 }
     var resolvedToken: String? { token ?? ProcessInfo.processInfo.environment["FLOWSYNC_TOKEN"] }
 
-    /// A client that gives up (instead of retrying forever) when the server is not there.
+    /// The `--host` values as written, or FLOWSYNC_HOST split at commas, or 127.0.0.1.
+    var hostArguments: [String] {
+        if !host.isEmpty { return host }
+        if let environment = ProcessInfo.processInfo.environment["FLOWSYNC_HOST"], !environment.isEmpty {
+            return environment.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+        return ["127.0.0.1"]
+    }
+
+    /// Every server to try, in order; `nil` when one is malformed (``validate()`` says so).
+    var resolvedEndpoints: [Endpoint]? {
+        let endpoints = hostArguments.map { Endpoint(parsing: $0, defaultPort: resolvedPort) }
+        return endpoints.contains(nil) ? nil : endpoints.compactMap { $0 }
+    }
+
+    /// The servers for messages: `h1:p1` or `h1:p1, h2:p2`.
+    var endpointsDescription: String {
+        (resolvedEndpoints ?? []).map(\.description).joined(separator: ", ")
+    }
+
+    func validate() throws {
+        for text in hostArguments where Endpoint(parsing: text, defaultPort: resolvedPort) == nil {
+            throw ValidationError("not a host or host:port with a port in 1...65535: '\(text)'")
+        }
+    }
+
+    /// A client that gives up (instead of retrying forever) when the server is not there,
+    /// trying the servers in the order given (a refused connection moves to the next at once).
     func makeClient() throws -> FlowSyncClient {
         var logger = Logger(label: "flowsync")
         logger.logLevel = .critical
+        guard let endpoints = resolvedEndpoints else { throw CLIError.input("bad --host: \(hostArguments)") }
         return try FlowSyncClient(configuration: .init(
-            host: resolvedHost, port: resolvedPort, token: resolvedToken,
+            endpoints: endpoints, endpointOrder: .listed, token: resolvedToken,
             clientName: "flowsync-cli/1",
             reconnect: ReconnectPolicy(initialDelayMilliseconds: 100, maxDelayMilliseconds: 1_000),
             callbackQueue: DispatchQueue(label: "flowsync.callbacks"), logger: logger,
@@ -41,7 +75,7 @@ struct ConnectionOptions: ParsableArguments {
     /// Opens `list` and waits for its first snapshot, within the timeout.
     func open(_ list: String, on client: FlowSyncClient) async throws -> ListDirector {
         let director = client.director(list)
-        try await withDeadline(timeout, "no snapshot of \(list) from \(resolvedHost):\(resolvedPort) within \(timeout) s (\(client.status))") {
+        try await withDeadline(timeout, "no snapshot of \(list) from \(endpointsDescription) within \(timeout) s (\(client.status))") {
             do throws(FlowSyncError) { try await director.waitUntilLoaded() } catch { throw CLIError.from(error) }
         }
         return director

@@ -10,7 +10,9 @@ struct FlowSyncCLI: AsyncParsableCommand {
         discussion: """
         Connection: --host, --port, --token (or FLOWSYNC_HOST, FLOWSYNC_PORT, FLOWSYNC_TOKEN); \
         --timeout bounds the wait for the server. They go before the command or after it: \
-        flowsync --port 7400 get contacts, or flowsync get contacts --port 7400.
+        flowsync --port 7400 get contacts, or flowsync get contacts --port 7400. \
+        Several servers (cluster nodes): repeat --host, each host or host:port, tried in \
+        order until one answers: flowsync --host 10.0.0.1:7400 --host 10.0.0.2:7400 get contacts.
 
         Exit codes: 0 success; 1 bad input (arguments, JSON, an edit that does not apply); \
         2 no connection within --timeout; 3 the server refused the write (its error code is \

@@ -1,4 +1,4 @@
-/// The README's synopsis, `flowsync [--host H] [--port P] [--token T] [--timeout S]
+/// The README's synopsis, `flowsync [--host H[:P] …] [--port P] [--token T] [--timeout S]
 /// [--plaintext] COMMAND …`, puts the connection options before the command, as
 /// `redis-cli` users write them. ArgumentParser only takes a subcommand's options after
 /// the subcommand's name, so ``commandFirst(_:)`` moves the leading connection options

@@ -96,12 +96,15 @@ import Testing
         }
         #expect(await asWritten.terminate() == .exited(0), "\(asWritten.output)")
 
-        // `flowsync [--host H] [--port P] [--token T] [--timeout S] [--plaintext] COMMAND …`
-        // with H, P, S filled in (no token: this daemon runs with auth off, on loopback).
+        // `flowsync [--host H[:P] …] [--port P] [--token T] [--timeout S] [--plaintext] COMMAND …`
+        // with H, P, S filled in (no token: this daemon runs with auth off, on loopback),
+        // `--host` twice: first a port nothing listens on, then the daemon's host, whose
+        // port is `--port`'s (the CLI tries them in order).
         let synopsisForm = try await Self.daemon()
+        let dead = try freeLoopbackPort()
         let options = synopsis
             .replacingOccurrences(of: "[--token T] ", with: "")
-            .replacingOccurrences(of: "[--host H]", with: "--host 127.0.0.1")
+            .replacingOccurrences(of: "[--host H[:P] …]", with: "--host 127.0.0.1:\(dead) --host 127.0.0.1")
             .replacingOccurrences(of: "[--port P]", with: "--port \(synopsisForm.port)")
             .replacingOccurrences(of: "[--timeout S]", with: "--timeout 10")
             .replacingOccurrences(of: "[--plaintext]", with: "--plaintext")

@@ -2,6 +2,7 @@ import FlowSyncCore
 import FlowSyncLoad
 import FlowSyncServer
 import FlowSyncTestSupport
+import Foundation
 import Testing
 
 /// A whole (small) load run against an embedded daemon: every scenario step, and a
@@ -68,6 +69,44 @@ import Testing
         }
         #expect(report.passed, "\(report.failures)\n\(report.table())")
         #expect(report.mutations.acked > 100)
+    }
+
+    /// `--endpoints` spreads the clients round robin and splits write → delivery by
+    /// whether writer and subscriber were on the same endpoint. Without a cluster that
+    /// shares lists between daemons, both endpoints are the one embedded daemon (reached
+    /// twice): what is checked is the spreading and the bookkeeping, not a cross-node
+    /// figure.
+    @Test func endpointsSpreadTheClientsAndSplitTheDeliveryLatency() async throws {
+        var port = 0
+        let report = try await run { c in
+            port = c.port
+            c.endpoints = ["127.0.0.1:\(c.port)", "127.0.0.1:\(c.port)"]
+        }
+        #expect(report.passed, "\(report.failures)\n\(report.table())")
+        #expect(report.endpoints == [
+            LoadReport.EndpointLoad(endpoint: "127.0.0.1:\(port)", subscribers: 4, writers: 2, readyAtWindowEnd: 6),
+            LoadReport.EndpointLoad(endpoint: "127.0.0.1:\(port)", subscribers: 4, writers: 1, readyAtWindowEnd: 5),
+        ], "\(report.table())")
+        let cross = try #require(report.latency.crossEndpointDelivery)
+        let same = try #require(report.latency.sameEndpointDelivery)
+        #expect(cross.count > 0 && same.count > 0)
+        #expect(cross.count + same.count == report.latency.writeToDelivery.count)
+        #expect(report.table().contains("write on A → delivery on B"))
+        #expect(LoadReportPage.html(for: report).contains("write on A → delivery on B"))
+        // The JSON report keeps the figures.
+        let decoded = try JSONDecoder().decode(LoadReport.self, from: Data(report.json().utf8))
+        #expect(decoded.endpoints == report.endpoints && decoded.latency.crossEndpointDelivery == cross)
+    }
+
+    @Test func malformedEndpointsAreRefused() {
+        var c = LoadConfiguration()
+        c.endpoints = ["127.0.0.1:7400", "nohost"]
+        #expect(c.validationErrors().contains { $0.contains("--endpoints") })
+        c.endpoints = ["127.0.0.1:7400"]
+        c.spawn = true
+        #expect(c.validationErrors().contains { $0.contains("--spawn") })
+        #expect(LoadConfiguration.parseEndpoint("[::1]:7400")! == ("::1", 7400))
+        #expect(LoadConfiguration.parseEndpoint("127.0.0.1:0") == nil)
     }
 
     @Test func unreachableDaemonIsAnError() async throws {

@@ -151,7 +151,8 @@ final class ClientCore: @unchecked Sendable {
             refreshesTokens: configuration.tokenProvider != nil, maxTokenRefreshes: configuration.maxTokenRefreshes,
             reconnect: configuration.reconnect, pingIntervalMilliseconds: configuration.pingIntervalMilliseconds,
             handshakeTimeoutMilliseconds: configuration.handshakeTimeoutMilliseconds,
-            firstSeq: configuration.firstSeq, randomSeed: configuration.randomSeed)
+            firstSeq: configuration.firstSeq, randomSeed: configuration.randomSeed,
+            endpoints: configuration.endpoints, endpointOrder: configuration.endpointOrder)
         _state = State(session: ClientSession(settings: settings))
         if directory != nil, let options = configuration.persistence { _state.persistence = ReplicaPersistence(options: options) }
     }
@@ -252,12 +253,12 @@ final class ClientCore: @unchecked Sendable {
         }
         for action in actions {
             switch action {
-            case .connect:
+            case .connect(let endpoint):
                 state.connection += 1
                 let connection = state.connection
                 state.encoder = FrameEncoder()
                 state.decoder = FrameDecoder(limits: .client)
-                transport.connect(host: configuration.host, port: configuration.port) { [weak self] event in
+                transport.connect(host: endpoint.host, port: endpoint.port) { [weak self] event in
                     self?.transportEvent(event, connection: connection)
                 }
             case .send(let message):

@@ -26,10 +26,32 @@ import Logging
 public final class FlowSyncClient: Sendable {
     /// Everything that can be tuned; the defaults suit an app.
     public struct Configuration: Sendable {
-        /// The server's host name or address.
-        public var host: String
-        /// The server's port.
-        public var port: Int
+        /// The servers this client may connect to, at least one: the nodes of a cluster
+        /// (docs/CLUSTER.md, "Several endpoints"), or one daemon. The client is connected
+        /// to one at a time; a failed connect, a lost connection, or a node that says it
+        /// cannot serve a list moves it to the next, round robin, with the
+        /// ``reconnect`` backoff once per round of all of them (docs/SDK.md, "Several
+        /// endpoints"). After a move every list resumes from its replica's position and
+        /// digest, and pending writes are resent with their `seq`, as after any reconnect.
+        /// TLS (``tls``) is decided per endpoint's host. Setting it to an empty list traps.
+        public var endpoints: [Endpoint] {
+            didSet { precondition(!endpoints.isEmpty, "FlowSyncClient.Configuration.endpoints must not be empty") }
+        }
+        /// Which endpoint is tried first. Default ``EndpointOrder/randomStart`` (spreads
+        /// the apps over the nodes); irrelevant with one endpoint.
+        public var endpointOrder: EndpointOrder
+        /// The first endpoint's host name or address (the only one's, without a cluster).
+        /// Setting it changes the first endpoint.
+        public var host: String {
+            get { endpoints[0].host }
+            set { endpoints[0].host = newValue }
+        }
+        /// The first endpoint's port (the only one's, without a cluster). Setting it
+        /// changes the first endpoint.
+        public var port: Int {
+            get { endpoints[0].port }
+            set { endpoints[0].port = newValue }
+        }
         /// A bearer token (a JWT) sent in the Hello; see ``tokenProvider`` for tokens
         /// that expire.
         public var token: String?
@@ -84,7 +106,7 @@ public final class FlowSyncClient: Sendable {
         /// is the one stored in the directory (this value is stored on first use).
         public var persistence: PersistenceOptions?
 
-        /// Creates a configuration.
+        /// Creates a configuration for one server.
         public init(host: String = "127.0.0.1", port: Int = 7400, token: String? = nil,
                     clientID: String = "swift-" + UUID().uuidString.lowercased(),
                     clientName: String = "FlowSyncClient/1", reconnect: ReconnectPolicy = .default,
@@ -101,8 +123,8 @@ public final class FlowSyncClient: Sendable {
             self.tokenRefreshMarginSeconds = tokenRefreshMarginSeconds
             self.tokenProvider = tokenProvider
             self.maxTokenRefreshes = maxTokenRefreshes
-            self.host = host
-            self.port = port
+            self.endpoints = [Endpoint(host: host, port: port)]
+            self.endpointOrder = .randomStart
             self.token = token
             self.clientID = clientID
             self.clientName = clientName
@@ -113,6 +135,31 @@ public final class FlowSyncClient: Sendable {
             self.callbackQueue = callbackQueue
             self.logger = logger
             self.randomSeed = randomSeed
+        }
+
+        /// Creates a configuration for several servers (the nodes of a cluster); the
+        /// other parameters are those of ``init(host:port:token:clientID:clientName:reconnect:pingIntervalMilliseconds:handshakeTimeoutMilliseconds:firstSeq:callbackQueue:logger:randomSeed:tokenProvider:maxTokenRefreshes:refreshesTokenInBand:tokenRefreshMarginSeconds:tls:persistence:)``.
+        ///
+        /// - Precondition: `endpoints` is not empty.
+        public init(endpoints: [Endpoint], endpointOrder: EndpointOrder = .randomStart, token: String? = nil,
+                    clientID: String = "swift-" + UUID().uuidString.lowercased(),
+                    clientName: String = "FlowSyncClient/1", reconnect: ReconnectPolicy = .default,
+                    pingIntervalMilliseconds: UInt64 = 15_000, handshakeTimeoutMilliseconds: UInt64 = 10_000,
+                    firstSeq: UInt64 = UInt64(Date().timeIntervalSince1970 * 1_000_000),
+                    callbackQueue: DispatchQueue = .main, logger: Logger = Logger(label: "FlowSyncClient"),
+                    randomSeed: UInt64 = UInt64.random(in: 0...UInt64.max),
+                    tokenProvider: (@Sendable () -> String?)? = nil, maxTokenRefreshes: Int = 3,
+                    refreshesTokenInBand: Bool = true, tokenRefreshMarginSeconds: Double = 30,
+                    tls: TLSPolicy = .automatic, persistence: PersistenceOptions? = nil) {
+            precondition(!endpoints.isEmpty, "FlowSyncClient.Configuration needs at least one endpoint")
+            self.init(host: endpoints[0].host, port: endpoints[0].port, token: token, clientID: clientID,
+                      clientName: clientName, reconnect: reconnect, pingIntervalMilliseconds: pingIntervalMilliseconds,
+                      handshakeTimeoutMilliseconds: handshakeTimeoutMilliseconds, firstSeq: firstSeq,
+                      callbackQueue: callbackQueue, logger: logger, randomSeed: randomSeed, tokenProvider: tokenProvider,
+                      maxTokenRefreshes: maxTokenRefreshes, refreshesTokenInBand: refreshesTokenInBand,
+                      tokenRefreshMarginSeconds: tokenRefreshMarginSeconds, tls: tls, persistence: persistence)
+            self.endpoints = endpoints
+            self.endpointOrder = endpointOrder
         }
     }
 
@@ -139,6 +186,15 @@ public final class FlowSyncClient: Sendable {
     public convenience init(host: String, port: Int, token: String? = nil) throws {
         try self.init(configuration: Configuration(host: host, port: port, token: token))
     }
+
+    /// Connects to one of `endpoints` (the nodes of a cluster), moving to the next when
+    /// one fails; see ``Configuration/endpoints``.
+    public convenience init(endpoints: [Endpoint], token: String? = nil) throws {
+        try self.init(configuration: Configuration(endpoints: endpoints, token: token))
+    }
+
+    /// The endpoint the client is connected to, or is trying or will try next.
+    public var currentEndpoint: Endpoint { core.read { $0.session.endpoint } }
 
     deinit { core.close() }
 

@@ -16,6 +16,9 @@ struct ClientConnection: Sendable {
         /// Hello sent, Welcome awaited.
         case handshaking
         case ready
+        /// Ready, but this node refused a list the client needs: the connection is being
+        /// closed to move to the next endpoint; nothing more is sent or handled on it.
+        case leaving
         /// Waiting for the reconnect timer.
         case backingOff
         /// Put in the background by the app: no connection until ``ClientConnection/resume(now:)``.
@@ -37,6 +40,7 @@ struct ClientConnection: Sendable {
         case connecting(since: UInt64)
         case handshaking(Link)
         case ready(Link)
+        case leaving
         case backingOff
         case paused
         case closed
@@ -56,8 +60,8 @@ struct ClientConnection: Sendable {
     private var state: State = .idle
 
     // Data that spans connections (so not inside a phase):
-    /// Failed attempts since the last ready connection, for the backoff.
-    private var failedAttempts = 0
+    /// Which endpoint is in use and which is next; the backoff per round.
+    private var rotation: EndpointRotation
     /// The token the next Hello carries (the shell replaces it before each connect when
     /// a token provider is configured).
     private(set) var token: String?
@@ -82,7 +86,17 @@ struct ClientConnection: Sendable {
         self.token = settings.token
         self.heartbeatMilliseconds = settings.pingIntervalMilliseconds
         self.random = SplitMix64(seed: settings.randomSeed)
+        let count = settings.endpoints.count
+        precondition(count > 0, "Internal inconsistency in ClientConnection: no endpoint")
+        // The first endpoint comes from its own draw of the seed, so the jitter sequence
+        // of a single-endpoint client is the one it always was.
+        var firstDraw = SplitMix64(seed: settings.randomSeed ^ 0x9E37_79B9_7F4A_7C15)
+        let first = settings.endpointOrder == .randomStart && count > 1 ? Int(firstDraw.next() % UInt64(count)) : 0
+        self.rotation = EndpointRotation(count: count, first: first)
     }
+
+    /// The endpoint in use, or tried next.
+    var endpoint: Endpoint { settings.endpoints[rotation.current] }
 
     var phase: Phase {
         switch state {
@@ -90,6 +104,7 @@ struct ClientConnection: Sendable {
         case .connecting: .connecting
         case .handshaking: .handshaking
         case .ready: .ready
+        case .leaving: .leaving
         case .backingOff: .backingOff
         case .paused: .paused
         case .closed: .closed
@@ -114,7 +129,7 @@ struct ClientConnection: Sendable {
         case .backingOff:
             state = .paused
             return false
-        case .connecting, .handshaking, .ready:
+        case .connecting, .handshaking, .ready, .leaving:
             state = .paused
             return true
         }
@@ -122,18 +137,18 @@ struct ClientConnection: Sendable {
 
     mutating func resume(now: UInt64) -> [SessionAction] {
         guard case .paused = state else { return [] }
-        failedAttempts = 0
+        rotation.restart()
         return beginConnect(now: now)
     }
 
     mutating func reconnectNow(now: UInt64) -> [SessionAction] {
         switch state {
         case .backingOff:
-            failedAttempts = 0
+            rotation.restart()
             return beginConnect(now: now)
         case .paused:
             return resume(now: now)
-        case .idle, .connecting, .handshaking, .ready, .closed:
+        case .idle, .connecting, .handshaking, .ready, .leaving, .closed:
             return []
         }
     }
@@ -146,7 +161,7 @@ struct ClientConnection: Sendable {
         case .idle, .backingOff, .paused:
             state = .closed
             return false
-        case .connecting, .handshaking, .ready:
+        case .connecting, .handshaking, .ready, .leaving:
             state = .closed
             return true
         }
@@ -175,27 +190,40 @@ struct ClientConnection: Sendable {
 
     /// The connection closed (or never opened).
     mutating func transportClosed(reason: String, now: UInt64) -> Loss {
-        let wasReady: Bool
+        let outcome: EndpointRotation.Outcome
         switch state {
         case .closed, .idle, .backingOff, .paused: return .ignored
-        case .connecting, .handshaking: wasReady = false
-        case .ready: wasReady = true
+        case .connecting, .handshaking, .leaving: outcome = .failed   // a node that refused a list did not serve
+        case .ready: outcome = .served
         }
         if let refusal {
             state = .closed
             return .closedForGood(refusal)
         }
-        failedAttempts = wasReady ? 0 : failedAttempts + 1
-        if let max = settings.reconnect.maxAttempts, failedAttempts >= max {
-            state = .closed
-            return .closedForGood(.connectionRefused(code: .internalError, message: "gave up after \(failedAttempts) attempts: \(reason)"))
-        }
-        state = .backingOff
-        var delay = settings.reconnect.delay(attempt: failedAttempts, minimum: serverDelay, unit: random.nextUnit())
-        if reconnectAtOnce && serverDelay == 0 { delay = 0 }
+        let next = rotation.attemptEnded(outcome, policy: settings.reconnect, minimumMilliseconds: serverDelay,
+                                         skipBackoff: reconnectAtOnce, unit: random.nextUnit())
         reconnectAtOnce = false
         serverDelay = 0
-        return .retry(milliseconds: delay)
+        switch next {
+        case .giveUp(let rounds):
+            state = .closed
+            let tried = settings.endpoints.count == 1 ? "\(rounds) attempts" : "\(rounds) rounds of \(settings.endpoints.count) endpoints"
+            return .closedForGood(.connectionRefused(code: .internalError, message: "gave up after \(tried): \(reason)"))
+        case .connect(_, let delay, _):
+            state = .backingOff
+            return .retry(milliseconds: delay)
+        }
+    }
+
+    /// This node refused a list with a "cannot serve it here" error (a cluster node
+    /// that does not own it). With more than one endpoint: returns the disconnect, and
+    /// the phase is ``Phase/leaving`` until the close, after which the next endpoint is
+    /// tried (the attempt counts as failed, not served, for the backoff). `nil` with one
+    /// endpoint or when not ready: the caller handles the error as before.
+    mutating func leaveForNextEndpoint(reason: String) -> [SessionAction]? {
+        guard settings.endpoints.count > 1, case .ready = state else { return nil }
+        state = .leaving
+        return [.disconnect(reason: "\(endpoint) cannot serve a list, trying the next endpoint: \(reason)")]
     }
 
     /// The reconnect timer fired.
@@ -293,6 +321,6 @@ struct ClientConnection: Sendable {
 
     private mutating func beginConnect(now: UInt64) -> [SessionAction] {
         state = .connecting(since: now)
-        return [.status(.connecting), .connect]
+        return [.status(.connecting), .connect(endpoint)]
     }
 }

@@ -42,6 +42,10 @@ struct ClientSession: Sendable {
         /// The first `seq`; later writes count up from it.
         var firstSeq: UInt64
         var randomSeed: UInt64
+        /// The servers, tried in turn (``EndpointRotation``); at least one.
+        var endpoints: [Endpoint] = [Endpoint(host: "127.0.0.1", port: 7400)]
+        /// Which endpoint is tried first.
+        var endpointOrder: EndpointOrder = .listed
     }
 
     var settings: ClientSession.Settings { connection.settings }
@@ -54,6 +58,8 @@ struct ClientSession: Sendable {
     private var backupRequests: Set<UInt64> = []
 
     var phase: Phase { connection.phase }
+    /// The endpoint in use, or tried next.
+    var endpoint: Endpoint { connection.endpoint }
     /// The token the next Hello carries.
     var token: String? { connection.token }
     /// The heartbeat in force (the smaller of this client's and the server's), ms; 0 none.
@@ -294,6 +300,11 @@ struct ClientSession: Sendable {
             // A list unsubscribed meanwhile still completes its write.
             return lists[ack.listName]?.receive(ack, context) ?? [.complete(list: ack.listName, seq: ack.seq, .success(ack.committed))]
         case .reject(let reject):
+            if Self.nodeCannotServe(reject.code), let leave = connection.leaveForNextEndpoint(reason: reject.message) {
+                // Not applied here: the write stays pending and is resent, with its
+                // `seq`, on the next endpoint.
+                return leave
+            }
             let error = FlowSyncError.rejected(code: reject.code, message: reject.message)
             return lists[reject.listName]?.refuse(seq: reject.seq, error, context) ?? [.complete(list: reject.listName, seq: reject.seq, .failure(error))]
         case .error(let error): return serverError(error)
@@ -343,10 +354,23 @@ struct ClientSession: Sendable {
             // Subscription errors; already-subscribed and not-subscribed are harmless
             // echoes of a resync.
             if error.code == .alreadySubscribed || error.code == .notSubscribed { return [] }
+            if Self.nodeCannotServe(error.code), let leave = connection.leaveForNextEndpoint(reason: error.message) {
+                return leave
+            }
             return lists[name]?.fail(.listFailed(code: error.code, message: error.message)) ?? []
         }
         guard error.closesConnection else { return [] }
         return connection.serverClosed(error)
+    }
+
+    /// Whether a list-scoped refusal with `code` means "this node cannot serve the list
+    /// now" rather than "this request is wrong": the server-state family (5000–5999, but
+    /// not a refused backup). A cluster node refuses a list owned by another live node
+    /// with 5002 `internal-error` (docs/CLUSTER.md); with several endpoints the client
+    /// then moves to the next one instead of failing the list or the write. With one
+    /// endpoint nothing changes: the list fails (or the write is rejected) as before.
+    static func nodeCannotServe(_ code: ErrorCode) -> Bool {
+        (5000...5999).contains(code.rawValue) && code != .backupRefused
     }
 
     /// The connection went away but the client goes on: in-flight stats requests die

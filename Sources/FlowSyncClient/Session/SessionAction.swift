@@ -4,8 +4,8 @@ import FlowSyncProtocol
 /// What the session asks its I/O shell to do. The shell carries the actions out in
 /// order and feeds the outcomes back as session inputs.
 enum SessionAction: Sendable {
-    /// Open a connection to the server.
-    case connect
+    /// Open a connection to this endpoint.
+    case connect(Endpoint)
     /// Encode and write a message.
     case send(Message)
     /// Close the connection (a ``ClientSession/transportClosed(reason:)`` follows).

@@ -4,20 +4,26 @@ import FlowSyncLoop
 
 extension FlowSyncClient {
     /// The platform's transport for `configuration`: Network.framework with TLS per
-    /// ``Configuration/tls`` where it exists (Apple platforms), libuv on Linux, where
-    /// TLS is a local tunnel's job (docs/SDK.md, "Transports and TLS").
+    /// ``Configuration/tls`` where it exists (Apple platforms; decided per connection's
+    /// host), libuv on Linux, where TLS is a local tunnel's job (docs/SDK.md,
+    /// "Transports and TLS"): there every endpoint must be allowed plain TCP, or the
+    /// client is refused at once rather than at its first move to that endpoint.
     static func defaultTransport(for configuration: Configuration) throws -> any ClientTransport {
         #if canImport(Network)
         return NetworkTransport(tls: configuration.tls)
         #elseif canImport(FlowSyncLoop)
-        try TransportError.checkPlainTransportAllowed(host: configuration.host, policy: configuration.tls)
+        for endpoint in configuration.endpoints {
+            try TransportError.checkPlainTransportAllowed(host: endpoint.host, policy: configuration.tls)
+        }
         do {
             return try LibUVTransport()
         } catch {
             throw TransportError.cannotStart("\(error)")
         }
         #else
-        try TransportError.checkPlainTransportAllowed(host: configuration.host, policy: configuration.tls)
+        for endpoint in configuration.endpoints {
+            try TransportError.checkPlainTransportAllowed(host: endpoint.host, policy: configuration.tls)
+        }
         return POSIXSocketTransport()
         #endif
     }
