@@ -8,10 +8,10 @@ import Testing
 /// The SDK with several endpoints against two real `flowsyncd` nodes on one PostgreSQL
 /// (issue #18: "Subscribers reconnect to any node and resume with a Diff when the history
 /// allows"; a small form of test 5). A client started on the node that does not own the
-/// list is refused there (5002) and moves to the owner; when the owner is killed, both
-/// clients move to the other node, which takes the list once the lease has lapsed, and
-/// the subscriber resumes with a Diff: no resync, and the next write arrives as a
-/// remote change. Part of the serialized `ClusterLogTests` suite: one PostgreSQL at a time.
+/// list is served there from a replica; when the owner is killed, the writer moves to
+/// the other node, whose replica takes the list over once the lease has lapsed, and the
+/// subscriber there never resyncs: the next write arrives as a remote change. Part of
+/// the serialized `ClusterLogTests` suite: one PostgreSQL at a time.
 extension ClusterLogTests {
     static func endpointClient(_ ports: [Int], id: String) throws -> FlowSyncClient {
         try FlowSyncClient(configuration: .init(
@@ -20,7 +20,7 @@ extension ClusterLogTests {
             callbackQueue: DispatchQueue(label: "callbacks-\(id)"), randomSeed: 1))
     }
 
-    @Test func clientsMoveToTheOwnerAndAfterItsDeathResumeOnTheNextNodeWithADiff() async throws {
+    @Test func aWriterMovesToTheNextNodeWhenTheOwnerDiesAndASubscriberOnAReplicaNeverResyncs() async throws {
         try await PostgresServer.with { pg in
             let a = try await Self.daemon(pg, node: "a")
             let b = try await Self.daemon(pg, node: "b")
@@ -30,17 +30,18 @@ extension ClusterLogTests {
             try await written.waitUntilLoaded()
             _ = try await written.submit([.insertSections([Section(id: "s", rows: [Row(id: "r1")])], at: 0)]).committed()
 
-            // The subscriber starts on B, which refuses the list (A owns it): it moves to A.
+            // The subscriber starts on B, which serves the list from a replica of A's.
             let subscriber = try Self.endpointClient([b.port, a.port], id: "subscriber")
             let causes = Shared<[ListChange.Cause]>([])
             let list = subscriber.director("todo")
             let queue = DispatchQueue(label: "observer")
             let observation = list.observe(on: queue) { change in causes.update { $0.append(change.cause) } }
             try await list.waitUntilLoaded()
-            #expect(subscriber.currentEndpoint.port == a.port, "moved to the owner")
+            #expect(subscriber.currentEndpoint.port == b.port, "served by B's replica")
             #expect(list.snapshot.director.sections.flatMap { $0.rows.map(\.id) } == ["r1"])
 
-            // A dies. Both clients go to B, which refuses until A's lease lapses, then serves.
+            // A dies. The writer goes to B, whose replica takes the list over once A's
+            // lease lapsed; the subscriber stays on B.
             #expect(await a.kill9() == .signaled(9))
             let ticket = try written.submit([.insertRows([Row(id: "r2")], in: .id("s"), at: 1)])
             let version = try await ticket.committed()

@@ -365,9 +365,10 @@ struct ClientSession: Sendable {
 
     /// Whether a list-scoped refusal with `code` means "this node cannot serve the list
     /// now" rather than "this request is wrong": the server-state family (5000–5999, but
-    /// not a refused backup). A cluster node refuses a list owned by another live node
-    /// with 5002 `internal-error` (docs/CLUSTER.md); with several endpoints the client
-    /// then moves to the next one instead of failing the list or the write. With one
+    /// not a refused backup): a list that cannot be loaded on that node (5002: damaged,
+    /// or a cluster node's PostgreSQL failed), too many requests waiting for it (5003).
+    /// With several endpoints the client then moves to the next one instead of failing
+    /// the list or the write. With one
     /// endpoint nothing changes: the list fails (or the write is rejected) as before.
     static func nodeCannotServe(_ code: ErrorCode) -> Bool {
         (5000...5999).contains(code.rawValue) && code != .backupRefused
