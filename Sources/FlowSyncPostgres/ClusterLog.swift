@@ -132,9 +132,10 @@ public final class ClusterLog {
     }
 
     /// Takes ownership of `list` (created at `epoch` if new) with the next term, if it
-    /// has no owner, is already ours, or its owner's lease has expired, and only while
-    /// this node's own lease is alive. `nil`: another live node owns it.
-    public func claim(list: String, epoch: Int64, _ completion: @escaping (Result<Ownership?, PostgresError>) -> Void) {
+    /// is already ours or — with `takeFree` — has no owner or its owner's lease has
+    /// expired, and only while this node's own lease is alive. `nil`: not taken
+    /// (another live node owns it, or it is free and `takeFree` is false).
+    public func claim(list: String, epoch: Int64, takeFree: Bool = true, _ completion: @escaping (Result<Ownership?, PostgresError>) -> Void) {
         // Two statements, pipelined: the insert must be committed for the update to see
         // a new list's row (one statement's CTEs share a snapshot).
         connection.send("INSERT INTO fs_lists (list, epoch, head, owner, term) VALUES ($1, $2::bigint, 0, NULL, 0) ON CONFLICT (list) DO NOTHING",
@@ -142,11 +143,11 @@ public final class ClusterLog {
         connection.send("""
             UPDATE fs_lists SET owner = $2, term = term + 1
             WHERE list = $1
-              AND (owner IS NULL OR owner = $2
-                   OR NOT EXISTS (SELECT 1 FROM fs_leases l WHERE l.node = fs_lists.owner AND l.expires_at > clock_timestamp()))
+              AND (owner = $2 OR ($3::boolean AND (owner IS NULL
+                   OR NOT EXISTS (SELECT 1 FROM fs_leases l WHERE l.node = fs_lists.owner AND l.expires_at > clock_timestamp()))))
               AND EXISTS (SELECT 1 FROM fs_leases l WHERE l.node = $2 AND l.expires_at > clock_timestamp())
             RETURNING term, epoch, head
-            """, [.text(list), .text(node)]) { result in
+            """, [.text(list), .text(node), .text(takeFree ? "true" : "false")]) { result in
             completion(result.map { rows in
                 guard rows.rows.count == 1, let term = rows.int(0, 0), let epoch = rows.int(0, 1), let head = rows.int(0, 2) else { return nil }
                 return Ownership(term: term, epoch: epoch, head: head)
@@ -181,6 +182,19 @@ public final class ClusterLog {
         guard let space = payload.firstIndex(of: " "), let version = Int64(payload[..<space]), version > 0 else { return nil }
         let list = String(payload[payload.index(after: space)...])
         return list.isEmpty ? nil : (list, version)
+    }
+
+    /// The nodes whose lease is alive now (placement's candidates).
+    public func liveNodes(_ completion: @escaping (Result<[String], PostgresError>) -> Void) {
+        connection.send("SELECT node FROM fs_leases WHERE expires_at > clock_timestamp() ORDER BY node") { result in
+            completion(result.map { rows in rows.rows.compactMap { $0.first ?? nil } })
+        }
+    }
+
+    /// Asks `owner` to claim `list` (placement: it is the preferred owner of a list that
+    /// has none): an ``inboxChannel`` notification naming it, as a forwarded write's.
+    public func nudge(owner: String, list: String) {
+        connection.send("SELECT pg_notify('\(Self.inboxChannel)', $1 || ' ' || $2)", [.text(owner), .text(list)]) { _ in }
     }
 
     /// The list's row, or `nil` when the list does not exist: how a node resolves an

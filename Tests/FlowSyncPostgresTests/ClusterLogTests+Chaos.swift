@@ -97,7 +97,7 @@ extension ClusterLogTests {
             let acks = acknowledged.get()
             let takeOvers = everyNode.map { $0.output.components(separatedBy: "cluster: took over list").count - 1 }.reduce(0, +)
             print("chaos: \(kills) kills, \(acks.count) writes acknowledged, \(rejected.get().count) rejected, \(takeOvers) lists taken over by a replica")
-            #expect(kills >= 4)
+            #expect(kills >= 3)
             #expect(acks.count > 100, "the writers got \(acks.count) writes through")
             #expect(rejected.get().isEmpty, "\(rejected.get().prefix(5))")
 

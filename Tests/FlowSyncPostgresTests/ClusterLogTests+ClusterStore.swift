@@ -14,6 +14,14 @@ import Testing
 /// (`initdb` each) slowed the rest of a full run enough to make
 /// `OnDemandCrashTests` fail its first cycle.
 extension ClusterLogTests {
+    /// The tests' list: "tasks" is the one placement prefers for node "a" among "a",
+    /// "b" and "c" (`Placement.owner`), so a test whose first node must own the list
+    /// does not depend on whether that node has seen the others' leases yet.
+    @Test func theTestsListIsPlacedOnNodeA() {
+        #expect(Placement.owner(of: "tasks", among: ["a", "b"]) == "a")
+        #expect(Placement.owner(of: "tasks", among: ["a", "b", "c"]) == "a")
+    }
+
     static func clusterConfiguration(_ server: PostgresServer, node: String, leaseMilliseconds: Int = 2_000) -> ServerConfiguration {
         var configuration = ServerConfiguration()
         configuration.cluster.postgres = server.conninfo
@@ -51,13 +59,13 @@ extension ClusterLogTests {
             defer { _ = clients.shutdown() }
             let first = try await EmbeddedServer(configuration: Self.clusterConfiguration(pg, node: "a"), storage: .configured)
             let writer = try await TestClient.connect(port: first.port, on: clients, clientID: "writer")
-            writer.send(.subscribe(Subscribe(listName: "todo")))
+            writer.send(.subscribe(Subscribe(listName: "tasks")))
             #expect(await writer.waitFor(Self.isSnapshot) != nil, "the list loads (claimed) on first use")
-            #expect(await Self.write(writer, "todo", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
-            for seq in 2...5 { #expect(await Self.write(writer, "todo", seq: UInt64(seq), Self.row("r\(seq)"))?.version == UInt64(seq)) }
-            let expected = try #require(await first.withServer { $0.state(of: "todo") })
+            #expect(await Self.write(writer, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
+            for seq in 2...5 { #expect(await Self.write(writer, "tasks", seq: UInt64(seq), Self.row("r\(seq)"))?.version == UInt64(seq)) }
+            let expected = try #require(await first.withServer { $0.state(of: "tasks") })
             let sql = try await SQLSession.open(pg.conninfo)
-            let row = try await sql.query("SELECT head, owner, term, (SELECT count(*) FROM fs_batches WHERE list = 'todo') FROM fs_lists WHERE list = 'todo'")
+            let row = try await sql.query("SELECT head, owner, term, (SELECT count(*) FROM fs_batches WHERE list = 'tasks') FROM fs_lists WHERE list = 'tasks'")
             #expect(row.int(0, 0) == 5 && row.rows.first?[1] == "a" && row.int(0, 2) == 1 && row.int(0, 3) == 5)
             writer.close()
             #expect(await first.stop())
@@ -66,17 +74,17 @@ extension ClusterLogTests {
             // rebuilds it from fs_batches.
             let second = try await EmbeddedServer(configuration: Self.clusterConfiguration(pg, node: "a"), storage: .configured)
             let reader = try await TestClient.connect(port: second.port, on: clients, clientID: "reader")
-            reader.send(.subscribe(Subscribe(listName: "todo")))
+            reader.send(.subscribe(Subscribe(listName: "tasks")))
             guard case .snapshot(let snapshot)? = await reader.waitFor(Self.isSnapshot) else {
                 Issue.record("no snapshot after the restart")
                 return
             }
             #expect(snapshot.position == expected.position)
             #expect(snapshot.digest == expected.director.digest)
-            #expect(await second.withServer { $0.state(of: "todo")?.director } == expected.director)
+            #expect(await second.withServer { $0.state(of: "tasks")?.director } == expected.director)
             // And it takes writes at the next version.
-            #expect(await Self.write(reader, "todo", seq: 1, Self.row("after")) == ListVersion(epoch: expected.position.epoch, version: 6))
-            let after = try await sql.query("SELECT head, term FROM fs_lists WHERE list = 'todo'")
+            #expect(await Self.write(reader, "tasks", seq: 1, Self.row("after")) == ListVersion(epoch: expected.position.epoch, version: 6))
+            let after = try await sql.query("SELECT head, term FROM fs_lists WHERE list = 'tasks'")
             #expect(after.int(0, 0) == 6 && after.int(0, 1) == 2)
             // A backup is refused: the lists live in PostgreSQL, not on this node.
             let backup = Shared<BackupReply?>(nil)
@@ -102,10 +110,10 @@ extension ClusterLogTests {
             let writer = try await TestClient.connect(port: a.port, on: clients, clientID: "writer")
             let subscriber = try await TestClient.connect(port: a.port, on: clients, clientID: "subscriber")
             for client in [writer, subscriber] {
-                client.send(.subscribe(Subscribe(listName: "todo")))
+                client.send(.subscribe(Subscribe(listName: "tasks")))
                 #expect(await client.waitFor(Self.isSnapshot) != nil)
             }
-            #expect(await Self.write(writer, "todo", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
+            #expect(await Self.write(writer, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
             #expect(await subscriber.waitFor { if case .diff(let d) = $0 { return d.to.version == 1 } else { return false } } != nil)
 
             // B's claim after A's lease lapsed, in one statement (A renews every
@@ -114,11 +122,11 @@ extension ClusterLogTests {
             _ = try await sql.query("INSERT INTO fs_leases (node, expires_at) VALUES ('b', clock_timestamp() + interval '60 seconds')")
             let claimed = try await sql.query("""
                 WITH lapsed AS (UPDATE fs_leases SET expires_at = clock_timestamp() - interval '1 second' WHERE node = 'a' RETURNING node)
-                UPDATE fs_lists SET owner = 'b', term = term + 1 WHERE list = 'todo' AND EXISTS (SELECT 1 FROM lapsed) RETURNING term
+                UPDATE fs_lists SET owner = 'b', term = term + 1 WHERE list = 'tasks' AND EXISTS (SELECT 1 FROM lapsed) RETURNING term
                 """)
             #expect(claimed.int(0, 0) == 2)
 
-            writer.send(.mutate(Mutate(listName: "todo", clientID: "writer", seq: 2, base: ListVersion(epoch: 0, version: 0), operations: Self.row("stale"))))
+            writer.send(.mutate(Mutate(listName: "tasks", clientID: "writer", seq: 2, base: ListVersion(epoch: 0, version: 0), operations: Self.row("stale"))))
             let closing = await writer.waitFor { if case .error(let e) = $0 { return e.code == .serverDraining } else { return false } }
             #expect(closing != nil, "the writer is closed with server-draining")
             #expect(await subscriber.waitFor { if case .error(let e) = $0 { return e.code == .serverDraining } else { return false } } != nil)
@@ -126,14 +134,14 @@ extension ClusterLogTests {
             #expect(!writer.messages.contains { if case .ack(let ack) = $0 { return ack.seq == 2 } else { return false } })
             #expect(!writer.messages.contains { if case .diff(let d) = $0 { return d.to.version == 2 } else { return false } })
             #expect(!subscriber.messages.contains { if case .diff(let d) = $0 { return d.to.version == 2 } else { return false } })
-            let row = try await sql.query("SELECT head, owner, term, (SELECT count(*) FROM fs_batches WHERE list = 'todo') FROM fs_lists WHERE list = 'todo'")
+            let row = try await sql.query("SELECT head, owner, term, (SELECT count(*) FROM fs_batches WHERE list = 'tasks') FROM fs_lists WHERE list = 'tasks'")
             #expect(row.int(0, 0) == 1 && row.rows.first?[1] == "b" && row.int(0, 2) == 2 && row.int(0, 3) == 1, "the stale append changed nothing")
-            #expect(await a.withServer { $0.state(of: "todo") == nil }, "A dropped the list")
+            #expect(await a.withServer { $0.state(of: "tasks") == nil }, "A dropped the list")
 
             // While B's lease lives, A serves the list as a replica of B's: the
             // committed state (version 1), not its stale write.
             let late = try await TestClient.connect(port: a.port, on: clients, clientID: "late")
-            late.send(.subscribe(Subscribe(listName: "todo")))
+            late.send(.subscribe(Subscribe(listName: "tasks")))
             let answer = await late.waitFor { if case .error = $0 { return true } else { return Self.isSnapshot($0) } }
             guard case .snapshot(let replica)? = answer else {
                 Issue.record("A did not serve the list as a replica: \(String(describing: answer))")
@@ -157,16 +165,16 @@ extension ClusterLogTests {
             defer { _ = clients.shutdown() }
             let a = try await EmbeddedServer(configuration: Self.clusterConfiguration(pg, node: "a"), storage: .configured)
             let writer = try await TestClient.connect(port: a.port, on: clients, clientID: "writer")
-            writer.send(.subscribe(Subscribe(listName: "todo")))
+            writer.send(.subscribe(Subscribe(listName: "tasks")))
             #expect(await writer.waitFor(Self.isSnapshot) != nil)
-            #expect(await Self.write(writer, "todo", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
+            #expect(await Self.write(writer, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
 
             let locker = try await SQLSession.open(pg.conninfo)
             let observer = try await SQLSession.open(pg.conninfo)
             // Holds fs_lists for 3 s in one statement (its own transaction).
             async let held = locker.query("DO $$ BEGIN LOCK TABLE fs_lists IN ACCESS EXCLUSIVE MODE; PERFORM pg_sleep(3); END $$")
             #expect(try await Self.poll(observer, "SELECT count(*) FROM pg_locks WHERE relation = 'fs_lists'::regclass AND mode = 'AccessExclusiveLock' AND granted") { $0.int(0, 0) == 1 })
-            writer.send(.mutate(Mutate(listName: "todo", clientID: "writer", seq: 2, base: ListVersion(epoch: 0, version: 0), operations: Self.row("cut"))))
+            writer.send(.mutate(Mutate(listName: "tasks", clientID: "writer", seq: 2, base: ListVersion(epoch: 0, version: 0), operations: Self.row("cut"))))
             // A's append waits on the lock: cut its connection there.
             #expect(try await Self.poll(observer, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%WITH advanced%'") { $0.int(0, 0) == 1 })
             let cut = try await observer.query("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%WITH advanced%'")
@@ -176,17 +184,17 @@ extension ClusterLogTests {
             #expect(await writer.waitFor { if case .error(let e) = $0 { return e.code == .serverDraining } else { return false } } != nil)
             #expect(await eventually { writer.isClosed })
             #expect(!writer.messages.contains { if case .ack(let ack) = $0 { return ack.seq == 2 } else { return false } })
-            let row = try await observer.query("SELECT head, term, (SELECT count(*) FROM fs_batches WHERE list = 'todo') FROM fs_lists WHERE list = 'todo'")
+            let row = try await observer.query("SELECT head, term, (SELECT count(*) FROM fs_batches WHERE list = 'tasks') FROM fs_lists WHERE list = 'tasks'")
             #expect(row.int(0, 0) == 1 && row.int(0, 2) == 1)
 
             let again = try await TestClient.connect(port: a.port, on: clients, clientID: "again")
-            again.send(.subscribe(Subscribe(listName: "todo")))
+            again.send(.subscribe(Subscribe(listName: "tasks")))
             guard case .snapshot(let snapshot)? = await again.waitFor(Self.isSnapshot) else {
                 Issue.record("the list did not load again")
                 return
             }
             #expect(snapshot.position.version == 1)
-            #expect(await Self.write(again, "todo", seq: 1, Self.row("after"))?.version == 2)
+            #expect(await Self.write(again, "tasks", seq: 1, Self.row("after"))?.version == 2)
             again.close()
             #expect(await a.stop())
             await locker.close()
@@ -202,7 +210,7 @@ extension ClusterLogTests {
             defer { _ = clients.shutdown() }
             let creator = try await EmbeddedServer(configuration: Self.clusterConfiguration(pg, node: "a"), storage: .configured)
             let writer = try await TestClient.connect(port: creator.port, on: clients, clientID: "writer")
-            #expect(await Self.write(writer, "todo", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
+            #expect(await Self.write(writer, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
             writer.close()
             #expect(await creator.stop())
 
@@ -210,7 +218,7 @@ extension ClusterLogTests {
             strict.autoCreateLists = false
             let server = try await EmbeddedServer(configuration: strict, storage: .configured)
             let reader = try await TestClient.connect(port: server.port, on: clients, clientID: "reader")
-            reader.send(.subscribe(Subscribe(listName: "todo")))
+            reader.send(.subscribe(Subscribe(listName: "tasks")))
             guard case .snapshot(let snapshot)? = await reader.waitFor(Self.isSnapshot) else {
                 Issue.record("the stored list was not served")
                 return

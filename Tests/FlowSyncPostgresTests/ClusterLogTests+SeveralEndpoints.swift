@@ -26,14 +26,14 @@ extension ClusterLogTests {
             let b = try await Self.daemon(pg, node: "b")
             // The writer starts on A, which takes the list at its first use.
             let writer = try Self.endpointClient([a.port, b.port], id: "writer")
-            let written = writer.director("todo")
+            let written = writer.director("tasks")
             try await written.waitUntilLoaded()
             _ = try await written.submit([.insertSections([Section(id: "s", rows: [Row(id: "r1")])], at: 0)]).committed()
 
             // The subscriber starts on B, which serves the list from a replica of A's.
             let subscriber = try Self.endpointClient([b.port, a.port], id: "subscriber")
             let causes = Shared<[ListChange.Cause]>([])
-            let list = subscriber.director("todo")
+            let list = subscriber.director("tasks")
             let queue = DispatchQueue(label: "observer")
             let observation = list.observe(on: queue) { change in causes.update { $0.append(change.cause) } }
             try await list.waitUntilLoaded()

@@ -49,10 +49,10 @@ extension ClusterLogTests {
             let writerA = try await Self.connectClient(a, clients, "writer-a")
             let subscriberA = try await Self.connectClient(a, clients, "subscriber-a")
             for client in [writerA, subscriberA] {
-                client.send(.subscribe(Subscribe(listName: "todo")))
+                client.send(.subscribe(Subscribe(listName: "tasks")))
                 #expect(await client.waitFor(ClusterLogTests.isSnapshot) != nil, "\(a.output)")
             }
-            #expect(await ClusterLogTests.write(writerA, "todo", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
+            #expect(await ClusterLogTests.write(writerA, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
             #expect(await subscriberA.waitFor { if case .diff(let d) = $0 { return d.to.version == 1 } else { return false } } != nil)
 
             // A stops; its lease lapses on PostgreSQL's clock (waited for, bounded).
@@ -67,17 +67,17 @@ extension ClusterLogTests {
 
             // B takes the list (term 2) and writes version 2.
             let writerB = try await Self.connectClient(b, clients, "writer-b")
-            writerB.send(.subscribe(Subscribe(listName: "todo")))
+            writerB.send(.subscribe(Subscribe(listName: "tasks")))
             guard case .snapshot(let atB)? = await writerB.waitFor(ClusterLogTests.isSnapshot) else {
                 Issue.record("B did not serve the list: \(b.output)")
                 _ = await a.kill9()
                 return
             }
             #expect(atB.position.version == 1)
-            #expect(await ClusterLogTests.write(writerB, "todo", seq: 1, ClusterLogTests.row("from-b"))?.version == 2)
+            #expect(await ClusterLogTests.write(writerB, "tasks", seq: 1, ClusterLogTests.row("from-b"))?.version == 2)
 
             // A write to the stopped A waits in its socket; then A continues.
-            writerA.send(.mutate(Mutate(listName: "todo", clientID: "writer-a", seq: 2, base: ListVersion(epoch: 0, version: 0),
+            writerA.send(.mutate(Mutate(listName: "tasks", clientID: "writer-a", seq: 2, base: ListVersion(epoch: 0, version: 0),
                                         operations: ClusterLogTests.row("stale"))))
             a.signal(SIGCONT)
             #expect(await writerA.waitFor(Self.isDraining) != nil, "A closes its writer with server-draining: \(a.output)")
@@ -88,12 +88,12 @@ extension ClusterLogTests {
             for client in [writerA, subscriberA] {
                 #expect(!client.messages.contains { if case .diff(let d) = $0 { return d.to.version >= 2 } else { return false } })
             }
-            let row = try await sql.query("SELECT head, owner, term, (SELECT count(*) FROM fs_batches WHERE list = 'todo') FROM fs_lists WHERE list = 'todo'")
+            let row = try await sql.query("SELECT head, owner, term, (SELECT count(*) FROM fs_batches WHERE list = 'tasks') FROM fs_lists WHERE list = 'tasks'")
             #expect(row.int(0, 0) == 2 && row.rows.first?[1] == "b" && row.int(0, 2) == 2 && row.int(0, 3) == 2, "the stale append changed nothing")
 
             // B's list holds B's write and not A's.
             let reader = try await Self.connectClient(b, clients, "reader")
-            reader.send(.subscribe(Subscribe(listName: "todo")))
+            reader.send(.subscribe(Subscribe(listName: "tasks")))
             guard case .snapshot(let final)? = await reader.waitFor(ClusterLogTests.isSnapshot) else {
                 Issue.record("no snapshot from B")
                 return

@@ -14,14 +14,25 @@ extension Server {
         store.onForwarded = { [weak self] name, writes in self?.received(writes, for: name) }
         store.onAnswers = { [weak self] answers in self?.answered(answers) }
         store.onInboxForUnloadedList = { [weak self] name in
-            guard let self, lists[name] == nil, storageFailure == nil, !lifecycle.isShuttingDown else { return }
-            loadWithoutRequest(name)
+            // Writes were forwarded to this node (or placement asked it to claim) for a
+            // list it does not own here: take it over from its replica, or load it.
+            guard let self, storageFailure == nil, !lifecycle.isShuttingDown else { return }
+            if store.isReplica(name) {
+                tryTakeOver(name, forwardAgain: false)
+            } else if lists[name] == nil {
+                loadWithoutRequest(name)
+            }
         }
         store.onOrphanedList = { [weak self] name in
-            // Its owner released it (a clean stop): writes waiting for it need not
-            // wait for a lease.
-            guard let self, forwardedWrites.waiting.keys.contains(where: { $0.list == name }) else { return }
-            tryTakeOver(name, forwardAgain: false)
+            // No owner (released at a clean stop, or never claimed): the preferred node
+            // claims it now — from its replica, or by loading it. The others wait; a
+            // write of theirs takes it over when overdue if the preferred node does not.
+            guard let self, store.isPreferredOwner(of: name), storageFailure == nil, !lifecycle.isShuttingDown else { return }
+            if store.isReplica(name) {
+                tryTakeOver(name, forwardAgain: false)
+            } else {
+                loadWithoutRequest(name)
+            }
         }
         store.onReplicaBroken = { [weak self] name in
             guard let self, let list = lists[name] else { return }

@@ -73,6 +73,13 @@ extension ClusterStore {
                             return
                         }
                         replicas[name] = Replica(epoch: row.epoch, head: rebuilt.head)
+                        // A free list placement gives to another node: ask that node to
+                        // claim it (if it never does, a write here takes it over when
+                        // overdue).
+                        if row.owner == nil || !liveNodes.contains(row.owner!), let preferred = Placement.owner(of: name, among: liveNodes),
+                           preferred != options.node {
+                            log.nudge(owner: preferred, list: name)
+                        }
                         logger.debug("cluster: following list as a replica", metadata: ["flowsync.list": "\(name)", "owner": "\(row.owner ?? "")", "head": "\(rebuilt.head)"])
                         completion(.success(RecoveredList(name: name, sequencer: rebuilt.sequencer)))
                         // A batch committed between the claim and the read above was
@@ -93,7 +100,7 @@ extension ClusterStore {
         case ClusterLog.inboxChannel:
             guard let (owner, list) = ClusterLog.parseInboxNotification(payload) else { return }
             if owner.isEmpty {
-                if replicas[list] != nil { onOrphanedList?(list) }
+                orphaned(list)
                 return
             }
             guard owner == options.node else { return }
@@ -109,6 +116,24 @@ extension ClusterStore {
             withLog { [weak self] log in self?.takeOutbox(log) }
         default:
             return
+        }
+    }
+
+    /// A list has no owner: placement decides who claims it, so the live nodes are read
+    /// again first (the node that released it has just deleted its lease). One read
+    /// serves every orphan notified meanwhile (a stopping node releases all its lists
+    /// at once).
+    func orphaned(_ list: String) {
+        orphans.append(list)
+        guard orphans.count == 1 else { return }
+        withLog { [weak self] log in
+            log.liveNodes { [weak self] result in
+                guard let self else { return }
+                if case .success(let nodes) = result { liveNodes = Set(nodes).union([options.node]) }
+                let lists = orphans
+                orphans = []
+                for list in lists { onOrphanedList?(list) }
+            }
         }
     }
 
@@ -268,6 +293,8 @@ extension ClusterStore {
         }
     }
 
+    /// Claims replica `name` if it is free (its owner released it, or its lease lapsed),
+    /// whatever placement prefers: the fallback when the preferred node does not.
     public func takeOver(_ name: String, completion: @escaping (TakeOverOutcome) -> Void) {
         guard let replica = replicas[name] else {
             completion(owned[name] != nil ? .owned : .failed(.unusable("list \"\(name)\" is not followed here")))

@@ -111,6 +111,11 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
         var writing = false
     }
     var sinceSnapshot: [String: SinceSnapshot] = [:]
+    /// The nodes with a live lease at the last look (every lease renewal): placement's
+    /// candidates. Always holds this node.
+    var liveNodes: Set<String> = []
+    /// Lists notified as ownerless while the live nodes are being read again.
+    var orphans: [String] = []
     public var onReplicated: ((String, [ReplicatedBatch]) -> Void)?
     public var onForwarded: ((String, [ForwardedWrite]) -> Void)?
     public var onAnswers: (([WriteAnswer]) -> Void)?
@@ -230,7 +235,12 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
                         connection.close()
                         retry(since: since, error)
                     case .success:
-                        ready(log, initial: initial)
+                        // Placement needs the live nodes before the first load.
+                        log.liveNodes { [weak self] result in
+                            guard let self else { return }
+                            if case .success(let nodes) = result { liveNodes = Set(nodes).union([options.node]) }
+                            ready(log, initial: initial)
+                        }
                     }
                 }
             }
@@ -270,6 +280,19 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
                 self?.logger.error("cluster: lease renewal failed", metadata: ["error": "\(error)"])
             }
         }
+        refreshLiveNodes(log)
+    }
+
+    func refreshLiveNodes(_ log: ClusterLog) {
+        log.liveNodes { [weak self] result in
+            guard let self, case .success(let nodes) = result else { return }
+            liveNodes = Set(nodes).union([options.node])
+        }
+    }
+
+    /// Whether placement prefers this node for `name` among the live nodes.
+    public func isPreferredOwner(of name: String) -> Bool {
+        Placement.owner(of: name, among: liveNodes.union([options.node])) == options.node
     }
 
     private func connectionLost(_ error: PostgresError) {
@@ -331,13 +354,16 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
     private func claim(_ name: String, _ log: ClusterLog, _ completion: @escaping (Result<RecoveredList?, StoreError>) -> Void) {
         // A new list's epoch: random, as a single node's, within PostgreSQL's bigint.
         let epoch = Int64.random(in: 1...Int64.max)
-        log.claim(list: name, epoch: epoch) { [weak self] result in
+        // A free list (new, released, or its owner's lease lapsed) is taken only by its
+        // preferred owner (placement); a list this node owns is always taken back.
+        log.claim(list: name, epoch: epoch, takeFree: isPreferredOwner(of: name)) { [weak self] result in
             guard let self else { return }
             switch result {
             case .failure(let error):
                 completion(.failure(.unusable("PostgreSQL: claiming list \"\(name)\": \(error)")))
             case .success(nil):
-                // Another live node owns it: follow it as a replica.
+                // Another live node owns it, or placement prefers another node for a
+                // free list: follow it as a replica.
                 loadReplica(name, log, completion)
             case .success(let ownership?):
                 log.load(list: name, epoch: ownership.epoch) { [weak self] result in

@@ -85,9 +85,11 @@ public protocol ReplicatingStore: LoopLoadingStore {
     func forward(_ mutate: Mutate)
     /// Answers writes other nodes forwarded to this one (after their batch committed).
     func answer(_ answers: [WriteAnswer])
-    /// Writes were forwarded to a list that has no owner (its owner released it at a
-    /// clean stop): a node with writes waiting for it takes it over now.
+    /// A list has no owner now (its owner released it at a clean stop, or a write was
+    /// forwarded to it while it had none): its preferred node (placement) claims it.
     var onOrphanedList: ((String) -> Void)? { get set }
+    /// Whether placement prefers this node for `name` among the live nodes.
+    func isPreferredOwner(of name: String) -> Bool
     /// A clean stop: gives up this node's lists and lease, so other nodes take them at
     /// once; `completion` runs on the loop thread when done, failed, or after a
     /// bounded wait.
