@@ -290,7 +290,7 @@ final class SQLSession: @unchecked Sendable {
 }
 
 /// Runs `start` on the loop thread and waits for the value it hands to `done` (once).
-private func runOnLoop<T>(_ thread: EventLoopThread, _ start: @escaping (@escaping (T) -> Void) -> Void) async -> T {
+func runOnLoop<T>(_ thread: EventLoopThread, _ start: @escaping (@escaping (T) -> Void) -> Void) async -> T {
     let job = LoopCarried(start)
     return await withCheckedContinuation { continuation in
         let resume = LoopCarried(continuation)
@@ -306,11 +306,11 @@ private func runOnLoop<T>(_ thread: EventLoopThread, _ start: @escaping (@escapi
 }
 
 /// Carries a loop-confined value to the loop thread and back.
-private struct LoopCarried<T>: @unchecked Sendable {
+struct LoopCarried<T>: @unchecked Sendable {
     let value: T
     init(_ value: T) { self.value = value }
 }
 
-private final class ResumedFlag {
+final class ResumedFlag {
     var done = false
 }
