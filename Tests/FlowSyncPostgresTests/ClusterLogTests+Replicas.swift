@@ -283,4 +283,43 @@ extension ClusterLogTests {
             await sql.close()
         }
     }
+
+    /// Idle lists are unloaded on cluster nodes too (`lists.idle_unload_ms`): the owner
+    /// and a replica both forget an idle list; a write on the replica's node then loads
+    /// it there as a replica again, the forwarded write makes the owner load it (claimed
+    /// back, the next term), and it commits at the next version.
+    @Test func idleListsUnloadOnClusterNodesAndComeBackOnTheNextWrite() async throws {
+        try await PostgresServer.with { pg in
+            let clients = try EventLoopThread()
+            defer { _ = clients.shutdown() }
+            var configuration = Self.clusterConfiguration(pg, node: "a")
+            configuration.idleUnloadMilliseconds = 200
+            let a = try await EmbeddedServer(configuration: configuration, storage: .configured)
+            configuration.cluster.node = "b"
+            let b = try await EmbeddedServer(configuration: configuration, storage: .configured)
+            let writerA = try await TestClient.connect(port: a.port, on: clients, clientID: "writer-a")
+            #expect(await Self.write(writerA, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
+            let reader = try await TestClient.connect(port: b.port, on: clients, clientID: "reader")
+            reader.send(.subscribe(Subscribe(listName: "tasks")))
+            #expect(await reader.waitFor(Self.isSnapshot) != nil)
+            reader.close()
+            var unloaded = false
+            for _ in 0..<200 where !unloaded {
+                let here = await a.withServer { $0.state(of: "tasks") == nil }
+                let there = await b.withServer { $0.state(of: "tasks") == nil }
+                unloaded = here && there
+                if !unloaded { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(unloaded, "both nodes unloaded the idle list")
+            let writerB = try await TestClient.connect(port: b.port, on: clients, clientID: "writer-b")
+            #expect(await Self.write(writerB, "tasks", seq: 1, Self.row("after-unload"))?.version == 2)
+            let sql = try await SQLSession.open(pg.conninfo)
+            let row = try await sql.query("SELECT head, owner, term FROM fs_lists WHERE list = 'tasks'")
+            #expect(row.int(0, 0) == 2 && row.rows.first?[1] == "a" && row.int(0, 2) == 2, "A took its list back (term 2): \(row.rows)")
+            for client in [writerA, writerB] { client.close() }
+            #expect(await a.stop())
+            #expect(await b.stop())
+            await sql.close()
+        }
+    }
 }

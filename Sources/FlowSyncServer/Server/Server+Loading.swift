@@ -182,18 +182,26 @@ extension Server {
     /// window come back from the log at its next load. A scan costs O(lists loaded), so
     /// it runs at most every quarter of the idle time (and at most once per sweep).
     func unloadIdleLists() {
-        guard let store = onDemandStore, configuration.idleUnloadMilliseconds > 0, storageFailure == nil, !lifecycle.isShuttingDown else { return }
+        guard onDemandStore != nil || replicatingStore != nil, configuration.idleUnloadMilliseconds > 0, storageFailure == nil,
+              !lifecycle.isShuttingDown else { return }
         let now = loop.now
         let idle = UInt64(configuration.idleUnloadMilliseconds)
         guard now >= lastIdleScan + max(100, idle / 4) else { return }
         lastIdleScan = now
         var unloaded = 0
         for list in Array(lists.values) where isUnloadable(list, now: now, idle: idle) {
-            do {
-                try store.unload(list.name)
-            } catch {
-                storageFailed(error)
-                return
+            if let store = onDemandStore {
+                do {
+                    try store.unload(list.name)
+                } catch {
+                    storageFailed(error)
+                    return
+                }
+            } else if let cluster = replicatingStore {
+                // Cluster mode: a replica stops following; an owned list stays this
+                // node's in PostgreSQL and loads again (claimed back at once) at its
+                // next use, or when a write is forwarded to it.
+                guard cluster.unload(list.name) else { continue }
             }
             lists[list.name] = nil
             unloaded += 1
@@ -211,6 +219,9 @@ extension Server {
     private func isUnloadable(_ list: ListHost, now: UInt64, idle: UInt64) -> Bool {
         !list.declared && list.subscribers.isEmpty && now >= list.lastActive + idle && !list.hasPending && !list.hasPendingFrames
             && !dirtyLists.contains(list.name) && !compactionsDue.contains(list.name) && !compactionsInFlight.contains(list.name)
+            // Cluster mode: no batch committing, no forwarded write waiting, no take-over.
+            && !commitGate.hasPendingCommit(of: list.name) && !takeOvers.contains(list.name)
+            && (forwardedWrites.isEmpty || !forwardedWrites.waiting.keys.contains { $0.list == list.name })
     }
 
     /// Every second, from the sweep: enforces `[history] total_max_bytes`, samples the

@@ -342,6 +342,21 @@ extension ClusterStore {
         }
     }
 
+    // MARK: Unloading
+
+    public func unload(_ name: String) -> Bool {
+        if let replica = replicas[name] {
+            guard !replica.fetching else { return false }
+            replicas[name] = nil
+            return true
+        }
+        guard owned[name] != nil else { return true }
+        guard sinceSnapshot[name]?.writing != true, !unresolved.contains(where: { $0.list == name }) else { return false }
+        owned[name] = nil
+        sinceSnapshot[name] = nil
+        return true
+    }
+
     // MARK: Snapshots in PostgreSQL
 
     public func snapshotDue(of name: String) -> Bool {

@@ -70,7 +70,7 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
     }
 
     /// An append whose outcome the lost connection left unknown.
-    private struct Unresolved {
+    struct Unresolved {
         let list: String
         let ownership: ClusterLog.Ownership
         let version: Int64
@@ -89,7 +89,7 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
     }
     /// Work that waits for a connection, in order.
     private var waiting: [(ClusterLog) -> Void] = []
-    private var unresolved: [Unresolved] = []
+    var unresolved: [Unresolved] = []
     /// The lists this node owns, at the term it claimed them with, and their last
     /// committed version.
     var owned: [String: ClusterLog.Ownership] = [:]

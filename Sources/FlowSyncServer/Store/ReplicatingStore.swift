@@ -94,6 +94,10 @@ public protocol ReplicatingStore: LoopLoadingStore {
     /// once; `completion` runs on the loop thread when done, failed, or after a
     /// bounded wait.
     func release(_ completion: @escaping () -> Void)
+    /// Forgets an idle list here (the server unloads it): a replica stops following it;
+    /// an owned list stays this node's in PostgreSQL and is claimed back at its next
+    /// load. `false`: not now (a read or a snapshot of it is in flight).
+    func unload(_ name: String) -> Bool
     /// Claims replica `name` if its owner's lease has lapsed.
     func takeOver(_ name: String, completion: @escaping (TakeOverOutcome) -> Void)
 }
