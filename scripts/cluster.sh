@@ -10,8 +10,12 @@
 #   scripts/cluster.sh status         each component, its pid and port; exit 0 only if all run
 #   scripts/cluster.sh down [--purge] stop the nodes, the standby, the primary; --purge
 #                                     then removes the state directory
+#   scripts/cluster.sh failover       stop the primary at once (pg_ctl stop -m immediate),
+#                                     promote the standby, wait until every node reconnected
+#                                     to it; the old primary is stale from then on
 #   scripts/cluster.sh smoke          up, a row written and read back through n1 with the
-#                                     CLI, the row found on the standby, down
+#                                     CLI, the row found on the standby, a failover, a second
+#                                     row through n2 read back through n3, down --purge
 #
 # Environment: FLOWSYNC_CLUSTER_DIR (state directory, default .build/cluster),
 # FLOWSYNCD and FLOWSYNC (the daemon and the CLI; default .build/debug/…, built with
@@ -221,7 +225,9 @@ data_dir = "$dir/data"    # not used in cluster mode, but kept per node
 enabled = false
 
 [cluster]
-postgres = "host=127.0.0.1 port=$(pg_port "$primary") dbname=postgres user=$superuser connect_timeout=5"
+# Both servers: a reconnection takes whichever accepts writes (the primary, or the
+# standby once promoted by \`scripts/cluster.sh failover\`).
+postgres = "host=127.0.0.1,127.0.0.1 port=$(pg_port "$primary"),$(pg_port "$standby") dbname=postgres user=$superuser connect_timeout=5 target_session_attrs=read-write"
 node = "$name"
 lease_ms = 5000
 EOF
@@ -266,6 +272,7 @@ up() {
     local running=0 total=0 name daemon
     for dir in "$primary" "$standby"; do total=$((total + 1)); [ -n "$(pg_pid "$dir")" ] && running=$((running + 1)); done
     for name in "${nodes[@]}"; do total=$((total + 1)); [ -n "$(node_pid "$name")" ] && running=$((running + 1)); done
+    [ ! -f "$state/failed-over" ] || die "this cluster failed over: the old primary is stale (scripts/cluster.sh down --purge, then up)"
     if [ "$running" = "$total" ]; then say "already up ($state)"; status; return; fi
     [ "$running" = 0 ] || die "partly up ($running of $total components run): scripts/cluster.sh down, then up"
 
@@ -292,6 +299,16 @@ up() {
 
 status() {
     local ok=0 pid port name s
+    if [ -f "$state/failed-over" ]; then
+        echo "failed over: the standby is the primary; the old primary is stale"
+        pid=$(pg_pid "$standby"); port=$(pg_port "$standby")
+        if [ -n "$pid" ]; then printf '%-8s running  pid %-8s port %s (promoted)\n' standby "$pid" "$port"; else printf '%-8s stopped\n' standby; ok=1; fi
+        for name in "${nodes[@]}"; do
+            pid=$(node_pid "$name"); port=$(cat "$state/$name/port" 2>/dev/null || echo -)
+            if [ -n "$pid" ]; then printf '%-8s running  pid %-8s port %s\n' "$name" "$pid" "$port"; else printf '%-8s stopped\n' "$name"; ok=1; fi
+        done
+        return "$ok"
+    fi
     for pair in "primary:$primary" "standby:$standby"; do
         name=${pair%%:*}; dir=${pair#*:}
         pid=$(pg_pid "$dir"); port=$(pg_port "$dir")
@@ -316,6 +333,30 @@ status() {
         fi
     done
     return "$ok"
+}
+
+# ---- failover ------------------------------------------------------------------
+
+failover() {
+    local name log before
+    status > /dev/null || die "failover needs the whole cluster running (scripts/cluster.sh status)"
+    declare -A seen
+    for name in "${nodes[@]}"; do seen[$name]=$(grep -c 'cluster: reconnected' "$state/$name/flowsyncd.log" || true); done
+    as_pg "$pg_bin/pg_ctl" -D "$primary/data" -m immediate -w -t "$wait_seconds" stop > /dev/null
+    say "primary stopped (pg_ctl stop -m immediate)"
+    touch "$state/failed-over"
+    as_pg "$pg_bin/pg_ctl" -D "$standby/data" -w -t "$wait_seconds" promote > /dev/null
+    say "standby promoted (pg_ctl promote)"
+    for name in "${nodes[@]}"; do
+        log="$state/$name/flowsyncd.log"; before=${seen[$name]}
+        for _ in $(seq 1 $((wait_seconds * 10))); do
+            [ "$(grep -c 'cluster: reconnected' "$log" || true)" -gt "$before" ] && break
+            kill -0 "$(node_pid "$name")" 2>/dev/null || die "$name exited during the failover (see $log)"
+            sleep 0.1
+        done
+        [ "$(grep -c 'cluster: reconnected' "$log" || true)" -gt "$before" ] || die "$name did not reconnect within ${wait_seconds}s (see $log)"
+        say "$name reconnected to the promoted standby"
+    done
 }
 
 # ---- down ----------------------------------------------------------------------
@@ -351,8 +392,15 @@ smoke() {
     done
     [ "${count:-0}" -ge 1 ] || { echo "cluster: smoke: no batch of $list on the standby after ${wait_seconds}s" >&2; false; }
     say "smoke: the standby holds $count batch(es) of $list (SELECT count(*) FROM fs_batches)"
+    failover
+    "$cli" insert "$list" --section s --id row2 --json '{"text":"written through n2 after the failover"}' --port "$(cat "$state/n2/port")" --timeout 10
+    body=$("$cli" get "$list" --json --port "$(cat "$state/n3/port")" --timeout 10)
+    grep -q 'written through n1' <<<"$body" && grep -q 'after the failover' <<<"$body" \
+        || { echo "cluster: smoke: both rows are not read back through n3 after the failover: $body" >&2; false; }
+    say "smoke: after the failover, row2 written through n2 and both rows read back through n3"
     cleanup_on_exit=""
-    down
+    # The old primary is stale after the failover: its state goes.
+    down --purge
     say "smoke passed"
 }
 
@@ -378,5 +426,6 @@ case "${1:-}" in
     down) down "${2:-}" ;;
     status) status ;;
     smoke) smoke ;;
-    *) echo "usage: scripts/cluster.sh up|down [--purge]|status|smoke" >&2; exit 64 ;;
+    failover) failover ;;
+    *) echo "usage: scripts/cluster.sh up|down [--purge]|status|failover|smoke" >&2; exit 64 ;;
 esac

@@ -254,7 +254,11 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
         state = .ready(log)
         retryTimer?.close()
         retryTimer = nil
-        if initial { logger.info("cluster: connected", metadata: ["node": "\(options.node)", "lease_ms": "\(options.leaseMilliseconds)"]) }
+        if initial {
+            logger.info("cluster: connected", metadata: ["node": "\(options.node)", "lease_ms": "\(options.leaseMilliseconds)"])
+        } else {
+            logger.info("cluster: reconnected", metadata: ["node": "\(options.node)", "unresolved": "\(unresolved.count)"])
+        }
         if leaseTimer == nil {
             let timer = LoopTimer(loop: loop)
             let every = UInt64(max(100, options.leaseMilliseconds / 3))
