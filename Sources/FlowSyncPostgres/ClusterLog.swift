@@ -48,12 +48,15 @@ public final class ClusterLog {
         public var head: Int64
         public var owner: String?
         public var term: Int64
+        /// Whether the owner's lease is alive (false when there is no owner).
+        public var ownerAlive: Bool
 
-        public init(epoch: Int64, head: Int64, owner: String?, term: Int64) {
+        public init(epoch: Int64, head: Int64, owner: String?, term: Int64, ownerAlive: Bool = true) {
             self.epoch = epoch
             self.head = head
             self.owner = owner
             self.term = term
+            self.ownerAlive = ownerAlive
         }
     }
 
@@ -200,10 +203,14 @@ public final class ClusterLog {
     /// The list's row, or `nil` when the list does not exist: how a node resolves an
     /// append whose outcome a lost connection left unknown.
     public func head(list: String, _ completion: @escaping (Result<ListState?, PostgresError>) -> Void) {
-        connection.send("SELECT epoch, head, owner, term FROM fs_lists WHERE list = $1", [.text(list)]) { result in
+        connection.send("""
+            SELECT epoch, head, owner, term,
+                   EXISTS (SELECT 1 FROM fs_leases l WHERE l.node = fs_lists.owner AND l.expires_at > clock_timestamp())
+            FROM fs_lists WHERE list = $1
+            """, [.text(list)]) { result in
             completion(result.map { rows in
                 guard rows.rows.count == 1, let epoch = rows.int(0, 0), let head = rows.int(0, 1), let term = rows.int(0, 3) else { return nil }
-                return ListState(epoch: epoch, head: head, owner: rows.rows[0][2], term: term)
+                return ListState(epoch: epoch, head: head, owner: rows.rows[0][2], term: term, ownerAlive: rows.rows[0][4] == "t")
             })
         }
     }

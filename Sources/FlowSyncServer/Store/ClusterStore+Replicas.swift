@@ -73,12 +73,15 @@ extension ClusterStore {
                             return
                         }
                         replicas[name] = Replica(epoch: row.epoch, head: rebuilt.head)
-                        // A free list placement gives to another node: ask that node to
-                        // claim it (if it never does, a write here takes it over when
-                        // overdue).
-                        if row.owner == nil || !liveNodes.contains(row.owner!), let preferred = Placement.owner(of: name, among: liveNodes),
-                           preferred != options.node {
-                            log.nudge(owner: preferred, list: name)
+                        // A free list (no owner, or its lease lapsed): ask its preferred
+                        // node, as the live nodes are now, to claim it — possibly this
+                        // one (the nudge then takes the replica over). If nobody does, a
+                        // write here takes it over when overdue.
+                        if row.owner == nil || !row.ownerAlive {
+                            withFreshLiveNodes { [weak self] in
+                                guard let self, replicas[name] != nil, let preferred = Placement.owner(of: name, among: liveNodes) else { return }
+                                withLog { log in log.nudge(owner: preferred, list: name) }
+                            }
                         }
                         logger.debug("cluster: following list as a replica", metadata: ["flowsync.list": "\(name)", "owner": "\(row.owner ?? "")", "head": "\(rebuilt.head)"])
                         completion(.success(RecoveredList(name: name, sequencer: rebuilt.sequencer)))
@@ -100,16 +103,19 @@ extension ClusterStore {
         case ClusterLog.inboxChannel:
             guard let (owner, list) = ClusterLog.parseInboxNotification(payload) else { return }
             if owner.isEmpty {
-                orphaned(list)
+                withFreshLiveNodes { [weak self] in self?.onOrphanedList?(list) }
                 return
             }
             guard owner == options.node else { return }
             if owned[list] != nil {
                 withLog { [weak self] log in self?.takeInbox(list, log) }
             } else {
-                // This node owns the list in PostgreSQL but has not loaded it (it
-                // restarted): the server loads it, and the claim takes the inbox.
-                onInboxForUnloadedList?(list)
+                // Writes were forwarded to a list this node owns in PostgreSQL but has
+                // not loaded (it restarted, or unloaded it), or placement asks it to
+                // claim a free list: the server loads it (or takes its replica over),
+                // and the claim takes the inbox. The live nodes are read first, so the
+                // claim's placement check sees the node that asked.
+                withFreshLiveNodes { [weak self] in self?.onInboxForUnloadedList?(list) }
             }
         case ClusterLog.outboxChannel:
             guard payload == options.node else { return }
@@ -119,20 +125,21 @@ extension ClusterStore {
         }
     }
 
-    /// A list has no owner: placement decides who claims it, so the live nodes are read
-    /// again first (the node that released it has just deleted its lease). One read
-    /// serves every orphan notified meanwhile (a stopping node releases all its lists
-    /// at once).
-    func orphaned(_ list: String) {
-        orphans.append(list)
-        guard orphans.count == 1 else { return }
+    /// Runs `action` after the live nodes were read again — for placement decisions
+    /// about a list that has just become free or been nudged (the node that released it
+    /// has just deleted its lease; the node that nudged sees a lease this node may not
+    /// have seen yet). One read serves every action asked for meanwhile (a stopping node
+    /// releases all its lists at once).
+    func withFreshLiveNodes(_ action: @escaping () -> Void) {
+        afterLiveNodes.append(action)
+        guard afterLiveNodes.count == 1 else { return }
         withLog { [weak self] log in
             log.liveNodes { [weak self] result in
                 guard let self else { return }
                 if case .success(let nodes) = result { liveNodes = Set(nodes).union([options.node]) }
-                let lists = orphans
-                orphans = []
-                for list in lists { onOrphanedList?(list) }
+                let actions = afterLiveNodes
+                afterLiveNodes = []
+                for action in actions { action() }
             }
         }
     }

@@ -114,8 +114,8 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
     /// The nodes with a live lease at the last look (every lease renewal): placement's
     /// candidates. Always holds this node.
     var liveNodes: Set<String> = []
-    /// Lists notified as ownerless while the live nodes are being read again.
-    var orphans: [String] = []
+    /// What waits for the live nodes to be read again (``withFreshLiveNodes(_:)``).
+    var afterLiveNodes: [() -> Void] = []
     public var onReplicated: ((String, [ReplicatedBatch]) -> Void)?
     public var onForwarded: ((String, [ForwardedWrite]) -> Void)?
     public var onAnswers: (([WriteAnswer]) -> Void)?
