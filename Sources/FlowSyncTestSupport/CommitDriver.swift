@@ -43,12 +43,8 @@ public struct CommitDriver {
     @discardableResult
     public mutating func commit(_ count: Int, to store: DirectorStore, compactWhenDue: Bool = false) throws -> Bool {
         var due = false
-        var done = 0
-        var attempts = 0
-        while done < count && attempts < count * 20 {
-            attempts += 1
-            guard let commit = step() else { continue }
-            done += 1
+        for _ in 0..<count {
+            guard let commit = nextCommit() else { break }
             if try store.append(StoredBatch(listName: name, commit: commit)) {
                 due = true
                 if compactWhenDue { try store.compact(snapshotAtOldestResumable()) }
@@ -56,6 +52,34 @@ public struct CommitDriver {
         }
         try store.sync()
         return due
+    }
+
+    /// Steps until a batch commits (at most 20 steps: a step whose mutations were all
+    /// refused commits nothing).
+    public mutating func nextCommit() -> Sequencer.Commit? {
+        for _ in 0..<20 {
+            if let commit = step() { return commit }
+        }
+        return nil
+    }
+
+    /// Retries the last `count` acknowledged mutations on `recovered` (a list rebuilt by
+    /// a store): each must be answered with its original version and apply nothing.
+    /// Returns what went wrong, if anything.
+    public func retryProblems(last count: Int, on recovered: inout Sequencer) -> [String] {
+        var problems: [String] = []
+        let before = recovered.director
+        for (id, version) in acked.suffix(count) {
+            recovered.submit(MutationRequest(clientID: id.clientID, seq: id.seq, base: ListVersion(epoch: 0, version: 0), operations: [.removeAllSections]), tag: 0)
+            let sealed = recovered.seal()
+            if sealed.commit != nil { problems.append("retry of \(id) applied again") }
+            switch sealed.outcomes[0].result {
+            case .success(let original) where original == version: break
+            case let other: problems.append("retry of \(id): \(other), acknowledged at \(version)")
+            }
+        }
+        if recovered.director != before { problems.append("the retries changed the list") }
+        return problems
     }
 
     /// The snapshot a server writes at compaction: the oldest state its history holds.
@@ -72,12 +96,8 @@ public struct CommitDriver {
     @discardableResult
     public mutating func commit(_ count: Int, submit: (StoredBatch) async throws -> Bool, compact: ((StoredSnapshot) async throws -> Void)? = nil) async throws -> Bool {
         var due = false
-        var done = 0
-        var attempts = 0
-        while done < count && attempts < count * 20 {
-            attempts += 1
-            guard let commit = step() else { continue }
-            done += 1
+        for _ in 0..<count {
+            guard let commit = nextCommit() else { break }
             if try await submit(StoredBatch(listName: name, commit: commit)) {
                 due = true
                 if let compact { try await compact(snapshotAtOldestResumable()) }

@@ -33,6 +33,19 @@ extension ClusterLogTests {
 
     static let chaosLists = (0..<50).map { "chaos-\($0)" }
 
+    /// The Ack or Reject of write `seq`, or a closing Error (the node is going), or nil
+    /// after `timeout` seconds.
+    static func answer(to seq: UInt64, on client: TestClient, timeout: Double) async -> Message? {
+        await client.waitFor(timeout: timeout) { m in
+            switch m {
+            case .ack(let a): return a.seq == seq
+            case .reject(let r): return r.seq == seq
+            case .error(let e): return e.closesConnection
+            default: return false
+            }
+        }
+    }
+
     @Test func chaosKillingANodeEveryFewSecondsLosesNoAcknowledgedWrite() async throws {
         try await PostgresServer.with { pg in
             let clients = try EventLoopThread()
@@ -190,14 +203,7 @@ extension ClusterLogTests {
                 }
                 guard let current = client else { continue }
                 current.send(.mutate(mutate))
-                let reply = await current.waitFor(timeout: 4) { m in
-                    switch m {
-                    case .ack(let a): return a.seq == seq
-                    case .reject(let r): return r.seq == seq
-                    case .error(let e): return e.closesConnection
-                    default: return false
-                    }
-                }
+                let reply = await Self.answer(to: seq, on: current, timeout: 4)
                 switch reply {
                 case .ack(let ack)?:
                     acknowledged.update { $0.append(Acknowledged(list: list, clientID: clientID, seq: seq, version: ack.committed)) }

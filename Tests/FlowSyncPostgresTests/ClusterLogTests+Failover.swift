@@ -71,14 +71,7 @@ extension ClusterLogTests {
                         if client == nil { try? await Task.sleep(for: .milliseconds(100)); continue }
                     }
                     client!.send(.mutate(mutate))
-                    let reply = await client!.waitFor(timeout: 20) { m in
-                        switch m {
-                        case .ack(let a): return a.seq == seq
-                        case .reject(let r): return r.seq == seq
-                        case .error(let e): return e.closesConnection
-                        default: return false
-                        }
-                    }
+                    let reply = await Self.answer(to: seq, on: client!, timeout: 20)
                     switch reply {
                     case .ack?:
                         acknowledged.update { $0.append("w\(seq)") }
