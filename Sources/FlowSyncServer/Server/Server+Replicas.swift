@@ -115,9 +115,14 @@ extension Server {
     func tryTakeOver(_ name: String, forwardAgain: Bool) {
         guard let store = replicatingStore, !takeOvers.contains(name) else { return }
         guard store.isReplica(name), lists[name] != nil else {
-            // Owned here already (taken over by a load), or dropped: submit here or
-            // wait for the next load.
-            resubmitForwarded(name)
+            if lists[name] == nil {
+                // Dropped here meanwhile (fenced, or its replica broke): load it again;
+                // the next overdue tick finds it a replica (forwarded again) or owned.
+                loadWithoutRequest(name)
+            } else {
+                // Owned here already (taken over by a load): the writes are sequenced here.
+                resubmitForwarded(name)
+            }
             return
         }
         takeOvers.insert(name)
