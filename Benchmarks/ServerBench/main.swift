@@ -6,6 +6,7 @@
 //   .build/release/flowsync-server-bench --stall [--quick]   (loop stalls, StallBench.swift)
 //   .build/release/flowsync-server-bench --write-baseline [--quick]   (write calls: libuv vs io_uring)
 //   .build/release/flowsync-server-bench --compare-write-paths [--rounds N]   (the daemon: write_path libuv vs io_uring)
+//   .build/release/flowsync-server-bench --compare-daemons BASE,NEW [--write-path P] [--rounds N]   (two flowsyncd builds)
 //   .build/release/flowsync-server-bench --write-path io_uring   (the whole run with that write path)
 //   .build/release/flowsync-server-bench --idle 5000,14960   (daemon RSS per idle connection)
 //   .build/release/flowsync-server-bench --lists [--quick] [--backup]   (lists on demand, ListsBench.swift)
@@ -34,8 +35,8 @@ func now() -> Double { Double(MonotonicClock.nanoseconds()) / 1e9 }
 
 /// The daemon under test: the shared launcher (its own temporary store, metrics on port
 /// 0, stopped with SIGTERM and awaited without blocking a thread).
-func startDaemon(configText: String? = nil) async throws -> DaemonProcess {
-    var options = DaemonProcess.Options(binary: daemonPath)
+func startDaemon(configText: String? = nil, binary: String = daemonPath) async throws -> DaemonProcess {
+    var options = DaemonProcess.Options(binary: binary)
     options.metrics = true
     if let configText { options.configText = configText }
     return try await DaemonProcess.start(options)
@@ -205,7 +206,7 @@ if arguments.contains("--stall") {
 
 // `--compare-write-paths`: the daemon's two write paths in one run (issue #20), see
 // docs/BENCHMARKS.md, "The daemon's write path: libuv vs io_uring".
-if arguments.contains("--compare-write-paths") {
+if arguments.contains("--compare-write-paths") || arguments.contains("--compare-daemons") {
     exit(try await compareWritePaths())
 }
 
