@@ -30,8 +30,9 @@ extension ConnectionStateMachine {
     /// The handshake is done.
     struct Ready {
         var session: Session
-        /// Flow control per subscribed list: the connection's subscriptions.
-        var subscriptions: [String: SubscriptionFlow] = [:]
+        /// Flow control per subscribed list: the connection's subscriptions, each in a
+        /// slot the list's subscriber entry names (``SubscriptionTable``).
+        var subscriptions = SubscriptionTable()
         /// A RefreshToken's token is being verified (``Action/verifyToken(_:)``).
         var refreshing = false
         /// Loop time (ms) the peer last sent bytes (``bytesReceived(now:)``), for the
