@@ -44,9 +44,10 @@ func compareWritePaths() async throws -> Int32 {
     _ = try await WriteBaseline.run(arguments: arguments, quick: quick, rounds: 1)
     say("\nLoad average after the baseline: \(loadAverage()).\n")
     say("## Fan-out through the daemon, \(subscribersPerRun) subscribers, by \(variants[0].label == "base" ? "daemon" : "write path")\n")
-    say("| round | \(variants[0].label == "base" ? "daemon" : "write path") | subscribers | batches | batches/s | frame deliveries/s | row changes delivered/s | p50 write→ack | daemon CPU | deliveries per daemon CPU-s | CPU per delivery | checked replica |")
-    say("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    say("| round | \(variants[0].label == "base" ? "daemon" : "write path") | subscribers | batches | batches/s | frame deliveries/s | row changes delivered/s | p50 write→ack | daemon CPU | deliveries per daemon CPU-s | CPU per delivery | of which user | checked replica |")
+    say("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     var figures: [String: [Double]] = [:]
+    var userFigures: [String: [Double]] = [:]
     var allOK = true
     for round in 1...rounds {
         let order = round % 2 == 1 ? variants : variants.reversed()
@@ -57,6 +58,7 @@ func compareWritePaths() async throws -> Int32 {
                 let row = try await fanOutRow(daemon: daemon, writer: writer, count: subscribersPerRun, list: "fan-\(label)-\(round)", duration: duration)
                 say("| \(round) | \(label) " + row.line)
                 figures[label, default: []].append(row.perCPUSecond)
+                userFigures[label, default: []].append(row.userPerDelivery)
                 allOK = allOK && row.ok
                 writer.close()
             } catch {
@@ -79,6 +81,10 @@ func compareWritePaths() async throws -> Int32 {
     let ring = figures[variants[1].label] ?? []
     if let l = libuv.min(), let L = libuv.max(), let r = ring.min(), let R = ring.max(), l > 0 {
         say("\(variants[1].label) ÷ \(variants[0].label), deliveries per daemon CPU-second: \(String(format: "%.2f", r / L))–\(String(format: "%.2f", R / l))× (worst pairing to best); medians \(format(median(libuv))) vs \(format(median(ring))): \(String(format: "%.2f", median(ring) / median(libuv)))×")
+    }
+    let userA = userFigures[variants[0].label] ?? [], userB = userFigures[variants[1].label] ?? []
+    if !userA.isEmpty, !userB.isEmpty {
+        say("Daemon user CPU per delivery, medians: \(variants[0].label) \(String(format: "%.2f", median(userA))) µs, \(variants[1].label) \(String(format: "%.2f", median(userB))) µs")
     }
     _ = thread.shutdown()
     return allOK ? 0 : 1
