@@ -90,7 +90,6 @@ struct ConnectionStateMachine {
     /// The flow of the subscription to `list`, if subscribed.
     func flow(of list: String) -> SubscriptionFlow? {
         subscriptions[list]
-        return nil
     }
 
     /// The lists this connection subscribes to (none unless ready).
