@@ -6,6 +6,7 @@
 //   .build/release/flowsync-server-bench --stall [--quick]   (loop stalls, StallBench.swift)
 //   .build/release/flowsync-server-bench --write-baseline [--quick]   (write calls: libuv vs io_uring)
 //   .build/release/flowsync-server-bench --compare-write-paths [--rounds N]   (the daemon: write_path libuv vs io_uring)
+//   .build/release/flowsync-server-bench --compare-daemons BASE,NEW [--write-path P] [--rounds N]   (two flowsyncd builds)
 //   .build/release/flowsync-server-bench --write-path io_uring   (the whole run with that write path)
 //   .build/release/flowsync-server-bench --idle 5000,14960   (daemon RSS per idle connection)
 //   .build/release/flowsync-server-bench --lists [--quick] [--backup]   (lists on demand, ListsBench.swift)
@@ -34,8 +35,8 @@ func now() -> Double { Double(MonotonicClock.nanoseconds()) / 1e9 }
 
 /// The daemon under test: the shared launcher (its own temporary store, metrics on port
 /// 0, stopped with SIGTERM and awaited without blocking a thread).
-func startDaemon(configText: String? = nil) async throws -> DaemonProcess {
-    var options = DaemonProcess.Options(binary: daemonPath)
+func startDaemon(configText: String? = nil, binary: String = daemonPath) async throws -> DaemonProcess {
+    var options = DaemonProcess.Options(binary: binary)
     options.metrics = true
     if let configText { options.configText = configText }
     return try await DaemonProcess.start(options)
@@ -144,7 +145,7 @@ func format(_ x: Double) -> String {
 /// One fan-out measurement (closed loop: the next mutation after the ack) with `count`
 /// subscribers of `list` on `daemon`, over `duration` seconds: the table row, the
 /// deliveries per daemon CPU-second, and whether the checked replica matched.
-func fanOutRow(daemon: DaemonProcess, writer: TestClient, count: Int, list: String, duration: Double) async throws -> (line: String, perCPUSecond: Double, ok: Bool) {
+func fanOutRow(daemon: DaemonProcess, writer: TestClient, count: Int, list: String, duration: Double) async throws -> (line: String, perCPUSecond: Double, userPerDelivery: Double, ok: Bool) {
     progress("fan-out: connecting \(count) subscribers")
     let counters = await subscribers(count, port: daemon.port, list: list)
     progress("fan-out: \(counters.filter { $0.frames >= 2 }.count) subscribed")
@@ -157,7 +158,9 @@ func fanOutRow(daemon: DaemonProcess, writer: TestClient, count: Int, list: Stri
     base = await commit(writer, list: list, seq: 0, base: base, [.insertSections([Section(id: "s")], at: 0)])!
     progress("section created")
     let before = counters.map(\.frames)
-    let cpuBefore = daemon.sample()?.cpuSeconds ?? 0
+    let sampleBefore = daemon.sample()
+    let cpuBefore = sampleBefore?.cpuSeconds ?? 0
+    let userBefore = sampleBefore?.userSeconds ?? 0
     var seq: UInt64 = 1
     var next = 0
     var latencies: [Double] = []
@@ -176,7 +179,9 @@ func fanOutRow(daemon: DaemonProcess, writer: TestClient, count: Int, list: Stri
     _ = await eventually(timeout: 60) { zip(counters, before).allSatisfy { $0.0.frames - $0.1 >= batches } }
     let end = counters.map(\.lastFrameAt).max() ?? now()
     let elapsed = end - start
-    let cpu = (daemon.sample()?.cpuSeconds ?? 0) - cpuBefore
+    let sampleAfter = daemon.sample()
+    let cpu = (sampleAfter?.cpuSeconds ?? 0) - cpuBefore
+    let user = (sampleAfter?.userSeconds ?? 0) - userBefore
     let deliveries = Double(batches * count)
     _ = await checker.waitFor(timeout: 30) { if case .diff(let d) = $0 { return d.to == base } else { return false } }
     var replica = Replica()
@@ -185,8 +190,8 @@ func fanOutRow(daemon: DaemonProcess, writer: TestClient, count: Int, list: Stri
     let ok = replica.problems.isEmpty && replica.position == base && serverDigest == replica.director.digest.rawValue
     latencies.sort()
     checker.close()
-    let line = "| \(count) | \(batches) | \(format(Double(batches) / elapsed)) | \(format(Double(batches * count) / elapsed)) | \(format(Double(batches * count * 20) / elapsed)) | \(format(latencies[latencies.count / 2] * 1e6)) µs | \(String(format: "%.2f", cpu)) s (\(format(100 * cpu / elapsed)) %) | \(cpu > 0 ? format(deliveries / cpu) : "-") | \(cpu > 0 ? String(format: "%.1f µs", cpu / deliveries * 1e6) : "-") | \(ok ? "digest equal" : "MISMATCH \(replica.problems.prefix(2))") |"
-    return (line, cpu > 0 ? deliveries / cpu : 0, ok)
+    let line = "| \(count) | \(batches) | \(format(Double(batches) / elapsed)) | \(format(Double(batches * count) / elapsed)) | \(format(Double(batches * count * 20) / elapsed)) | \(format(latencies[latencies.count / 2] * 1e6)) µs | \(String(format: "%.2f", cpu)) s (\(format(100 * cpu / elapsed)) %) | \(cpu > 0 ? format(deliveries / cpu) : "-") | \(cpu > 0 ? String(format: "%.1f µs", cpu / deliveries * 1e6) : "-") | \(cpu > 0 ? String(format: "%.2f µs", user / deliveries * 1e6) : "-") | \(ok ? "digest equal" : "MISMATCH \(replica.problems.prefix(2))") |"
+    return (line, cpu > 0 ? deliveries / cpu : 0, user / deliveries * 1e6, ok)
 }
 
 // The storage figures (--storage) and the crash test (--crash-test) are their own runs.
@@ -205,7 +210,7 @@ if arguments.contains("--stall") {
 
 // `--compare-write-paths`: the daemon's two write paths in one run (issue #20), see
 // docs/BENCHMARKS.md, "The daemon's write path: libuv vs io_uring".
-if arguments.contains("--compare-write-paths") {
+if arguments.contains("--compare-write-paths") || arguments.contains("--compare-daemons") {
     exit(try await compareWritePaths())
 }
 
@@ -264,8 +269,8 @@ let writer = try await TestClient.connect(port: daemon.port, on: thread, clientI
 say("## Fan-out: one writer (closed loop: next mutation after the ack), one list\n")
 say("Each mutation inserts 10 rows and removes the 10 oldest (20 row changes per batch, ~60-byte JSON payloads).\n")
 say("Daemon CPU is the daemon process's user + system time over the same interval (/proc, 10 ms ticks): deliveries per daemon CPU-second is the rate one fully used core would give, the figure issue #20's target (≥ 150 k/s on one core) is about, whatever else the machine runs.\n")
-say("| subscribers | batches | batches/s | frame deliveries/s | row changes delivered/s | p50 write→ack | daemon CPU | deliveries per daemon CPU-s | CPU per delivery | checked replica |")
-say("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+say("| subscribers | batches | batches/s | frame deliveries/s | row changes delivered/s | p50 write→ack | daemon CPU | deliveries per daemon CPU-s | CPU per delivery | of which user | checked replica |")
+say("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for count in quick ? [1, 20] : [1, 100, 1_000] {
     say(try await fanOutRow(daemon: daemon, writer: writer, count: count, list: "fan-\(count)", duration: quick ? 1.0 : 5.0).line)
 }

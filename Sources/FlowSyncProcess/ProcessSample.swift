@@ -10,6 +10,10 @@ public struct ProcessSample: Sendable {
     public var peakRSSKiB: Int
     /// When it was taken.
     public var takenAt: ContinuousClock.Instant
+    /// The user part of ``cpuSeconds`` (the process's own code, not the kernel's on its
+    /// behalf): what a change to the daemon's Swift code moves, when the kernel's send
+    /// path is most of the total.
+    public var userSeconds: Double = 0
 
     /// Reads `/proc/<pid>` (`"self"` for this process); nil when it is gone.
     public static func read(pid: String) -> ProcessSample? {
@@ -27,7 +31,7 @@ public struct ProcessSample: Sendable {
             }
             return 0
         }
-        return ProcessSample(cpuSeconds: (user + system) / ticks, rssKiB: kib("VmRSS:"), peakRSSKiB: kib("VmHWM:"), takenAt: .now)
+        return ProcessSample(cpuSeconds: (user + system) / ticks, rssKiB: kib("VmRSS:"), peakRSSKiB: kib("VmHWM:"), takenAt: .now, userSeconds: user / ticks)
     }
 
     /// CPU use between two samples, in percent of one core.

@@ -190,6 +190,24 @@ import Testing
         #expect(machine.updateFlow(of: "missing") { _ in true } == nil)
     }
 
+    /// The fan-out's path (issue #20): the slot a subscription started in reaches its
+    /// flow while it lasts; an unsubscribe of another list leaves it alone; a closing
+    /// machine answers nil (its subscriptions ended with the ready state).
+    @Test func slotsReachTheirFlowUntilTheClose() {
+        var machine = ready()
+        #expect(machine.receivedMessage(.subscribe(Subscribe(listName: "a")), now: 120) == .subscribe(Subscribe(listName: "a")))
+        let a = machine.subscriptionStarted("a", flow: SubscriptionFlow(deliveredUpTo: ListVersion(epoch: 1, version: 1)))
+        #expect(machine.receivedMessage(.subscribe(Subscribe(listName: "b")), now: 120) == .subscribe(Subscribe(listName: "b")))
+        let b = machine.subscriptionStarted("b", flow: SubscriptionFlow(deliveredUpTo: ListVersion(epoch: 1, version: 1)))
+        #expect(a != b)
+        let policy = BackpressurePolicy(lowWatermark: 10, highWatermark: 100, hardLimit: 1_000)
+        #expect(machine.receivedMessage(.unsubscribe(Unsubscribe(listName: "a")), now: 121) == .unsubscribe(listName: "a"))
+        let decision = machine.updateFlow(inSlot: b, of: "b") { $0.batchCommitted(from: ListVersion(epoch: 1, version: 1), to: ListVersion(epoch: 1, version: 2), queued: 0, policy: policy) }
+        #expect(decision == .send && machine.flow(of: "b")?.delivered == ListVersion(epoch: 1, version: 2))
+        #expect(closes(machine.serverCloses(.slowConsumer, "x", now: 130), .slowConsumer, leaving: ["b"]))
+        #expect(machine.updateFlow(inSlot: b, of: "b") { _ in true } == nil)
+    }
+
     // MARK: Ready: writes, pings, stats, refresh
 
     @Test func mutateChecksNameClientAndGrant() {

@@ -22,6 +22,12 @@ final class Connection {
     let verifier: TokenVerifier?
     /// This turn's frames and the write-deadline clock.
     private(set) var outbound = OutboundQueue()
+    /// In the server's list of connections to flush this turn (`Server.toFlush`): a
+    /// flag instead of a set lookup per delivery.
+    var isQueuedForFlush = false
+    /// Removed from the server's table (`Server.forget`): a flush still listing it
+    /// skips it.
+    var isForgotten = false
 
     init(id: Int, tcp: TCPConnection, machine: ConnectionStateMachine, decoder: FrameDecoder, verifier: TokenVerifier?, logger: Logger) {
         self.id = id

@@ -30,8 +30,8 @@ extension ConnectionStateMachine {
     /// The handshake is done.
     struct Ready {
         var session: Session
-        /// Flow control per subscribed list: the connection's subscriptions.
-        var subscriptions: [String: SubscriptionFlow] = [:]
+        // The subscriptions and their flows are the machine's `subscriptions`, beside
+        // the enum (the fan-out changes a flow without taking this payload out of it).
         /// A RefreshToken's token is being verified (``Action/verifyToken(_:)``).
         var refreshing = false
         /// Loop time (ms) the peer last sent bytes (``bytesReceived(now:)``), for the
@@ -53,8 +53,9 @@ extension ConnectionStateMachine {
         case ready(Ready)
         case closing(Closing)
         /// Only inside ``withReady(_:)``: takes the payload out of the enum so it is
-        /// uniquely referenced while it changes (no copy of the subscriptions per
-        /// batch — the same trick as swift-nio-http2's `.modifying`).
+        /// uniquely referenced while it changes (the same trick as swift-nio-http2's
+        /// `.modifying`). Not on the fan-out's path: taking the payload out still copies
+        /// it, so the flows live beside the enum (``ConnectionStateMachine``).
         case modifying
     }
 

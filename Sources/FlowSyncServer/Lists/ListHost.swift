@@ -8,8 +8,8 @@ final class ListHost {
     /// The list's ordering and state (the core's `Sequencer`). Changed only through
     /// this host: ``submit(_:tag:)``, ``seal(encoder:)``, ``apply(history:director:)``.
     private(set) var sequencer: Sequencer
-    /// Connection IDs subscribed to this list, in subscription order.
-    private(set) var subscribers: [Int] = []
+    /// The subscribers, in subscription order: what the fan-out visits once per batch.
+    private(set) var subscribers: [Subscriber] = []
     /// Declared in the config (never dropped when idle).
     var declared: Bool
     /// Loop time of the last subscribe, unsubscribe or write: idle unloading counts from
@@ -48,12 +48,45 @@ final class ListHost {
         !declared && !stored && subscribers.isEmpty && sequencer.position.version == 0 && !sequencer.hasPending
     }
 
-    func addSubscriber(_ connection: Int) {
-        subscribers.append(connection)
+    /// One subscriber of the list as the fan-out needs it (issue #20: no lookup,
+    /// retain/release or allocation per subscriber per batch): the connection itself,
+    /// not its ID, and the slot of the subscription's flow in the connection's machine
+    /// (``SubscriptionTable``).
+    ///
+    /// Lifetime: the entry **owns one strong reference** to the connection, taken in
+    /// ``addSubscriber(_:slot:)`` and given back in ``removeSubscriber(_:)`` or, for
+    /// a list dropped with entries left (a fenced list), in `deinit`. Held as an
+    /// `Unmanaged` so that the fan-out reaches the connection with
+    /// `_withUnsafeGuaranteedRef` — no retain/release per delivery (a `Connection` has a
+    /// side table for its weak references, so each of those took the slow path) — while
+    /// the entry's own reference keeps it alive for as long as the entry exists.
+    struct Subscriber {
+        let connection: Unmanaged<Connection>
+        /// The subscription's slot in the connection's machine, valid while the entry
+        /// exists (the entry is dropped when the subscription ends).
+        let slot: Int
+
+        /// The connection's ID.
+        var id: Int { connection._withUnsafeGuaranteedRef { $0.id } }
     }
 
-    func removeSubscriber(_ connection: Int) {
-        subscribers.removeAll { $0 == connection }
+    /// Adds `connection`, whose subscription to this list is in `slot`.
+    func addSubscriber(_ connection: Connection, slot: Int) {
+        subscribers.append(Subscriber(connection: .passRetained(connection), slot: slot))
+    }
+
+    /// Removes `connection` (if subscribed), keeping the others' order.
+    /// - Complexity: O(subscribers), as an unsubscribe or a close always was.
+    func removeSubscriber(_ connection: Connection) {
+        guard let k = subscribers.firstIndex(where: { $0.connection.toOpaque() == Unmanaged.passUnretained(connection).toOpaque() }) else { return }
+        let removed = subscribers.remove(at: k)
+        removed.connection.release()
+    }
+
+    deinit {
+        // A list dropped with subscribers left (fenced in cluster mode: its
+        // subscribers are being closed) gives their references back.
+        for subscriber in subscribers { subscriber.connection.release() }
     }
 
     /// Frames being built off the loop for this list's subscribers, by ID.

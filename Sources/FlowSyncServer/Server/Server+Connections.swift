@@ -156,8 +156,8 @@ extension Server {
                                cause: request.resumeFrom == nil ? .subscribe : .resume)
         // The flow first, then the frame: a frame that passes the hard limit closes a
         // connection whose subscription is already recorded (and so is left with it).
-        connection.machine.subscriptionStarted(list.name, flow: first.flow)
-        list.addSubscriber(connection.id)
+        let slot = connection.machine.subscriptionStarted(list.name, flow: first.flow)
+        list.addSubscriber(connection, slot: slot)
         list.lastActive = loop.now
         if let frame = first.frame { enqueue(frame, to: connection, about: list.name) }
         recordListGauges()
@@ -168,7 +168,7 @@ extension Server {
     /// the list if nobody needs it any more.
     private func leave(_ name: String, _ connection: Connection) {
         guard let list = lists[name] else { return }
-        list.removeSubscriber(connection.id)
+        list.removeSubscriber(connection)
         list.lastActive = loop.now
         dropIfDisposable(list)
     }
@@ -190,6 +190,9 @@ extension Server {
     /// the table.
     func forget(_ connection: Connection, leaving: [String]) {
         guard connections.removeValue(forKey: connection.id) != nil else { return }
+        connection.isForgotten = true
+        // `toFlush` holds it unretained: it stays alive until the flush that lists it.
+        if connection.isQueuedForFlush || flushDepth > 0 { retiredConnections.append(connection) }
         if !commitGate.isIdle { commitGate.forget(connection.id) }
         pendingHandshakes.remove(connection.id)
         laggingConnections.remove(connection.id)
@@ -229,7 +232,7 @@ extension Server {
     /// Queues a frame that nothing holds.
     func enqueueNow(_ frame: [UInt8], to connection: Connection) {
         guard connection.enqueue(frame) else { return }
-        toFlush.insert(connection.id)
+        queueForFlush(connection)
         if connection.queuedBytes > configuration.hardLimitBytes {
             statistics.slowConsumerEvents += 1
             metrics.slowConsumerEvents.increment()
@@ -258,12 +261,20 @@ extension Server {
         // No more list traffic for it (the list stays even when disposable: the close
         // of the socket, at the turn's end, forgets the connection).
         for name in leaving {
-            lists[name]?.removeSubscriber(connection.id)
+            lists[name]?.removeSubscriber(connection)
             lists[name]?.lastActive = loop.now
         }
         laggingConnections.remove(connection.id)
         connection.enqueueFinal(encoder.encode(.error(error)))
-        toFlush.insert(connection.id)
+        queueForFlush(connection)
+    }
+
+    /// Lists the connection for this turn's flush, once.
+    @inline(__always)
+    func queueForFlush(_ connection: Connection) {
+        guard !connection.isQueuedForFlush else { return }
+        connection.isQueuedForFlush = true
+        toFlush.append(.passUnretained(connection))
     }
 
     // MARK: The sweep

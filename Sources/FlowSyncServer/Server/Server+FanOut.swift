@@ -110,30 +110,46 @@ extension Server {
 
     /// Queues a committed batch's frame — the same bytes for everyone — to each
     /// subscriber whose flow says so.
+    ///
+    /// The per-subscriber work is kept to what the delivery needs (issue #20): the
+    /// list's entries carry the connection and the slot of the subscription's flow
+    /// (``ListHost/Subscriber``), so there is no dictionary lookup, no hashing of the
+    /// list's name and no retain/release per subscriber; the frame's bytes are shared
+    /// (one retain of the same buffer per queued copy), and `toFlush` is an append
+    /// guarded by a flag.
+    /// - Complexity: O(subscribers), each O(1).
     func fanOut(_ batch: ListHost.SealedBatch, of list: ListHost) {
         let commit = batch.commit
         // Subscribers whose first frame is being built off the loop get this batch
         // after it, from the build (the same bytes, in order: no gap).
         list.holdForPendingFrames(from: commit.from, to: commit.to, frame: batch.frame)
         let policy = configuration.backpressure
-        for id in list.subscribers {
-            guard let connection = connections[id] else { continue }
-            let queued = connection.queuedBytes
-            let decided = connection.machine.updateFlow(of: list.name) { flow in
-                (wasLive: flow.state == .live, decision: flow.batchCommitted(from: commit.from, to: commit.to, queued: queued, policy: policy))
-            }
-            guard let decided else { continue }
-            switch decided.decision {
-            case .send:
-                enqueue(batch.frame, to: connection, about: list.name)
-            case .held:
-                break
-            case .skip:
-                if decided.wasLive {
-                    laggingConnections.insert(connection.id)
-                    statistics.slowConsumerEvents += 1
-                    metrics.slowConsumerEvents.increment()
-                    connection.logger.info("subscriber lagging: per-batch frames paused", metadata: ["flowsync.list": "\(list.name)", "queued": "\(queued)"])
+        let name = list.name
+        let frame = batch.frame
+        // A copy of the array (one retain of its storage): a subscriber closed below
+        // (hard limit) leaves the list's array, not this one. Its connection stays
+        // alive meanwhile — the table holds it until the socket closes at the turn's
+        // end — and its machine, closing, answers nil: skipped, as before.
+        let subscribers = list.subscribers
+        for subscriber in subscribers {
+            subscriber.connection._withUnsafeGuaranteedRef { connection in
+                let queued = connection.queuedBytes
+                let decided = connection.machine.updateFlow(inSlot: subscriber.slot, of: name) { flow in
+                    (wasLive: flow.state == .live, decision: flow.batchCommitted(from: commit.from, to: commit.to, queued: queued, policy: policy))
+                }
+                guard let decided else { return }
+                switch decided.decision {
+                case .send:
+                    enqueue(frame, to: connection, about: name)
+                case .held:
+                    break
+                case .skip:
+                    if decided.wasLive {
+                        laggingConnections.insert(connection.id)
+                        statistics.slowConsumerEvents += 1
+                        metrics.slowConsumerEvents.increment()
+                        connection.logger.info("subscriber lagging: per-batch frames paused", metadata: ["flowsync.list": "\(name)", "queued": "\(queued)"])
+                    }
                 }
             }
         }
@@ -171,6 +187,11 @@ extension Server {
     /// fsync = always, no byte leaves while a batch appended to the store is not on
     /// disk — one sync covers every list written this turn (group commit), then the
     /// acks and diffs of all of them go out.
+    ///
+    /// Lifetime of the unretained `toFlush` entries: each names a connection that is
+    /// in the table, or was forgotten and is then held by ``retiredConnections`` (see
+    /// `forget`), which only the outermost flush empties, after its loop, of the
+    /// connections no flush lists any more.
     func flushAll() {
         guard storageFailure == nil else { return }
         if configuration.fsyncPolicy == .always && store.hasUnsyncedWrites {
@@ -178,17 +199,35 @@ extension Server {
             guard storageFailure == nil else { return }
         }
         let now = loop.now
-        let ids = toFlush
-        toFlush = []
+        // This turn's list, swapped with last turn's emptied storage: frames queued
+        // while it is written (a callback's) go to the fresh `toFlush`.
+        var queued = flushSpare
+        flushSpare = []
+        swap(&queued, &toFlush)
+        flushDepth += 1
+        let framesBefore = statistics.framesSent
+        let bytesBefore = statistics.bytesSent
         if let ring = sendRing {
-            flushThroughRing(ids, ring: ring, now: now)
-            return
+            flushThroughRing(queued, ring: ring, now: now)
+        } else {
+            for entry in queued {
+                entry._withUnsafeGuaranteedRef { connection in
+                    connection.isQueuedForFlush = false
+                    guard !connection.isForgotten else { return }
+                    let frames = connection.outbound.frames.count
+                    let bytes = connection.outbound.bytes
+                    finishFlush(of: connection, frames: frames, bytes: bytes, error: connection.flush(now: now))
+                }
+            }
         }
-        for id in ids {
-            guard let connection = connections[id] else { continue }
-            let frames = connection.outbound.frames.count
-            let bytes = connection.outbound.bytes
-            finishFlush(of: connection, frames: frames, bytes: bytes, error: connection.flush(now: now))
+        flushDepth -= 1
+        queued.removeAll(keepingCapacity: true)
+        if flushSpare.capacity < queued.capacity { flushSpare = queued }
+        // Counted once per flush, not per connection (two counter updates each).
+        if flushDepth == 0 {
+            metrics.framesSent.increment(by: Int64(statistics.framesSent - framesBefore))
+            metrics.bytesSent.increment(by: Int64(statistics.bytesSent - bytesBefore))
+            if !retiredConnections.isEmpty { retiredConnections.removeAll { !$0.isQueuedForFlush } }
         }
     }
 
@@ -199,10 +238,9 @@ extension Server {
             peerEnded(connection, error)
             return
         }
+        // The metrics counters follow at the end of the flush (``flushAll()``).
         statistics.framesSent += frames
         statistics.bytesSent += bytes
-        metrics.framesSent.increment(by: Int64(frames))
-        metrics.bytesSent.increment(by: Int64(bytes))
         if connection.isClosing {
             connection.shutdownAfterWrites { [weak self, weak connection] in
                 guard let self, let connection else { return }

@@ -59,12 +59,15 @@ extension Server {
     /// The write path in use: `io_uring` once its ring exists, else `libuv`.
     public var activeWritePath: WritePath { sendRing == nil ? .libuv : .ioUring }
 
-    /// Writes the connections `ids` once each: through `ring` where the machine says so,
-    /// through libuv otherwise, in the order of the rules above.
-    func flushThroughRing(_ ids: Set<Int>, ring: SendRing, now: UInt64) {
+    /// Writes the connections `queued` once each: through `ring` where the machine says
+    /// so, through libuv otherwise, in the order of the rules above. `queued` is
+    /// ``flushAll()``'s list (unretained; its lifetime rule is there).
+    func flushThroughRing(_ queued: [Unmanaged<Connection>], ring: SendRing, now: UInt64) {
         precondition(ringBatch.isEmpty && libuvRoute.isEmpty, "Internal inconsistency in Server: a ring flush inside a ring flush")
-        for id in ids {
-            guard let connection = connections[id] else { continue }
+        for entry in queued {
+            let connection = entry.takeUnretainedValue()
+            connection.isQueuedForFlush = false
+            guard !connection.isForgotten else { continue }
             var machine = RingSendStateMachine()
             switch connection.startRingFlush(&machine, maxFrames: Self.framesPerRingSend) {
             case .nothing, .writeWithLibuv:
@@ -81,7 +84,7 @@ extension Server {
         if !ringBatch.isEmpty { collect(ring, now: now) }
         for connection in libuvRoute {
             // A connection ended by a completion above is gone from the table.
-            guard connections[connection.id] === connection else { continue }
+            guard !connection.isForgotten else { continue }
             let frames = connection.outbound.frames.count
             let bytes = connection.outbound.bytes
             finishFlush(of: connection, frames: frames, bytes: bytes, error: connection.flush(now: now))

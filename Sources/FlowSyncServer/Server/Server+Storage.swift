@@ -104,7 +104,7 @@ extension Server {
             lists[list.name] = nil
             dirtyLists.remove(list.name)
             compactionsDue.remove(list.name)
-            toClose.formUnion(list.subscribers)
+            toClose.formUnion(list.subscribers.map(\.id))
             metrics.listsFenced.increment()
             logger.warning("list fenced by the store: dropped here, its subscribers closed", metadata: ["flowsync.list": "\(list.name)", "subscribers": "\(list.subscribers.count)"])
             recordListGauges()
@@ -124,7 +124,11 @@ extension Server {
         logLifecycle()
         metrics.storeFailed.record(1)
         logger.critical("storage failed; no further acknowledgement will be sent", metadata: ["error": "\(error)"])
-        toFlush = []
+        for queued in toFlush { queued._withUnsafeGuaranteedRef { $0.isQueuedForFlush = false } }
+        toFlush.removeAll()
+        // No flush runs after a failure: nothing else would let these go (outside a
+        // flush only; inside one, its loop may still be using one of them).
+        if flushDepth == 0 { retiredConnections.removeAll() }
         commitGate.dropHeldFrames()
         for connection in connections.values { connection.discardPending() }
         onFatalStorageError?(error)

@@ -68,8 +68,19 @@ public final class Server {
     /// Connections that have not completed the handshake (capped by
     /// `auth.max_pending_handshakes`: excess connections are closed at accept).
     var pendingHandshakes: Set<Int> = []
-    /// Connections with frames queued this turn.
-    var toFlush: Set<Int> = []
+    /// Connections with frames queued this turn, each once (``Connection/isQueuedForFlush``),
+    /// unretained: an array append per connection per turn, no hashing, no reference
+    /// counting. Lifetime: a listed connection is in ``connections``, or, once
+    /// forgotten, in ``retiredConnections`` until no flush lists it
+    /// (`Server+FanOut.swift`, ``flushAll()``).
+    var toFlush: [Unmanaged<Connection>] = []
+    /// The previous turn's `toFlush` storage, kept for the next turn (no allocation).
+    var flushSpare: [Unmanaged<Connection>] = []
+    /// Connections removed from the table while a flush may still list them: kept alive
+    /// here until the end of the outermost ``flushAll()`` that no longer lists them.
+    var retiredConnections: [Connection] = []
+    /// ``flushAll()`` is running (it may be entered again from a callback it causes).
+    var flushDepth = 0
     /// The io_uring of the end-of-turn flush (`[server] write_path`), created at start;
     /// `nil`: every connection is written through libuv (`Server+RingFlush.swift`).
     var sendRing: SendRing?
