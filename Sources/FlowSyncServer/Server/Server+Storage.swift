@@ -104,6 +104,9 @@ extension Server {
             lists[list.name] = nil
             dirtyLists.remove(list.name)
             compactionsDue.remove(list.name)
+            // Writes other nodes forwarded to it and not sealed yet are never answered
+            // from here: their nodes forward them again when overdue.
+            if !remoteWrites.isEmpty { remoteWrites = remoteWrites.filter { $0.value.mutate.listName != list.name } }
             toClose.formUnion(list.subscribers.map(\.id))
             metrics.listsFenced.increment()
             logger.warning("list fenced by the store: dropped here, its subscribers closed", metadata: ["flowsync.list": "\(list.name)", "subscribers": "\(list.subscribers.count)"])
