@@ -92,8 +92,8 @@ extension ClusterLogTests {
     /// The owner is killed (SIGKILL, a real process). A write on the replica's node
     /// waits until the owner's lease lapses, then that node takes the list over (the
     /// same epoch, the next term) and commits it; every write A acknowledged is there.
-    /// A's subscriber resumes on B from the version it had: it gets a Diff, not a
-    /// Snapshot.
+    /// Every subscriber A had — one at version 8, eight that left at versions 1…8 —
+    /// resumes on B from its version and digest: each gets a Diff, not a Snapshot.
     @Test func aKilledOwnersListIsTakenOverByAReplicaAndSubscribersResumeThereWithADiff() async throws {
         try await PostgresServer.with { pg in
             let clients = try EventLoopThread()
@@ -102,16 +102,34 @@ extension ClusterLogTests {
             let b = try await EmbeddedServer(configuration: Self.clusterConfiguration(pg, node: "b", leaseMilliseconds: 1_000), storage: .configured)
             let writerA = try await Self.connectClient(a, clients, "writer-a")
             let subscriberA = try await Self.connectClient(a, clients, "subscriber-a")
-            for client in [writerA, subscriberA] {
+            // Eight more subscribers of A: the k-th leaves after it saw version k, so
+            // A's subscribers are at every version from 1 to 8 when A dies.
+            var leavers: [TestClient] = []
+            for k in 1...8 { leavers.append(try await Self.connectClient(a, clients, "leaver-\(k)")) }
+            for client in [writerA, subscriberA] + leavers {
                 client.send(.subscribe(Subscribe(listName: "tasks")))
                 #expect(await client.waitFor(Self.isSnapshot) != nil, "\(a.output)")
             }
-            #expect(await Self.write(writerA, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
-            var acknowledged = ["s"]
+            var left: [(id: String, at: ListVersion, digest: StateDigest)] = []
+            func leave(_ k: Int) async {
+                guard case .diff(let d)? = await leavers[k - 1].waitFor(Self.isDiff(to: UInt64(k))) else {
+                    Issue.record("leaver-\(k) did not see version \(k)")
+                    return
+                }
+                leavers[k - 1].close()
+                left.append(("leaver-\(k)", d.to, d.digest))
+            }
+            // Thirty rows first: a resume's Diff (at most 8 changes) is then smaller than
+            // a Snapshot, which the server would send instead (ListHost.catchUpFrame).
+            let base = (0..<30).map { Row(id: "base\($0)", kind: "t", payload: Array("row \($0)".utf8)) }
+            #expect(await Self.write(writerA, "tasks", seq: 1, [.insertSections([Section(id: "s", rows: base)], at: 0)])?.version == 1)
+            await leave(1)
+            var acknowledged = ["s"] + base.map(\.id)
             for seq in 2...8 {
                 if await Self.write(writerA, "tasks", seq: UInt64(seq), Self.row("a\(seq)")) != nil { acknowledged.append("a\(seq)") }
+                await leave(seq)
             }
-            #expect(acknowledged.count == 8)
+            #expect(acknowledged.count == 38)
             guard case .diff(let seen)? = await subscriberA.waitFor(Self.isDiff(to: 8)) else {
                 Issue.record("A's subscriber did not reach version 8")
                 return
@@ -153,6 +171,21 @@ extension ClusterLogTests {
                 return
             }
             #expect(diff.from == seen.to && diff.to.version == 9)
+            // So does every other subscriber A had, from the version it had (1…8).
+            var diffs = 0
+            for (id, at, digest) in left {
+                let back = try await TestClient.connect(port: b.port, on: clients, clientID: id)
+                back.send(.subscribe(Subscribe(listName: "tasks", resumeFrom: at, digest: digest)))
+                let answer = await back.waitFor { m in
+                    switch m {
+                    case .diff, .snapshot: return true
+                    default: return false
+                    }
+                }
+                if case .diff(let d)? = answer, d.from == at, d.to.version == 9 { diffs += 1 } else { Issue.record("\(id) from \(at): \(String(describing: answer))") }
+                back.close()
+            }
+            #expect(left.count == 8 && diffs == 8, "all of A's subscribers resumed on B with a Diff")
             for client in [writerA, subscriberA, writerB, moved] { client.close() }
             #expect(await b.stop())
             await sql.close()
