@@ -189,10 +189,15 @@ extension Server {
     /// Removes a connection from the lists it still subscribes to (`leaving`) and from
     /// the table.
     func forget(_ connection: Connection, leaving: [String]) {
-        guard connections.removeValue(forKey: connection.id) != nil else { return }
-        connection.isForgotten = true
+        guard connections[connection.id] != nil else { return }
         // `toFlush` holds it unretained: it stays alive until the flush that lists it.
+        // Kept *before* it leaves the table: a flush walking its unretained list calls
+        // this (through `peerEnded`) with no reference of its own, so the table's may
+        // be the last one — removed first, the connection was freed under this call
+        // (a use after free, seen as a SIGSEGV in a test's shutdown).
         if connection.isQueuedForFlush || flushDepth > 0 { retiredConnections.append(connection) }
+        connections.removeValue(forKey: connection.id)
+        connection.isForgotten = true
         if !commitGate.isIdle { commitGate.forget(connection.id) }
         pendingHandshakes.remove(connection.id)
         laggingConnections.remove(connection.id)
