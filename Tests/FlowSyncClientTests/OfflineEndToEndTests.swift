@@ -7,6 +7,9 @@ import FlowSyncServer
 import FlowSyncTestSupport
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Persistence through the real shell, a real directory and a real daemon: lists shown
 /// from disk before any network, offline edits that survive a relaunch, damaged files
@@ -72,6 +75,15 @@ import Testing
 
         // Third launch, the daemon reachable: from disk with the pending edits, then
         // resumed by a Diff, the edits applied once, in order, over the others' commits.
+        // The daemon's loop is held busy for 300 ms meanwhile (its own thread, not the
+        // pool's), so no answer can arrive before the first look: on a fast loopback
+        // the resume once won that race and the list was no longer the disk's.
+        let held = Shared(false)
+        server.thread.loop.execute {
+            held.set(true)
+            usleep(300_000)
+        }
+        #expect(await eventually(timeout: 10) { held.get() })
         let back = try Self.client(port: server.port, directory: directory)
         let resumed = back.director("notes")
         #expect(resumed.snapshot.isFromDisk && resumed.snapshot.pendingWrites == 6)
