@@ -269,7 +269,7 @@ extension ClusterStore {
     // MARK: Releasing and taking over
 
     public func release(_ completion: @escaping () -> Void) {
-        guard case .ready(let log) = connectionState else {
+        guard let log = readyLog else {
             completion()
             return
         }

@@ -81,11 +81,10 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
     let loop: EventLoop
     let logger: Logger
     private var state: State
-    /// Whether a connection is up now (for the extension in `ClusterStore+Replicas`).
-    enum ConnectionState { case ready(ClusterLog), notReady }
-    var connectionState: ConnectionState {
-        if case .ready(let log) = state { return .ready(log) }
-        return .notReady
+    /// The log while a connection is up, else `nil` (for `ClusterStore+Replicas`).
+    var readyLog: ClusterLog? {
+        if case .ready(let log) = state { return log }
+        return nil
     }
     /// Work that waits for a connection, in order.
     private var waiting: [(ClusterLog) -> Void] = []
