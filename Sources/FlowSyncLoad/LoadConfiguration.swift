@@ -27,6 +27,11 @@ public struct LoadConfiguration: Hashable, Sendable, Codable {
     /// With ``spawn``: the daemon's `[server] write_path` ("libuv", "io_uring", "auto");
     /// nil: its default.
     public var daemonWritePath: String? = nil
+    /// With ``spawn``: the daemon's `[server] flush_slice_us` (0: unsliced); nil: its
+    /// default.
+    public var daemonFlushSliceMicroseconds: Int? = nil
+    /// With ``spawn``: the daemon's `[server] seal_wait_us`; nil: its default.
+    public var daemonSealWaitMicroseconds: Int? = nil
 
     // MARK: Clients
     /// Lists written and subscribed (`load-0` … `load-(n-1)`).
@@ -157,6 +162,8 @@ public struct LoadConfiguration: Hashable, Sendable, Codable {
         if let daemonStorage, !["file", "memory"].contains(daemonStorage) { errors.append("--storage must be file or memory") }
         if let daemonFsync, !["always", "interval", "never"].contains(daemonFsync) { errors.append("--fsync must be always, interval or never") }
         if let daemonWritePath, !["libuv", "io_uring", "auto"].contains(daemonWritePath) { errors.append("--write-path must be libuv, io_uring or auto") }
+        if let slice = daemonFlushSliceMicroseconds, !(0...1_000_000).contains(slice) { errors.append("--flush-slice-us must be 0…1000000") }
+        if let wait = daemonSealWaitMicroseconds, !(0...1_000_000).contains(wait) { errors.append("--seal-wait-us must be 0…1000000") }
         if sourceAddresses < 1 || sourceAddresses > 254 { errors.append("--source-addresses must be within 1…254") }
         if resumeStormSubscribers > subscriberCount { errors.append("--resume-storm exceeds the subscribers (\(subscriberCount))") }
         if slowConsumers > subscriberCount { errors.append("--slow-consumers exceeds the subscribers (\(subscriberCount))") }

@@ -75,7 +75,12 @@ public final class LoadRunner {
             if let storage = c.daemonStorage { toml += "engine = \"\(storage)\"\n" }
             if let fsync = c.daemonFsync { toml += "fsync = \"\(fsync)\"\n" }
         }
-        if let writePath = c.daemonWritePath { toml += "[server]\nwrite_path = \"\(writePath)\"\n" }
+        if c.daemonWritePath != nil || c.daemonFlushSliceMicroseconds != nil || c.daemonSealWaitMicroseconds != nil {
+            toml += "[server]\n"
+            if let writePath = c.daemonWritePath { toml += "write_path = \"\(writePath)\"\n" }
+            if let slice = c.daemonFlushSliceMicroseconds { toml += "flush_slice_us = \(slice)\n" }
+            if let wait = c.daemonSealWaitMicroseconds { toml += "seal_wait_us = \(wait)\n" }
+        }
         var options = DaemonProcess.Options(binary: c.daemonPath)
         options.configText = toml
         options.metrics = true

@@ -25,6 +25,8 @@ struct FlowSyncLoadCommand: ParsableCommand {
     @Option(help: "With --spawn: the daemon's storage engine, file|memory (default: the daemon's, file).") var storage: String?
     @Option(help: "With --spawn: the daemon's fsync policy, always|interval|never (default: the daemon's, always).") var fsync: String?
     @Option(help: "With --spawn: the daemon's write path, libuv|io_uring|auto (default: the daemon's).") var writePath: String?
+    @Option(help: "With --spawn: the daemon's flush slice in µs, 0 = unsliced (default: the daemon's).") var flushSliceUs: Int?
+    @Option(help: "With --spawn: the daemon's seal wait in µs, 0 = no pacing (default: the daemon's).") var sealWaitUs: Int?
     @Option(help: "A named scenario: \(Scenario.allCases.map(\.rawValue).joined(separator: "|")).") var scenario: String?
     @Option(help: "Lists.") var lists: Int?
     @Option(help: "Subscribers per list.") var subscribers: Int?
@@ -72,6 +74,8 @@ struct FlowSyncLoadCommand: ParsableCommand {
         if let storage { c.daemonStorage = storage }
         if let fsync { c.daemonFsync = fsync }
         if let writePath { c.daemonWritePath = writePath }
+        if let flushSliceUs { c.daemonFlushSliceMicroseconds = flushSliceUs }
+        if let sealWaitUs { c.daemonSealWaitMicroseconds = sealWaitUs }
         if let lists { c.lists = lists }
         if let subscribers { c.subscribersPerList = subscribers }
         if let fullReplicas { c.fullReplicasPerList = fullReplicas }

@@ -27,6 +27,17 @@ struct CapturingLogHandler: LogHandler {
     /// Whether this kernel lets the test process create a ring (a sandbox may not).
     static let ringAvailable: Bool = (try? SendRing(sends: 1, buffers: 1)) != nil
 
+    @Test func theFlushSliceKeyIsReadCheckedAndReloadable() throws {
+        #expect(ServerConfiguration().flushSliceMicroseconds == 1_000)
+        #expect(try ServerConfiguration(toml: "[server]\nflush_slice_us = 0\n").flushSliceMicroseconds == 0)
+        #expect(try ServerConfiguration(toml: "[server]\nflush_slice_us = 2500\n").flushSliceMicroseconds == 2_500)
+        #expect(throws: ConfigurationError.self) { try ServerConfiguration(toml: "[server]\nflush_slice_us = -1\n") }
+        var new = ServerConfiguration()
+        new.flushSliceMicroseconds = 0
+        let (applied, ignored) = ServerConfiguration().reloaded(to: new)
+        #expect(applied.flushSliceMicroseconds == 0 && ignored.isEmpty, "read at every flush: a reload applies it")
+    }
+
     @Test func theKeyIsReadAndCheckedAndDefaultsToLibuv() throws {
         #expect(ServerConfiguration().writePath == .libuv)
         #expect(try ServerConfiguration(toml: "[server]\nwrite_path = \"io_uring\"\n").writePath == .ioUring)
@@ -90,10 +101,14 @@ struct CapturingLogHandler: LogHandler {
 
     /// 100 subscribers of three lists; the writer writes all three in one turn, so each
     /// subscriber gets several frames per turn (one gathered send of three iovecs).
-    @Test(arguments: [WritePath.libuv, .ioUring])
-    func everySubscriberGetsEveryFrameInOrder(path: WritePath) async throws {
+    /// With a 1 µs flush slice every flush stops after a few connections and the rest
+    /// follow in the next turns, while new batches join their queues: still every frame,
+    /// once, in order; and the loop goes back to sleeping once everything is written.
+    @Test(arguments: [WritePath.libuv, .ioUring], [0, 1])
+    func everySubscriberGetsEveryFrameInOrder(path: WritePath, slice: Int) async throws {
         var configuration = ServerConfiguration()
         configuration.writePath = path
+        configuration.flushSliceMicroseconds = slice
         let server = try await EmbeddedServer(configuration: configuration)
         let clients = try EventLoopThread()
         let lists = ["a", "b", "c"]
@@ -148,6 +163,20 @@ struct CapturingLogHandler: LogHandler {
         } else {
             #expect(stats.ringSends == 0)
         }
+        if slice == 0 {
+            #expect(stats.flushesSliced == 0)
+        } else {
+            #expect(stats.flushesSliced > 0, "flushes stopped at their slice")
+        }
+        // Nothing left to write: the idle handle is stopped, the loop sleeps in its poll
+        // again (asked on the loop, between turns; bounded).
+        var idle = false
+        let idleBy = ContinuousClock.now + .seconds(30)
+        while !idle, ContinuousClock.now < idleBy {
+            idle = await server.withServer { $0.toFlush.isEmpty && $0.flushIdle?.isActive == false }
+            if !idle { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(idle, "the flush idle handle stopped once nothing was left")
         for c in subscribers + [writer] { c.close() }
         #expect(await server.stop())
         #expect(clients.shutdown())
@@ -157,10 +186,11 @@ struct CapturingLogHandler: LogHandler {
     /// the ring's sends come back short or with `EAGAIN`, libuv takes the rest and
     /// queues it, later turns stay on libuv while it holds bytes, and once they read
     /// again every frame arrives exactly once, in order.
-    @Test(arguments: [WritePath.libuv, .ioUring])
-    func fullSocketsHandTheRestToLibuvInOrder(path: WritePath) async throws {
+    @Test(arguments: [WritePath.libuv, .ioUring], [0, 1])
+    func fullSocketsHandTheRestToLibuvInOrder(path: WritePath, slice: Int) async throws {
         var configuration = ServerConfiguration()
         configuration.writePath = path
+        configuration.flushSliceMicroseconds = slice
         configuration.compressionLevel = 0   // frames keep their size
         // Far above what is sent: nobody is paused or closed, every frame is queued.
         configuration.lowWatermarkBytes = 64 << 20
@@ -215,10 +245,11 @@ struct CapturingLogHandler: LogHandler {
     /// sends end with the peer gone (EPIPE / ECONNRESET through the ring, or EOF on
     /// read first, whichever the kernel shows first), the server forgets them, and the
     /// other half still gets every batch, once, in order.
-    @Test(arguments: [WritePath.libuv, .ioUring])
-    func subscribersLeavingMidStreamDoNotDisturbTheOthers(path: WritePath) async throws {
+    @Test(arguments: [WritePath.libuv, .ioUring], [0, 1])
+    func subscribersLeavingMidStreamDoNotDisturbTheOthers(path: WritePath, slice: Int) async throws {
         var configuration = ServerConfiguration()
         configuration.writePath = path
+        configuration.flushSliceMicroseconds = slice
         let server = try await EmbeddedServer(configuration: configuration)
         let clients = try EventLoopThread()
         var subscribers: [TestClient] = []

@@ -38,6 +38,8 @@ extension ServerConfiguration {
                 case ("server", "shutdown_grace_ms"): shutdownGraceMilliseconds = try value.int(0...3_600_000)
                 case ("server", "name"): serverName = try value.string()
                 case ("server", "write_path"): writePath = try value.choice(WritePath.self)
+                case ("server", "flush_slice_us"): flushSliceMicroseconds = try value.int(0...1_000_000)
+                case ("server", "seal_wait_us"): sealWaitMicroseconds = try value.int(0...1_000_000)
                 case ("server", "unix_socket"): unixSocketPath = try value.string()
                 case ("server", "unix_socket_mode"):
                     let text = try value.string()

@@ -141,6 +141,18 @@ public struct ServerConfiguration: Hashable, Sendable {
     /// Restart-only (the ring is created at start). Default ``WritePath/libuv``; see
     /// docs/BENCHMARKS.md, "The daemon's write path: libuv vs io_uring", for why.
     public var writePath = WritePath.libuv
+    /// How long one loop turn may spend writing queued frames before the loop reads
+    /// again, µs (`flush_slice_us`); the connections left are written in the next
+    /// turns, in order, each with every frame queued for it by then (one write call).
+    /// 0: no limit (every queued frame is written in the turn it was queued).
+    /// Default 1000: a batch's fan-out to thousands of subscribers no longer holds
+    /// every other client's request for its whole length (docs/BENCHMARKS.md,
+    /// "Sliced flush").
+    public var flushSliceMicroseconds = 1_000
+    /// While a sliced flush still has connections to write, how long a list's first
+    /// waiting mutation may wait for others to join its batch, µs (`seal_wait_us`;
+    /// ``Server/sealDirtyLists(force:)``). 0: every turn seals what it read.
+    public var sealWaitMicroseconds = 2_000
     // MARK: [backpressure]
     /// Below this many queued bytes, a lagging subscriber is caught up. Default 256 KiB.
     public var lowWatermarkBytes = 256 << 10

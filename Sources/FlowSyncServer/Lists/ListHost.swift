@@ -133,8 +133,13 @@ final class ListHost {
     /// Whether mutations wait for the turn's seal.
     var hasPending: Bool { sequencer.hasPending }
 
+    /// When the oldest mutation waiting for the seal arrived (`nil`: none waits). The
+    /// seal's pacing bounds that wait (``Server/sealDirtyLists(force:)``).
+    private(set) var pendingSince: ContinuousClock.Instant?
+
     /// Queues a mutation for this turn's seal; `tag` names the writer's connection.
     func submit(_ request: MutationRequest, tag: Int) {
+        if pendingSince == nil { pendingSince = .now }
         sequencer.submit(request, tag: tag)
     }
 
@@ -168,6 +173,7 @@ final class ListHost {
     /// Seals the mutations queued this turn into one batch (or none, when every one was
     /// refused) and encodes its `Diff` frame. `outcomes` answer each writer.
     func seal(encoder: FrameEncoder) -> (batch: SealedBatch?, outcomes: [Sequencer.Outcome]) {
+        pendingSince = nil
         let sealed = sequencer.seal()
         guard let commit = sealed.commit else { return (nil, sealed.outcomes) }
         let diff = Diff(listName: name, epoch: commit.to.epoch, fromVersion: commit.from.version, toVersion: commit.to.version,

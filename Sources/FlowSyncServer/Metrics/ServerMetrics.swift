@@ -22,6 +22,9 @@ final class ServerMetrics {
     let mutationsCommitted = Counter(label: "flowsync_mutations_committed_total")
     let framesSent = Counter(label: "flowsync_frames_sent_total")
     let bytesSent = Counter(label: "flowsync_bytes_sent_total")
+    /// Flushes that reached `server.flush_slice_us` with connections left (written in
+    /// the next turns): how often a fan-out is longer than a slice.
+    let flushesSliced = Counter(label: "flowsync_flushes_sliced_total")
     let slowConsumerEvents = Counter(label: "flowsync_slow_consumer_events_total")
     let largestQueueBytes = Gauge(label: "flowsync_largest_queue_bytes")
     /// Connections with at least one paused (lagging) subscription, sampled every 100 ms

@@ -12,6 +12,9 @@ public struct ServerStatistics: Sendable {
     public var mutationsRejected = 0
     public var framesSent = 0
     public var bytesSent = 0
+    /// Flushes that reached their time slice (`server.flush_slice_us`) with connections
+    /// left, written in the next turns.
+    public var flushesSliced = 0
     public var slowConsumerEvents = 0
     public var catchUpDiffs = 0
     public var catchUpSnapshots = 0

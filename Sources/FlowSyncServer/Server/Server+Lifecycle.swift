@@ -80,6 +80,7 @@ extension Server {
         // Before the hook: the first end of turn already writes through the chosen path.
         startWritePath()
         hook = LoopHook(loop: loop, kind: .check) { [weak self] in self?.endOfTurn() }
+        flushIdle = LoopIdle(loop: loop)
         let sweep = LoopTimer(loop: loop)
         sweep.start(after: 100, repeat: 100) { [weak self] in self?.sweepConnections() }
         sweep.unref()
@@ -120,7 +121,7 @@ extension Server {
         unixListener?.close()
         unixListener = nil
         logger.info("shutting down", metadata: ["connections": "\(connections.count)"])
-        sealDirtyLists()
+        sealDirtyLists(force: true)
         if commitGate.pendingCount > 0 {
             // Batches are committing (a CommittingStore): their Acks and Diffs go out
             // first, then the notices (``commitCompleted``); the grace period bounds it.
@@ -128,7 +129,8 @@ extension Server {
         } else {
             closeConnectionsForShutdown()
         }
-        flushAll()
+        // Everything queued leaves now, not a slice of it: the connections close behind it.
+        flushAll(sliced: false)
         finishShutdownIfDone()
         // The sweep timer must keep the loop alive until the grace period ends.
         sweep?.ref()
@@ -149,9 +151,11 @@ extension Server {
     func finishShutdownIfDone() {
         guard let finish = lifecycle.drained(connections: connections.count, offloads: offloadsOutstanding + commitGate.pendingCount) else { return }
         hook?.close()
+        flushIdle?.close()
         sweep?.close()
         syncTimer?.close()
         hook = nil
+        flushIdle = nil
         sweep = nil
         syncTimer = nil
         if finish.closeStore, storageFailure == nil, let replicating = replicatingStore {

@@ -62,7 +62,7 @@ extension Server {
     /// Writes the connections `queued` once each: through `ring` where the machine says
     /// so, through libuv otherwise, in the order of the rules above. `queued` is
     /// ``flushAll()``'s list (unretained; its lifetime rule is there).
-    func flushThroughRing(_ queued: [Unmanaged<Connection>], ring: SendRing, now: UInt64) {
+    func flushThroughRing(_ queued: ArraySlice<Unmanaged<Connection>>, ring: SendRing, now: UInt64) {
         precondition(ringBatch.isEmpty && libuvRoute.isEmpty, "Internal inconsistency in Server: a ring flush inside a ring flush")
         for entry in queued {
             let connection = entry.takeUnretainedValue()

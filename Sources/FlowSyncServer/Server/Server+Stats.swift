@@ -19,6 +19,7 @@ extension Server {
             ("mutations.rejected", Int64(statistics.mutationsRejected)),
             ("frames.sent", Int64(statistics.framesSent)),
             ("bytes.sent", Int64(statistics.bytesSent)),
+            ("flushes.sliced", Int64(statistics.flushesSliced)),
             ("subscribers.paused", Int64(statistics.slowConsumerEvents)),
             ("catchup.diffs", Int64(statistics.catchUpDiffs)),
             ("catchup.snapshots", Int64(statistics.catchUpSnapshots)),

@@ -33,9 +33,10 @@ import Logging
 /// 2. in the check hook, every list with pending mutations is sealed (one version, one
 ///    changeset, one encoded diff frame), the frame is queued to each live subscriber,
 ///    then acks and rejects; lagging subscribers whose queue drained get a catch-up;
-/// 3. still in the hook, each connection with queued frames is written **once**, and
-///    connections marked for closing are shut down — never in the middle of their own
-///    callbacks.
+/// 3. still in the hook, each connection with queued frames is written **once** — for at
+///    most `flush_slice_us`; the rest is written in the next turns, which come at once
+///    (``flushIdle``), and lists are then paced (`seal_wait_us`) — and connections
+///    marked for closing are shut down, never in the middle of their own callbacks.
 public final class Server {
     public internal(set) var configuration: ServerConfiguration
     public let loop: EventLoop
@@ -53,6 +54,12 @@ public final class Server {
     var unixListener: UnixListener?
     /// The check hook: the end of every loop turn (``endOfTurn()``).
     var hook: LoopHook?
+    /// Active while a sliced flush left connections to write (``flushAll(sliced:)``):
+    /// the loop's next poll does not sleep.
+    var flushIdle: LoopIdle?
+    /// The last outermost flush stopped at its slice with connections left: a fan-out
+    /// is under way, and dirty lists are paced (``sealDirtyLists(force:)``).
+    var flushUnfinished = false
     /// Every 100 ms: deadlines and the shutdown's grace period.
     var sweep: LoopTimer?
     /// The `fsync = "interval"` timer.
