@@ -31,7 +31,7 @@ STEP_TIMEOUT := timeout --kill-after=10s 300
 # `make soak`: this many full `swift test` runs in a row from one build.
 SOAK_RUNS ?= 10
 
-.PHONY: all deps build release test soak run bench bench-quick bench-client bench-server bench-stall tls-test fuzz install uninstall clean load compare-redis cluster cluster-down cluster-smoke
+.PHONY: all deps build release test soak run bench bench-quick bench-client bench-server bench-stall tls-test fuzz test-asan install uninstall clean load compare-redis cluster cluster-down cluster-smoke
 
 all: build
 
@@ -158,6 +158,10 @@ cluster-smoke: deps
 	@[ -n "$$FLOWSYNCD" ] || $(SWIFT) build --product flowsyncd
 	@[ -n "$$FLOWSYNC" ] || $(SWIFT) build --product flowsync
 	$(STEP_TIMEOUT) scripts/cluster.sh smoke
+
+# Every suite but the cluster's under AddressSanitizer (.build-asan; about 10 minutes).
+test-asan: deps
+	scripts/asan-tests.sh
 
 # libFuzzer + AddressSanitizer on the protocol decoder, seeded from the golden vectors.
 fuzz: deps
