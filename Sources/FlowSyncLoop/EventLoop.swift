@@ -40,19 +40,6 @@ public final class EventLoop: @unchecked Sendable {
     /// Size of ``readBuffer``: the most one `read` takes from a socket.
     public static let readBufferSize = 64 * 1024
 
-    /// Whether the loop's next poll would find I/O ready now — a readable socket, a new
-    /// connection, a job sent from another thread — without waiting: one `poll(2)` on
-    /// libuv's backend descriptor (an epoll descriptor is readable while any descriptor
-    /// it watches is ready). A stream with writes queued in libuv watches for
-    /// writability, so it counts as ready too. Call on the loop thread.
-    ///
-    /// The daemon's sliced flush asks this when its slice is used up: it stops to read
-    /// only when something is there to read (`Server+FanOut.swift`).
-    public var hasPendingIO: Bool {
-        var descriptor = pollfd(fd: uv_backend_fd(raw), events: Int16(POLLIN), revents: 0)
-        return poll(&descriptor, 1, 0) > 0
-    }
-
     /// Creates a loop. Nothing runs until ``run()``.
     ///
     /// `SIGPIPE`: libuv writes to sockets with `write`/`writev`, so a write to a peer that

@@ -42,30 +42,6 @@ final class LoopLocal<T>: @unchecked Sendable {
         expectCleanShutdown(thread)
     }
 
-    /// `hasPendingIO` (the sliced flush asks it): false with nothing ready, true once a
-    /// job was sent (the async handle's descriptor is readable) and before the loop has
-    /// run it — both checked inside one job, so the loop cannot take it in between —
-    /// and false again after the loop ran it.
-    @Test func hasPendingIOSeesReadyInputWithoutConsumingIt() async throws {
-        let thread = try EventLoopThread()
-        let seen = Shared<[Bool]>([])
-        let ran = Shared(false)
-        thread.loop.execute {
-            let before = thread.loop.hasPendingIO
-            thread.loop.execute { ran.update { $0 = true } }
-            let after = thread.loop.hasPendingIO
-            let again = thread.loop.hasPendingIO
-            seen.update { $0 = [before, after, again] }
-        }
-        #expect(await eventually { ran.get() })
-        #expect(seen.get() == [false, true, true], "ready once sent, still ready: polling consumed nothing")
-        let afterRun = Shared<Bool?>(nil)
-        thread.loop.execute { afterRun.update { $0 = thread.loop.hasPendingIO } }
-        #expect(await eventually { afterRun.get() != nil })
-        #expect(afterRun.get() == false)
-        expectCleanShutdown(thread)
-    }
-
     @Test func executeFromManyThreadsRunsEveryJobOnTheLoop() async throws {
         let thread = try EventLoopThread()
         let count = Shared(0)

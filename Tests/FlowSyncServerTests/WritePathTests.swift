@@ -110,8 +110,6 @@ struct CapturingLogHandler: LogHandler {
         configuration.writePath = path
         configuration.flushSliceMicroseconds = slice
         let server = try await EmbeddedServer(configuration: configuration)
-        // Every used-up slice ends its flush, whether input waits or not.
-        if slice > 0 { await server.withServer { $0.flushYieldsOnlyToInput = false } }
         let clients = try EventLoopThread()
         let lists = ["a", "b", "c"]
         var subscribers: [TestClient] = []
@@ -199,8 +197,6 @@ struct CapturingLogHandler: LogHandler {
         configuration.highWatermarkBytes = 128 << 20
         configuration.hardLimitBytes = 256 << 20
         let server = try await EmbeddedServer(configuration: configuration)
-        // Every used-up slice ends its flush, whether input waits or not.
-        if slice > 0 { await server.withServer { $0.flushYieldsOnlyToInput = false } }
         let clients = try EventLoopThread()
         var readers: [TestClient] = []
         for k in 0..<4 {
@@ -255,8 +251,6 @@ struct CapturingLogHandler: LogHandler {
         configuration.writePath = path
         configuration.flushSliceMicroseconds = slice
         let server = try await EmbeddedServer(configuration: configuration)
-        // Every used-up slice ends its flush, whether input waits or not.
-        if slice > 0 { await server.withServer { $0.flushYieldsOnlyToInput = false } }
         let clients = try EventLoopThread()
         var subscribers: [TestClient] = []
         for k in 0..<40 {

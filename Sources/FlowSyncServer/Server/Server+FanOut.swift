@@ -209,11 +209,9 @@ extension Server {
     /// appended to the store is not on disk — one sync covers every list written this
     /// turn (group commit), then the acks and diffs of all of them go out.
     ///
-    /// **Sliced** (`sliced`, `[server] flush_slice_us`): after about that long, if
-    /// anything waits to be read (``EventLoop/hasPendingIO``), the connections not
-    /// reached stay queued, first in line for the next turn, and the loop reads before
-    /// it writes on (``flushIdle`` keeps it from sleeping); with nothing to read, the
-    /// flush goes on for another slice. A batch's
+    /// **Sliced** (`sliced`, `[server] flush_slice_us`): after about that long, the
+    /// connections not reached stay queued, first in line for the next turn, and the
+    /// loop reads before it writes on (``flushIdle`` keeps it from sleeping). A batch's
     /// fan-out to thousands of subscribers then no longer holds every other client for
     /// its whole length: a write that arrives meanwhile is sealed within a slice, and
     /// its frame joins the queues of the subscribers not yet written — one write call
@@ -241,18 +239,7 @@ extension Server {
         let framesBefore = statistics.framesSent
         let bytesBefore = statistics.bytesSent
         let slice = configuration.flushSliceMicroseconds
-        var deadline: ContinuousClock.Instant? = sliced && slice > 0 ? .now + .microseconds(slice) : nil
-        /// Whether the slice is used up and the loop should read before writing on:
-        /// only when something is waiting to be read — otherwise the slice is renewed
-        /// (a turn without input to serve would only cost a poll and a loop iteration).
-        func sliceEnds() -> Bool {
-            guard let end = deadline else { return false }
-            let now = ContinuousClock.now
-            guard now >= end else { return false }
-            if !flushYieldsOnlyToInput || loop.hasPendingIO { return true }
-            deadline = now + .microseconds(slice)
-            return false
-        }
+        let deadline: ContinuousClock.Instant? = sliced && slice > 0 ? .now + .microseconds(slice) : nil
         var written = 0
         if let ring = sendRing {
             // The ring's rules hold per call (every send collected before it returns),
@@ -261,7 +248,7 @@ extension Server {
                 let upTo = deadline == nil ? queued.count : min(queued.count, written + Self.ringSlice)
                 flushThroughRing(queued[written..<upTo], ring: ring, now: now)
                 written = upTo
-                if sliceEnds() { break }
+                if let deadline, ContinuousClock.now >= deadline { break }
             }
         } else {
             while written < queued.count {
@@ -275,7 +262,7 @@ extension Server {
                 written += 1
                 // The clock is read every few connections: a write call costs µs, a
                 // clock read tens of ns.
-                if written % Self.flushSliceCheckEvery == 0, sliceEnds() { break }
+                if let deadline, written % Self.flushSliceCheckEvery == 0, ContinuousClock.now >= deadline { break }
             }
         }
         flushDepth -= 1

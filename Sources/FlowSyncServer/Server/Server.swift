@@ -60,9 +60,6 @@ public final class Server {
     /// The last outermost flush stopped at its slice with connections left: a fan-out
     /// is under way, and dirty lists are paced (``sealDirtyLists(force:)``).
     var flushUnfinished = false
-    /// A used-up slice ends the flush only when input waits (``EventLoop/hasPendingIO``);
-    /// tests set `false` to slice every flush, input or not.
-    var flushYieldsOnlyToInput = true
     /// Every 100 ms: deadlines and the shutdown's grace period.
     var sweep: LoopTimer?
     /// The `fsync = "interval"` timer.
