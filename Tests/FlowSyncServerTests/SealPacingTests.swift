@@ -23,16 +23,19 @@ import Testing
         var configuration = ServerConfiguration()
         configuration.sealWaitMicroseconds = 1_000_000   // 1 s: far longer than the test needs
         let server = try await EmbeddedServer(configuration: configuration)
-        let held = await server.withServer { server -> (pending: Bool, dirty: Bool, version: UInt64) in
+        let held = await server.withServer { server -> (pending: Bool, dirty: Bool, idle: Bool, version: UInt64) in
             let list = Self.submit(server, "paced", seq: 1)
             server.flushUnfinished = true
-            server.sealDirtyLists()
-            return (list.hasPending, server.dirtyLists.contains("paced"), list.position.version)
+            // A whole end of turn, as the check hook runs it: the seal holds the list,
+            // the flush finishes (nothing is queued), and the idle handle is started so
+            // the next turn comes without waiting for I/O.
+            server.endOfTurn()
+            return (list.hasPending, server.dirtyLists.contains("paced"), server.flushIdle?.isActive == true, list.position.version)
         }
         #expect(held.pending && held.dirty, "held while the flush is unfinished")
-        // This job's turn ends with a flush that finishes (nothing is sliced), so the
-        // list is sealed in a following turn — long before its wait — which the idle
-        // handle brings at once.
+        #expect(held.idle, "a held list keeps the loop from sleeping")
+        // The flush of that turn finished, so the next turn seals the list — long
+        // before its wait.
         var version = held.version
         let deadline = ContinuousClock.now + .seconds(5)
         while version == held.version, ContinuousClock.now < deadline {

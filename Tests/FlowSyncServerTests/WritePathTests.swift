@@ -34,8 +34,10 @@ struct CapturingLogHandler: LogHandler {
         #expect(throws: ConfigurationError.self) { try ServerConfiguration(toml: "[server]\nflush_slice_us = -1\n") }
         var new = ServerConfiguration()
         new.flushSliceMicroseconds = 0
+        new.sealWaitMicroseconds = 5_000
         let (applied, ignored) = ServerConfiguration().reloaded(to: new)
-        #expect(applied.flushSliceMicroseconds == 0 && ignored.isEmpty, "read at every flush: a reload applies it")
+        #expect(applied.flushSliceMicroseconds == 0 && applied.sealWaitMicroseconds == 5_000 && ignored.isEmpty,
+                "both are read at every turn: a reload applies them")
     }
 
     @Test func theKeyIsReadAndCheckedAndDefaultsToLibuv() throws {
