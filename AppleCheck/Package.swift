@@ -1,0 +1,67 @@
+// swift-tools-version:6.1
+//
+// `make apple-check`: the project's Apple-only code, compiled and run on Linux.
+//
+// This package is never a dependency of anything and is built on Linux only. It holds
+// stand-in modules named `UIKit`, `Network`, `Security`, `SwiftUI` and `CryptoKit`
+// whose every declaration is transcribed from Apple's documentation (the page's path
+// beside each one), and it compiles the SDK's and FlowSyncUI's own sources (symlinks in
+// `Project/` to `../Sources`) and the examples against them, so that every
+// `#if canImport(UIKit)` / `canImport(Network)` / `canImport(SwiftUI)` branch is
+// type-checked, and the UIKit glue runs in tests against the stand-ins' simulated table
+// and collection views. See README.md here and docs/TESTING.md, "Apple's API on Linux".
+//
+// It must never be visible to an Apple build: a module named UIKit there would shadow
+// the real one. The root Package.swift does not mention it, and SwiftPM never builds a
+// nested package it is not asked to.
+import PackageDescription
+
+let package = Package(
+    name: "AppleCheck",
+    platforms: [.macOS(.v13)],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        // CryptoKit's stand-in re-exports swift-crypto, which implements CryptoKit's API.
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+    ],
+    targets: [
+        // MARK: Stand-ins for Apple's modules (declarations transcribed from developer.apple.com)
+        .target(name: "UIKit", path: "StandIns/UIKit"),
+        .target(name: "Security", path: "StandIns/Security"),
+        .target(name: "Network", dependencies: ["Security"], path: "StandIns/Network"),
+        .target(name: "SwiftUI", path: "StandIns/SwiftUI"),
+        .target(
+            name: "CryptoKit",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            path: "StandIns/CryptoKit"
+        ),
+
+        // MARK: The project's own sources, compiled against the stand-ins
+        .target(name: "CZlib", path: "Project/CZlib", linkerSettings: [.linkedLibrary("z")]),
+        .target(name: "FlowSyncCore", path: "Project/FlowSyncCore"),
+        .target(name: "FlowSyncProtocol", dependencies: ["FlowSyncCore", "CZlib"], path: "Project/FlowSyncProtocol"),
+        // No FlowSyncLoop here, as on an Apple platform: `canImport(Network)` picks
+        // NetworkTransport as the default transport.
+        .target(
+            name: "FlowSyncClient",
+            dependencies: [
+                "FlowSyncCore", "FlowSyncProtocol", "Network", "Security", "CryptoKit",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Project/FlowSyncClient"
+        ),
+        .target(
+            name: "FlowSyncUI",
+            dependencies: ["FlowSyncClient", "FlowSyncCore", "UIKit", "SwiftUI"],
+            path: "Project/FlowSyncUI"
+        ),
+
+        // MARK: Tests of the glue against the stand-ins
+        .testTarget(
+            name: "UIKitGlueTests",
+            dependencies: ["FlowSyncUI", "FlowSyncClient", "FlowSyncCore", "UIKit"],
+            path: "Tests/UIKitGlueTests"
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,1 @@
+// The Network stand-in: see ../../README.md.

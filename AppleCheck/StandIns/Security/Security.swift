@@ -1,0 +1,1 @@
+// The Security stand-in: see ../../README.md.

@@ -1,0 +1,1 @@
+// The SwiftUI stand-in: see ../../README.md.

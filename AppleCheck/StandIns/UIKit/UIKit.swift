@@ -1,0 +1,1 @@
+// The UIKit stand-in: see ../../README.md.
