@@ -16,6 +16,14 @@
 // nested package it is not asked to.
 import PackageDescription
 
+// The Darwin stand-in (StandIns/Darwin/Darwin.swift) is not a target: scripts/apple-check.sh
+// emits it as a bare .swiftmodule into .build/darwin-standin before `swift build`, and only
+// the project's own targets, and whatever imports them (module loading is transitive), get
+// it on their search path. A `Darwin` module visible to the whole graph would send swift-log,
+// swift-crypto and swift-system down their Darwin branches, which do not build on Linux.
+// Give this to every target that compiles the project's sources or imports FlowSyncClient.
+let darwinStandIn: [SwiftSetting] = [.unsafeFlags(["-I", Context.packageDirectory + "/.build/darwin-standin"])]
+
 let package = Package(
     name: "AppleCheck",
     platforms: [.macOS(.v13)],
@@ -23,6 +31,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         // CryptoKit's stand-in re-exports swift-crypto, which implements CryptoKit's API.
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        // FlowSyncProcess (the project's launcher of flowsyncd) for the Network tests: child
+        // processes awaited without blocking a thread, as the root package does.
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
     ],
     targets: [
         // MARK: Stand-ins for Apple's modules (declarations transcribed from developer.apple.com)
@@ -48,19 +59,37 @@ let package = Package(
                 "FlowSyncCore", "FlowSyncProtocol", "Network", "Security", "CryptoKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Project/FlowSyncClient"
+            path: "Project/FlowSyncClient",
+            swiftSettings: darwinStandIn
         ),
         .target(
             name: "FlowSyncUI",
             dependencies: ["FlowSyncClient", "FlowSyncCore", "UIKit", "SwiftUI"],
-            path: "Project/FlowSyncUI"
+            path: "Project/FlowSyncUI",
+            swiftSettings: darwinStandIn
+        ),
+        // The project's launcher of child processes (flowsyncd for the Network tests).
+        .target(
+            name: "FlowSyncProcess",
+            dependencies: [.product(name: "Subprocess", package: "swift-subprocess")],
+            path: "Project/FlowSyncProcess"
         ),
 
         // MARK: Tests of the glue against the stand-ins
         .testTarget(
             name: "UIKitGlueTests",
             dependencies: ["FlowSyncUI", "FlowSyncClient", "FlowSyncCore", "UIKit"],
-            path: "Tests/UIKitGlueTests"
+            path: "Tests/UIKitGlueTests",
+            swiftSettings: darwinStandIn
+        ),
+        // The NWConnection stand-in over real sockets, and FlowSyncClient's default transport
+        // in this graph (NetworkTransport) against a real flowsyncd (FLOWSYNCD, set by
+        // scripts/apple-check.sh).
+        .testTarget(
+            name: "NetworkTransportTests",
+            dependencies: ["FlowSyncClient", "FlowSyncCore", "Network", "Security", "CryptoKit", "FlowSyncProcess"],
+            path: "Tests/NetworkTransportTests",
+            swiftSettings: darwinStandIn
         ),
     ],
     swiftLanguageModes: [.v6]
