@@ -112,6 +112,32 @@ public final class ListDirector: Sendable {
         return try submit(operations, withoutNotifying: observers, basedOn: base)
     }
 
+    /// ``perform(_:)`` for edits the app built on `shown`: the list as its UI shows it,
+    /// which may be behind the replica (a change can be queued for the main thread when
+    /// the user touches a row). Indices in `body` mean `shown`; the edits are anchored
+    /// there by identity and re-expressed in the replica as it is, so "move row 2"
+    /// moves the row the user saw at 2, whatever arrived meanwhile. FlowSyncUI's table
+    /// and collection directors write every touch this way.
+    ///
+    /// - Throws: The first edit that does not apply to `shown`, or a conflict with what
+    ///   the replica holds now (the row was deleted meanwhile); nothing is shown or sent.
+    @discardableResult
+    public func perform(on shown: ListSnapshot, _ body: (DirectorBatch) throws -> Void) throws -> WriteTicket {
+        let base = shown.director
+        let operations = try { () throws -> [Operation] in
+            let batch = DirectorBatch(working: base)
+            try body(batch)
+            return batch.operations
+        }()
+        return try submit(operations, withoutNotifying: [], basedOn: base)
+    }
+
+    /// Sends `operations`, written against `shown` (see ``perform(on:_:)``), as one write.
+    @discardableResult
+    public func submit(_ operations: [Operation], on shown: ListSnapshot) throws(FlowSyncError) -> WriteTicket {
+        try submit(operations, withoutNotifying: [], basedOn: shown.director)
+    }
+
     /// Stops following the list: the server is told (Unsubscribe), observers and
     /// change streams end, unanswered writes fail with ``FlowSyncError/closed`` — with
     /// ``FlowSyncClient/Configuration/persistence`` they stay on disk and are resent when
