@@ -217,7 +217,8 @@ public final class ListDirector: Sendable {
     }
 
     /// Adds models at the end of the last section, first creating a section with ID
-    /// `newSectionID` when the list has none (FlowKit's `add(models:)`).
+    /// `newSectionID` when the list has none. (FlowKit's `add(models:)` always makes a new
+    /// section: use `add(section:at:)` for that.)
     @discardableResult
     public func add(models: [any FlowModel], newSectionID: String = "default") throws(FlowSyncError) -> WriteTicket {
         try edit { batch throws(FlowSyncError) in try batch.add(models: models, newSectionID: newSectionID) }
