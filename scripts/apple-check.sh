@@ -16,7 +16,9 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PKG="$ROOT/AppleCheck"
+# APPLE_CHECK_PACKAGE: another copy of the package (a scratch copy while others' work in
+# progress breaks the shared one); default AppleCheck/.
+PKG="${APPLE_CHECK_PACKAGE:-$ROOT/AppleCheck}"
 SWIFT="${SWIFT:-swift}"
 BUILD_TIMEOUT="${APPLE_CHECK_BUILD_TIMEOUT:-900}"
 TEST_TIMEOUT="${APPLE_CHECK_TEST_TIMEOUT:-300}"
