@@ -75,11 +75,28 @@ let package = Package(
             path: "Project/FlowSyncProcess"
         ),
 
+        // The SwiftUI example (Examples/TodoSwiftUI): built, never run (no SwiftUI runs here).
+        .executableTarget(
+            name: "TodoSwiftUI",
+            dependencies: ["FlowSyncClient", "FlowSyncUI", "SwiftUI"],
+            path: "Project/TodoSwiftUI",
+            exclude: ["README.md"],
+            swiftSettings: darwinStandIn
+        ),
+
         // MARK: Tests of the glue against the stand-ins
         .testTarget(
             name: "UIKitGlueTests",
             dependencies: ["FlowSyncUI", "FlowSyncClient", "FlowSyncCore", "UIKit"],
             path: "Tests/UIKitGlueTests",
+            swiftSettings: darwinStandIn
+        ),
+        // The SwiftUI side: docs/SDK.md's SwiftUI example compiled against the stand-in (and
+        // kept identical to the guide), and the SwiftUI example app's platform-neutral parts.
+        .testTarget(
+            name: "SwiftUIGlueTests",
+            dependencies: ["FlowSyncUI", "FlowSyncClient", "FlowSyncCore", "SwiftUI", "TodoSwiftUI"],
+            path: "Tests/SwiftUIGlueTests",
             swiftSettings: darwinStandIn
         ),
         // The NWConnection stand-in over real sockets, and FlowSyncClient's default transport
