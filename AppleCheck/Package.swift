@@ -84,6 +84,15 @@ let package = Package(
             swiftSettings: darwinStandIn
         ),
 
+        // MARK: Tests of the UIKit stand-in's own simulation (its documented rules)
+        // Swift Testing has a cross-import overlay for UIKit (_Testing_UIKit, attachments) that
+        // exists only in Apple's SDKs: a file importing both Testing and the stand-in needs
+        // cross-import overlays off.
+        .testTarget(
+            name: "UIKitStandInTests", dependencies: ["UIKit"], path: "Tests/UIKitStandInTests",
+            swiftSettings: [.unsafeFlags(["-Xfrontend", "-disable-cross-import-overlays"])]
+        ),
+
         // MARK: Tests of the glue against the stand-ins
         .testTarget(
             name: "UIKitGlueTests",

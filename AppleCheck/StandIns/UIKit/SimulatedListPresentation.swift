@@ -121,7 +121,11 @@ final class ListPresentation {
         reload()
     }
 
+    /// Counts first (the data source is asked as the reload starts), then the shown cells
+    /// end their display and go to the reuse queue.
     private func reload() {
+        let sectionCount = max(0, host.askNumberOfSections())
+        let newCounts = (0..<sectionCount).map { max(0, host.askNumberOfItems(inSection: $0)) }
         for (path, cell) in cells.sorted(by: { $0.key < $1.key }) {
             host.didEndDisplaying(cell: cell, at: path)
             host.enqueue(cell: cell)
@@ -132,8 +136,7 @@ final class ListPresentation {
             host.enqueue(supplementary: view, key)
         }
         supplementaries = [:]
-        let sectionCount = max(0, host.askNumberOfSections())
-        counts = (0..<sectionCount).map { max(0, host.askNumberOfItems(inSection: $0)) }
+        counts = newCounts
         prefetched = []
         isLoaded = true
         needsReload = false
@@ -209,11 +212,12 @@ final class ListPresentation {
     }
 
     /// A frame is visible when it intersects the rectangle; an empty frame when its origin lies in it.
+    /// Frames that only touch the rectangle's edge are not visible.
     static func intersects(_ frame: CGRect, _ rect: CGRect) -> Bool {
         if frame.width <= 0 || frame.height <= 0 {
-            return frame.minY >= rect.minY && frame.minY < rect.maxY && frame.minX >= rect.minX && frame.minX <= rect.maxX
+            return frame.minY >= rect.minY && frame.minY < rect.maxY && frame.minX >= rect.minX && frame.minX < rect.maxX
         }
-        return frame.intersects(rect)
+        return frame.minX < rect.maxX && frame.maxX > rect.minX && frame.minY < rect.maxY && frame.maxY > rect.minY
     }
 
     // MARK: Prefetching
@@ -276,11 +280,9 @@ final class ListPresentation {
     /// has no state to update: it reloads at its next layout instead — UIKit: "If the
     /// collection view's layout is not up to date before you call this method, a reload may
     /// occur." (/documentation/UIKit/UICollectionView/performBatchUpdates(_:completion:)).
+    /// An empty batch is validated too: UIKit checks every section's count at the end of
+    /// any batch, so data changed without update calls fails there.
     private func perform(_ operations: [UpdateOperation]) {
-        guard !operations.isEmpty else {
-            if isLoaded && !needsReload { updateVisible() }
-            return
-        }
         guard isLoaded, !needsReload else {
             needsReload = true
             return
@@ -302,14 +304,18 @@ final class ListPresentation {
         }
     }
 
+    /// Cells removed by the update end their display at once, but go to the reuse queue only
+    /// after the update's new cells are made: UIKit animates them out meanwhile, so a
+    /// reloaded row gets another cell than the one it had.
     private func apply(_ resolution: UpdateResolution) {
         var kept: [IndexPath: UIView] = [:]
+        var removed: [UIView] = []
         for (old, cell) in cells.sorted(by: { $0.key < $1.key }) {
             if let new = resolution.newPathByOldPath[old], case .kept = resolution.rows[new.section][new.row] {
                 kept[new] = cell
             } else {
                 host.didEndDisplaying(cell: cell, at: old)
-                host.enqueue(cell: cell)
+                removed.append(cell)
             }
         }
         var keptSupplementaries: [SupplementaryKey: UIView] = [:]
@@ -334,6 +340,7 @@ final class ListPresentation {
             reconfigure(existing, at: path)
         }
         updateVisible()
+        for cell in removed { host.enqueue(cell: cell) }
     }
 
     /// /documentation/UIKit/UITableView/reconfigureRows(at:): the data source is asked again

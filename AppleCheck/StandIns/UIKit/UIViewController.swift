@@ -242,9 +242,17 @@ open class UINavigationController: UIViewController {
     }
 
     open override func loadView() {
-        super.loadView()
+        view = ContainerView(frame: .zero)
         if let top = stack.last {
             view.addSubview(top.view)
+        }
+    }
+
+    /// The navigation controller's view keeps the top view controller's view at its size.
+    private final class ContainerView: UIView {
+        override func layoutSubviews() {
+            super.layoutSubviews()
+            for subview in subviews where subview.frame != bounds { subview.frame = bounds }
         }
     }
 
