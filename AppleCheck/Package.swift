@@ -75,6 +75,15 @@ let package = Package(
             path: "Project/FlowSyncProcess"
         ),
 
+        // MARK: The examples an iOS developer opens (Examples/), compiled here as apps
+        .executableTarget(
+            name: "TodoUIKit",
+            dependencies: ["FlowSyncClient", "FlowSyncUI", "UIKit"],
+            path: "Project/TodoUIKit",
+            exclude: ["README.md"],
+            swiftSettings: darwinStandIn
+        ),
+
         // The SwiftUI example (Examples/TodoSwiftUI): built, never run (no SwiftUI runs here).
         .executableTarget(
             name: "TodoSwiftUI",
@@ -96,9 +105,10 @@ let package = Package(
         // MARK: Tests of the glue against the stand-ins
         .testTarget(
             name: "UIKitGlueTests",
-            dependencies: ["FlowSyncUI", "FlowSyncClient", "FlowSyncCore", "UIKit"],
+            dependencies: ["FlowSyncUI", "FlowSyncClient", "FlowSyncCore", "UIKit", "FlowSyncProcess", "TodoUIKit"],
             path: "Tests/UIKitGlueTests",
-            swiftSettings: darwinStandIn
+            // Swift Testing's cross-import overlay for UIKit does not exist on Linux.
+            swiftSettings: darwinStandIn + [.unsafeFlags(["-Xfrontend", "-disable-cross-import-overlays"])]
         ),
         // The SwiftUI side: docs/SDK.md's SwiftUI example compiled against the stand-in (and
         // kept identical to the guide), and the SwiftUI example app's platform-neutral parts.

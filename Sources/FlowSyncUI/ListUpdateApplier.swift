@@ -116,7 +116,9 @@ public final class ListUpdateApplier<Target: ListUpdateTarget> {
         guard let stageData = change.snapshotsAfterEachStage() else { return reload(to: change.snapshot, .stagesDoNotApply) }
 
         var batches = 0
+        var before = change.previous.director
         for (stage, data) in zip(changeset.stages, stageData) {
+            defer { before = data.director }
             if Self.hasStructuralChanges(stage) {
                 batches += 1
                 target.performBatchUpdates { [self] in
@@ -129,7 +131,7 @@ public final class ListUpdateApplier<Target: ListUpdateTarget> {
                 // refreshes a header) next to row changes of that section in one batch
                 // is an "Invalid update". Each section once (SupplementaryRefresh).
                 batches += 1
-                let refreshes = SupplementaryRefresh.grouping(stage.supplementaryUpdates)
+                let refreshes = SupplementaryRefresh.grouping(stage.supplementaryUpdates, before: before, after: data.director)
                 target.performBatchUpdates { [self] in
                     snapshot = data
                     target.refreshSupplementaries(refreshes)

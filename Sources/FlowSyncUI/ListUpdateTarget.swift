@@ -67,17 +67,28 @@ public struct SupplementaryRefresh: Hashable, Sendable, CustomStringConvertible 
     public var header: Bool
     /// Whether the footer changed.
     public var footer: Bool
+    /// Whether the section gained or lost its header (rather than only changed it): the
+    /// view's layout changes then, and a reconfigure in place is not enough.
+    public var headerPresenceChanged: Bool
+    /// Whether the section gained or lost its footer.
+    public var footerPresenceChanged: Bool
 
-    public init(section: Int, header: Bool, footer: Bool) {
+    public init(section: Int, header: Bool, footer: Bool, headerPresenceChanged: Bool = false, footerPresenceChanged: Bool = false) {
         self.section = section
         self.header = header
         self.footer = footer
+        self.headerPresenceChanged = headerPresenceChanged
+        self.footerPresenceChanged = footerPresenceChanged
     }
 
     /// One refresh per section, in the order the sections first appear in `updates`.
     ///
+    /// - Parameters:
+    ///   - before: The list before the stage (to tell a header that appears or goes
+    ///     from one that changes); `nil` when unknown (no presence change is reported).
+    ///   - after: The list after the stage.
     /// - Complexity: O(k) for k updates.
-    public static func grouping(_ updates: [SupplementaryUpdate]) -> [SupplementaryRefresh] {
+    public static func grouping(_ updates: [SupplementaryUpdate], before: Director? = nil, after: Director? = nil) -> [SupplementaryRefresh] {
         var position: [Int: Int] = [:]
         var result: [SupplementaryRefresh] = []
         for update in updates {
@@ -89,15 +100,32 @@ public struct SupplementaryRefresh: Hashable, Sendable, CustomStringConvertible 
                 position[update.section] = index
                 result.append(SupplementaryRefresh(section: update.section, header: false, footer: false))
             }
+            // Did the element exist before? The section by ID in the state before.
+            var presenceChanged = false
+            if let before, let after, update.section < after.sections.count {
+                let old = before.section(id: after.sections[update.section].id)
+                let had = update.element == .header ? old?.header != nil : old?.footer != nil
+                presenceChanged = had != (update.value != nil)
+            }
             switch update.element {
-            case .header: result[index].header = true
-            case .footer: result[index].footer = true
+            case .header:
+                result[index].header = true
+                result[index].headerPresenceChanged = result[index].headerPresenceChanged || presenceChanged
+            case .footer:
+                result[index].footer = true
+                result[index].footerPresenceChanged = result[index].footerPresenceChanged || presenceChanged
             }
         }
         return result
     }
 
+    /// Whether `element` changed here, and whether it appeared or went.
+    public func changed(_ element: SupplementaryUpdate.Element) -> (changed: Bool, presenceChanged: Bool) {
+        element == .header ? (header, headerPresenceChanged) : (footer, footerPresenceChanged)
+    }
+
     public var description: String {
-        "section \(section)" + (header ? " header" : "") + (footer ? " footer" : "")
+        "section \(section)" + (header ? (headerPresenceChanged ? " header±" : " header") : "")
+            + (footer ? (footerPresenceChanged ? " footer±" : " footer") : "")
     }
 }

@@ -126,6 +126,11 @@ import Testing
         #expect(updates.count == 3)
         #expect(SupplementaryRefresh.grouping(updates) == [SupplementaryRefresh(section: 0, header: true, footer: true),
                                                           SupplementaryRefresh(section: 1, header: true, footer: false)])
+        // With the states around the stage: the raw header went (its layout changes); the
+        // others only changed (refreshed in place).
+        #expect(SupplementaryRefresh.grouping(updates, before: Self.list0, after: next)
+                == [SupplementaryRefresh(section: 0, header: true, footer: true),
+                    SupplementaryRefresh(section: 1, header: true, footer: false, headerPresenceChanged: true)])
         presenter.apply(ListChange(cause: .remote, previous: presenter.snapshot, changeset: changeset,
                                    snapshot: ListSnapshot(name: "l", director: next)))
         #expect(view.problems.isEmpty, "\(view.problems)")   // SimulatedListView fails a section refreshed twice

@@ -171,29 +171,28 @@ public final class CollectionDirector: NSObject {
         return (registration, value, sectionID)
     }
 
-    /// Refreshes changed headers and footers inside the applier's batch: a visible view
-    /// is reconfigured in place; a section whose header appears or goes is reloaded,
-    /// once; the layout is invalidated so sizes are asked again.
+    /// Refreshes changed headers and footers inside the applier's batch, each section
+    /// once: one that appears or goes reloads its section (its layout changes); one that
+    /// only changed is reconfigured in its visible view, in place. The layout is
+    /// invalidated so sizes are asked again.
     func refreshSupplementaries(_ refreshes: [SupplementaryRefresh]) {
         var reload = IndexSet()
         for refresh in refreshes {
-            for element in [SupplementaryUpdate.Element.header, .footer]
-            where element == .header ? refresh.header : refresh.footer {
-                guard supplementaryAdapters[element] != nil else { continue }   // nothing shown for it
-                let view = collectionView.supplementaryView(forElementKind: Self.kind(of: element),
-                                                            at: IndexPath(item: 0, section: refresh.section))
-                let shown = supplementary(element, inSection: refresh.section)
-                switch (view, shown) {
-                case (nil, nil):
-                    continue
-                case (let view?, let shown?):
-                    if !shown.registration.adapter.configure(view, value: shown.value, section: refresh.section,
-                                                             sectionID: shown.sectionID, element: element, director: self) {
-                        reload.insert(refresh.section)
-                    }
-                default:
+            for element in [SupplementaryUpdate.Element.header, .footer] {
+                let (changed, presenceChanged) = refresh.changed(element)
+                guard changed, supplementaryAdapters[element] != nil else { continue }   // nothing is shown without an adapter
+                if presenceChanged {
                     reload.insert(refresh.section)
+                    continue
                 }
+                guard let view = collectionView.supplementaryView(forElementKind: Self.kind(of: element),
+                                                                  at: IndexPath(item: 0, section: refresh.section)) else { continue }
+                if let shown = supplementary(element, inSection: refresh.section),
+                   shown.registration.adapter.configure(view, value: shown.value, section: refresh.section,
+                                                        sectionID: shown.sectionID, element: element, director: self) {
+                    continue
+                }
+                reload.insert(refresh.section)
             }
         }
         collectionView.collectionViewLayout.invalidateLayout()

@@ -168,32 +168,36 @@ public final class TableDirector: NSObject {
         return (registration, value, sectionID)
     }
 
-    /// Refreshes changed headers and footers inside the applier's batch: a visible view
-    /// whose adapter can show the new value is reconfigured in place (the section's
-    /// cells stay); a section whose header appears, disappears, or is a plain title is
-    /// reloaded, once.
+    /// Refreshes changed headers and footers inside the applier's batch, touching each
+    /// section once: a header that appears or goes changes the layout, so its section is
+    /// reloaded; one that only changed is refreshed in its visible view, in place (the
+    /// section's cells stay) — reconfigured by its adapter, or, for a plain title, given
+    /// the new title in the view's default content configuration. A header not on
+    /// screen needs nothing: the table asks for it when it scrolls in.
     func refreshSupplementaries(_ refreshes: [SupplementaryRefresh]) {
         var reload = IndexSet()
         for refresh in refreshes {
-            for element in [SupplementaryUpdate.Element.header, .footer]
-            where element == .header ? refresh.header : refresh.footer {
-                guard supplementaryAdapters[element] != nil else {
-                    reload.insert(refresh.section)   // a title: UIKit draws it; only a reload redraws it
+            for element in [SupplementaryUpdate.Element.header, .footer] {
+                let (changed, presenceChanged) = refresh.changed(element)
+                guard changed else { continue }
+                if presenceChanged {
+                    reload.insert(refresh.section)
                     continue
                 }
-                let view = element == .header ? tableView.headerView(forSection: refresh.section)
-                                              : tableView.footerView(forSection: refresh.section)
-                let shown = supplementary(element, inSection: refresh.section)
-                switch (view, shown) {
-                case (nil, nil):
-                    continue   // not on screen, or none before and after
-                case (let view?, let shown?):
+                guard let view = element == .header ? tableView.headerView(forSection: refresh.section)
+                                                    : tableView.footerView(forSection: refresh.section) else { continue }
+                if supplementaryAdapters[element] == nil {
+                    guard let title = presenter.title(element, inSection: refresh.section) else { continue }
+                    var content = view.defaultContentConfiguration()
+                    content.text = title
+                    view.contentConfiguration = content
+                } else if let shown = supplementary(element, inSection: refresh.section) {
                     if !shown.registration.adapter.configure(view, value: shown.value, section: refresh.section,
                                                              sectionID: shown.sectionID, element: element, director: self) {
                         reload.insert(refresh.section)
                     }
-                default:
-                    reload.insert(refresh.section)   // a view appears or goes: the section's layout changes
+                } else {
+                    reload.insert(refresh.section)   // the new value does not decode: its view goes
                 }
             }
         }
