@@ -7,7 +7,7 @@ extension UICollectionView {
     public struct CellRegistration<Cell, Item> where Cell: UICollectionViewCell {
         // /documentation/UIKit/UICollectionView/CellRegistration/Handler
         /// A closure that handles the cell registration and configuration.
-        public typealias Handler = @MainActor (Cell, IndexPath, Item) -> Void
+        public typealias Handler = (Cell, IndexPath, Item) -> Void
 
         let reuseIdentifier = "CellRegistration-\(UUID().uuidString)"
         let handler: Handler
@@ -24,7 +24,7 @@ extension UICollectionView {
     @available(iOS 14.0, *)
     public struct SupplementaryRegistration<Supplementary> where Supplementary: UICollectionReusableView {
         // /documentation/UIKit/UICollectionView/SupplementaryRegistration/Handler
-        public typealias Handler = @MainActor (Supplementary, String, IndexPath) -> Void
+        public typealias Handler = (Supplementary, String, IndexPath) -> Void
 
         let reuseIdentifier = "SupplementaryRegistration-\(UUID().uuidString)"
         let elementKind: String
@@ -41,6 +41,7 @@ extension UICollectionView {
     // /documentation/UIKit/UICollectionView/dequeueConfiguredReusableCell(using:for:item:) (iOS 14.0+)
     /// Dequeues a configured reusable cell object.
     @available(iOS 14.0, *)
+    @MainActor @preconcurrency
     public func dequeueConfiguredReusableCell<Cell, Item>(using registration: UICollectionView.CellRegistration<Cell, Item>, for indexPath: IndexPath, item: Item?) -> Cell where Cell: UICollectionViewCell {
         if registeredCellClasses[registration.reuseIdentifier] == nil {
             register(Cell.self, forCellWithReuseIdentifier: registration.reuseIdentifier)
@@ -54,6 +55,7 @@ extension UICollectionView {
     // /documentation/UIKit/UICollectionView/dequeueConfiguredReusableSupplementary(using:for:) (iOS 14.0+)
     /// Dequeues a configured reusable supplementary view object.
     @available(iOS 14.0, *)
+    @MainActor @preconcurrency
     public func dequeueConfiguredReusableSupplementary<Supplementary>(using registration: UICollectionView.SupplementaryRegistration<Supplementary>, for indexPath: IndexPath) -> Supplementary where Supplementary: UICollectionReusableView {
         let key = Self.supplementaryRegistrationKey(registration.elementKind, registration.reuseIdentifier)
         if registeredSupplementaryClasses[key] == nil {

@@ -42,6 +42,7 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
     // /documentation/UIKit/UICollectionViewDiffableDataSource-9tqpa/apply(_:animatingDifferences:completion:) (iOS 13.0+)
     /// Updates the UI to reflect the state of the data in the snapshot, optionally animating
     /// the UI changes and executing a completion handler.
+    @MainActor @preconcurrency
     open func apply(_ snapshot: NSDiffableDataSourceSnapshot<SectionIdentifierType, ItemIdentifierType>, animatingDifferences: Bool = true, completion: (() -> Void)? = nil) {
         guard let collectionView else {
             current = snapshot
@@ -60,6 +61,14 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
             self.current = snapshot
             for operation in operations { collectionView.presentation.record(operation) }
         }, completion: { _ in completion?() })
+    }
+
+    // /documentation/UIKit/UICollectionViewDiffableDataSource-9tqpa/apply(_:animatingDifferences:) (iOS 15.0+)
+    /// Updates the UI to reflect the state of the data in the snapshot, optionally animating the UI changes.
+    @available(iOS 15.0, *)
+    @MainActor @preconcurrency
+    open func apply(_ snapshot: NSDiffableDataSourceSnapshot<SectionIdentifierType, ItemIdentifierType>, animatingDifferences: Bool = true) async {
+        apply(snapshot, animatingDifferences: animatingDifferences, completion: nil)
     }
 
     // /documentation/UIKit/UICollectionViewDiffableDataSource-9tqpa/applySnapshotUsingReloadData(_:completion:) (iOS 15.0+)

@@ -51,8 +51,7 @@ extension UIContextualAction {
 
     // /documentation/UIKit/UIContextualAction/Handler-swift.typealias
     /// The handler block to call in response to the selection of an action.
-    /// STAND-IN: the closure type is `@MainActor` (UIKit calls it on the main thread).
-    public typealias Handler = @MainActor (UIContextualAction, UIView, @escaping (Bool) -> Void) -> Void
+    public typealias Handler = (UIContextualAction, UIView, @escaping (Bool) -> Void) -> Void
 }
 
 // /documentation/UIKit/UISwipeActionsConfiguration (iOS 11.0+)

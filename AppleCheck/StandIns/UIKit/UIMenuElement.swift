@@ -60,7 +60,7 @@ extension UIMenuElement {
 // /documentation/UIKit/UIActionHandler (iOS 13.0+)
 /// A type that defines the closure for an action handler.
 @available(iOS 13.0, *)
-public typealias UIActionHandler = @MainActor (UIAction) -> Void
+public typealias UIActionHandler = (UIAction) -> Void
 
 // /documentation/UIKit/UIAction (iOS 13.0+)
 /// A menu element that performs its action in a closure.
