@@ -4,8 +4,9 @@ import Foundation
 /// A view that defines the behavior for all cells and supplementary views presented by a collection view.
 @MainActor
 open class UICollectionReusableView: UIView {
-    /// Set by the collection view when it makes the view for a reuse identifier.
+    /// Set by the collection view when it makes the view for a reuse identifier (and kind).
     var assignedReuseIdentifier: String?
+    var assignedElementKind: String?
 
     // /documentation/UIKit/UICollectionReusableView/init(frame:) — UIView's init(frame:) (iOS 6.0+)
     /// STAND-IN: `required`, so that a collection view can make a registered class from its

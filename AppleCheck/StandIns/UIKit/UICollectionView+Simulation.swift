@@ -202,7 +202,7 @@ extension UICollectionView: SimulatedListHost {
 
     func enqueue(supplementary view: UIView, _ key: SupplementaryKey) {
         guard let view = view as? UICollectionReusableView, let identifier = view.reuseIdentifier else { return }
-        let kind = supplementaryKinds[ObjectIdentifier(view)] ?? key.kind
+        let kind = view.assignedElementKind ?? key.kind
         supplementaryReusePool[Self.supplementaryRegistrationKey(kind, identifier), default: []].append(view)
     }
 
@@ -258,6 +258,7 @@ extension UICollectionView: SimulatedListHost {
         selectedIndexPaths = selectedIndexPaths.filter { $0 != source }.map { UITableView.path($0, afterMoving: source, to: destination) }
         if wasSelected { selectedIndexPaths.append(destination) }
         presentation.moveShownRow(from: source, to: destination)
+        presentation.updateVisible()
     }
 }
 

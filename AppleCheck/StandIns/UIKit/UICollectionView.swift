@@ -146,11 +146,9 @@ open class UICollectionView: UIScrollView {
         }
         let view = (viewClass ?? UICollectionReusableView.self).init(frame: .zero)
         view.assignedReuseIdentifier = identifier
-        supplementaryKinds[ObjectIdentifier(view)] = elementKind
+        view.assignedElementKind = elementKind
         return view
     }
-
-    var supplementaryKinds: [ObjectIdentifier: String] = [:]
 
     static func supplementaryRegistrationKey(_ kind: String, _ identifier: String) -> String {
         "\(kind)\u{1F}\(identifier)"

@@ -20,11 +20,11 @@ public struct UIListContentConfiguration: UIContentConfiguration, Hashable, @unc
     public static func subtitleCell() -> UIListContentConfiguration { UIListContentConfiguration(kind: "subtitleCell") }
     // /documentation/UIKit/UIListContentConfiguration-swift.struct/valueCell() (iOS 14.0+)
     public static func valueCell() -> UIListContentConfiguration { UIListContentConfiguration(kind: "valueCell", secondaryTextStyle: .body) }
-    // /documentation/UIKit/UIListContentConfiguration-swift.struct/header() (iOS 15.0+)
-    @available(iOS 15.0, *)
+    // /documentation/UIKit/UIListContentConfiguration-swift.struct/header() (iOS 18.0+)
+    @available(iOS 18.0, *)
     public static func header() -> UIListContentConfiguration { UIListContentConfiguration(kind: "header", textStyle: .headline) }
-    // /documentation/UIKit/UIListContentConfiguration-swift.struct/footer() (iOS 15.0+)
-    @available(iOS 15.0, *)
+    // /documentation/UIKit/UIListContentConfiguration-swift.struct/footer() (iOS 18.0+)
+    @available(iOS 18.0, *)
     public static func footer() -> UIListContentConfiguration { UIListContentConfiguration(kind: "footer", textStyle: .footnote) }
     // /documentation/UIKit/UIListContentConfiguration-swift.struct/plainHeader() (iOS 14.0+)
     public static func plainHeader() -> UIListContentConfiguration { UIListContentConfiguration(kind: "plainHeader", textStyle: .headline) }

@@ -477,6 +477,7 @@ extension UITableView {
         presentation.moveShownRow(from: source, to: destination)
         dataSource?.tableView(self, moveRowAt: source, to: destination)
         uncommittedMove = false
+        presentation.updateVisible()   // the next layout pass, after the data source moved too
         return destination
     }
 

@@ -130,7 +130,7 @@ open class UITableView: UIScrollView {
 
     // MARK: Registering and dequeuing
 
-    // /documentation/UIKit/UITableView/register(_:forCellReuseIdentifier:) (iOS 6.0+)
+    // /documentation/UIKit/UITableView/register(_:forCellReuseIdentifier:)-3l3ct (iOS 6.0+)
     /// Registers a class to use in creating new table cells.
     /// (A nil class unregisters the identifier, as in UIKit.)
     open func register(_ cellClass: AnyClass?, forCellReuseIdentifier identifier: String) {
