@@ -117,6 +117,19 @@ struct RandomBatch {
     }
 
     @MainActor
+    func apply(to view: UICollectionView) {
+        if !sectionDeletes.isEmpty { view.deleteSections(sectionDeletes) }
+        if !sectionInserts.isEmpty { view.insertSections(sectionInserts) }
+        if !sectionReloads.isEmpty { view.reloadSections(sectionReloads) }
+        for (from, to) in sectionMoves { view.moveSection(from, toSection: to) }
+        let item = { (path: IndexPath) in IndexPath(item: path.row, section: path.section) }
+        if !rowDeletes.isEmpty { view.deleteItems(at: rowDeletes.map(item)) }
+        if !rowInserts.isEmpty { view.insertItems(at: rowInserts.map(item)) }
+        if !rowReloads.isEmpty { view.reloadItems(at: rowReloads.map(item)) }
+        for (from, to) in rowMoves { view.moveItem(at: item(from), to: item(to)) }
+    }
+
+    @MainActor
     func apply(to table: UITableView) {
         if !sectionDeletes.isEmpty { table.deleteSections(sectionDeletes, with: .fade) }
         if !sectionInserts.isEmpty { table.insertSections(sectionInserts, with: .fade) }
@@ -154,6 +167,42 @@ struct TablePropertyTests {
             }
             if round % 50 == 0 {
                 table.simulateScroll(to: CGPoint(x: 0, y: CGFloat(Int.random(in: 0...200, using: &generator))))
+            }
+            // Now and then the user drags a row in editing mode: the table moves it, the
+            // data source follows, and the next batches are validated against that state.
+            if round % 7 == 3, let s = source.sections.indices.filter({ !source.sections[$0].isEmpty }).randomElement(using: &generator) {
+                table.setEditing(true, animated: false)
+                let from = IndexPath(row: Int.random(in: 0..<source.sections[s].count, using: &generator), section: s)
+                let t = Int.random(in: 0..<source.sections.count, using: &generator)
+                let limit = source.sections[t].count - (t == s ? 1 : 0)
+                table.simulateMove(from: from, to: IndexPath(row: Int.random(in: 0...max(0, limit), using: &generator), section: t))
+                table.setEditing(false, animated: false)
+                if !table.simulationFailures.isEmpty || !shownMatchesData(table, source) {
+                    Issue.record("seed \(seed) round \(round) after a drag: \(table.simulationFailures)")
+                    return
+                }
+            }
+        }
+    }
+
+    @Test(arguments: [UInt64(21)])
+    func randomValidBatchesOnACollectionView(seed: UInt64) {
+        var generator = SeededGenerator(seed: seed)
+        var nextID = 0
+        let source = ArrayCollection((0..<3).map { _ in (0..<8).map { _ in nextID += 1; return "n\(nextID)" } })
+        var ids = (0..<3).map { "S\($0)" }
+        nextID += 10
+        let view = makeCollection(source, height: 300)
+        for round in 0..<1_000 {
+            let (batch, newIDs) = RandomBatch.make(old: source.sections, ids: ids, nextID: &nextID, using: &generator)
+            view.performBatchUpdates {
+                source.sections = batch.newSections
+                batch.apply(to: view)
+            }
+            ids = newIDs
+            if !view.simulationFailures.isEmpty || !shownMatchesData(view, source.sections) {
+                Issue.record("seed \(seed) round \(round): \(view.simulationFailures)")
+                return
             }
         }
     }
