@@ -7,8 +7,10 @@ import Testing
 /// What the SwiftUI side can check without SwiftUI: the documented example is the one
 /// that compiles here, and the example app's platform-neutral parts behave.
 @Suite(.timeLimit(.minutes(1))) struct SwiftUIGlueTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    /// This file's directory, symlinks resolved (a scratch copy of AppleCheck may link it).
+    static let here = URL(fileURLWithPath: #filePath).resolvingSymlinksInPath().deletingLastPathComponent()
+    /// The repository: AppleCheck/Tests/SwiftUIGlueTests/../../..
+    static let root = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// docs/SDK.md's SwiftUI code block is DocumentedExample.swift (below its marker), so
     /// the guide's example compiles against the stand-in, labels and all.
@@ -19,8 +21,7 @@ import Testing
         let close = try #require(guide.range(of: "```\n", range: open.upperBound..<guide.endIndex))
         let documented = String(guide[open.upperBound..<close.lowerBound])
 
-        let file = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("DocumentedExample.swift"), encoding: .utf8)
+        let file = try String(contentsOf: Self.here.appendingPathComponent("DocumentedExample.swift"), encoding: .utf8)
         let marker = "// ---- docs/SDK.md, \"SwiftUI\" ----\n"
         let compiled = String(file[try #require(file.range(of: marker)).upperBound...])
         #expect(compiled == documented, "DocumentedExample.swift differs from docs/SDK.md's SwiftUI example")
