@@ -302,12 +302,16 @@ extension NWConnection {
             connector.begin()
         }
 
-        /// Completes every receive the buffer can satisfy; reads only while one waits.
+        /// Completes every receive the buffer can satisfy; keeps the read source armed until
+        /// end of stream, within the read-ahead limit (TCPSocket rule 1).
         private func serveReceives() {
             while let completion = receives.nextCompletion() {
                 receiveCompletions.removeValue(forKey: completion.ticket)?(completion.data, .receivedStream, completion.isComplete, nil)
             }
-            socket?.wantsRead(receives.hasPendingRequests && !receives.endOfStream)
+            let wanted = !receives.endOfStream && receives.buffered < TCPSocket.readAheadLimit
+            if socket?.wantsRead(wanted) == true {
+                readable()   // try, then wait
+            }
         }
 
         private func readable() {

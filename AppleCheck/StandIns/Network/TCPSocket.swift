@@ -8,9 +8,13 @@ import Glibc
 /// Not Apple API: the stand-in's I/O, kept apart from the state machine.
 ///
 /// Rules (the same as Sources/FlowSyncClient/Transport/POSIXSocketTransport.swift):
-/// 1. A source is resumed only while there is a reason: the read source while a receive
-///    waits, the write source while bytes wait or a connect is under way. That is the
-///    stand-in's back-pressure: bytes stay in the kernel until someone asks for them.
+/// 1. The read source is armed from `ready` until end of stream, and reads ahead at most
+///    `readAheadLimit` bytes no receive has asked for; past that it is disarmed until the
+///    receives drain the buffer (back-pressure: the rest stays in the kernel). It is not
+///    armed per receive: a reset arriving while a just-resumed read source was being
+///    registered was seen to go unreported (libdispatch on Linux), so the source is armed
+///    once, early, and arming is "try, then wait" (a read is attempted as it is armed).
+///    The write source is armed only while bytes wait or a connect is under way.
 /// 2. The descriptor is closed only after both sources are cancelled (Dispatch's rule: a
 ///    source must not outlive its descriptor); a suspended source is resumed before it is
 ///    cancelled, or its cancel handler never runs.
@@ -47,10 +51,17 @@ final class TCPSocket: @unchecked Sendable {  // queue-confined
         write.setEventHandler { this.value.object?.onWritable?() }
     }
 
-    func wantsRead(_ wanted: Bool) {
-        guard !closed, wanted != readArmed else { return }
+    /// Bytes read ahead of the receives, at most (rule 1).
+    static let readAheadLimit = 4 << 20
+
+    /// Arms or disarms the read source; true when it was just armed (the caller then reads
+    /// at once: "try, then wait", rule 1).
+    @discardableResult
+    func wantsRead(_ wanted: Bool) -> Bool {
+        guard !closed, wanted != readArmed else { return false }
         readArmed = wanted
         if wanted { read.resume() } else { read.suspend() }
+        return wanted
     }
 
     func wantsWrite(_ wanted: Bool) {
@@ -59,10 +70,11 @@ final class TCPSocket: @unchecked Sendable {  // queue-confined
         if wanted { write.resume() } else { write.suspend() }
     }
 
-    /// Reads everything available into `buffer` (marking its end of stream at EOF).
+    /// Reads what is available into `buffer` (marking its end of stream at EOF), until the
+    /// buffer holds `readAheadLimit` bytes.
     func readAvailable(into buffer: inout ReceiveBuffer) -> ReadResult {
         var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
+        while buffer.buffered < Self.readAheadLimit {
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n > 0 {
                 chunk.withUnsafeBytes { buffer.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
@@ -77,6 +89,7 @@ final class TCPSocket: @unchecked Sendable {  // queue-confined
             if code == EAGAIN || code == EWOULDBLOCK { return .ok }
             return .failed(code)
         }
+        return .ok
     }
 
     func write(_ bytes: ArraySlice<UInt8>) -> WriteResult {

@@ -209,3 +209,18 @@ func logStates(of connection: NWConnection, on queue: TaggedQueue, into log: Eve
         log.append(queue.isCurrent ? describe(state) : "OFF-QUEUE \(describe(state))")
     }
 }
+
+/// A value handed to @Sendable closures that only use it on its own queue (an NWConnection,
+/// not declared Sendable by the stand-in).
+struct Unchecked<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// Bytes collected from completions.
+final class Collector: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data: [UInt8] = []
+    func append(_ chunk: Data) { lock.withLock { data.append(contentsOf: chunk) } }
+    var bytes: [UInt8] { lock.withLock { data } }
+}
