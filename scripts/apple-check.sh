@@ -53,7 +53,8 @@ end=$(date +%s)
 # Swift Testing's summary line: "✔ Test run with N tests in M suites passed after …" or
 # "✘ Test run with N tests in M suites failed after … with K issues".
 total=$(grep -Eo 'Test run with [0-9]+ tests?' "$OUT" | tail -1 | grep -Eo '[0-9]+' || true)
-failed=$(grep -cE '^✘ Test [^r]|^✘ Test "' "$OUT" || true)
+# One "✘ Test name(…) … failed after" line per failed test (its issues have lines of their own).
+failed=$(grep -cP '^✘ Test (?!run with ).* failed after' "$OUT" || true)
 total=${total:-0}
 if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
     echo "apple-check: the tests did not finish within ${TEST_TIMEOUT}s" >&2
