@@ -15,7 +15,7 @@ extension ListModel {
     ///
     /// ```swift
     /// ForEach(todos) { TodoRow(todo: $0) }
-    ///     .onDelete { try? model.delete(atOffsets: $0, inSection: section.id) }
+    ///     .onDelete { _ = try? model.delete(atOffsets: $0, inSection: section.id) }
     /// ```
     ///
     /// The offsets count every row of the section, so the `ForEach` must show them all
@@ -48,7 +48,7 @@ extension ListModel {
     ///
     /// ```swift
     /// ForEach(todos) { TodoRow(todo: $0) }
-    ///     .onMove { try? model.move(fromOffsets: $0, toOffset: $1, inSection: section.id) }
+    ///     .onMove { _ = try? model.move(fromOffsets: $0, toOffset: $1, inSection: section.id) }
     /// ```
     ///
     /// `destination` is an offset in the section *before* the move, as SwiftUI gives
@@ -86,7 +86,7 @@ extension ListModel {
     ///
     /// ```swift
     /// Button("Add") {
-    ///     try? model.write { try $0.section(id: "today")?.add(model: Todo(title: "New")) }
+    ///     _ = try? model.write { try $0.section(id: "today")?.add(model: Todo(id: UUID().uuidString, title: "New")) }
     /// }
     /// ```
     ///

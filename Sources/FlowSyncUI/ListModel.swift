@@ -9,14 +9,16 @@ import Observation
 ///
 /// ```swift
 /// struct TodosView: View {
-///     @State private var model = ListModel(director: client.director("todos"))
+///     @State private var model = ListModel(director: client.director("todo"))
 ///     var body: some View {
 ///         List {
 ///             ForEach(model.sections) { section in
-///                 SwiftUI.Section(section.id) {   // `Section` alone also names FlowSyncCore's
+///                 SwiftUI.Section {   // `Section` alone also names FlowSyncCore's
 ///                     ForEach((try? section.models(as: Todo.self)) ?? []) { Text($0.title) }
-///                         .onMove { try? model.move(fromOffsets: $0, toOffset: $1, inSection: section.id) }
-///                         .onDelete { try? model.delete(atOffsets: $0, inSection: section.id) }
+///                         .onMove { _ = try? model.move(fromOffsets: $0, toOffset: $1, inSection: section.id) }
+///                         .onDelete { _ = try? model.delete(atOffsets: $0, inSection: section.id) }
+///                 } header: {
+///                     Text(section.id)
 ///                 }
 ///             }
 ///         }
@@ -56,8 +58,13 @@ import Observation
 ///    write as it was shown, the director delivers no change (nothing visible moved),
 ///    so the model takes the replica's ``ListSnapshot/pendingWrites``, version and
 ///    ``ListSnapshot/isFromDisk`` itself when each of its writes is answered, if the
-///    list is the one it shows. Writes made on the director directly, not through the
-///    model (``write(_:)``), update them only with the next change.
+///    list is the one it shows. The server sends a writer the batch with its write before
+///    the acknowledgment, so the replica has dropped the write by then; when it does not
+///    (a subscription paused by back-pressure gets the acknowledgment first), and for
+///    writes made on the director directly rather than through the model (``write(_:)``),
+///    the count is refreshed only with the next change. The SDK delivers no change when
+///    only the pending count or `isFromDisk` moves (a resume with nothing new): a UI
+///    reading them from a change's snapshot sees them late.
 ///
 /// Edits of other kinds (a button that adds a row) go through ``write(_:)``, which runs
 /// them on the director and shows them at once in the same way.
