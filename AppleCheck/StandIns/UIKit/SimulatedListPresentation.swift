@@ -363,10 +363,9 @@ final class ListPresentation {
 
     /// Moves a shown row as the user's drag does: the cell moves with it (not asked again),
     /// the counts change; no data source call here (the host calls moveRowAt afterwards).
-    /// Moves a shown row, as a reorder does. No layout pass here: the view moves the cell,
-    /// then tells its data source (tableView(_:moveRowAt:to:)); only after that may it ask
-    /// for cells again, or it would ask a data source that has not moved yet. The caller
-    /// runs ``updateVisible()`` after the data source's callback.
+    /// No layout pass here either: only after the data source has moved too may the view
+    /// ask for cells again, or it would ask a data source that has not moved yet. The
+    /// caller runs ``updateVisible()`` after the data source's callback (or the drop).
     func moveShownRow(from source: IndexPath, to destination: IndexPath) {
         guard source != destination else { return }
         var rowsBySection: [[UIView?]] = counts.enumerated().map { section, count in

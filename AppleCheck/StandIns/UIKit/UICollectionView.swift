@@ -377,6 +377,8 @@ open class UICollectionView: UIScrollView {
         if move.original != move.current {
             dataSource?.collectionView(self, moveItemAt: move.original, to: move.current)
         }
+        // The layout pass after the drop, once the data source has moved too.
+        presentation.updateVisible()
     }
 
     // /documentation/UIKit/UICollectionView/cancelInteractiveMovement() (iOS 9.0+)
@@ -385,6 +387,7 @@ open class UICollectionView: UIScrollView {
         guard let move = interactiveMove else { return }
         interactiveMove = nil
         if move.original != move.current { moveShownItem(from: move.current, to: move.original) }
+        presentation.updateVisible()
     }
 
     // MARK: Layout
