@@ -57,6 +57,27 @@ final class TeamHeaderItemView: UICollectionReusableView {
         return lines
     }
 
+    @Test func displayEventsAndPrefetchReachTheAdapter() async throws {
+        let (daemon, client, list) = try await TableDirectorTests.setUp("collection-display")
+        _ = try await list.section(id: "work")!.add(models: (0..<40).map { Contact(id: "p\($0)", name: "P") }, at: 4).committed()
+        var log: [String] = []
+        var prefetched: [String] = []
+        let screen = Self.screen(list) { adapter in
+            adapter.on.willDisplay = { ctx in log.append("show \(ctx.model.id)") }
+            adapter.on.endDisplay = { ctx in log.append("hide \(ctx.model.id)") }
+            adapter.on.prefetch = { models, _ in prefetched += models.map(\.id) }
+        }
+        #expect(await eventually { screen.director.snapshot.numberOfModels == 48 })
+        screen.view.layoutIfNeeded()
+        #expect(log.contains("show c0"))
+        screen.view.simulateScroll(to: CGPoint(x: 0, y: 1_200))
+        #expect(log.contains("hide c0"))
+        #expect(!prefetched.isEmpty)
+        #expect(screen.view.simulationFailures.isEmpty)
+        client.close()
+        await daemon.stop()
+    }
+
     @Test func itemsByKindSizingAndFallback() async throws {
         let (daemon, client, list) = try await TableDirectorTests.setUp("items")
         _ = try await list.section(id: "friends")!.add(model: Banner(id: "b1", text: "hello"), at: 0).committed()
@@ -115,7 +136,7 @@ final class TeamHeaderItemView: UICollectionReusableView {
             adapter.events.didSelect = { ctx in selected.append(ctx.model.id) }
             adapter.events.trailingSwipeActions = { ctx in UISwipeActionsConfiguration(actions: [ctx.deleteAction()]) }
             adapter.canReorder = true
-            adapter.events.didMove = { ctx in moves.append("\(ctx.model.id) \(ctx.from.item)→\(ctx.to.item)") }
+            adapter.events.moveItem = { ctx in moves.append("\(ctx.model.id) \(ctx.from.item)→\(ctx.to.item)") }
         }
         screenBox.director = screen.director
         #expect(await eventually { screen.director.snapshot.numberOfModels == 8 })

@@ -99,8 +99,8 @@ import Testing
     @Test func remoteChangesAnimateWithTheConfiguredAnimationsAndCellsFollow() async throws {
         let (daemon, client, list) = try await Self.setUp("remote")
         let screen = Self.screen(list)
-        screen.director.animations = TableReloadAnimations(rowDeletion: .left, rowInsertion: .right, rowReload: .fade,
-                                                           sectionDeletion: .top, sectionInsertion: .bottom, sectionReload: .middle)
+        screen.director.animations = TableReloadAnimations(rowDeletionAnimation: .left, rowInsertionAnimation: .right, rowReloadAnimation: .fade,
+                                                           sectionDeletionAnimation: .top, sectionInsertionAnimation: .bottom, sectionReloadAnimation: .middle)
         #expect(await eventually { screen.director.snapshot.numberOfModels == 8 })
         screen.table.layoutIfNeeded()
         let reloadsBefore = screen.table.reloads
@@ -131,9 +131,9 @@ import Testing
         let (daemon, client, list) = try await Self.setUp("tap")
         var selected: [String] = []
         let screen = Self.screen(list) { adapter in
-            adapter.events.didSelect = { ctx in
+            adapter.events.tap = { ctx in
                 selected.append(ctx.model.id)
-                return ctx.model.id == "c1" ? .deselectAnimated : .keepSelected
+                return ctx.model.id == "c1" ? .deselectAnimated : .none
             }
             adapter.events.shouldHighlight = { ctx in ctx.model.id != "c3" }
         }
@@ -206,7 +206,7 @@ import Testing
         var moves: [String] = []
         let screen = Self.screen(list) { adapter in
             adapter.canReorder = true
-            adapter.events.didMove = { ctx in moves.append("\(ctx.model.id) \(ctx.from.row)→\(ctx.to.row)") }
+            adapter.events.moveRow = { ctx in moves.append("\(ctx.model.id) \(ctx.from.row)→\(ctx.to.row)") }
         }
         #expect(await eventually { screen.director.snapshot.numberOfModels == 8 })
         screen.table.setEditing(true, animated: false)
@@ -253,7 +253,7 @@ import Testing
         screen.adapter.sizing = .default
         screen.table.rowHeight = 50
         #expect(screen.director.tableView(screen.table, heightForRowAt: IndexPath(row: 0, section: 0)) == 50)
-        screen.adapter.events.height = { ctx in ctx.model.id == "c1" ? 120 : 40 }
+        screen.adapter.events.rowHeight = { ctx in ctx.model.id == "c1" ? 120 : 40 }
         screen.table.reloadData()
         screen.table.layoutIfNeeded()
         #expect(screen.table.rectForRow(at: IndexPath(row: 1, section: 0)).height == 120)
@@ -318,6 +318,51 @@ import Testing
         #expect(!prefetched.isEmpty)
         #expect(prefetched.allSatisfy { $0.hasPrefix("p") || $0.hasPrefix("c") })
         #expect(screen.table.simulationFailures.isEmpty)
+        client.close()
+        await daemon.stop()
+    }
+
+    @Test func displayLeadingSwipeAccessoryRetargetAndFlowKitNames() async throws {
+        let (daemon, client, list) = try await Self.setUp("events")
+        var log: [String] = []
+        let (window, table) = tableInWindow()
+        let director = TableDirector(table: table, list: list)
+        // FlowKit's spelling: TableAdapter and `on`.
+        let adapter = TableAdapter<Contact, ContactCell> { adapter in
+            adapter.on.dequeue = { ctx in ctx.cell?.shown = ctx.model }
+            adapter.on.willDisplay = { ctx in log.append("show \(ctx.model.id)") }
+            adapter.on.endDisplay = { ctx in log.append("hide \(ctx.model.id)") }
+            adapter.on.tapOnAccessory = { ctx in log.append("accessory \(ctx.model.id)") }
+            adapter.on.leadingSwipeActions = { ctx in
+                UISwipeActionsConfiguration(actions: [UIContextualAction(style: .normal, title: "Star \(ctx.model.id)") { _, _, done in done(true) }])
+            }
+            adapter.on.moveAdjustDestination = { ctx, proposed in
+                // Rows stay in their own section.
+                proposed.section == ctx.indexPath.section ? proposed : IndexPath(row: 0, section: ctx.indexPath.section)
+            }
+            adapter.on.rowHeightEstimated = { _ in 33 }
+            adapter.canReorder = true
+        }
+        director.register(adapter)
+        #expect(await eventually { director.snapshot.numberOfModels == 8 })
+        table.layoutIfNeeded()
+        #expect(log.contains("show c0") && log.contains("show c7"))
+        // A deleted row's cell ends its display with the model it showed.
+        log.removeAll()
+        _ = try await list.remove(modelID: "c1").committed()
+        #expect(await eventually { log.contains("hide c1") })
+        director.tableView(table, accessoryButtonTappedForRowWith: IndexPath(row: 0, section: 0))
+        #expect(log.contains("accessory c0"))
+        let star = try #require(table.simulateSwipe(.leading, at: IndexPath(row: 1, section: 0)))
+        #expect(star.actions.map(\.title) == ["Star c2"])
+        table.simulateEndSwipe()
+        #expect(director.tableView(table, estimatedHeightForRowAt: IndexPath(row: 0, section: 0)) == 33)
+        table.setEditing(true, animated: false)
+        let landed = table.simulateMove(from: IndexPath(row: 0, section: 0), to: IndexPath(row: 2, section: 1))
+        #expect(landed == IndexPath(row: 0, section: 0) || landed == nil)   // retargeted into its own section
+        #expect(list.snapshot.director.rowPath(id: "c0")?.section == 0)
+        #expect(table.simulationFailures.isEmpty, "\(table.simulationFailures)")
+        _ = window
         client.close()
         await daemon.stop()
     }

@@ -46,7 +46,7 @@ import Testing
             director = TableDirector(table: table, list: list)
             director.register(TableCellAdapter<Contact, ContactCell> { [unowned self] adapter in
                 adapter.events.dequeue = { ctx in ctx.cell?.shown = ctx.model }
-                adapter.events.didSelect = { ctx in self.selected.append(ctx.model.id); return .deselect }
+                adapter.events.tap = { ctx in self.selected.append(ctx.model.id); return .deselect }
                 adapter.canDelete = true
                 adapter.canReorder = true
             })

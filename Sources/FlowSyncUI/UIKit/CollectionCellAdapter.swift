@@ -29,7 +29,7 @@ public final class CollectionCellAdapter<Model: FlowModel, Cell: UICollectionVie
         /// The cell is about to appear.
         public var willDisplay: ((Context) -> Void)?
         /// The cell left the screen (the context holds the model it showed).
-        public var didEndDisplaying: ((Context) -> Void)?
+        public var endDisplay: ((Context) -> Void)?
         /// Whether the item highlights when touched (default: yes).
         public var shouldHighlight: ((Context) -> Bool)?
         /// Whether the item may be selected (default: yes).
@@ -44,17 +44,17 @@ public final class CollectionCellAdapter<Model: FlowModel, Cell: UICollectionVie
         /// The actions a swipe from the trailing edge shows, likewise.
         public var trailingSwipeActions: ((Context) -> UISwipeActionsConfiguration?)?
         /// Whether the item can be dragged (default: ``CollectionCellAdapter/canReorder``).
-        public var canMove: ((Context) -> Bool)?
+        public var canMoveItem: ((Context) -> Bool)?
         /// Where a drag may drop: given the proposed index path, answer the one to use.
-        public var moveTarget: ((Context, IndexPath) -> IndexPath)?
+        public var moveAdjustDestination: ((Context, IndexPath) -> IndexPath)?
         /// A drag ended and was written through the list (or refused).
-        public var didMove: ((CollectionMoveContext<Model>) -> Void)?
+        public var moveItem: ((CollectionMoveContext<Model>) -> Void)?
         /// Items coming into view soon: their models and index paths.
         public var prefetch: (([Model], [IndexPath]) -> Void)?
         /// Items no longer coming into view.
         public var cancelPrefetch: (([Model], [IndexPath]) -> Void)?
         /// The item's size, when it depends on the model (overrides ``CollectionCellAdapter/sizing``).
-        public var size: ((Context) -> CGSize)?
+        public var itemSize: ((Context) -> CGSize)?
 
         public init() {}
     }
@@ -63,6 +63,11 @@ public final class CollectionCellAdapter<Model: FlowModel, Cell: UICollectionVie
     public let reuseIdentifier: String
     /// The events.
     public var events = Events()
+    /// The events, by FlowKit's name for them: `adapter.on.dequeue = { ctx in … }`.
+    public var on: Events {
+        get { events }
+        set { events = newValue }
+    }
     /// How large the items are in a flow layout (default: the layout's `itemSize`).
     public var sizing: ItemSizing = .default
     /// Whether items can be dragged to reorder, through the list.
@@ -80,6 +85,9 @@ public final class CollectionCellAdapter<Model: FlowModel, Cell: UICollectionVie
         return { row in try decoder.decode(Model.self, from: Data(row.payload)) }
     }
 }
+
+/// FlowKit's name for a collection cell adapter.
+public typealias CollectionAdapter<Model: FlowModel, Cell: UICollectionViewCell> = CollectionCellAdapter<Model, Cell>
 
 // MARK: - Routing (erased, for the director)
 
@@ -128,7 +136,7 @@ extension CollectionCellAdapter: CollectionCellRouting {
         case .willDisplay(let cell):
             if let handler = events.willDisplay, let ctx = context(item, cell, indexPath, director) { handler(ctx) }
         case .didEndDisplaying(let cell):
-            if let handler = events.didEndDisplaying, let ctx = context(item, cell, indexPath, director) { handler(ctx) }
+            if let handler = events.endDisplay, let ctx = context(item, cell, indexPath, director) { handler(ctx) }
         case .didSelect:
             if let handler = events.didSelect, let ctx = context(item, director.collectionView.cellForItem(at: indexPath), indexPath, director) {
                 handler(ctx)
@@ -160,18 +168,18 @@ extension CollectionCellAdapter: CollectionCellRouting {
 
     func canMove(_ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, director: CollectionDirector) -> Bool {
         guard let ctx = context(item, nil, indexPath, director) else { return false }
-        return events.canMove?(ctx) ?? canReorder
+        return events.canMoveItem?(ctx) ?? canReorder
     }
 
     func moveTarget(_ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, proposed: IndexPath,
                     director: CollectionDirector) -> IndexPath {
-        guard let handler = events.moveTarget, let ctx = context(item, nil, indexPath, director) else { return proposed }
+        guard let handler = events.moveAdjustDestination, let ctx = context(item, nil, indexPath, director) else { return proposed }
         return handler(ctx, proposed)
     }
 
     func didMove(_ item: PresentedRow<any CollectionCellRouting>, from: IndexPath, to: IndexPath,
                  result: Result<WriteTicket, FlowSyncError>) {
-        guard let handler = events.didMove, let model = item.model(as: Model.self) else { return }
+        guard let handler = events.moveItem, let model = item.model(as: Model.self) else { return }
         handler(CollectionMoveContext(model: model, handle: item.handle, from: from, to: to, result: result))
     }
 
@@ -188,7 +196,7 @@ extension CollectionCellAdapter: CollectionCellRouting {
     }
 
     func size(_ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, director: CollectionDirector) -> CGSize? {
-        guard let handler = events.size, let ctx = context(item, nil, indexPath, director) else { return nil }
+        guard let handler = events.itemSize, let ctx = context(item, nil, indexPath, director) else { return nil }
         return handler(ctx)
     }
 }

@@ -39,9 +39,9 @@ public final class CollectionSupplementaryAdapter<Value: Decodable, View: UIColl
         /// The view is about to appear.
         public var willDisplay: ((Context) -> Void)?
         /// The view left the screen.
-        public var didEndDisplaying: ((Context) -> Void)?
+        public var endDisplay: ((Context) -> Void)?
         /// Its size in a flow layout, when it depends on the value (overrides ``CollectionSupplementaryAdapter/sizing``).
-        public var size: ((Context) -> CGSize)?
+        public var referenceSize: ((Context) -> CGSize)?
 
         public init() {}
     }
@@ -50,6 +50,11 @@ public final class CollectionSupplementaryAdapter<Value: Decodable, View: UIColl
     public let reuseIdentifier: String
     /// The events.
     public var events = Events()
+    /// The events, by FlowKit's name for them.
+    public var on: Events {
+        get { events }
+        set { events = newValue }
+    }
     /// Its size in a flow layout (default: the layout's header/footer reference size).
     public var sizing: ItemSizing = .default
 
@@ -97,13 +102,13 @@ extension CollectionSupplementaryAdapter: CollectionSupplementaryRouting {
 
     func display(_ view: UICollectionReusableView, value: Any, section: Int, sectionID: String,
                  element: SupplementaryUpdate.Element, ended: Bool, director: CollectionDirector) {
-        guard let handler = ended ? events.didEndDisplaying : events.willDisplay,
+        guard let handler = ended ? events.endDisplay : events.willDisplay,
               let ctx = context(value, view, section, sectionID, element, director) else { return }
         handler(ctx)
     }
 
     func size(value: Any, section: Int, sectionID: String, element: SupplementaryUpdate.Element, director: CollectionDirector) -> CGSize? {
-        guard let handler = events.size, let ctx = context(value, nil, section, sectionID, element, director) else { return nil }
+        guard let handler = events.referenceSize, let ctx = context(value, nil, section, sectionID, element, director) else { return nil }
         return handler(ctx)
     }
 }

@@ -13,7 +13,7 @@ import UIKit
 /// ```swift
 /// let contacts = TableCellAdapter<Contact, ContactCell> { adapter in
 ///     adapter.events.dequeue = { ctx in ctx.cell?.show(ctx.model) }
-///     adapter.events.didSelect = { ctx in open(ctx.model); return .deselectAnimated }
+///     adapter.events.tap = { ctx in open(ctx.model); return .deselectAnimated }
 ///     adapter.events.trailingSwipeActions = { ctx in UISwipeActionsConfiguration(actions: [ctx.deleteAction()]) }
 ///     adapter.sizing = .automatic(estimated: 60)
 /// }
@@ -38,18 +38,18 @@ public final class TableCellAdapter<Model: FlowModel, Cell: UITableViewCell> {
         public var willDisplay: ((Context) -> Void)?
         /// The cell left the screen (its row may be gone from the list by then; the
         /// context holds the model the cell showed).
-        public var didEndDisplaying: ((Context) -> Void)?
+        public var endDisplay: ((Context) -> Void)?
         /// Whether the row highlights when touched (default: yes).
         public var shouldHighlight: ((Context) -> Bool)?
         /// The row is about to be selected: answer the index path to select, or `nil`
         /// to refuse (default: its own).
         public var willSelect: ((Context) -> IndexPath?)?
         /// The row was selected; the answer says whether it stays selected.
-        public var didSelect: ((Context) -> TableSelectionState)?
+        public var tap: ((Context) -> TableSelectionState)?
         /// The row was deselected.
         public var didDeselect: ((Context) -> Void)?
         /// The detail accessory button was tapped.
-        public var accessoryTapped: ((Context) -> Void)?
+        public var tapOnAccessory: ((Context) -> Void)?
         /// The actions a swipe from the leading edge shows (default: none).
         public var leadingSwipeActions: ((Context) -> UISwipeActionsConfiguration?)?
         /// The actions a swipe from the trailing edge shows (default: UIKit's Delete when
@@ -58,22 +58,25 @@ public final class TableCellAdapter<Model: FlowModel, Cell: UITableViewCell> {
         /// Whether the row can be edited (default: ``TableCellAdapter/canDelete``).
         public var canEdit: ((Context) -> Bool)?
         /// The row's editing style (default: `.delete` when ``TableCellAdapter/canDelete``).
-        public var editingStyle: ((Context) -> UITableViewCell.EditingStyle)?
+        public var editStyle: ((Context) -> UITableViewCell.EditingStyle)?
         /// The user committed an edit (default for `.delete`: the row is removed through
         /// the list, by ID).
         public var commitEdit: ((Context, UITableViewCell.EditingStyle) -> Void)?
         /// Whether the row can be dragged (default: ``TableCellAdapter/canReorder``).
-        public var canMove: ((Context) -> Bool)?
+        public var canMoveRow: ((Context) -> Bool)?
         /// Where a drag may drop: given the proposed index path, answer the one to use.
-        public var moveTarget: ((Context, IndexPath) -> IndexPath)?
+        public var moveAdjustDestination: ((Context, IndexPath) -> IndexPath)?
         /// A drag ended and was written through the list (or refused).
-        public var didMove: ((TableMoveContext<Model>) -> Void)?
+        public var moveRow: ((TableMoveContext<Model>) -> Void)?
         /// Rows coming into view soon: their models and index paths.
         public var prefetch: (([Model], [IndexPath]) -> Void)?
         /// Rows no longer coming into view.
         public var cancelPrefetch: (([Model], [IndexPath]) -> Void)?
         /// The row's height, when it depends on the model (overrides ``TableCellAdapter/sizing``).
-        public var height: ((Context) -> CGFloat)?
+        public var rowHeight: ((Context) -> CGFloat)?
+        /// The row's estimated height, when it depends on the model (overrides the
+        /// estimate of ``TableCellAdapter/sizing``).
+        public var rowHeightEstimated: ((Context) -> CGFloat)?
 
         public init() {}
     }
@@ -82,6 +85,11 @@ public final class TableCellAdapter<Model: FlowModel, Cell: UITableViewCell> {
     public let reuseIdentifier: String
     /// The events.
     public var events = Events()
+    /// The events, by FlowKit's name for them: `adapter.on.dequeue = { ctx in … }`.
+    public var on: Events {
+        get { events }
+        set { events = newValue }
+    }
     /// How tall the rows are (default: the table's own settings).
     public var sizing: RowSizing = .default
     /// Whether rows can be deleted by a swipe or in editing mode, through the list.
@@ -95,6 +103,9 @@ public final class TableCellAdapter<Model: FlowModel, Cell: UITableViewCell> {
         configure?(self)
     }
 }
+
+/// FlowKit's name for a table cell adapter.
+public typealias TableAdapter<Model: FlowModel, Cell: UITableViewCell> = TableCellAdapter<Model, Cell>
 
 // MARK: - Routing (erased, for the director)
 
@@ -128,6 +139,7 @@ protocol TableCellRouting: AnyObject {
                  result: Result<WriteTicket, FlowSyncError>)
     func prefetch(_ items: [PresentedRow<any TableCellRouting>], at indexPaths: [IndexPath], cancel: Bool)
     func height(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> CGFloat?
+    func estimatedHeight(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> CGFloat?
 }
 
 extension TableCellAdapter: TableCellRouting {
@@ -161,7 +173,7 @@ extension TableCellAdapter: TableCellRouting {
 
     func didEndDisplaying(_ cell: UITableViewCell, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath,
                           director: TableDirector) {
-        guard let handler = events.didEndDisplaying, let ctx = context(item, cell, indexPath, director) else { return }
+        guard let handler = events.endDisplay, let ctx = context(item, cell, indexPath, director) else { return }
         handler(ctx)
     }
 
@@ -180,8 +192,8 @@ extension TableCellAdapter: TableCellRouting {
     }
 
     func didSelect(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> TableSelectionState {
-        guard let handler = events.didSelect, let ctx = context(item, director.visibleCell(at: indexPath), indexPath, director) else {
-            return .keepSelected
+        guard let handler = events.tap, let ctx = context(item, director.visibleCell(at: indexPath), indexPath, director) else {
+            return .none
         }
         return handler(ctx)
     }
@@ -192,7 +204,7 @@ extension TableCellAdapter: TableCellRouting {
     }
 
     func accessoryTapped(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) {
-        guard let handler = events.accessoryTapped, let ctx = context(item, director.visibleCell(at: indexPath), indexPath, director) else {
+        guard let handler = events.tapOnAccessory, let ctx = context(item, director.visibleCell(at: indexPath), indexPath, director) else {
             return
         }
         handler(ctx)
@@ -216,7 +228,7 @@ extension TableCellAdapter: TableCellRouting {
     func editingStyle(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath,
                       director: TableDirector) -> UITableViewCell.EditingStyle {
         guard let ctx = context(item, nil, indexPath, director) else { return .none }
-        return events.editingStyle?(ctx) ?? (canDelete ? .delete : .none)
+        return events.editStyle?(ctx) ?? (canDelete ? .delete : .none)
     }
 
     /// - Returns: Whether the adapter handled it (else the director deletes for `.delete`).
@@ -231,17 +243,17 @@ extension TableCellAdapter: TableCellRouting {
 
     func canMove(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> Bool {
         guard let ctx = context(item, nil, indexPath, director) else { return false }
-        return events.canMove?(ctx) ?? canReorder
+        return events.canMoveRow?(ctx) ?? canReorder
     }
 
     func moveTarget(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, proposed: IndexPath,
                     director: TableDirector) -> IndexPath {
-        guard let handler = events.moveTarget, let ctx = context(item, nil, indexPath, director) else { return proposed }
+        guard let handler = events.moveAdjustDestination, let ctx = context(item, nil, indexPath, director) else { return proposed }
         return handler(ctx, proposed)
     }
 
     func didMove(_ item: PresentedRow<any TableCellRouting>, from: IndexPath, to: IndexPath, result: Result<WriteTicket, FlowSyncError>) {
-        guard let handler = events.didMove, let model = item.model(as: Model.self) else { return }
+        guard let handler = events.moveRow, let model = item.model(as: Model.self) else { return }
         handler(TableMoveContext(model: model, handle: item.handle, from: from, to: to, result: result))
     }
 
@@ -258,7 +270,12 @@ extension TableCellAdapter: TableCellRouting {
     }
 
     func height(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> CGFloat? {
-        guard let handler = events.height, let ctx = context(item, nil, indexPath, director) else { return nil }
+        guard let handler = events.rowHeight, let ctx = context(item, nil, indexPath, director) else { return nil }
+        return handler(ctx)
+    }
+
+    func estimatedHeight(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> CGFloat? {
+        guard let handler = events.rowHeightEstimated, let ctx = context(item, nil, indexPath, director) else { return nil }
         return handler(ctx)
     }
 }

@@ -40,7 +40,7 @@ extension TableDirector: UITableViewDelegate {
     public func tableView(_ tableView: UITableView, didSelectRowAt indexPath: IndexPath) {
         guard let item = presenter.item(at: RowPath(indexPath)), let adapter = item.adapter else { return }
         switch adapter.didSelect(item, at: indexPath, director: self) {
-        case .keepSelected: break
+        case .none: break
         case .deselect: tableView.deselectRow(at: indexPath, animated: false)
         case .deselectAnimated: tableView.deselectRow(at: indexPath, animated: true)
         }
@@ -99,7 +99,8 @@ extension TableDirector: UITableViewDelegate {
         guard let item = presenter.item(at: RowPath(indexPath)), let adapter = item.adapter, case .success? = item.model else {
             return fallbackHeight ?? tableView.estimatedRowHeight
         }
-        return adapter.sizing.estimatedHeight(viewDefault: tableView.estimatedRowHeight)
+        return adapter.estimatedHeight(item, at: indexPath, director: self)
+            ?? adapter.sizing.estimatedHeight(viewDefault: tableView.estimatedRowHeight)
     }
 
     // MARK: Headers and footers
@@ -164,9 +165,10 @@ extension TableDirector: UITableViewDelegate {
         }
         guard let shown = supplementary(element, inSection: section) else { return viewDefault }
         let adapter = shown.registration.adapter
-        if estimated { return adapter.sizing.estimatedHeight(viewDefault: viewDefault) }
-        return adapter.height(value: shown.value, section: section, sectionID: shown.sectionID, element: element, director: self)
-            ?? adapter.sizing.height(viewDefault: viewDefault, automaticDimension: UITableView.automaticDimension)
+        let asked = adapter.height(value: shown.value, section: section, sectionID: shown.sectionID, element: element,
+                                   estimated: estimated, director: self)
+        if estimated { return asked ?? adapter.sizing.estimatedHeight(viewDefault: viewDefault) }
+        return asked ?? adapter.sizing.height(viewDefault: viewDefault, automaticDimension: UITableView.automaticDimension)
     }
 
     private func supplementaryDisplay(_ element: SupplementaryUpdate.Element, _ view: UIView, inSection section: Int, ended: Bool) {

@@ -58,7 +58,7 @@ public final class TableDirector: NSObject {
     /// The live list it shows.
     public let list: ListDirector
     /// The animation for each kind of change.
-    public var animations: TableReloadAnimations = .default
+    public var animations: TableReloadAnimations = .default()
     /// The height of a row shown with ``fallback`` (default 0: the row is hidden);
     /// `nil` for the table's `rowHeight`.
     public var fallbackHeight: CGFloat? = 0
@@ -201,7 +201,7 @@ public final class TableDirector: NSObject {
                 }
             }
         }
-        if !reload.isEmpty { tableView.reloadSections(reload, with: animations.sectionReload) }
+        if !reload.isEmpty { tableView.reloadSections(reload, with: animations.sectionReloadAnimation) }
     }
 
     /// Reports a refused write.
@@ -222,13 +222,13 @@ struct DirectorTableTarget: @preconcurrency ListUpdateTarget {
     var isOnScreen: Bool { table.window != nil }
     func reloadData() { table.reloadData() }
     func performBatchUpdates(_ updates: @escaping () -> Void) { table.performBatchUpdates(updates, completion: nil) }
-    func deleteSections(_ sections: [Int]) { table.deleteSections(IndexSet(sections), with: animations.sectionDeletion) }
-    func insertSections(_ sections: [Int]) { table.insertSections(IndexSet(sections), with: animations.sectionInsertion) }
+    func deleteSections(_ sections: [Int]) { table.deleteSections(IndexSet(sections), with: animations.sectionDeletionAnimation) }
+    func insertSections(_ sections: [Int]) { table.insertSections(IndexSet(sections), with: animations.sectionInsertionAnimation) }
     func moveSection(_ section: Int, toSection newSection: Int) { table.moveSection(section, toSection: newSection) }
-    func deleteRows(at paths: [RowPath]) { table.deleteRows(at: paths.map(IndexPath.init), with: animations.rowDeletion) }
-    func insertRows(at paths: [RowPath]) { table.insertRows(at: paths.map(IndexPath.init), with: animations.rowInsertion) }
+    func deleteRows(at paths: [RowPath]) { table.deleteRows(at: paths.map(IndexPath.init), with: animations.rowDeletionAnimation) }
+    func insertRows(at paths: [RowPath]) { table.insertRows(at: paths.map(IndexPath.init), with: animations.rowInsertionAnimation) }
     func moveRow(at path: RowPath, to newPath: RowPath) { table.moveRow(at: IndexPath(path), to: IndexPath(newPath)) }
-    func reloadRows(at paths: [RowPath]) { table.reloadRows(at: paths.map(IndexPath.init), with: animations.rowReload) }
+    func reloadRows(at paths: [RowPath]) { table.reloadRows(at: paths.map(IndexPath.init), with: animations.rowReloadAnimation) }
     func refreshSupplementaries(_ refreshes: [SupplementaryRefresh]) { director.refreshSupplementaries(refreshes) }
 }
 #endif

@@ -50,9 +50,12 @@ public final class TableHeaderFooterAdapter<Value: Decodable, View: UITableViewH
         /// The view is about to appear.
         public var willDisplay: ((Context) -> Void)?
         /// The view left the screen.
-        public var didEndDisplaying: ((Context) -> Void)?
+        public var endDisplay: ((Context) -> Void)?
         /// Its height, when it depends on the value (overrides ``TableHeaderFooterAdapter/sizing``).
         public var height: ((Context) -> CGFloat)?
+        /// Its estimated height, when it depends on the value (overrides the estimate of
+        /// ``TableHeaderFooterAdapter/sizing``).
+        public var estimatedHeight: ((Context) -> CGFloat)?
 
         public init() {}
     }
@@ -61,6 +64,11 @@ public final class TableHeaderFooterAdapter<Value: Decodable, View: UITableViewH
     public let reuseIdentifier: String
     /// The events.
     public var events = Events()
+    /// The events, by FlowKit's name for them.
+    public var on: Events {
+        get { events }
+        set { events = newValue }
+    }
     /// How tall the views are (default: the table's section header/footer height).
     public var sizing: RowSizing = .default
 
@@ -84,7 +92,8 @@ protocol TableSupplementaryRouting: AnyObject {
                    element: SupplementaryUpdate.Element, director: TableDirector) -> Bool
     func display(_ view: UITableViewHeaderFooterView, value: Any, section: Int, sectionID: String,
                  element: SupplementaryUpdate.Element, ended: Bool, director: TableDirector)
-    func height(value: Any, section: Int, sectionID: String, element: SupplementaryUpdate.Element, director: TableDirector) -> CGFloat?
+    func height(value: Any, section: Int, sectionID: String, element: SupplementaryUpdate.Element, estimated: Bool,
+                director: TableDirector) -> CGFloat?
 }
 
 extension TableHeaderFooterAdapter: TableSupplementaryRouting {
@@ -110,13 +119,15 @@ extension TableHeaderFooterAdapter: TableSupplementaryRouting {
 
     func display(_ view: UITableViewHeaderFooterView, value: Any, section: Int, sectionID: String,
                  element: SupplementaryUpdate.Element, ended: Bool, director: TableDirector) {
-        guard let handler = ended ? events.didEndDisplaying : events.willDisplay,
+        guard let handler = ended ? events.endDisplay : events.willDisplay,
               let ctx = context(value, view, section, sectionID, element, director) else { return }
         handler(ctx)
     }
 
-    func height(value: Any, section: Int, sectionID: String, element: SupplementaryUpdate.Element, director: TableDirector) -> CGFloat? {
-        guard let handler = events.height, let ctx = context(value, nil, section, sectionID, element, director) else { return nil }
+    func height(value: Any, section: Int, sectionID: String, element: SupplementaryUpdate.Element, estimated: Bool,
+                director: TableDirector) -> CGFloat? {
+        guard let handler = estimated ? events.estimatedHeight : events.height,
+              let ctx = context(value, nil, section, sectionID, element, director) else { return nil }
         return handler(ctx)
     }
 }

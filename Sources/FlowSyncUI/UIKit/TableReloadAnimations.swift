@@ -12,41 +12,38 @@ import UIKit
 /// with ``sectionReload`` by a plain ``TableViewUpdateTarget``.
 public struct TableReloadAnimations: Sendable {
     /// Rows deleted (`deleteRows(at:with:)`).
-    public var rowDeletion: UITableView.RowAnimation
+    public var rowDeletionAnimation: UITableView.RowAnimation
     /// Rows inserted (`insertRows(at:with:)`).
-    public var rowInsertion: UITableView.RowAnimation
+    public var rowInsertionAnimation: UITableView.RowAnimation
     /// Rows whose content changed (`reloadRows(at:with:)`).
-    public var rowReload: UITableView.RowAnimation
+    public var rowReloadAnimation: UITableView.RowAnimation
     /// Sections deleted (`deleteSections(_:with:)`).
-    public var sectionDeletion: UITableView.RowAnimation
+    public var sectionDeletionAnimation: UITableView.RowAnimation
     /// Sections inserted (`insertSections(_:with:)`).
-    public var sectionInsertion: UITableView.RowAnimation
-    /// Sections reloaded to refresh a header or footer without a header adapter
+    public var sectionInsertionAnimation: UITableView.RowAnimation
+    /// Sections reloaded because a header or footer appeared or went
     /// (`reloadSections(_:with:)`).
-    public var sectionReload: UITableView.RowAnimation
+    public var sectionReloadAnimation: UITableView.RowAnimation
 
-    public init(rowDeletion: UITableView.RowAnimation = .automatic, rowInsertion: UITableView.RowAnimation = .automatic,
-                rowReload: UITableView.RowAnimation = .automatic, sectionDeletion: UITableView.RowAnimation = .automatic,
-                sectionInsertion: UITableView.RowAnimation = .automatic, sectionReload: UITableView.RowAnimation = .none) {
-        self.rowDeletion = rowDeletion
-        self.rowInsertion = rowInsertion
-        self.rowReload = rowReload
-        self.sectionDeletion = sectionDeletion
-        self.sectionInsertion = sectionInsertion
-        self.sectionReload = sectionReload
+    public init(rowDeletionAnimation: UITableView.RowAnimation = .automatic, rowInsertionAnimation: UITableView.RowAnimation = .automatic,
+                rowReloadAnimation: UITableView.RowAnimation = .automatic, sectionDeletionAnimation: UITableView.RowAnimation = .automatic,
+                sectionInsertionAnimation: UITableView.RowAnimation = .automatic, sectionReloadAnimation: UITableView.RowAnimation = .none) {
+        self.rowDeletionAnimation = rowDeletionAnimation
+        self.rowInsertionAnimation = rowInsertionAnimation
+        self.rowReloadAnimation = rowReloadAnimation
+        self.sectionDeletionAnimation = sectionDeletionAnimation
+        self.sectionInsertionAnimation = sectionInsertionAnimation
+        self.sectionReloadAnimation = sectionReloadAnimation
     }
-
-    /// UIKit's choice for every change (`.automatic`), headers reloaded without one.
-    public static let `default` = TableReloadAnimations()
-    /// No animation for any change.
-    public static let none = TableReloadAnimations(all: .none)
-    /// Every change fades.
-    public static let fade = TableReloadAnimations(all: .fade)
 
     /// The same animation for every kind of change.
     public init(all animation: UITableView.RowAnimation) {
-        self.init(rowDeletion: animation, rowInsertion: animation, rowReload: animation,
-                  sectionDeletion: animation, sectionInsertion: animation, sectionReload: animation)
+        self.init(rowDeletionAnimation: animation, rowInsertionAnimation: animation, rowReloadAnimation: animation,
+                  sectionDeletionAnimation: animation, sectionInsertionAnimation: animation, sectionReloadAnimation: animation)
     }
+
+    /// UIKit's choice for every change (`.automatic`), sections reloaded without one:
+    /// FlowKit's `TableReloadAnimations.default()`.
+    public static func `default`() -> TableReloadAnimations { TableReloadAnimations() }
 }
 #endif

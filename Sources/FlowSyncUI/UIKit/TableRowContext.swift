@@ -56,7 +56,7 @@ public struct TableRowContext<Model, Cell: UITableViewCell> {
     }
 }
 
-/// What ``TableCellAdapter/Events/didMove`` receives: the row the user dragged, where
+/// What ``TableCellAdapter/Events/moveRow`` receives: the row the user dragged, where
 /// from and where to, and the write that carries the move.
 @MainActor
 public struct TableMoveContext<Model> {
@@ -72,11 +72,11 @@ public struct TableMoveContext<Model> {
     public let result: Result<WriteTicket, FlowSyncError>
 }
 
-/// What a selection leaves behind, as FlowKit's `TableSelectionState`: the answer of
-/// ``TableCellAdapter/Events/didSelect``.
+/// What a tap leaves behind, FlowKit's `TableSelectionState`: the answer of
+/// ``TableCellAdapter/Events/tap``.
 public enum TableSelectionState: Sendable {
     /// The row stays selected.
-    case keepSelected
+    case none
     /// The row is deselected at once.
     case deselect
     /// The row is deselected with an animation.
