@@ -11,7 +11,7 @@
 // Nothing here needs linking: every declaration is `@_alwaysEmitIntoClient`, so the module
 // is a .swiftmodule with no object file. A module's own declarations shadow the ones it
 // re-exports (checked: a Darwin `SOCK_STREAM: Int32` here hides Glibc's in a file that
-// imports Darwin — which is why it is not declared, see below).
+// imports Darwin).
 //
 // Values are transcribed from Apple's open-source XNU headers (bsd/sys/socket.h). They are
 // Darwin's, not Linux's: code in a Darwin branch compiles against them, but running it
@@ -20,12 +20,12 @@
 // POSIXSocketTransport's Darwin branch; its runtime is tested by the main package.
 @_exported import Glibc
 
-// Not declared: `SOCK_STREAM`. Darwin imports it as `Int32` (xnu bsd/sys/socket.h:
-// `#define SOCK_STREAM 1`), Glibc as `__socket_type`. Both `Darwin` and `Glibc` can be
-// imported in this graph, so POSIXSocketTransport takes its `#if canImport(Glibc)` branch
-// (`Int32(SOCK_STREAM.rawValue)`), and a Darwin `SOCK_STREAM: Int32` here would shadow
-// Glibc's and break that branch. The Darwin-only line (`hints.ai_socktype = SOCK_STREAM`)
-// sits in the `#else` of that check and stays uncompiled here; DEVIATIONS-Network.md.
+/// xnu bsd/sys/socket.h: `#define SOCK_STREAM 1 /* stream socket */`, which Darwin
+/// imports as `Int32` (Glibc as the enum `__socket_type`). It shadows Glibc's in a file
+/// that imports Darwin; the project's files test `canImport(Darwin)` before
+/// `canImport(Glibc)`, so in such a file every use is a Darwin branch.
+@_alwaysEmitIntoClient
+public var SOCK_STREAM: Int32 { 1 }
 
 /// xnu bsd/sys/socket.h: `#define SO_NOSIGPIPE 0x1022 /* APPLE: No SIGPIPE on EPIPE */`.
 /// Darwin only; Linux has `MSG_NOSIGNAL` per send instead.
