@@ -79,16 +79,18 @@ open class UIAlertAction: NSObject {
     }
 
     init(storedTitle: String?, style: UIAlertAction.Style, handler: ((UIAlertAction) -> Void)?) {
-        self.title = storedTitle
-        self.style = style
+        self.storedTitle = storedTitle
+        self.storedStyle = style
         self.handler = handler
         super.init()
     }
 
     // /documentation/UIKit/UIAlertAction/title (iOS 8.0+)
-    public let title: String?
-    // /documentation/UIKit/UIAlertAction/style (iOS 8.0+)
-    public let style: UIAlertAction.Style
+    open var title: String? { storedTitle }
+    private let storedTitle: String?
+    // /documentation/UIKit/UIAlertAction/style-swift.property (iOS 8.0+)
+    open var style: UIAlertAction.Style { storedStyle }
+    private let storedStyle: UIAlertAction.Style
     // /documentation/UIKit/UIAlertAction/isEnabled (iOS 8.0+)
     open var isEnabled: Bool = true
 }

@@ -38,20 +38,22 @@ open class UICollectionViewCell: UICollectionReusableView {
     private var storedIsSelected = false
 
     public required init(frame: CGRect) {
-        contentView = UIView(frame: CGRect(origin: .zero, size: frame.size))
+        storedContentView = UIView(frame: CGRect(origin: .zero, size: frame.size))
         super.init(frame: frame)
         addSubview(contentView)
     }
 
     public required init?(coder: NSCoder) {
-        contentView = UIView(frame: .zero)
+        storedContentView = UIView(frame: .zero)
         super.init(coder: coder)
         addSubview(contentView)
     }
 
     // /documentation/UIKit/UICollectionViewCell/contentView (iOS 6.0+)
     /// The main view to which you add your cell's custom content.
-    public let contentView: UIView
+    /// `var contentView: UIView { get }` (a read-only property, not a `let`: audit fix).
+    open var contentView: UIView { storedContentView }
+    private let storedContentView: UIView
 
     // /documentation/UIKit/UICollectionViewCell/isSelected (iOS 6.0+)
     /// The selection state of the cell.
@@ -63,10 +65,13 @@ open class UICollectionViewCell: UICollectionReusableView {
     // /documentation/UIKit/UICollectionViewCell/isHighlighted (iOS 6.0+)
     open var isHighlighted: Bool = false
 
-    // /documentation/UIKit/UICollectionViewCell/contentConfiguration (iOS 14.0+)
+    // /documentation/UIKit/UICollectionViewCell/contentConfiguration-13e7k (iOS 14.0+)
     /// The current content configuration of the cell.
+    /// `@MainActor @preconcurrency var contentConfiguration: (any UIContentConfiguration)? { get set }`
+    /// (Swift overlay: not overridable).
     @available(iOS 14.0, *)
-    open var contentConfiguration: (any UIContentConfiguration)? {
+    @MainActor @preconcurrency
+    public var contentConfiguration: (any UIContentConfiguration)? {
         get { storedContentConfiguration }
         set {
             storedContentConfiguration = newValue
@@ -120,7 +125,10 @@ open class UICollectionViewCell: UICollectionReusableView {
 open class UICollectionViewListCell: UICollectionViewCell {
     // /documentation/UIKit/UICollectionViewListCell/defaultContentConfiguration() (iOS 14.0+)
     /// Retrieves a default list content configuration with preconfigured default styling.
-    open func defaultContentConfiguration() -> UIListContentConfiguration {
+    /// `@MainActor @preconcurrency func defaultContentConfiguration() -> UIListContentConfiguration`
+    /// (Swift overlay: not overridable).
+    @MainActor @preconcurrency
+    public func defaultContentConfiguration() -> UIListContentConfiguration {
         .cell()
     }
 

@@ -99,8 +99,11 @@ open class UICollectionViewCompositionalLayout: UICollectionViewLayout {
 
     // /documentation/UIKit/UICollectionViewCompositionalLayout/list(using:) (iOS 14.0+)
     /// Creates a compositional layout that contains only list sections of the specified configuration.
+    /// `@MainActor @preconcurrency static func` (UIKit's Swift overlay; was `open class func`,
+    /// which an app could override: audit fix).
     @available(iOS 14.0, *)
-    open class func list(using configuration: UICollectionLayoutListConfiguration) -> UICollectionViewCompositionalLayout {
+    @MainActor @preconcurrency
+    public static func list(using configuration: UICollectionLayoutListConfiguration) -> UICollectionViewCompositionalLayout {
         UICollectionViewCompositionalLayout(listConfiguration: configuration)
     }
 }

@@ -12,20 +12,22 @@ open class UIContextualAction: NSObject {
     }
 
     init(storedStyle: UIContextualAction.Style, title: String?, handler: @escaping UIContextualAction.Handler) {
-        self.style = storedStyle
+        self.storedStyle = storedStyle
         self.title = title
-        self.handler = handler
+        self.storedHandler = handler
         self.backgroundColor = storedStyle == .destructive ? UIColor.systemRed : UIColor.systemGray
         super.init()
     }
 
     // /documentation/UIKit/UIContextualAction/style-swift.property (iOS 11.0+)
     /// The style that is applied to the action button.
-    public let style: UIContextualAction.Style
+    open var style: UIContextualAction.Style { storedStyle }
+    private let storedStyle: UIContextualAction.Style
 
     // /documentation/UIKit/UIContextualAction/handler-swift.property (iOS 11.0+)
     /// The handler block to execute when the user selects the action.
-    public let handler: UIContextualAction.Handler
+    open var handler: UIContextualAction.Handler { storedHandler }
+    private let storedHandler: UIContextualAction.Handler
 
     // /documentation/UIKit/UIContextualAction/title (iOS 11.0+)
     /// The title displayed on the action button.
@@ -66,13 +68,14 @@ open class UISwipeActionsConfiguration: NSObject {
     }
 
     init(storedActions: [UIContextualAction]) {
-        self.actions = storedActions
+        self.storedActions = storedActions
         super.init()
     }
 
     // /documentation/UIKit/UISwipeActionsConfiguration/actions (iOS 11.0+)
     /// The swipe actions.
-    public let actions: [UIContextualAction]
+    open var actions: [UIContextualAction] { storedActions }
+    private let storedActions: [UIContextualAction]
 
     // /documentation/UIKit/UISwipeActionsConfiguration/performsFirstActionWithFullSwipe (iOS 11.0+)
     /// A Boolean value indicating whether a full swipe automatically performs the first action.

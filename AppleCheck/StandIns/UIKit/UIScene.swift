@@ -7,15 +7,16 @@ import Foundation
 open class UIScene: UIResponder {
     // /documentation/UIKit/UIScene/init(session:connectionOptions:) (iOS 13.0+)
     /// Creates a scene object using the specified session and connection information.
-    public required init(session: UISceneSession, connectionOptions: UIScene.ConnectionOptions) {
-        self.session = session
+    public init(session: UISceneSession, connectionOptions: UIScene.ConnectionOptions) {
+        self.storedSession = session
         super.init()
         session.scene = self
     }
 
     // /documentation/UIKit/UIScene/session (iOS 13.0+)
     /// The session associated with the scene.
-    public let session: UISceneSession
+    open var session: UISceneSession { storedSession }
+    private let storedSession: UISceneSession
 
     // /documentation/UIKit/UIScene/delegate (iOS 13.0+)
     /// The object you use to respond to life-cycle events occurring within the scene.
@@ -86,18 +87,21 @@ open class UIWindowScene: UIScene {
 @MainActor
 open class UISceneSession: NSObject {
     init(role: UISceneSession.Role, configuration: UISceneConfiguration) {
-        self.role = role
-        self.configuration = configuration
-        self.persistentIdentifier = UUID().uuidString
+        self.storedRole = role
+        self.storedConfiguration = configuration
+        self.storedPersistentIdentifier = UUID().uuidString
         super.init()
     }
 
-    // /documentation/UIKit/UISceneSession/role (iOS 13.0+)
-    public let role: UISceneSession.Role
+    // /documentation/UIKit/UISceneSession/role-swift.property (iOS 13.0+)
+    open var role: UISceneSession.Role { storedRole }
+    private let storedRole: UISceneSession.Role
     // /documentation/UIKit/UISceneSession/configuration (iOS 13.0+)
-    public let configuration: UISceneConfiguration
+    open var configuration: UISceneConfiguration { storedConfiguration }
+    private let storedConfiguration: UISceneConfiguration
     // /documentation/UIKit/UISceneSession/persistentIdentifier (iOS 13.0+)
-    public let persistentIdentifier: String
+    open var persistentIdentifier: String { storedPersistentIdentifier }
+    private let storedPersistentIdentifier: String
     // /documentation/UIKit/UISceneSession/scene (iOS 13.0+)
     open weak internal(set) var scene: UIScene?
     // /documentation/UIKit/UISceneSession/userInfo (iOS 13.0+)
@@ -131,15 +135,17 @@ open class UISceneConfiguration: NSObject {
     // /documentation/UIKit/UISceneConfiguration/init(name:sessionRole:) (iOS 13.0+)
     /// Creates a scene-configuration object with the specified role and app-specific name.
     public init(name: String?, sessionRole: UISceneSession.Role) {
-        self.name = name
-        self.role = sessionRole
+        self.storedName = name
+        self.storedRole = sessionRole
         super.init()
     }
 
     // /documentation/UIKit/UISceneConfiguration/name (iOS 13.0+)
-    public let name: String?
+    open var name: String? { storedName }
+    private let storedName: String?
     // /documentation/UIKit/UISceneConfiguration/role (iOS 13.0+)
-    public let role: UISceneSession.Role
+    open var role: UISceneSession.Role { storedRole }
+    private let storedRole: UISceneSession.Role
     // /documentation/UIKit/UISceneConfiguration/delegateClass (iOS 13.0+)
     /// The class of the scene delegate object that you want UIKit to create.
     open var delegateClass: AnyClass?

@@ -20,8 +20,8 @@ open class UITableViewCell: UIView {
     /// `required override init(style:reuseIdentifier:)`, which UIKit's compiler accepts too.
     public required init(style: UITableViewCell.CellStyle, reuseIdentifier: String?) {
         self.cellStyle = style
-        self.reuseIdentifier = reuseIdentifier
-        self.contentView = UIView(frame: .zero)
+        self.storedReuseIdentifier = reuseIdentifier
+        self.storedContentView = UIView(frame: .zero)
         super.init(frame: CGRect(x: 0, y: 0, width: 320, height: 44))
         contentView.frame = bounds
         addSubview(contentView)
@@ -30,8 +30,8 @@ open class UITableViewCell: UIView {
     /// STAND-IN: required as in UIKit (NSCoding), without the conformance.
     public required init?(coder: NSCoder) {
         self.cellStyle = .default
-        self.reuseIdentifier = nil
-        self.contentView = UIView(frame: .zero)
+        self.storedReuseIdentifier = nil
+        self.storedContentView = UIView(frame: .zero)
         super.init(coder: coder)
         addSubview(contentView)
     }
@@ -45,7 +45,9 @@ open class UITableViewCell: UIView {
 
     // /documentation/UIKit/UITableViewCell/reuseIdentifier (iOS 2.0+)
     /// A string used to identify a cell that is reusable.
-    public let reuseIdentifier: String?
+    /// `var reuseIdentifier: String? { get }` (a read-only property, not a `let`: audit fix).
+    open var reuseIdentifier: String? { storedReuseIdentifier }
+    private let storedReuseIdentifier: String?
 
     // /documentation/UIKit/UITableViewCell/prepareForReuse() (iOS 2.0+)
     /// Prepares a reusable cell for reuse by the table view's delegate.
@@ -53,15 +55,20 @@ open class UITableViewCell: UIView {
 
     // /documentation/UIKit/UITableViewCell/contentView (iOS 2.0+)
     /// The content view of the cell object.
-    public let contentView: UIView
+    /// `var contentView: UIView { get }` (a read-only property, not a `let`: audit fix).
+    open var contentView: UIView { storedContentView }
+    private let storedContentView: UIView
 
     // MARK: Content configuration (iOS 14.0+)
 
     // /documentation/UIKit/UITableViewCell/contentConfiguration (iOS 14.0+)
     /// The current content configuration of the cell. Setting it replaces the content view's
     /// subviews with the configuration's content view.
+    /// Declared in UIKit's Swift overlay (an extension), so it is not overridable:
+    /// `@MainActor public var contentConfiguration: (any UIContentConfiguration)?`.
     @available(iOS 14.0, *)
-    open var contentConfiguration: (any UIContentConfiguration)? {
+    @MainActor @preconcurrency
+    public var contentConfiguration: (any UIContentConfiguration)? {
         get { storedContentConfiguration }
         set {
             storedContentConfiguration = newValue
@@ -84,8 +91,10 @@ open class UITableViewCell: UIView {
 
     // /documentation/UIKit/UITableViewCell/defaultContentConfiguration() (iOS 14.0+)
     /// Retrieves a default list content configuration for the cell's style.
+    /// Swift overlay, not overridable: `@MainActor public func defaultContentConfiguration()`.
     @available(iOS 14.0, *)
-    open func defaultContentConfiguration() -> UIListContentConfiguration {
+    @MainActor @preconcurrency
+    public func defaultContentConfiguration() -> UIListContentConfiguration {
         switch cellStyle {
         case .default: return .cell()
         case .subtitle: return .subtitleCell()
@@ -268,32 +277,39 @@ open class UITableViewHeaderFooterView: UIView {
     /// STAND-IN: `required`, so that a table view can make a registered class from its
     /// metatype; a subclass writes `required override init(reuseIdentifier:)`.
     public required init(reuseIdentifier: String?) {
-        self.reuseIdentifier = reuseIdentifier
-        self.contentView = UIView(frame: .zero)
+        self.storedReuseIdentifier = reuseIdentifier
+        self.storedContentView = UIView(frame: .zero)
         super.init(frame: CGRect(x: 0, y: 0, width: 320, height: 28))
         addSubview(contentView)
     }
 
     public required init?(coder: NSCoder) {
-        self.reuseIdentifier = nil
-        self.contentView = UIView(frame: .zero)
+        self.storedReuseIdentifier = nil
+        self.storedContentView = UIView(frame: .zero)
         super.init(coder: coder)
         addSubview(contentView)
     }
 
     // /documentation/UIKit/UITableViewHeaderFooterView/reuseIdentifier (iOS 6.0+)
-    public let reuseIdentifier: String?
+    /// `var reuseIdentifier: String? { get }` (not a `let`: audit fix).
+    open var reuseIdentifier: String? { storedReuseIdentifier }
+    private let storedReuseIdentifier: String?
 
     // /documentation/UIKit/UITableViewHeaderFooterView/contentView (iOS 6.0+)
-    public let contentView: UIView
+    /// `var contentView: UIView { get }` (not a `let`: audit fix).
+    open var contentView: UIView { storedContentView }
+    private let storedContentView: UIView
 
     // /documentation/UIKit/UITableViewHeaderFooterView/prepareForReuse() (iOS 6.0+)
     /// Prepares a reusable header or footer view for reuse by the table.
     open func prepareForReuse() {}
 
-    // /documentation/UIKit/UITableViewHeaderFooterView/contentConfiguration (iOS 14.0+)
+    // /documentation/UIKit/UITableViewHeaderFooterView/contentConfiguration-6b4eg (iOS 14.0+)
+    /// `@MainActor @preconcurrency var contentConfiguration: (any UIContentConfiguration)? { get set }`
+    /// (Swift overlay: not overridable).
     @available(iOS 14.0, *)
-    open var contentConfiguration: (any UIContentConfiguration)? {
+    @MainActor @preconcurrency
+    public var contentConfiguration: (any UIContentConfiguration)? {
         get { storedContentConfiguration }
         set {
             storedContentConfiguration = newValue
@@ -309,8 +325,11 @@ open class UITableViewHeaderFooterView: UIView {
 
     // /documentation/UIKit/UITableViewHeaderFooterView/defaultContentConfiguration() (iOS 14.0+)
     /// Retrieves a default list content configuration for the header or footer's style.
+    /// `@MainActor @preconcurrency func defaultContentConfiguration() -> UIListContentConfiguration`
+    /// (Swift overlay: not overridable).
     @available(iOS 14.0, *)
-    open func defaultContentConfiguration() -> UIListContentConfiguration {
+    @MainActor @preconcurrency
+    public func defaultContentConfiguration() -> UIListContentConfiguration {
         .plainHeader()
     }
 

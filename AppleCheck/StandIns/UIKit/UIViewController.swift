@@ -20,14 +20,14 @@ open class UIViewController: UIResponder {
     // /documentation/UIKit/UIViewController/init(nibName:bundle:) (iOS 2.0+)
     /// Creates a view controller with the nib file in the specified bundle.
     public init(nibName nibNameOrNil: String?, bundle nibBundleOrNil: Bundle?) {
-        self.nibName = nibNameOrNil
+        self.storedNibName = nibNameOrNil
         super.init()
     }
 
     // /documentation/UIKit/UIViewController/init(coder:) (iOS 2.0+)
     /// STAND-IN: required as in UIKit (NSCoding), without the NSCoding conformance.
     public required init?(coder: NSCoder) {
-        self.nibName = nil
+        self.storedNibName = nil
         super.init()
     }
 
@@ -37,7 +37,8 @@ open class UIViewController: UIResponder {
     }
 
     // /documentation/UIKit/UIViewController/nibName (iOS 2.0+)
-    public let nibName: String?
+    open var nibName: String? { storedNibName }
+    private let storedNibName: String?
 
     // MARK: View
 
