@@ -9,12 +9,14 @@ open class UIFont: NSObject, @unchecked Sendable {
 
     init(name: String, pointSize: CGFloat) {
         self.name = name
-        self.pointSize = pointSize
+        self.storedPointSize = pointSize
         super.init()
     }
 
     // /documentation/UIKit/UIFont/pointSize (iOS 2.0+)
-    public let pointSize: CGFloat
+    /// `var pointSize: CGFloat { get }` (not a `let`: audit fix).
+    open var pointSize: CGFloat { storedPointSize }
+    private let storedPointSize: CGFloat
 
     // /documentation/UIKit/UIFont/preferredFont(forTextStyle:) (iOS 7.0+)
     /// Returns an instance of the system font for the specified text style and scaled for the

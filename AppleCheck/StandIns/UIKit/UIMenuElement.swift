@@ -5,8 +5,8 @@ import Foundation
 @available(iOS 13.0, *)
 @MainActor
 open class UIMenuElement: NSObject {
-    private var storedTitle: String
-    private var storedImage: UIImage?
+    var storedTitle: String
+    var storedImage: UIImage?
 
     init(title: String, image: UIImage?) {
         storedTitle = title
@@ -16,17 +16,13 @@ open class UIMenuElement: NSObject {
 
     // /documentation/UIKit/UIMenuElement/title (iOS 13.0+)
     /// The element's title.
-    open var title: String {
-        get { storedTitle }
-        set { storedTitle = newValue }
-    }
+    /// `var title: String { get }` (read-only here; UIAction redeclares it settable: audit fix).
+    open var title: String { storedTitle }
 
     // /documentation/UIKit/UIMenuElement/image (iOS 13.0+)
     /// The element's image.
-    open var image: UIImage? {
-        get { storedImage }
-        set { storedImage = newValue }
-    }
+    /// `var image: UIImage? { get }` (read-only here; UIAction redeclares it settable: audit fix).
+    open var image: UIImage? { storedImage }
 }
 
 @available(iOS 13.0, *)
@@ -79,7 +75,7 @@ open class UIAction: UIMenuElement {
     }
 
     init(storedTitle: String, image: UIImage?, identifier: UIAction.Identifier?, discoverabilityTitle: String?, attributes: UIMenuElement.Attributes, state: UIMenuElement.State, handler: @escaping UIActionHandler) {
-        self.identifier = identifier ?? UIAction.Identifier(rawValue: UUID().uuidString)
+        self.storedIdentifier = identifier ?? UIAction.Identifier(rawValue: UUID().uuidString)
         self.discoverabilityTitle = discoverabilityTitle
         self.attributes = attributes
         self.state = state
@@ -87,9 +83,24 @@ open class UIAction: UIMenuElement {
         super.init(title: storedTitle, image: image)
     }
 
+    // /documentation/UIKit/UIAction/title (iOS 13.0+)
+    /// `var title: String { get set }`.
+    open override var title: String {
+        get { storedTitle }
+        set { storedTitle = newValue }
+    }
+
+    // /documentation/UIKit/UIAction/image (iOS 13.0+)
+    /// `var image: UIImage? { get set }`.
+    open override var image: UIImage? {
+        get { storedImage }
+        set { storedImage = newValue }
+    }
+
     // /documentation/UIKit/UIAction/identifier (iOS 13.0+)
-    /// The unique identifier for the action.
-    public let identifier: UIAction.Identifier
+    /// The unique identifier for the action. (`{ get }`, not a `let`: audit fix.)
+    open var identifier: UIAction.Identifier { storedIdentifier }
+    private let storedIdentifier: UIAction.Identifier
 
     // /documentation/UIKit/UIAction/discoverabilityTitle (iOS 13.0+)
     open var discoverabilityTitle: String?
@@ -144,18 +155,21 @@ open class UIMenu: UIMenuElement {
     }
 
     init(storedTitle: String, image: UIImage?, identifier: UIMenu.Identifier?, options: UIMenu.Options, children: [UIMenuElement]) {
-        self.identifier = identifier ?? UIMenu.Identifier(rawValue: UUID().uuidString)
-        self.options = options
-        self.children = children
+        self.storedIdentifier = identifier ?? UIMenu.Identifier(rawValue: UUID().uuidString)
+        self.storedOptions = options
+        self.storedChildren = children
         super.init(title: storedTitle, image: image)
     }
 
     // /documentation/UIKit/UIMenu/identifier (iOS 13.0+)
-    public let identifier: UIMenu.Identifier
+    open var identifier: UIMenu.Identifier { storedIdentifier }
+    private let storedIdentifier: UIMenu.Identifier
     // /documentation/UIKit/UIMenu/options (iOS 13.0+)
-    public let options: UIMenu.Options
+    open var options: UIMenu.Options { storedOptions }
+    private let storedOptions: UIMenu.Options
     // /documentation/UIKit/UIMenu/children (iOS 13.0+)
-    public let children: [UIMenuElement]
+    open var children: [UIMenuElement] { storedChildren }
+    private let storedChildren: [UIMenuElement]
 }
 
 @available(iOS 13.0, *)
