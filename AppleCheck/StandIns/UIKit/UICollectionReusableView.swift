@@ -92,7 +92,7 @@ open class UICollectionViewCell: UICollectionReusableView {
         }
     }
 
-    // /documentation/UIKit/UICollectionViewCell/configurationState (iOS 14.0+)
+    // /documentation/UIKit/UICollectionViewCell/configurationState-4u37h (iOS 14.0+)
     @available(iOS 14.0, *)
     open var configurationState: UICellConfigurationState {
         var state = UICellConfigurationState()
@@ -140,39 +140,40 @@ open class UICollectionViewListCell: UICollectionViewCell {
     open var indentationLevel: Int = 0
 }
 
-// /documentation/UIKit/UICellAccessory (iOS 14.0+)
+// /documentation/UIKit/UICellAccessory-swift.struct (iOS 14.0+)
 /// An accessory for a collection view list cell.
 /// STAND-IN: the common accessories, each with its options' most used parameters.
 @available(iOS 14.0, *)
 public struct UICellAccessory: Sendable, Equatable {
-    /// Which accessory it is.
-    public let kind: String
-    /// When it shows.
-    public let displayed: UICellAccessory.DisplayedState
+    /// Which accessory it is. (Internal: UIKit's structure has no such property. Audit fix,
+    /// was public.)
+    let kind: String
+    /// When it shows. (Internal, as `kind`.)
+    let displayed: UICellAccessory.DisplayedState
 
-    // /documentation/UIKit/UICellAccessory/DisplayedState-swift.enum
+    // /documentation/UIKit/UICellAccessory-swift.struct/DisplayedState (iOS 14.0+)
     public enum DisplayedState: Int, Sendable {
         case always = 0
         case whenEditing = 1
         case whenNotEditing = 2
     }
 
-    // /documentation/UIKit/UICellAccessory/disclosureIndicator(displayed:options:)
+    // /documentation/UIKit/UICellAccessory-swift.struct/disclosureIndicator(displayed:options:)
     public static func disclosureIndicator(displayed: UICellAccessory.DisplayedState = .always) -> UICellAccessory {
         UICellAccessory(kind: "disclosureIndicator", displayed: displayed)
     }
 
-    // /documentation/UIKit/UICellAccessory/checkmark(displayed:options:)
+    // /documentation/UIKit/UICellAccessory-swift.struct/checkmark(displayed:options:)
     public static func checkmark(displayed: UICellAccessory.DisplayedState = .always) -> UICellAccessory {
         UICellAccessory(kind: "checkmark", displayed: displayed)
     }
 
-    // /documentation/UIKit/UICellAccessory/delete(displayed:options:actionHandler:)
+    // /documentation/UIKit/UICellAccessory-swift.struct/delete(displayed:options:actionHandler:)
     public static func delete(displayed: UICellAccessory.DisplayedState = .whenEditing) -> UICellAccessory {
         UICellAccessory(kind: "delete", displayed: displayed)
     }
 
-    // /documentation/UIKit/UICellAccessory/reorder(displayed:options:)
+    // /documentation/UIKit/UICellAccessory-swift.struct/reorder(displayed:options:)
     public static func reorder(displayed: UICellAccessory.DisplayedState = .whenEditing) -> UICellAccessory {
         UICellAccessory(kind: "reorder", displayed: displayed)
     }

@@ -1,6 +1,6 @@
 import Foundation
 
-// /documentation/UIKit/UIConfigurationState-c4l3 (iOS 14.0+)
+// /documentation/UIKit/UIConfigurationState-8d7pd (iOS 14.0+)
 /// The requirements for an object that encapsulates a view's state.
 /// STAND-IN: without trait collections or custom-state subscripts.
 @available(iOS 14.0, *)
@@ -10,7 +10,9 @@ public protocol UIConfigurationState {}
 /// A structure that encapsulates a cell's state.
 @available(iOS 14.0, *)
 public struct UICellConfigurationState: UIConfigurationState, Hashable, Sendable {
-    public init() {}
+    /// STAND-IN: internal. UIKit's only initializer is `init(traitCollection:)`, and the stand-in
+    /// has no trait collections (audit fix: was a public `init()` UIKit does not have).
+    init() {}
     // /documentation/UIKit/UIViewConfigurationState-swift.struct/isSelected
     public var isSelected: Bool = false
     // /documentation/UIKit/UIViewConfigurationState-swift.struct/isHighlighted
