@@ -2,7 +2,7 @@ import Foundation
 
 // UIKit's own additions to IndexPath (Foundation on Linux has only init(indexes:)).
 extension IndexPath {
-    // /documentation/Foundation/IndexPath/init(row:section:) (iOS 2.0+, UIKit)
+    // /documentation/Foundation/IndexPath/init(row:section:) (iOS 7.0+ on its page, UIKit)
     /// Initializes an index path with the indexes of a specific row and section in a table view.
     public init(row: Int, section: Int) {
         self.init(indexes: [section, row])

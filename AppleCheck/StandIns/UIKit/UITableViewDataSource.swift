@@ -11,7 +11,7 @@ public protocol UITableViewDataSource: NSObjectProtocol {
     /// Tells the data source to return the number of rows in a given section of a table view.
     func tableView(_ tableView: UITableView, numberOfRowsInSection section: Int) -> Int
 
-    // /documentation/UIKit/UITableViewDataSource/tableView(_:cellForRowAt:) (iOS 2.0+)
+    // /documentation/UIKit/UITableViewDataSource/tableView(_:cellForRowAt:) (iOS 8.0+ on its page)
     /// Asks the data source for a cell to insert in a particular location of the table view.
     func tableView(_ tableView: UITableView, cellForRowAt indexPath: IndexPath) -> UITableViewCell
 
@@ -25,11 +25,11 @@ public protocol UITableViewDataSource: NSObjectProtocol {
     // /documentation/UIKit/UITableViewDataSource/tableView(_:titleForFooterInSection:) (iOS 2.0+, optional)
     func tableView(_ tableView: UITableView, titleForFooterInSection section: Int) -> String?
 
-    // /documentation/UIKit/UITableViewDataSource/tableView(_:canEditRowAt:) (iOS 2.0+, optional)
+    // /documentation/UIKit/UITableViewDataSource/tableView(_:canEditRowAt:) (iOS 8.0+ on its page, optional)
     /// Asks the data source to verify that the given row is editable.
     func tableView(_ tableView: UITableView, canEditRowAt indexPath: IndexPath) -> Bool
 
-    // /documentation/UIKit/UITableViewDataSource/tableView(_:canMoveRowAt:) (iOS 2.0+, optional)
+    // /documentation/UIKit/UITableViewDataSource/tableView(_:canMoveRowAt:) (iOS 8.0+ on its page, optional)
     /// Asks the data source whether a given row can be moved to another location in the table view.
     func tableView(_ tableView: UITableView, canMoveRowAt indexPath: IndexPath) -> Bool
 
@@ -39,11 +39,11 @@ public protocol UITableViewDataSource: NSObjectProtocol {
     // /documentation/UIKit/UITableViewDataSource/tableView(_:sectionForSectionIndexTitle:at:) (iOS 2.0+, optional)
     func tableView(_ tableView: UITableView, sectionForSectionIndexTitle title: String, at index: Int) -> Int
 
-    // /documentation/UIKit/UITableViewDataSource/tableView(_:commit:forRowAt:) (iOS 2.0+, optional)
+    // /documentation/UIKit/UITableViewDataSource/tableView(_:commit:forRowAt:) (iOS 8.0+ on its page, optional)
     /// Asks the data source to commit the insertion or deletion of a specified row.
     func tableView(_ tableView: UITableView, commit editingStyle: UITableViewCell.EditingStyle, forRowAt indexPath: IndexPath)
 
-    // /documentation/UIKit/UITableViewDataSource/tableView(_:moveRowAt:to:) (iOS 2.0+, optional)
+    // /documentation/UIKit/UITableViewDataSource/tableView(_:moveRowAt:to:) (iOS 8.0+ on its page, optional)
     /// Tells the data source to move a row at a specific location in the table view to another location.
     func tableView(_ tableView: UITableView, moveRowAt sourceIndexPath: IndexPath, to destinationIndexPath: IndexPath)
 }
@@ -75,7 +75,7 @@ extension UITableViewDataSource {
 @available(iOS 10.0, *)
 @MainActor
 public protocol UITableViewDataSourcePrefetching: NSObjectProtocol {
-    // /documentation/UIKit/UITableViewDataSourcePrefetching/tableView(_:prefetchRowsAt:) (iOS 10.0+)
+    // /documentation/UIKit/UITableViewDataSourcePrefetching/tableView(_:prefetchRowsAt:) (iOS 8.0+ on its page)
     /// Instructs your prefetch data source object to begin preparing data for the cells at the supplied index paths.
     func tableView(_ tableView: UITableView, prefetchRowsAt indexPaths: [IndexPath])
 

@@ -10,7 +10,7 @@ import Foundation
 public protocol UITableViewDelegate: UIScrollViewDelegate {
     // MARK: Display
 
-    // /documentation/UIKit/UITableViewDelegate/tableView(_:willDisplay:forRowAt:) (iOS 2.0+)
+    // /documentation/UIKit/UITableViewDelegate/tableView(_:willDisplay:forRowAt:) (iOS 8.0+ on its page)
     /// Tells the delegate the table view is about to draw a cell for a particular row.
     func tableView(_ tableView: UITableView, willDisplay cell: UITableViewCell, forRowAt indexPath: IndexPath)
     // /documentation/UIKit/UITableViewDelegate/tableView(_:willDisplayHeaderView:forSection:) (iOS 6.0+)
@@ -27,7 +27,7 @@ public protocol UITableViewDelegate: UIScrollViewDelegate {
 
     // MARK: Heights
 
-    // /documentation/UIKit/UITableViewDelegate/tableView(_:heightForRowAt:) (iOS 2.0+)
+    // /documentation/UIKit/UITableViewDelegate/tableView(_:heightForRowAt:) (iOS 8.0+ on its page)
     /// Asks the delegate for the height to use for a row in a specified location.
     func tableView(_ tableView: UITableView, heightForRowAt indexPath: IndexPath) -> CGFloat
     // /documentation/UIKit/UITableViewDelegate/tableView(_:heightForHeaderInSection:) (iOS 2.0+)
@@ -92,7 +92,7 @@ public protocol UITableViewDelegate: UIScrollViewDelegate {
     // /documentation/UIKit/UITableViewDelegate/tableView(_:willBeginEditingRowAt:) (iOS 2.0+)
     /// Tells the delegate that the table view is about to go into editing mode.
     func tableView(_ tableView: UITableView, willBeginEditingRowAt indexPath: IndexPath)
-    // /documentation/UIKit/UITableViewDelegate/tableView(_:didEndEditingRowAt:) (iOS 2.0+)
+    // /documentation/UIKit/UITableViewDelegate/tableView(_:didEndEditingRowAt:) (iOS 8.0+ on its page)
     /// Tells the delegate that the table view has left editing mode.
     func tableView(_ tableView: UITableView, didEndEditingRowAt indexPath: IndexPath?)
 
