@@ -19,7 +19,7 @@ public protocol UICollectionViewDataSource: NSObjectProtocol {
     /// "If you don't implement this method, the collection view uses a default value of 1."
     func numberOfSections(in collectionView: UICollectionView) -> Int
 
-    // /documentation/UIKit/UICollectionViewDataSource/collectionView(_:viewForSupplementaryElementOfKind:at:) (iOS 6.0+, optional)
+    // /documentation/UIKit/UICollectionViewDataSource/collectionView(_:viewForSupplementaryElementOfKind:at:) (iOS 8.0+ on its page, optional)
     /// Asks your data source object to provide a supplementary view to display in the collection view.
     func collectionView(_ collectionView: UICollectionView, viewForSupplementaryElementOfKind kind: String, at indexPath: IndexPath) -> UICollectionReusableView
 
