@@ -102,10 +102,19 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-Xfrontend", "-disable-cross-import-overlays"])]
         ),
 
+        // docs/SDK.md's table view controller, as a module of its own (its type names are
+        // the guide's), checked identical to the guide by UIKitGlueTests.
+        .target(
+            name: "TableDocExample",
+            dependencies: ["FlowSyncClient", "FlowSyncUI", "UIKit"],
+            path: "DocExamples/TableExample",
+            swiftSettings: darwinStandIn
+        ),
+
         // MARK: Tests of the glue against the stand-ins
         .testTarget(
             name: "UIKitGlueTests",
-            dependencies: ["FlowSyncUI", "FlowSyncClient", "FlowSyncCore", "UIKit", "FlowSyncProcess", "TodoUIKit"],
+            dependencies: ["FlowSyncUI", "FlowSyncClient", "FlowSyncCore", "UIKit", "FlowSyncProcess", "TodoUIKit", "TableDocExample"],
             path: "Tests/UIKitGlueTests",
             // Swift Testing's cross-import overlay for UIKit does not exist on Linux.
             swiftSettings: darwinStandIn + [.unsafeFlags(["-Xfrontend", "-disable-cross-import-overlays"])]

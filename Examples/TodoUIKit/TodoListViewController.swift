@@ -40,14 +40,14 @@ final class TodoListViewController: UIViewController {
     override func viewDidLoad() {
         super.viewDidLoad()
         director = TableDirector(table: tableView, list: list)
-        director.register(TableCellAdapter<TodoItem, UITableViewCell> { adapter in
-            adapter.events.dequeue = { ctx in
+        director.register(TableAdapter<TodoItem, UITableViewCell> { adapter in
+            adapter.on.dequeue = { ctx in
                 var content = ctx.cell?.defaultContentConfiguration()
                 content?.text = ctx.model.title
                 ctx.cell?.contentConfiguration = content
                 ctx.cell?.accessoryType = ctx.model.done ? .checkmark : .none
             }
-            adapter.events.didSelect = { [weak self] ctx in
+            adapter.on.tap = { [weak self] ctx in
                 self?.toggle(ctx.model)
                 return .deselectAnimated
             }

@@ -32,6 +32,8 @@ import Testing
         var drags = 0, deletes = 0, taps = 0, refusedDrags = 0
         /// Row IDs this screen deleted, by the seq of the write.
         var deletedByUs: [UInt64: String] = [:]
+        /// The delete tickets, to tell a refused delete in a failure message.
+        var deleteTickets: [UInt64: WriteTicket] = [:]
         /// The row a swipe is open on, until its Delete is tapped.
         var openSwipe: RowHandle?
 
@@ -146,6 +148,7 @@ import Testing
                     if let ticket = try? screen.presenter.remove(handle) {
                         screen.deletes += 1
                         screen.deletedByUs[ticket.seq] = handle.rowID
+                        screen.deleteTickets[ticket.seq] = ticket
                     }
                 }
                 screen.check("step \(step)")
@@ -160,8 +163,8 @@ import Testing
         }
         #expect(converged, "seed \(seed)")
         let final = listA.snapshot.director
-        #expect(await eventually { screen.read { $0.presenter.snapshot.director == final && !$0.presenter.applier.hasViewEdits } },
-                "seed \(seed)")
+        let shownConverged = await eventually { screen.read { $0.presenter.snapshot.director == final && !$0.presenter.applier.hasViewEdits } }
+        #expect(shownConverged, "seed \(seed): view edits \(screen.read { $0.presenter.applier.hasViewEdits }), shown \(screen.read { UIKitBatchSimulator.dump($0.presenter.snapshot.director) }) final \(UIKitBatchSimulator.dump(final))")
         let (findings, drags, deletes, taps, deleted) = screen.read { ($0.findings, $0.drags, $0.deletes, $0.taps, $0.deletedByUs) }
         #expect(findings.isEmpty, "seed \(seed): \(findings.prefix(3))")
         // Every delete deleted the swiped row and nothing else, and it is gone.
@@ -169,7 +172,8 @@ import Testing
         let seen = localDeletes.get()
         for (seq, id) in deleted {
             #expect(seen[seq] == [id], "seed \(seed): the delete of \(id) deleted \(seen[seq] ?? [])")
-            #expect(final.rowPath(id: id) == nil, "seed \(seed): swiped row \(id) is still there")
+            #expect(final.rowPath(id: id) == nil,
+                    "seed \(seed): swiped row \(id) is still there; its delete: \(screen.read { $0.deleteTickets[seq]?.description ?? "-" })")
         }
         #expect(drags > 10 && taps > 10 && deletes > 3, "seed \(seed): \(drags) drags, \(taps) taps, \(deletes) deletes")
         print("presenter touches, seed \(seed): \(drags) drags, \(deletes) deferred deletes, \(taps) taps, \(findings.count) findings")
