@@ -152,4 +152,46 @@ import Testing
         #expect(ItemSizing.automatic(estimated: CGSize(width: 300, height: 44)).size(layoutDefault: layout).height == 44)
         #expect(ItemSizing.automatic(estimated: .zero).isAutomatic && !ItemSizing.default.isAutomatic)
     }
+
+    @Test func refreshStepsTouchASectionOnceAndReloadOnlyWhatChangesLayout() {
+        let steps = SupplementaryRefresh.steps([
+            SupplementaryRefresh(section: 0, header: true, footer: true),
+            SupplementaryRefresh(section: 1, header: true, footer: true, footerPresenceChanged: true),
+            SupplementaryRefresh(section: 2, header: false, footer: true),
+        ])
+        #expect(steps == [.refreshInPlace(section: 0, element: .header), .refreshInPlace(section: 0, element: .footer),
+                          .reloadSection(1), .refreshInPlace(section: 2, element: .footer)])
+    }
+
+    final class Adapter {
+        let name: String
+        init(_ name: String) { self.name = name }
+    }
+
+    @Test func prefetchGroupsRowsByAdapterAndTypedModelsSkipWhatDoesNotDecode() throws {
+        let view = SimulatedListView(displaying: Director())
+        let presenter = ListPresenter<SimulatedListView, Adapter>(list: nil, target: view)
+        view.dataSource = { presenter.snapshot.director }
+        let contacts = Adapter("contacts"), banners = Adapter("banners")
+        presenter.register(contacts, forKind: Contact.flowKind) { row in try JSONDecoder().decode(Contact.self, from: Data(row.payload)) }
+        presenter.register(banners, forKind: "banner") { row in row.id }
+        presenter.apply(ListChange(cause: .initial, previous: ListSnapshot(name: ""), changeset: Changeset.diff(from: Director(), to: Self.list0),
+                                   snapshot: ListSnapshot(name: "l", director: Self.list0)))
+        let paths = [RowPath(section: 0, row: 1), RowPath(section: 0, row: 0), RowPath(section: 1, row: 0), RowPath(section: 0, row: 2),
+                     RowPath(section: 9, row: 0)]
+        let groups = presenter.items(at: paths, groupedBy: { ObjectIdentifier($0) })
+        #expect(groups.map(\.adapter.name) == ["banners", "contacts"])
+        #expect(groups[1].items.map(\.row.id) == ["ann", "odd", "bob"])
+        let (models, modelPaths) = PresentedRow.models(of: groups[1].items, as: Contact.self)
+        #expect(models.map(\.name) == ["Ann", "Bob"])   // "odd" does not decode
+        #expect(modelPaths == [RowPath(section: 0, row: 0), RowPath(section: 0, row: 2)])
+        // A header adapter's value, decoded once per version; none where there is no header.
+        let registrations: [SupplementaryUpdate.Element: SupplementaryRegistration<Adapter>] = [
+            .header: SupplementaryRegistration(adapter: contacts) { bytes in String(decoding: bytes, as: UTF8.self) },
+        ]
+        #expect(presenter.supplementary(.header, inSection: 0, registrations: registrations)?.value as? String == #""Friends""#)
+        #expect(presenter.supplementary(.header, inSection: 0, registrations: registrations)?.sectionID == "friends")
+        #expect(presenter.supplementary(.footer, inSection: 0, registrations: registrations) == nil)
+        #expect(presenter.supplementary(.header, inSection: 7, registrations: registrations) == nil)
+    }
 }

@@ -117,7 +117,7 @@ protocol CollectionCellRouting: AnyObject {
                     director: CollectionDirector) -> IndexPath
     func didMove(_ item: PresentedRow<any CollectionCellRouting>, from: IndexPath, to: IndexPath,
                  result: Result<WriteTicket, FlowSyncError>)
-    func prefetch(_ items: [PresentedRow<any CollectionCellRouting>], at indexPaths: [IndexPath], cancel: Bool)
+    func prefetch(_ items: [PresentedRow<any CollectionCellRouting>], cancel: Bool)
     func size(_ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, director: CollectionDirector) -> CGSize?
 }
 
@@ -183,16 +183,10 @@ extension CollectionCellAdapter: CollectionCellRouting {
         handler(CollectionMoveContext(model: model, handle: item.handle, from: from, to: to, result: result))
     }
 
-    func prefetch(_ items: [PresentedRow<any CollectionCellRouting>], at indexPaths: [IndexPath], cancel: Bool) {
+    func prefetch(_ items: [PresentedRow<any CollectionCellRouting>], cancel: Bool) {
         guard let handler = cancel ? events.cancelPrefetch : events.prefetch else { return }
-        var models: [Model] = []
-        var paths: [IndexPath] = []
-        for (item, path) in zip(items, indexPaths) {
-            guard let model = item.model(as: Model.self) else { continue }
-            models.append(model)
-            paths.append(path)
-        }
-        if !models.isEmpty { handler(models, paths) }
+        let (models, paths) = PresentedRow.models(of: items, as: Model.self)
+        if !models.isEmpty { handler(models, paths.map(CollectionDirector.indexPath)) }
     }
 
     func size(_ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, director: CollectionDirector) -> CGSize? {

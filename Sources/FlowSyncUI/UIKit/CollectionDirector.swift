@@ -49,14 +49,9 @@ public final class CollectionDirector: NSObject {
     lazy var presenter = ListPresenter<DirectorCollectionTarget, any CollectionCellRouting>(
         list: list, target: DirectorCollectionTarget(director: self))
     /// The header and footer adapters, with their decoders.
-    var supplementaryAdapters: [SupplementaryUpdate.Element: SupplementaryRegistration] = [:]
+    var supplementaryAdapters: [SupplementaryUpdate.Element: SupplementaryRegistration<any CollectionSupplementaryRouting>] = [:]
     /// What each cell on screen shows, from dequeue to end of display.
     var cellItems: [ObjectIdentifier: PresentedRow<any CollectionCellRouting>] = [:]
-
-    struct SupplementaryRegistration {
-        let adapter: any CollectionSupplementaryRouting
-        let decode: ([UInt8]) throws -> Any
-    }
 
     /// A director for `collection` showing `list`, following it on the main queue.
     public init(collection: UICollectionView, list: ListDirector, maximumAnimatedChanges: Int = 2_000) {
@@ -102,7 +97,8 @@ public final class CollectionDirector: NSObject {
     private func register<Value: Decodable, View: UICollectionReusableView>(_ adapter: CollectionSupplementaryAdapter<Value, View>,
                                                                            for element: SupplementaryUpdate.Element) {
         collectionView.register(View.self, forSupplementaryViewOfKind: Self.kind(of: element), withReuseIdentifier: adapter.reuseIdentifier)
-        supplementaryAdapters[element] = SupplementaryRegistration(adapter: adapter, decode: adapter.valueDecoder)
+        supplementaryAdapters[element] = SupplementaryRegistration<any CollectionSupplementaryRouting>(adapter: adapter,
+                                                                                                      decode: adapter.valueDecoder)
         presenter.supplementaryValues.removeAll()
         if presenter.numberOfSections > 0 { collectionView.reloadData() }
     }
@@ -163,36 +159,37 @@ public final class CollectionDirector: NSObject {
 
     /// The decoded header or footer of `section` with its adapter, when both exist.
     func supplementary(_ element: SupplementaryUpdate.Element, inSection section: Int)
-        -> (registration: SupplementaryRegistration, value: Any, sectionID: String)? {
-        guard let registration = supplementaryAdapters[element], let sectionID = presenter.section(at: section)?.id,
-              case .success(let value)? = presenter.supplementaryValue(element, inSection: section, decode: registration.decode) else {
-            return nil
-        }
-        return (registration, value, sectionID)
+        -> PresentedSupplementary<any CollectionSupplementaryRouting>? {
+        presenter.supplementary(element, inSection: section, registrations: supplementaryAdapters)
     }
 
     /// Refreshes changed headers and footers inside the applier's batch, each section
-    /// once: one that appears or goes reloads its section (its layout changes); one that
-    /// only changed is reconfigured in its visible view, in place. The layout is
-    /// invalidated so sizes are asked again.
+    /// once (``SupplementaryRefresh/steps(_:)``): one that appears or goes reloads its
+    /// section (its layout changes); one that only changed is reconfigured in its visible
+    /// view, in place. Without an adapter nothing is shown, so nothing is refreshed. The
+    /// layout is invalidated so sizes are asked again.
     func refreshSupplementaries(_ refreshes: [SupplementaryRefresh]) {
+        // An element without an adapter shows no view: nothing to refresh for it.
+        let shownRefreshes = refreshes.map { refresh -> SupplementaryRefresh in
+            var refresh = refresh
+            if supplementaryAdapters[.header] == nil { (refresh.header, refresh.headerPresenceChanged) = (false, false) }
+            if supplementaryAdapters[.footer] == nil { (refresh.footer, refresh.footerPresenceChanged) = (false, false) }
+            return refresh
+        }
         var reload = IndexSet()
-        for refresh in refreshes {
-            for element in [SupplementaryUpdate.Element.header, .footer] {
-                let (changed, presenceChanged) = refresh.changed(element)
-                guard changed, supplementaryAdapters[element] != nil else { continue }   // nothing is shown without an adapter
-                if presenceChanged {
-                    reload.insert(refresh.section)
-                    continue
-                }
+        for step in SupplementaryRefresh.steps(shownRefreshes) {
+            switch step {
+            case .reloadSection(let section):
+                reload.insert(section)
+            case .refreshInPlace(let section, let element):
                 guard let view = collectionView.supplementaryView(forElementKind: Self.kind(of: element),
-                                                                  at: IndexPath(item: 0, section: refresh.section)) else { continue }
-                if let shown = supplementary(element, inSection: refresh.section),
-                   shown.registration.adapter.configure(view, value: shown.value, section: refresh.section,
-                                                        sectionID: shown.sectionID, element: element, director: self) {
+                                                                  at: IndexPath(item: 0, section: section)) else { continue }
+                guard let shown = supplementary(element, inSection: section),
+                      shown.registration.adapter.configure(view, value: shown.value, section: section, sectionID: shown.sectionID,
+                                                           element: element, director: self) else {
+                    reload.insert(section)
                     continue
                 }
-                reload.insert(refresh.section)
             }
         }
         collectionView.collectionViewLayout.invalidateLayout()

@@ -137,7 +137,7 @@ protocol TableCellRouting: AnyObject {
                     director: TableDirector) -> IndexPath
     func didMove(_ item: PresentedRow<any TableCellRouting>, from: IndexPath, to: IndexPath,
                  result: Result<WriteTicket, FlowSyncError>)
-    func prefetch(_ items: [PresentedRow<any TableCellRouting>], at indexPaths: [IndexPath], cancel: Bool)
+    func prefetch(_ items: [PresentedRow<any TableCellRouting>], cancel: Bool)
     func height(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> CGFloat?
     func estimatedHeight(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> CGFloat?
 }
@@ -257,16 +257,10 @@ extension TableCellAdapter: TableCellRouting {
         handler(TableMoveContext(model: model, handle: item.handle, from: from, to: to, result: result))
     }
 
-    func prefetch(_ items: [PresentedRow<any TableCellRouting>], at indexPaths: [IndexPath], cancel: Bool) {
+    func prefetch(_ items: [PresentedRow<any TableCellRouting>], cancel: Bool) {
         guard let handler = cancel ? events.cancelPrefetch : events.prefetch else { return }
-        var models: [Model] = []
-        var paths: [IndexPath] = []
-        for (item, path) in zip(items, indexPaths) {
-            guard let model = item.model(as: Model.self) else { continue }
-            models.append(model)
-            paths.append(path)
-        }
-        if !models.isEmpty { handler(models, paths) }
+        let (models, paths) = PresentedRow.models(of: items, as: Model.self)
+        if !models.isEmpty { handler(models, paths.map(IndexPath.init)) }
     }
 
     func height(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> CGFloat? {

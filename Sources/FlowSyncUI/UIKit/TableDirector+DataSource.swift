@@ -96,21 +96,8 @@ extension TableDirector: UITableViewDataSourcePrefetching {
 
     /// Hands each adapter its own rows among `indexPaths` (decoded, as for a cell).
     private func prefetch(_ indexPaths: [IndexPath], cancel: Bool) {
-        var groups: [ObjectIdentifier: (adapter: any TableCellRouting, items: [PresentedRow<any TableCellRouting>], paths: [IndexPath])] = [:]
-        var order: [ObjectIdentifier] = []
-        for indexPath in indexPaths {
-            guard let item = presenter.item(at: RowPath(indexPath)), let adapter = item.adapter else { continue }
-            let key = ObjectIdentifier(adapter)
-            if groups[key] == nil {
-                groups[key] = (adapter, [], [])
-                order.append(key)
-            }
-            groups[key]!.items.append(item)
-            groups[key]!.paths.append(indexPath)
-        }
-        for key in order {
-            let group = groups[key]!
-            group.adapter.prefetch(group.items, at: group.paths, cancel: cancel)
+        for group in presenter.items(at: indexPaths.map(RowPath.init), groupedBy: { ObjectIdentifier($0) }) {
+            group.adapter.prefetch(group.items, cancel: cancel)
         }
     }
 }

@@ -74,16 +74,10 @@ public final class TableDirector: NSObject {
     /// The presenter: every decision of this director.
     lazy var presenter = ListPresenter<DirectorTableTarget, any TableCellRouting>(list: list, target: DirectorTableTarget(director: self))
     /// The header and footer adapters, with their decoders.
-    var supplementaryAdapters: [SupplementaryUpdate.Element: SupplementaryRegistration] = [:]
+    var supplementaryAdapters: [SupplementaryUpdate.Element: SupplementaryRegistration<any TableSupplementaryRouting>] = [:]
     /// What each cell on screen shows, for the events that come after its row changed
     /// (`didEndDisplaying`); an entry lives from the cell's dequeue to its end of display.
     var cellItems: [ObjectIdentifier: PresentedRow<any TableCellRouting>] = [:]
-
-    /// A header/footer adapter and the presenter's decoder for it.
-    struct SupplementaryRegistration {
-        let adapter: any TableSupplementaryRouting
-        let decode: ([UInt8]) throws -> Any
-    }
 
     /// A director for `table` showing `list`: it sets itself as the table's data source,
     /// delegate and prefetch data source, and follows the list on the main queue from
@@ -125,7 +119,7 @@ public final class TableDirector: NSObject {
     private func register<Value: Decodable, View: UITableViewHeaderFooterView>(_ adapter: TableHeaderFooterAdapter<Value, View>,
                                                                               for element: SupplementaryUpdate.Element) {
         tableView.register(View.self, forHeaderFooterViewReuseIdentifier: adapter.reuseIdentifier)
-        supplementaryAdapters[element] = SupplementaryRegistration(adapter: adapter, decode: adapter.valueDecoder)
+        supplementaryAdapters[element] = SupplementaryRegistration<any TableSupplementaryRouting>(adapter: adapter, decode: adapter.valueDecoder)
         presenter.supplementaryValues.removeAll()
         if presenter.numberOfSections > 0 { tableView.reloadData() }
     }
@@ -159,49 +153,46 @@ public final class TableDirector: NSObject {
     }
 
     /// The decoded header or footer of `section` with its adapter, when both exist.
-    func supplementary(_ element: SupplementaryUpdate.Element, inSection section: Int)
-        -> (registration: SupplementaryRegistration, value: Any, sectionID: String)? {
-        guard let registration = supplementaryAdapters[element], let sectionID = presenter.section(at: section)?.id,
-              case .success(let value)? = presenter.supplementaryValue(element, inSection: section, decode: registration.decode) else {
-            return nil
-        }
-        return (registration, value, sectionID)
+    func supplementary(_ element: SupplementaryUpdate.Element, inSection section: Int) -> PresentedSupplementary<any TableSupplementaryRouting>? {
+        presenter.supplementary(element, inSection: section, registrations: supplementaryAdapters)
     }
 
     /// Refreshes changed headers and footers inside the applier's batch, touching each
-    /// section once: a header that appears or goes changes the layout, so its section is
-    /// reloaded; one that only changed is refreshed in its visible view, in place (the
-    /// section's cells stay) — reconfigured by its adapter, or, for a plain title, given
-    /// the new title in the view's default content configuration. A header not on
-    /// screen needs nothing: the table asks for it when it scrolls in.
+    /// section once (``SupplementaryRefresh/steps(_:)``): a header that appears or goes
+    /// changes the layout, so its section is reloaded; one that only changed is refreshed
+    /// in its visible view, in place (the section's cells stay) — reconfigured by its
+    /// adapter, or, for a plain title, given the new title in the view's default content
+    /// configuration. A header not on screen needs nothing: the table asks for it when it
+    /// scrolls in.
     func refreshSupplementaries(_ refreshes: [SupplementaryRefresh]) {
         var reload = IndexSet()
-        for refresh in refreshes {
-            for element in [SupplementaryUpdate.Element.header, .footer] {
-                let (changed, presenceChanged) = refresh.changed(element)
-                guard changed else { continue }
-                if presenceChanged {
-                    reload.insert(refresh.section)
-                    continue
-                }
-                guard let view = element == .header ? tableView.headerView(forSection: refresh.section)
-                                                    : tableView.footerView(forSection: refresh.section) else { continue }
-                if supplementaryAdapters[element] == nil {
-                    guard let title = presenter.title(element, inSection: refresh.section) else { continue }
-                    var content = view.defaultContentConfiguration()
-                    content.text = title
-                    view.contentConfiguration = content
-                } else if let shown = supplementary(element, inSection: refresh.section) {
-                    if !shown.registration.adapter.configure(view, value: shown.value, section: refresh.section,
-                                                             sectionID: shown.sectionID, element: element, director: self) {
-                        reload.insert(refresh.section)
-                    }
-                } else {
-                    reload.insert(refresh.section)   // the new value does not decode: its view goes
-                }
+        for step in SupplementaryRefresh.steps(refreshes) {
+            switch step {
+            case .reloadSection(let section):
+                reload.insert(section)
+            case .refreshInPlace(let section, let element):
+                if !refreshInPlace(element, inSection: section) { reload.insert(section) }
             }
         }
         if !reload.isEmpty { tableView.reloadSections(reload, with: animations.sectionReloadAnimation) }
+    }
+
+    /// Refreshes one visible header or footer in place.
+    /// - Returns: `false` when only a reload of its section can show it.
+    private func refreshInPlace(_ element: SupplementaryUpdate.Element, inSection section: Int) -> Bool {
+        guard let view = element == .header ? tableView.headerView(forSection: section) : tableView.footerView(forSection: section) else {
+            return true   // not on screen: asked for when it scrolls in
+        }
+        guard supplementaryAdapters[element] != nil else {
+            guard let title = presenter.title(element, inSection: section) else { return false }
+            var content = view.defaultContentConfiguration()
+            content.text = title
+            view.contentConfiguration = content
+            return true
+        }
+        guard let shown = supplementary(element, inSection: section) else { return false }   // no longer decodes: its view goes
+        return shown.registration.adapter.configure(view, value: shown.value, section: section, sectionID: shown.sectionID,
+                                                    element: element, director: self)
     }
 
     /// Reports a refused write.
