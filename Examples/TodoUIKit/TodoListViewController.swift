@@ -84,10 +84,10 @@ final class TodoListViewController: UIViewController {
         let item = TodoItem(id: UUID().uuidString, title: title)
         do {
             try list.perform { batch in
-                if !batch.working.containsSection(id: TodoSections.inbox) {
-                    try batch.add(section: NewSection(id: TodoSections.inbox, header: "Inbox"), at: 0)
+                if !batch.working.containsSection(id: TodoItem.inbox) {
+                    try batch.add(section: NewSection(id: TodoItem.inbox, header: "Inbox"), at: 0)
                 }
-                try batch.section(TodoSections.inbox).add(model: item)
+                try batch.section(TodoItem.inbox).add(model: item)
             }
         } catch {
             show(error)

@@ -69,13 +69,13 @@ import Testing
         let other = try daemon.client("tablet", seed: seed + 7)
         let remote = other.director(name)
         try await remote.waitUntilLoaded()
-        _ = try await remote.add(section: NewSection(id: TodoSections.done, header: "Done")).committed()
+        _ = try await remote.add(section: NewSection(id: TodoItem.done, header: "Done")).committed()
         let writer = Task { @MainActor in
             var random = SplitMix64(seed: seed)
             for n in 0..<40 {
                 let items = remote.snapshot.director.sections.flatMap { Array($0.rows) }
                 switch random.int(0..<4) {
-                case 0: _ = try? remote.section(id: random.chance(0.5) ? TodoSections.inbox : TodoSections.done)?
+                case 0: _ = try? remote.section(id: random.chance(0.5) ? TodoItem.inbox : TodoItem.done)?
                     .add(model: TodoItem(id: "r\(n)", title: "Remote \(n)"), at: 0)
                 case 1 where items.count > 3: _ = try? remote.remove(modelID: items[random.int(0..<items.count)].id)
                 case 2 where !items.isEmpty:

@@ -91,12 +91,14 @@ public final class ListDirector: Sendable {
         // typed-throws parameter, so a typed signature would make every caller spell
         // out `batch throws(FlowSyncError) in`.
         let base = snapshot.director
-        let operations = try { () throws -> [Operation] in
-            let batch = DirectorBatch(working: base)
-            try body(batch)
-            return batch.operations
-        }()
-        return try submit(operations, withoutNotifying: [], basedOn: base)
+        return try submit(Self.operations(on: base, body), withoutNotifying: [], basedOn: base)
+    }
+
+    /// What `body` does to a batch working on `base`, as operations.
+    private static func operations(on base: Director, _ body: (DirectorBatch) throws -> Void) throws -> [Operation] {
+        let batch = DirectorBatch(working: base)
+        try body(batch)
+        return batch.operations
     }
 
     /// ``perform(_:)`` whose change is not delivered to `observers`: see
@@ -104,12 +106,7 @@ public final class ListDirector: Sendable {
     @discardableResult
     public func perform(withoutNotifying observers: [ObservationToken], _ body: (DirectorBatch) throws -> Void) throws -> WriteTicket {
         let base = snapshot.director
-        let operations = try { () throws -> [Operation] in
-            let batch = DirectorBatch(working: base)
-            try body(batch)
-            return batch.operations
-        }()
-        return try submit(operations, withoutNotifying: observers, basedOn: base)
+        return try submit(Self.operations(on: base, body), withoutNotifying: observers, basedOn: base)
     }
 
     /// ``perform(_:)`` for edits the app built on `shown`: the list as its UI shows it,
@@ -124,12 +121,7 @@ public final class ListDirector: Sendable {
     @discardableResult
     public func perform(on shown: ListSnapshot, _ body: (DirectorBatch) throws -> Void) throws -> WriteTicket {
         let base = shown.director
-        let operations = try { () throws -> [Operation] in
-            let batch = DirectorBatch(working: base)
-            try body(batch)
-            return batch.operations
-        }()
-        return try submit(operations, withoutNotifying: [], basedOn: base)
+        return try submit(Self.operations(on: base, body), withoutNotifying: [], basedOn: base)
     }
 
     /// Sends `operations`, written against `shown` (see ``perform(on:_:)``), as one write.
