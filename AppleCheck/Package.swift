@@ -19,8 +19,8 @@ import PackageDescription
 // The Darwin stand-in (StandIns/Darwin/Darwin.swift) is not a target: scripts/apple-check.sh
 // emits it as a bare .swiftmodule into .build/darwin-standin before `swift build`, and only
 // the project's own targets, and whatever imports them (module loading is transitive), get
-// it on their search path. A `Darwin` module visible to the whole graph would send swift-log,
-// swift-crypto and swift-system down their Darwin branches, which do not build on Linux.
+// it on their search path. A `Darwin` module visible to the whole graph would send swift-log
+// and swift-system down their Darwin branches, which do not build on Linux.
 // Give this to every target that compiles the project's sources or imports FlowSyncClient.
 let darwinStandIn: [SwiftSetting] = [.unsafeFlags(["-I", Context.packageDirectory + "/.build/darwin-standin"])]
 
@@ -29,8 +29,6 @@ let package = Package(
     platforms: [.macOS(.v13)],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
-        // CryptoKit's stand-in re-exports swift-crypto, which implements CryptoKit's API.
-        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         // FlowSyncProcess (the project's launcher of flowsyncd) for the Network tests: child
         // processes awaited without blocking a thread, as the root package does.
         .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
@@ -41,11 +39,9 @@ let package = Package(
         .target(name: "Security", path: "StandIns/Security"),
         .target(name: "Network", dependencies: ["Security"], path: "StandIns/Network"),
         .target(name: "SwiftUI", path: "StandIns/SwiftUI"),
-        .target(
-            name: "CryptoKit",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
-            path: "StandIns/CryptoKit"
-        ),
+        // CryptoKit's SHA-256, computed by OpenSSL's libcrypto (Debian: libssl-dev).
+        .systemLibrary(name: "CCryptoStandIn", path: "StandIns/CCryptoStandIn", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .target(name: "CryptoKit", dependencies: ["CCryptoStandIn"], path: "StandIns/CryptoKit"),
 
         // MARK: The project's own sources, compiled against the stand-ins
         .target(name: "CZlib", path: "Project/CZlib", linkerSettings: [.linkedLibrary("z")]),
