@@ -16,6 +16,43 @@ final class ListHost {
     /// here (lists on demand).
     var lastActive: UInt64 = 0
 
+    // MARK: The turn's and the cluster's flags of this list (issue #30: in its entry,
+    // not in collections of the server keyed by its name, so a list that leaves the
+    // registry takes all of them with it)
+
+    /// Where the list's snapshot of the log (compaction) is.
+    enum CompactionPhase: Equatable {
+        case idle
+        /// Asked for this turn; started after the flush (``ListTable/compactionsDue``).
+        case due
+        /// Being written off the loop; one at a time (a second would race the
+        /// first's install). A "due" meanwhile is dropped: the store says due again.
+        case running
+    }
+
+    var compaction: CompactionPhase = .idle
+    /// A take-over of this replica list is in flight (cluster mode): its forwarded
+    /// writes wait for the claim's outcome.
+    var takingOver = false
+    /// Loop time its waiting forwarded writes were last forwarded again (at most every
+    /// half lease; cluster mode).
+    var lastForwardedAgain: UInt64 = 0
+    /// Writes other nodes forwarded to this list (owned here), by the negative tag
+    /// their mutation was submitted with, until sealed. Dropped with the list: their
+    /// nodes forward them again when overdue.
+    var remoteWrites: [Int: ForwardedWrite] = [:]
+
+    /// Whether the list may be unloaded: idle for `idleFor` ms at loop time `now`, and
+    /// nothing of it in flight — no subscriber, no mutation waiting for the seal (a
+    /// dirty list always has one, or its seal is a no-op), no compaction (its install
+    /// needs the list's files), no frame built off the loop (it serves the list's
+    /// subscribers), no take-over. `busyElsewhere` is what other rooms hold for it (a
+    /// commit in the gate, a write forwarded to its owner).
+    func isIdle(now: UInt64, idleFor: UInt64, busyElsewhere: Bool) -> Bool {
+        !declared && subscribers.isEmpty && now >= lastActive + idleFor && !hasPending && !hasPendingFrames
+            && compaction == .idle && !takingOver && remoteWrites.isEmpty && !busyElsewhere
+    }
+
     /// Encoded snapshot frames of ``cachedVersion``, one per reason (the reason is part
     /// of the frame). Why cache: every joiner at one version shares one encoding and
     /// one deflate, which for a large list is most of the cost of a subscribe.

@@ -80,19 +80,19 @@ extension Server {
 
         // On the loop: the committed state of every loaded list, O(1) per list
         // (copy-on-write); unsorted (the manifest is ordered on the worker).
-        let taken = lists.values.map { BackupList(name: $0.name, sequencer: $0.sequencer) }
+        let taken = lists.hosts.map { BackupList(name: $0.name, sequencer: $0.sequencer) }
         var backup = BackupInFlight(directory: directory, startedAt: MonotonicClock.nanoseconds(), io: io, completion: completion)
         var listKeys: (@Sendable () -> Result<[String], StoreError>)?
         var takenKeys = Set<String>()
         if let store = onDemandStore {
             // O(lists loaded or loading): one key each, so the plan can tell which
             // stored lists are in memory. Lists loading now are looked at later.
-            for name in lists.keys {
+            for name in lists.hostedNames {
                 let key = store.storageKey(for: name)
                 backup.names[key] = name
                 takenKeys.insert(key)
             }
-            for name in loads.keys { backup.names[store.storageKey(for: name)] = name }
+            for name in lists.loadingNames { backup.names[store.storageKey(for: name)] = name }
             listKeys = store.storedListKeys()
         }
         backupInFlight = backup
@@ -123,7 +123,7 @@ extension Server {
         let step = plan.next { key in
             guard let name = backup.names[key] else { return .disk }
             if lists[name] != nil { return .memory(name: name) }
-            return loads[name] != nil ? .loading : .disk
+            return lists.isLoading(name) ? .loading : .disk
         }
         backup.plan = plan
         backupInFlight = backup

@@ -23,11 +23,10 @@ extension Server {
     /// no ack waits for it): the state at the oldest version the history still holds, so
     /// every batch resumable now stays resumable after a restart.
     func compactDueLists() {
-        let names = compactionsDue
-        compactionsDue = []
-        for name in names.sorted() {
-            // One in flight per list; the store keeps saying "due" until it is installed.
-            guard storageFailure == nil, !compactionsInFlight.contains(name), let list = lists[name] else { continue }
+        // One in flight per list (ListTable.compactionDue); the store keeps saying
+        // "due" until it is installed.
+        for list in lists.takeDueCompactions() {
+            guard storageFailure == nil else { return }
             startCompaction(of: list)
         }
     }
@@ -47,7 +46,7 @@ extension Server {
             return
         }
         let encodesOffLoop = committingStore != nil
-        compactionsInFlight.insert(name)
+        list.compaction = .running
         offloadsOutstanding += 1
         loop.offload(work: { () -> CompactionOutcome in
             let started = MonotonicClock.nanoseconds()
@@ -69,6 +68,7 @@ extension Server {
         }, then: { [weak self] outcome in
             guard let self else { return }
             offloadsOutstanding -= 1
+            if list.compaction == .running { list.compaction = .idle }
             compactionFinished(name, outcome)
             // A shutdown waits for this completion before it closes the store.
             finishShutdownIfDone()
@@ -78,7 +78,6 @@ extension Server {
     /// Loop thread: the cheap half. Batches appended meanwhile went to the log and stay
     /// there (the store keeps every segment that ends after `base`).
     private func compactionFinished(_ name: String, _ outcome: CompactionOutcome) {
-        compactionsInFlight.remove(name)
         let started = MonotonicClock.nanoseconds()
         let workNanoseconds: UInt64
         let base: ListVersion

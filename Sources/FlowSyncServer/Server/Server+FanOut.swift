@@ -26,7 +26,7 @@ extension Server {
             caughtUp = catchUpLaggingFlows(of: connection) || caughtUp
         }
         if caughtUp { flushAll() }
-        if !compactionsDue.isEmpty { compactDueLists() }
+        if !lists.compactionsDue.isEmpty { compactDueLists() }
         if storageFailure != nil { closeEverythingAfterStorageFailure() }
     }
 
@@ -64,7 +64,7 @@ extension Server {
         let sealed = list.seal(encoder: encoder)
         // Writes forwarded by other nodes are answered through the store, once their
         // batch committed (Server+Replicas.swift).
-        let remote = remoteWrites.isEmpty ? [] : takeRemoteOutcomes(sealed.outcomes, of: list)
+        let remote = list.remoteWrites.isEmpty ? [] : takeRemoteOutcomes(sealed.outcomes, of: list)
         if let batch = sealed.batch {
             statistics.batchesCommitted += 1
             metrics.batches.increment()
@@ -86,7 +86,7 @@ extension Server {
                     }
                 }
                 submitting = false
-                if committingStore.snapshotDue(of: list.name) { compactionsDue.insert(list.name) }
+                if committingStore.snapshotDue(of: list.name) { lists.compactionDue(list) }
                 if let inline {
                     commitCompleted(ticket, inline, of: list)
                     if case .fenced = inline {
@@ -102,7 +102,7 @@ extension Server {
                 // only after flushAll() has synced it (fsync = always).
                 do {
                     if try store.append(stored) {
-                        compactionsDue.insert(list.name)
+                        lists.compactionDue(list)
                     }
                 } catch {
                     storageFailed(error)

@@ -75,7 +75,7 @@ extension Server {
         // In cluster mode a list exists here only once this node claimed it: declared
         // lists load on first use like every other (Server+Loading.swift).
         if loopLoadingStore == nil {
-            for name in configuration.declaredLists where refusedLists[name] == nil { _ = host(for: name, create: true, declared: true) }
+            for name in configuration.declaredLists where lists.refusal(of: name) == nil { _ = host(for: name, create: true, declared: true) }
         }
         // Before the hook: the first end of turn already writes through the chosen path.
         startWritePath()
@@ -230,7 +230,7 @@ extension Server {
         }
         configuration = applied
         encoder = FrameEncoder(configuration: applied.frameCompression)
-        for list in lists.values {
+        for list in lists.hosts {
             list.apply(history: applied.historyLimits, director: applied.director)
         }
         for connection in connections.values where connection.machine.isReady {

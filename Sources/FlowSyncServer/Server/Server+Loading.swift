@@ -31,14 +31,24 @@ extension Server {
     /// Whether `action` (about list `name`) must wait for the list to load: then it
     /// waits (or is refused) and the caller does nothing more with it.
     func waitsForLoad(_ name: String, _ action: ConnectionStateMachine.Action, on connection: Connection) -> Bool {
-        guard onDemandStore != nil || loopLoadingStore != nil, lists[name] == nil else { return false }
-        if let error = refusedLists[name] {
-            answerRefused(action, of: name, error, on: connection)
-            return true
+        guard onDemandStore != nil || loopLoadingStore != nil else { return false }
+        let slot: ListSlot
+        if let existing = lists.slot(name) {
+            slot = existing
+        } else {
+            startLoad(name)
+            guard let loading = lists.slot(name) else { return false }
+            slot = loading
         }
-        let load = loads[name] ?? startLoad(name)
-        if !load.wait(connection.id, action, limit: configuration.maxWaitingPerList) {
+        switch slot.requestArrived(connection: connection.id, action, limit: configuration.maxWaitingPerList) {
+        case .serve:
+            return false
+        case .queued:
+            break
+        case .overloaded:
             answer(action, of: name, code: .overloaded, "more than \(configuration.maxWaitingPerList) requests wait for list \"\(name)\" to load", on: connection)
+        case .refused(let error):
+            answerRefused(action, of: name, error, on: connection)
         }
         return true
     }
@@ -46,24 +56,22 @@ extension Server {
     /// Loads `name` with no request waiting for it (cluster mode: writes were forwarded
     /// to a list this node owns but had not loaded), unless it is loading already.
     func loadWithoutRequest(_ name: String) {
-        guard lists[name] == nil, loads[name] == nil, refusedLists[name] == nil else { return }
-        _ = startLoad(name)
+        guard lists.slot(name) == nil else { return }
+        startLoad(name)
     }
 
-    private func startLoad(_ name: String) -> ListLoad {
-        let load = ListLoad(name: name, startedNanoseconds: MonotonicClock.nanoseconds())
-        loads[name] = load
+    private func startLoad(_ name: String) {
+        lists.startLoading(ListLoad(name: name, startedNanoseconds: MonotonicClock.nanoseconds()))
         // A backup reading this list's files right now: the load (which may cut a torn
         // tail, and after which the list is appended to) starts when that chunk is
         // written. Its requests wait in the load's queue meanwhile, as for any load.
-        if backupHoldsLoad(of: name) { return load }
+        if backupHoldsLoad(of: name) { return }
         runLoad(name)
-        return load
     }
 
-    /// Starts the load of `name` that a backup held (its ``ListLoad`` is in `loads`).
+    /// Starts the load of `name` that a backup held (its slot is loading).
     func runBlockedLoad(_ name: String) {
-        guard loads[name] != nil else { return }
+        guard lists.isLoading(name) else { return }
         runLoad(name)
     }
 
@@ -85,7 +93,7 @@ extension Server {
                 offloadsOutstanding -= 1
                 // finishLoad registers the list's files: on the loop, only if it is
                 // still wanted (a failed store keeps its files as they are).
-                if loads[name] != nil && storageFailure == nil {
+                if lists.isLoading(name) && storageFailure == nil {
                     let result: Result<RecoveredList?, StoreError>
                     do throws(StoreError) { result = .success(try store.finishLoad(outcome)) } catch { result = .failure(error) }
                     listLoaded(name, result, notes: outcome.notes, workerNanoseconds: outcome.nanoseconds)
@@ -102,42 +110,69 @@ extension Server {
     /// is carried out in order — the connection may have gone, or its machine moved on,
     /// so each is checked again.
     private func listLoaded(_ name: String, _ result: Result<RecoveredList?, StoreError>, notes: [String], workerNanoseconds: UInt64) {
-        guard let load = loads.removeValue(forKey: name) else { return }
-        let latency = MonotonicClock.nanoseconds() - load.startedNanoseconds
-        metrics.coldLoad.recordNanoseconds(Int64(latency))
-        guard storageFailure == nil else { return }
+        guard storageFailure == nil else {
+            if let load = lists.abandonLoad(name) { recordColdLoad(load) }
+            return
+        }
+        // The slot's outcome: hosted (adopted, maybe in a new epoch), absent, damaged
+        // (refused until a restart) or an I/O error (tried again at the next request).
+        let slotResult: ListSlot.LoadResult
         do throws(StoreError) {
-            if let list = try result.get() { try adopt(list) }
+            if let recovered = try result.get() {
+                slotResult = .hosted(try host(recovered))
+            } else {
+                slotResult = .absent
+            }
         } catch {
+            slotResult = error.isCorruption ? .damaged(error) : .failed(error)
+        }
+        guard let (load, action) = lists.loadFinished(name, slotResult) else { return }
+        let latency = recordColdLoad(load)
+        switch action {
+        case .refuse(let waiting, let error):
             metrics.listLoadFailures.increment()
             if error.isCorruption {
-                refuse(name, error)
+                logRefusal(name, error)
             } else {
                 // An I/O error reading it (cluster mode: owned by another live node, or
                 // PostgreSQL failed): refused now, tried again at the next request.
                 logger.error("list not loaded", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
             }
-            for (id, action) in load.waiting {
+            for (id, action) in waiting {
                 guard let connection = connections[id], !connection.isClosing else { continue }
                 answerRefused(action, of: name, error, on: connection)
             }
-            return
+        case .replay(let waiting):
+            for note in notes { logger.warning("store: \(note)", metadata: ["flowsync.list": "\(name)"]) }
+            statistics.listLoads += 1
+            metrics.listLoads.increment()
+            logger.debug("list loaded", metadata: ["flowsync.list": "\(name)", "worker_us": "\(workerNanoseconds / 1_000)",
+                                                   "waited_us": "\(latency / 1_000)", "requests": "\(waiting.count)"])
+            for (id, action) in waiting {
+                guard let connection = connections[id], !connection.isClosing else { continue }
+                perform(action, on: connection, listLoaded: true)
+            }
+            recordListGauges()
         }
-        for note in notes { logger.warning("store: \(note)", metadata: ["flowsync.list": "\(name)"]) }
-        statistics.listLoads += 1
-        metrics.listLoads.increment()
-        logger.debug("list loaded", metadata: ["flowsync.list": "\(name)", "worker_us": "\(workerNanoseconds / 1_000)",
-                                               "waited_us": "\(latency / 1_000)", "requests": "\(load.waiting.count)"])
-        for (id, action) in load.waiting {
-            guard let connection = connections[id], !connection.isClosing else { continue }
-            perform(action, on: connection, listLoaded: true)
-        }
-        recordListGauges()
+    }
+
+    /// The cold-load latency of `load` (first request → served), recorded; returns it.
+    @discardableResult
+    private func recordColdLoad(_ load: ListLoad) -> UInt64 {
+        let latency = MonotonicClock.nanoseconds() - load.startedNanoseconds
+        metrics.coldLoad.recordNanoseconds(Int64(latency))
+        return latency
     }
 
     /// Hosts a list the store recovered; one whose stored history may not be what
     /// clients saw starts a new epoch, so its subscribers resync from a snapshot.
     func adopt(_ recovered: RecoveredList) throws(StoreError) {
+        lists.host(try host(recovered))
+    }
+
+    /// The host of a list the store recovered, in a new epoch when it needs one (not
+    /// registered yet: a load's slot hosts it, ``adopt(_:)`` otherwise).
+    private func host(_ recovered: RecoveredList) throws(StoreError) -> ListHost {
         var list = recovered
         if list.needsNewEpoch {
             let old = list.sequencer.position
@@ -149,13 +184,17 @@ extension Server {
         }
         let host = ListHost(name: list.name, sequencer: list.sequencer, declared: false)
         host.lastActive = loop.now
-        lists[list.name] = host
+        return host
     }
 
     /// Remembers a damaged list: refused with its error until a restart (after
     /// `--repair`, or `flowsyncd --check-store` to see every damaged list at once).
     private func refuse(_ name: String, _ error: StoreError) {
-        refusedLists[name] = error
+        lists.refuse(name, error)
+        logRefusal(name, error)
+    }
+
+    private func logRefusal(_ name: String, _ error: StoreError) {
         logger.error("list refused: its stored data is damaged (the other lists are served)", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
     }
 
@@ -189,7 +228,7 @@ extension Server {
         guard now >= lastIdleScan + max(100, idle / 4) else { return }
         lastIdleScan = now
         var unloaded = 0
-        for list in Array(lists.values) where isUnloadable(list, now: now, idle: idle) {
+        for list in lists.hosts where isUnloadable(list, now: now, idle: idle) {
             if let store = onDemandStore {
                 do {
                     try store.unload(list.name)
@@ -203,25 +242,23 @@ extension Server {
                 // next use, or when a write is forwarded to it.
                 guard cluster.unload(list.name) else { continue }
             }
-            lists[list.name] = nil
+            lists.unload(list)
             unloaded += 1
         }
         guard unloaded > 0 else { return }
         statistics.listUnloads += unloaded
         metrics.listUnloads.increment(by: Int64(unloaded))
         // One line per scan that unloaded anything (at most every quarter idle time).
-        logger.info("unloaded idle lists", metadata: ["count": "\(unloaded)", "loaded": "\(lists.count)"])
+        logger.info("unloaded idle lists", metadata: ["count": "\(unloaded)", "loaded": "\(lists.hostedCount)"])
         recordListGauges()
     }
 
-    /// Nothing of the list may be in flight: a seal, a compaction (its install needs
-    /// the list's files), a frame built off the loop (it serves the list's subscribers).
+    /// The list's own answer (``ListHost/isIdle(now:idleFor:busyElsewhere:)``), with what
+    /// the other rooms hold for it in cluster mode: a batch committing, a forwarded
+    /// write waiting for its owner.
     private func isUnloadable(_ list: ListHost, now: UInt64, idle: UInt64) -> Bool {
-        !list.declared && list.subscribers.isEmpty && now >= list.lastActive + idle && !list.hasPending && !list.hasPendingFrames
-            && !dirtyLists.contains(list.name) && !compactionsDue.contains(list.name) && !compactionsInFlight.contains(list.name)
-            // Cluster mode: no batch committing, no forwarded write waiting, no take-over.
-            && !commitGate.hasPendingCommit(of: list.name) && !takeOvers.contains(list.name)
-            && (forwardedWrites.isEmpty || !forwardedWrites.waiting.keys.contains { $0.list == list.name })
+        list.isIdle(now: now, idleFor: idle,
+                    busyElsewhere: commitGate.hasPendingCommit(of: list.name) || forwardedWrites.hasWaiting(for: list.name))
     }
 
     /// Every second, from the sweep: enforces `[history] total_max_bytes`, samples the
@@ -234,7 +271,8 @@ extension Server {
         // One pass over the lists for both sums (O(lists loaded), once a second).
         var historyBytes = 0
         var subscriptions = 0
-        for list in lists.values {
+        let hosts = lists.hosts
+        for list in hosts {
             historyBytes += list.sequencer.historyByteCount
             subscriptions += list.subscribers.count
         }
@@ -245,7 +283,7 @@ extension Server {
             // resume soon, and a resume older than memory holds is read from the log.
             // O(lists log lists), only when over the budget.
             var excess = historyBytes - budget
-            for list in lists.values.sorted(by: { $0.lastActive < $1.lastActive }) where excess > 0 {
+            for list in hosts.sorted(by: { $0.lastActive < $1.lastActive }) where excess > 0 {
                 let held = list.sequencer.historyByteCount
                 guard held > 0 else { continue }
                 let dropped = list.trimHistory(toBytes: max(0, held - excess))
@@ -255,7 +293,7 @@ extension Server {
             }
         }
         metrics.historyBytes.record(historyBytes)
-        metrics.listsLoading.record(loads.count)
+        metrics.listsLoading.record(lists.loadingCount)
         guard let store = onDemandStore, !countingStoredLists, !lifecycle.isShuttingDown else { return }
         countingStoredLists = true
         offloadsOutstanding += 1

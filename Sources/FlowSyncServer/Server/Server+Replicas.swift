@@ -103,18 +103,18 @@ extension Server {
     func takeOverOverdueLists(now: UInt64) {
         guard let store = replicatingStore, storageFailure == nil, !lifecycle.isShuttingDown else { return }
         let deadline = UInt64(store.forwardDeadlineMilliseconds)
-        for name in forwardedWrites.overdue(now: now, after: deadline) where !takeOvers.contains(name) {
+        for name in forwardedWrites.overdue(now: now, after: deadline) where lists[name]?.takingOver != true {
             // The next try in 250 ms, unless this one succeeds.
             forwardedWrites.retried(name, now: now - deadline + min(deadline, 250))
-            tryTakeOver(name, forwardAgain: now >= (lastForwardedAgain[name] ?? 0) + deadline)
+            tryTakeOver(name, forwardAgain: now >= (lists[name]?.lastForwardedAgain ?? 0) + deadline)
         }
     }
 
     /// Claims replica list `name` (writes wait for it); on success its waiting writes
     /// are sequenced here, else they are forwarded again if `forwardAgain`.
     func tryTakeOver(_ name: String, forwardAgain: Bool) {
-        guard let store = replicatingStore, !takeOvers.contains(name) else { return }
-        guard store.isReplica(name), lists[name] != nil else {
+        guard let store = replicatingStore, lists[name]?.takingOver != true else { return }
+        guard store.isReplica(name), let list = lists[name] else {
             if lists[name] == nil {
                 // Dropped here meanwhile (fenced, or its replica broke): load it again;
                 // the next overdue tick finds it a replica (forwarded again) or owned.
@@ -125,18 +125,19 @@ extension Server {
             }
             return
         }
-        takeOvers.insert(name)
-        store.takeOver(name) { [weak self] outcome in
+        list.takingOver = true
+        store.takeOver(name) { [weak self, weak list] outcome in
             guard let self else { return }
-            takeOvers.remove(name)
+            // The flag is the list's own: a list dropped meanwhile took it with it.
+            list?.takingOver = false
             switch outcome {
             case .owned:
-                lastForwardedAgain[name] = nil
+                list?.lastForwardedAgain = 0
                 resubmitForwarded(name)
             case .ownedElsewhere:
                 guard forwardAgain else { return }
-                lastForwardedAgain[name] = loop.now
-                for (key, pending) in forwardedWrites.waiting where key.list == name { store.forward(pending.mutate) }
+                list?.lastForwardedAgain = loop.now
+                for pending in forwardedWrites.waiting(of: name) { store.forward(pending.mutate) }
             case .failed(let error):
                 logger.warning("cluster: taking over a list failed", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
             }
@@ -167,7 +168,7 @@ extension Server {
         for write in writes {
             let tag = nextRemoteTag
             nextRemoteTag = nextRemoteTag == Int.min ? -1 : nextRemoteTag - 1
-            remoteWrites[tag] = write
+            list.remoteWrites[tag] = write
             let mutate = write.mutate
             list.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: tag)
         }
@@ -175,11 +176,11 @@ extension Server {
     }
 
     /// The answers to the forwarded writes among a sealed batch's outcomes (their tags
-    /// are negative), taken out of `remoteWrites`.
+    /// are negative), taken out of the list's ``ListHost/remoteWrites``.
     func takeRemoteOutcomes(_ outcomes: [Sequencer.Outcome], of list: ListHost) -> [WriteAnswer] {
         var answers: [WriteAnswer] = []
         for outcome in outcomes where outcome.tag < 0 {
-            guard let write = remoteWrites.removeValue(forKey: outcome.tag) else { continue }
+            guard let write = list.remoteWrites.removeValue(forKey: outcome.tag) else { continue }
             let result: WriteAnswer.Result
             switch outcome.result {
             case .success(let version):

@@ -100,13 +100,11 @@ extension Server {
     /// the fenced completions of its later batches find it gone, or a newer load.
     func listLost(_ list: ListHost?, closing dropped: [Int], name: String? = nil) {
         var toClose = Set(dropped)
-        if let list, lists[list.name] === list {
-            lists[list.name] = nil
-            dirtyLists.remove(list.name)
-            compactionsDue.remove(list.name)
-            // Writes other nodes forwarded to it and not sealed yet are never answered
-            // from here: their nodes forward them again when overdue.
-            if !remoteWrites.isEmpty { remoteWrites = remoteWrites.filter { $0.value.mutate.listName != list.name } }
+        // One step forgets all of it (ListTable.lose): its turn flags, its compaction,
+        // and the writes other nodes forwarded to it and not sealed yet — never answered
+        // from here: their nodes forward them again when overdue. A dirty or due name
+        // left in the turn's work lists finds no host and is skipped.
+        if let list, lists.lose(list) {
             toClose.formUnion(list.subscribers.map(\.id))
             metrics.listsFenced.increment()
             logger.warning("list fenced by the store: dropped here, its subscribers closed", metadata: ["flowsync.list": "\(list.name)", "subscribers": "\(list.subscribers.count)"])

@@ -112,16 +112,11 @@ public final class Server {
 
     // MARK: Lists
 
-    /// Hosted lists by name.
-    var lists: [String: ListHost] = [:]
+    /// Every list by name, one ``ListSlot`` each: loading, refused or hosted, with the
+    /// per-list flags in the hosted entry (``ListTable``).
+    var lists = ListTable()
     /// Lists with mutations queued this turn (sealed in the check hook).
     var dirtyLists: Set<String> = []
-    /// Lists that asked for a snapshot (compaction) this turn; done after the flush, so
-    /// no ack waits for it.
-    var compactionsDue: Set<String> = []
-    /// Lists whose compaction snapshot is being written off the loop (one at a time per
-    /// list: a second would race the first's install).
-    var compactionsInFlight: Set<String> = []
     /// Work handed to the thread pool whose completion has not run: snapshot builds and
     /// compactions. A shutdown completes only at 0 — the completions touch the server
     /// and the store, which must still be open.
@@ -138,18 +133,9 @@ public final class Server {
     var replicatingStore: ReplicatingStore?
     /// Writes forwarded to the owners of replica lists, until answered.
     var forwardedWrites = ForwardedWrites()
-    /// Writes other nodes forwarded to lists owned here, by the (negative) tag their
-    /// mutation was submitted with, until sealed.
-    var remoteWrites: [Int: ForwardedWrite] = [:]
+    /// The tag of the next write another node forwards here (negative: a connection's
+    /// tag is its positive ID); the write waits in its list's ``ListHost/remoteWrites``.
     var nextRemoteTag = -1
-    /// Replica lists being taken over (their forwarded writes are overdue).
-    var takeOvers: Set<String> = []
-    /// When a list's waiting writes were last forwarded again (at most every half lease).
-    var lastForwardedAgain: [String: UInt64] = [:]
-    /// Lists being read on a worker, with the requests that wait for them.
-    var loads: [String: ListLoad] = [:]
-    /// Lists whose stored data is damaged: refused with their error until a restart.
-    var refusedLists: [String: StoreError] = [:]
     /// The workers that read cold lists.
     let listLoader = ListLoader()
     /// Loop time of the last idle scan, and of the last sample of the list gauges.
@@ -213,20 +199,22 @@ public final class Server {
             if declared { list.declared = true }
             return list
         }
-        guard create else { return nil }
+        // A list loading or refused is never created over (the shell waits for the
+        // load, or answers the refusal, before it asks).
+        guard create, lists.slot(name) == nil else { return nil }
         // A fresh random epoch: a list that is not in the store is a new history, and a
         // client holding a position of an older list of that name must resync.
         defer { recordListGauges() }
         let list = ListHost(name: name, epoch: UInt64.random(in: 1...UInt64.max), limits: configuration.director, history: configuration.historyLimits,
                             dedupe: configuration.dedupeLimits, declared: declared)
-        lists[name] = list
+        lists.host(list)
         logger.debug("list created", metadata: ["flowsync.list": "\(name)"])
         return list
     }
 
     /// Forgets a list nobody needs any more (``ListHost/isDisposable``).
     func dropIfDisposable(_ list: ListHost) {
-        if list.isDisposable { lists[list.name] = nil }
+        lists.drop(list)
         recordListGauges()
     }
 
@@ -235,10 +223,10 @@ public final class Server {
     /// summed here it made each subscribe O(lists loaded) — a millisecond per subscribe
     /// with 100,000 lists loaded, found with `perf` in the lists-on-demand bench.
     func recordListGauges() {
-        metrics.lists.record(lists.count)
+        metrics.lists.record(lists.hostedCount)
     }
 
     /// Subscriptions over all lists. O(lists loaded): for the once-a-second sample and
     /// stats requests, never per subscribe.
-    var subscriptionCount: Int { lists.values.reduce(0) { $0 + $1.subscribers.count } }
+    var subscriptionCount: Int { lists.hosts.reduce(0) { $0 + $1.subscribers.count } }
 }
