@@ -20,6 +20,11 @@ extension ServerConfiguration {
         Sequencer.HistoryLimits(maxBatches: historyMaxBatches, maxBytes: historyMaxBytes)
     }
 
+    /// The end of the turn's budgets (`[server] flush_slice_us`, `seal_wait_us`).
+    var flushBudgets: FlushPacer.Budgets {
+        FlushPacer.Budgets(sliceMicroseconds: flushSliceMicroseconds, sealWaitMicroseconds: sealWaitMicroseconds)
+    }
+
     /// Each list's idempotency window (`[ordering]`).
     var dedupeLimits: DedupeWindow.Limits {
         DedupeWindow.Limits(perClient: dedupePerClient, clients: dedupeClients)

@@ -170,13 +170,16 @@ final class ListHost {
     /// Whether mutations wait for the turn's seal.
     var hasPending: Bool { sequencer.hasPending }
 
-    /// When the oldest mutation waiting for the seal arrived (`nil`: none waits). The
-    /// seal's pacing bounds that wait (``Server/sealDirtyLists(force:)``).
-    private(set) var pendingSince: ContinuousClock.Instant?
+    /// When the oldest mutation waiting for the seal arrived (`nil`: none waits), in
+    /// the outbox clock's nanoseconds. The seal's pacing bounds that wait
+    /// (``FlushPacer``, rule 1).
+    private(set) var pendingSince: UInt64?
 
-    /// Queues a mutation for this turn's seal; `tag` names the writer's connection.
-    func submit(_ request: MutationRequest, tag: Int) {
-        if pendingSince == nil { pendingSince = .now }
+    /// Queues a mutation for this turn's seal; `tag` names the writer's connection and
+    /// `now` is the time on the server's outbox clock (``Outbox/clock``); the default
+    /// reads the monotonic clock, for callers outside a server.
+    func submit(_ request: MutationRequest, tag: Int, now: UInt64 = MonotonicClock.nanoseconds()) {
+        if pendingSince == nil { pendingSince = now }
         sequencer.submit(request, tag: tag)
     }
 

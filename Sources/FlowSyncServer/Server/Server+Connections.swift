@@ -126,8 +126,9 @@ extension Server {
                 forward(mutate, from: connection, to: replicating)
                 return
             }
-            list.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: connection.id)
-            dirtyLists.insert(list.name)
+            list.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: connection.id,
+                        now: outbox.clock())
+            outbox.dirtyLists.insert(list.name)
         case .pong(let nonce):
             send(.pong(Pong(nonce: nonce)), to: connection)
         case .stats(let request, let grant):
@@ -195,7 +196,7 @@ extension Server {
         // this (through `peerEnded`) with no reference of its own, so the table's may
         // be the last one — removed first, the connection was freed under this call
         // (a use after free, seen as a SIGSEGV in a test's shutdown).
-        if connection.isQueuedForFlush || flushDepth > 0 { retiredConnections.append(connection) }
+        outbox.retire(connection)
         connections.removeValue(forKey: connection.id)
         connection.isForgotten = true
         if !commitGate.isIdle { commitGate.forget(connection.id) }
@@ -277,9 +278,7 @@ extension Server {
     /// Lists the connection for this turn's flush, once.
     @inline(__always)
     func queueForFlush(_ connection: Connection) {
-        guard !connection.isQueuedForFlush else { return }
-        connection.isQueuedForFlush = true
-        toFlush.append(.passUnretained(connection))
+        outbox.add(connection)
     }
 
     // MARK: The sweep

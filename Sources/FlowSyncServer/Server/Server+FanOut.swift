@@ -11,7 +11,7 @@ extension Server {
     func endOfTurn() {
         // A sliced flush left connections to write, or a paced list waits for its
         // seal: the next turn polls without sleeping, reads what arrived, and goes on.
-        defer { flushIdle?.setActive(storageFailure == nil && !(toFlush.isEmpty && dirtyLists.isEmpty)) }
+        defer { outbox.idle?.setActive(outbox.keepsIdleOn(failed: storageFailure != nil)) }
         if storageFailure != nil {
             closeEverythingAfterStorageFailure()
             return
@@ -41,20 +41,21 @@ extension Server {
     /// latency at about one sweep. With no flush under way nothing waits. `force`
     /// (shutdown) seals everything.
     func sealDirtyLists(force: Bool = false) {
-        guard !dirtyLists.isEmpty, storageFailure == nil else { return }
-        let wait = configuration.sealWaitMicroseconds
-        let now: ContinuousClock.Instant? = !force && wait > 0 && flushUnfinished ? .now : nil
-        let names = dirtyLists
-        dirtyLists = []
-        for name in names {
+        guard !outbox.dirtyLists.isEmpty, storageFailure == nil else { return }
+        // The pacer decides (``FlushPacer``, rule 1); the clock is read only to pace.
+        let pacer = outbox.pacer
+        let now = pacer.pacesSeals(force: force) ? outbox.clock() : nil
+        var dirty: [(name: ListHost, pendingSince: UInt64?)] = []
+        for name in outbox.dirtyLists {
             guard let list = lists[name] else { continue }
-            if let now, let since = list.pendingSince, now - since < .microseconds(wait) {
-                // Still dirty: a later turn seals it (the idle handle keeps turns coming).
-                dirtyLists.insert(name)
-                continue
-            }
-            seal(list)
+            dirty.append((list, list.pendingSince))
         }
+        outbox.dirtyLists = []
+        let plan = pacer.plan(dirty, now: now, force: force)
+        // Held lists stay dirty: a later turn seals them (the idle handle keeps turns
+        // coming).
+        for list in plan.hold { outbox.dirtyLists.insert(list.name) }
+        for list in plan.seal { seal(list) }
     }
 
     /// Seals a list's pending mutations into one batch and queues its frames: the diff
@@ -229,69 +230,26 @@ extension Server {
             syncStore()
             guard storageFailure == nil else { return }
         }
-        let now = loop.now
-        // This turn's list, swapped with last turn's emptied storage: frames queued
-        // while it is written (a callback's) go to the fresh `toFlush`.
-        var queued = flushSpare
-        flushSpare = []
-        swap(&queued, &toFlush)
-        flushDepth += 1
         let framesBefore = statistics.framesSent
         let bytesBefore = statistics.bytesSent
-        let slice = configuration.flushSliceMicroseconds
-        let deadline: ContinuousClock.Instant? = sliced && slice > 0 ? .now + .microseconds(slice) : nil
-        var written = 0
-        if let ring = sendRing {
-            // The ring's rules hold per call (every send collected before it returns),
-            // so a slice ends between two calls of `ringSlice` connections each.
-            while written < queued.count {
-                let upTo = deadline == nil ? queued.count : min(queued.count, written + Self.ringSlice)
-                flushThroughRing(queued[written..<upTo], ring: ring, now: now)
-                written = upTo
-                if let deadline, ContinuousClock.now >= deadline { break }
-            }
-        } else {
-            while written < queued.count {
-                queued[written]._withUnsafeGuaranteedRef { connection in
-                    connection.isQueuedForFlush = false
-                    guard !connection.isForgotten else { return }
-                    let frames = connection.outbound.frames.count
-                    let bytes = connection.outbound.bytes
-                    finishFlush(of: connection, frames: frames, bytes: bytes, error: connection.flush(now: now))
-                }
-                written += 1
-                // The clock is read every few connections: a write call costs µs, a
-                // clock read tens of ns.
-                if let deadline, written % Self.flushSliceCheckEvery == 0, ContinuousClock.now >= deadline { break }
-            }
+        // The outbox walks its list under its lifetime rule; each connection written
+        // comes back here (it may end the connection, which may flush again).
+        let report = outbox.flush(now: loop.now, sliced: sliced) { connection, frames, bytes, error in
+            finishFlush(of: connection, frames: frames, bytes: bytes, error: error)
         }
-        flushDepth -= 1
-        if flushDepth == 0 { flushUnfinished = written < queued.count }
-        if written < queued.count {
-            // The rest goes first next turn, ahead of what was queued during this walk
-            // (no connection is in both: a listed one is not listed again).
+        statistics.ringSubmissions += report.ringSubmissions
+        statistics.ringSends += report.ringSends
+        statistics.ringRemaindersToLibuv += report.ringRemaindersToLibuv
+        if report.sliced {
             statistics.flushesSliced += 1
             metrics.flushesSliced.increment()
-            queued.removeSubrange(..<written)
-            queued.append(contentsOf: toFlush)
-            toFlush.removeAll(keepingCapacity: true)
-            swap(&queued, &toFlush)
         }
-        queued.removeAll(keepingCapacity: true)
-        if flushSpare.capacity < queued.capacity { flushSpare = queued }
         // Counted once per flush, not per connection (two counter updates each).
-        if flushDepth == 0 {
+        if report.outermost {
             metrics.framesSent.increment(by: Int64(statistics.framesSent - framesBefore))
             metrics.bytesSent.increment(by: Int64(statistics.bytesSent - bytesBefore))
-            if !retiredConnections.isEmpty { retiredConnections.removeAll { !$0.isQueuedForFlush } }
         }
     }
-
-    /// How many connections a sliced flush writes between two reads of the clock.
-    static let flushSliceCheckEvery = 16
-    /// How many connections a sliced flush through io_uring submits in one call
-    /// (about 0.2 ms of sends at 3.5 µs each): the slice is checked between calls.
-    static let ringSlice = 64
 
     /// After a connection's frames were handed to the socket (`error`: it is broken):
     /// counts them, and shuts a closing connection down behind them.

@@ -80,7 +80,7 @@ extension Server {
         // Before the hook: the first end of turn already writes through the chosen path.
         startWritePath()
         hook = LoopHook(loop: loop, kind: .check) { [weak self] in self?.endOfTurn() }
-        flushIdle = LoopIdle(loop: loop)
+        outbox.idle = LoopIdle(loop: loop)
         let sweep = LoopTimer(loop: loop)
         sweep.start(after: 100, repeat: 100) { [weak self] in self?.sweepConnections() }
         sweep.unref()
@@ -151,11 +151,11 @@ extension Server {
     func finishShutdownIfDone() {
         guard let finish = lifecycle.drained(connections: connections.count, offloads: offloadsOutstanding + commitGate.pendingCount) else { return }
         hook?.close()
-        flushIdle?.close()
+        outbox.idle?.close()
         sweep?.close()
         syncTimer?.close()
         hook = nil
-        flushIdle = nil
+        outbox.idle = nil
         sweep = nil
         syncTimer = nil
         if finish.closeStore, storageFailure == nil, let replicating = replicatingStore {

@@ -152,8 +152,9 @@ extension Server {
         for pending in taken.resubmit {
             guard let connection = connections[pending.connection], !connection.isClosing else { continue }
             let mutate = pending.mutate
-            list.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: connection.id)
-            dirtyLists.insert(name)
+            list.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: connection.id,
+                        now: outbox.clock())
+            outbox.dirtyLists.insert(name)
         }
     }
 
@@ -170,9 +171,10 @@ extension Server {
             nextRemoteTag = nextRemoteTag == Int.min ? -1 : nextRemoteTag - 1
             list.remoteWrites[tag] = write
             let mutate = write.mutate
-            list.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: tag)
+            list.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: tag,
+                        now: outbox.clock())
         }
-        dirtyLists.insert(name)
+        outbox.dirtyLists.insert(name)
     }
 
     /// The answers to the forwarded writes among a sealed batch's outcomes (their tags

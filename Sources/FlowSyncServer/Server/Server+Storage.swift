@@ -125,11 +125,8 @@ extension Server {
         logLifecycle()
         metrics.storeFailed.record(1)
         logger.critical("storage failed; no further acknowledgement will be sent", metadata: ["error": "\(error)"])
-        for queued in toFlush { queued._withUnsafeGuaranteedRef { $0.isQueuedForFlush = false } }
-        toFlush.removeAll()
-        // No flush runs after a failure: nothing else would let these go (outside a
-        // flush only; inside one, its loop may still be using one of them).
-        if flushDepth == 0 { retiredConnections.removeAll() }
+        // No flush runs after a failure (Outbox, lifetime rule 3).
+        outbox.discardAll()
         commitGate.dropHeldFrames()
         for connection in connections.values { connection.discardPending() }
         onFatalStorageError?(error)

@@ -38,7 +38,10 @@ import Logging
 ///    (``flushIdle``), and lists are then paced (`seal_wait_us`) — and connections
 ///    marked for closing are shut down, never in the middle of their own callbacks.
 public final class Server {
-    public internal(set) var configuration: ServerConfiguration
+    public internal(set) var configuration: ServerConfiguration {
+        // The pacer's budgets follow every change (a reload, a test's).
+        didSet { outbox.pacer.budgets = configuration.flushBudgets }
+    }
     public let loop: EventLoop
     public var logger: Logger
     public internal(set) var statistics = ServerStatistics()
@@ -54,12 +57,6 @@ public final class Server {
     var unixListener: UnixListener?
     /// The check hook: the end of every loop turn (``endOfTurn()``).
     var hook: LoopHook?
-    /// Active while a sliced flush left connections to write (``flushAll(sliced:)``):
-    /// the loop's next poll does not sleep.
-    var flushIdle: LoopIdle?
-    /// The last outermost flush stopped at its slice with connections left: a fan-out
-    /// is under way, and dirty lists are paced (``sealDirtyLists(force:)``).
-    var flushUnfinished = false
     /// Every 100 ms: deadlines and the shutdown's grace period.
     var sweep: LoopTimer?
     /// The `fsync = "interval"` timer.
@@ -75,31 +72,9 @@ public final class Server {
     /// Connections that have not completed the handshake (capped by
     /// `auth.max_pending_handshakes`: excess connections are closed at accept).
     var pendingHandshakes: Set<Int> = []
-    /// Connections with frames queued this turn, each once (``Connection/isQueuedForFlush``),
-    /// unretained: an array append per connection per turn, no hashing, no reference
-    /// counting. Lifetime: a listed connection is in ``connections``, or, once
-    /// forgotten, in ``retiredConnections`` until no flush lists it
-    /// (`Server+FanOut.swift`, ``flushAll()``).
-    var toFlush: [Unmanaged<Connection>] = []
-    /// The previous turn's `toFlush` storage, kept for the next turn (no allocation).
-    var flushSpare: [Unmanaged<Connection>] = []
-    /// Connections removed from the table while a flush may still list them: kept alive
-    /// here until the end of the outermost ``flushAll()`` that no longer lists them.
-    var retiredConnections: [Connection] = []
-    /// ``flushAll()`` is running (it may be entered again from a callback it causes).
-    var flushDepth = 0
-    /// The io_uring of the end-of-turn flush (`[server] write_path`), created at start;
-    /// `nil`: every connection is written through libuv (`Server+RingFlush.swift`).
-    var sendRing: SendRing?
-    /// The ring's size (sends, buffers per submission); tests ask for more than the
-    /// kernel allows (`EINVAL`) to see the fallback to libuv.
-    var ringSize = (sends: Server.ringSends, buffers: Server.ringBuffers)
-    /// This turn's sends in the ring, indexed by their completion tag; the storage is
-    /// kept between turns (no allocation per delivery).
-    var ringBatch: [RingFlushEntry] = []
-    /// This turn's connections that go through libuv while the ring is in use, written
-    /// after the ring's sends were collected (see `flushThroughRing`).
-    var libuvRoute: [Connection] = []
+    /// The end of the turn: this turn's connections to write and their lifetime rule,
+    /// the write route, the dirty lists and the pacer (``Outbox``).
+    let outbox: Outbox
     /// Connections with at least one lagging subscription. The end of every turn looks
     /// only at these: scanning every connection's flows per turn would cost
     /// O(connections) even when nobody lags.
@@ -115,8 +90,6 @@ public final class Server {
     /// Every list by name, one ``ListSlot`` each: loading, refused or hosted, with the
     /// per-list flags in the hosted entry (``ListTable``).
     var lists = ListTable()
-    /// Lists with mutations queued this turn (sealed in the check hook).
-    var dirtyLists: Set<String> = []
     /// Work handed to the thread pool whose completion has not run: snapshot builds and
     /// compactions. A shutdown completes only at 0 — the completions touch the server
     /// and the store, which must still be open.
@@ -180,8 +153,13 @@ public final class Server {
 
     /// A server over `store`, or over the store `configuration` names (`[storage]`:
     /// a ``FileStore`` in the data directory by default).
-    public init(configuration: ServerConfiguration, loop: EventLoop, logger: Logger, store: DirectorStore? = nil) {
+    ///
+    /// `clock` (monotonic nanoseconds) times the flush's slices and the seals' pacing;
+    /// tests may drive it.
+    public init(configuration: ServerConfiguration, loop: EventLoop, logger: Logger, store: DirectorStore? = nil,
+                clock: @escaping () -> UInt64 = MonotonicClock.nanoseconds) {
         self.configuration = configuration
+        self.outbox = Outbox(budgets: configuration.flushBudgets, clock: clock)
         self.loop = loop
         self.logger = logger
         self.encoder = FrameEncoder(configuration: configuration.frameCompression)
@@ -229,4 +207,40 @@ public final class Server {
     /// Subscriptions over all lists. O(lists loaded): for the once-a-second sample and
     /// stats requests, never per subscribe.
     var subscriptionCount: Int { lists.hosts.reduce(0) { $0 + $1.subscribers.count } }
+}
+
+// MARK: The outbox's state under the names the end of the turn's tests use
+
+extension Server {
+    /// Lists with mutations queued this turn (``Outbox/dirtyLists``).
+    var dirtyLists: Set<String> {
+        get { outbox.dirtyLists }
+        _modify { yield &outbox.dirtyLists }
+    }
+
+    /// Whether the last outermost flush stopped at its slice (``FlushPacer``).
+    var flushUnfinished: Bool {
+        get { outbox.pacer.lastFlushUnfinished }
+        set { outbox.pacer.lastFlushUnfinished = newValue }
+    }
+
+    /// The idle handle the outbox keeps on while work waits.
+    var flushIdle: LoopIdle? { outbox.idle }
+
+    /// This turn's connections to write (``Outbox/queued``).
+    var toFlush: [Unmanaged<Connection>] { outbox.queued }
+
+    /// The io_uring's size, before ``start(adoptingDescriptor:)``.
+    var ringSize: (sends: Int, buffers: Int) {
+        get { outbox.ringSize }
+        set { outbox.ringSize = newValue }
+    }
+
+    /// Creates the ring `write_path` asks for (``Outbox/startWritePath(_:logger:)``).
+    func startWritePath() {
+        outbox.startWritePath(configuration.writePath, logger: logger)
+    }
+
+    /// The write path in use: `io_uring` once its ring exists, else `libuv`.
+    public var activeWritePath: WritePath { outbox.ring == nil ? .libuv : .ioUring }
 }
