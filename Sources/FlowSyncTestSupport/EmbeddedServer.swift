@@ -23,7 +23,7 @@ public final class EmbeddedServer: Sendable {
         case file(directory: String, io: (@Sendable () -> FileIO)? = nil)
         /// The store built by `make` on the loop thread — e.g. one ``InMemoryStore``
         /// handed from one server to the next to simulate a restart.
-        case custom(@Sendable () -> DirectorStore)
+        case custom(@Sendable () -> ListStore)
         /// The store the configuration names, as `flowsyncd` builds it
         /// (`ServerConfiguration.makeStore`): cluster mode's store with `[cluster]`.
         case configured
@@ -51,7 +51,7 @@ public final class EmbeddedServer: Sendable {
         thread.loop.execute { [configuration] in
             var logger = Logger(label: "flowsyncd-test")
             logger.logLevel = logLevel
-            let store: DirectorStore?
+            let store: ListStore?
             switch storage {
             case .memory: store = InMemoryStore(snapshotEveryBatches: configuration.snapshotEveryBatches)
             case .file(let directory, let io):

@@ -78,7 +78,7 @@ extension ServerConfiguration {
     }
 
     /// The store `[storage]` names: a ``FileStore`` in the data directory by default.
-    func makeStore(loop: EventLoop, logger: Logger) -> DirectorStore {
+    func makeStore(loop: EventLoop, logger: Logger) -> ListStore {
         if let postgres = cluster.postgres {
             return ClusterStore(options: ClusterStore.Options(conninfo: postgres, node: cluster.node, leaseMilliseconds: cluster.leaseMilliseconds,
                                                               snapshotEveryBatches: snapshotEveryBatches, snapshotEveryBytes: snapshotEveryBytes),

@@ -71,7 +71,7 @@ extension Server {
         if lifecycle.isShuttingDown { return refuse(.serverShuttingDown, "the server is shutting down") }
         // Cluster mode: this node holds only the lists it owns now; the lists live in
         // PostgreSQL, whose own tools back them up consistently.
-        if loopLoadingStore != nil {
+        if storage.cluster != nil {
             return refuse(.backupRefused, "cluster mode: the lists live in PostgreSQL, and this node holds only those it owns; back up the database instead (pg_basebackup or pg_dump, docs/CLUSTER.md)")
         }
         if let running = backupInFlight { return refuse(.overloaded, "a backup is already running (into \(running.directory)); try again when it has finished") }
@@ -219,7 +219,7 @@ extension Server {
         backupInFlight?.names[key] = name
         guard backupInFlight?.plan?.blocksLoad(ofKey: key) == true else { return false }
         backupInFlight?.blockedLoads.append(name)
-        statistics.loadsHeldByBackup += 1
+        events.loadHeldByBackup()
         return true
     }
 

@@ -40,7 +40,7 @@ extension Server {
         let name = list.name
         let stager: SnapshotStager?
         do {
-            stager = try (store as? StagedCompactionStore)?.stageCompaction(of: name)
+            stager = try storage.stagedCompaction?.stageCompaction(of: name)
         } catch {
             storageFailed(error)
             return
@@ -86,9 +86,9 @@ extension Server {
             case .failed(let error):
                 throw error
             case .staged(let staged, let nanoseconds):
-                guard storageFailure == nil, let staging = store as? StagedCompactionStore else {
+                guard storageFailure == nil, let staging = storage.stagedCompaction else {
                     // After a storage failure nothing more is written.
-                    (store as? StagedCompactionStore)?.discardCompaction(staged)
+                    storage.stagedCompaction?.discardCompaction(staged)
                     return
                 }
                 try staging.installCompaction(staged)
@@ -108,8 +108,7 @@ extension Server {
             return
         }
         let loopNanoseconds = MonotonicClock.nanoseconds() - started
-        statistics.storeSnapshots += 1
-        metrics.storeSnapshot.recordNanoseconds(Int64(workNanoseconds + loopNanoseconds))
+        events.snapshotStored(nanoseconds: workNanoseconds + loopNanoseconds)
         logger.debug("snapshot written", metadata: ["flowsync.list": "\(name)", "at": "\(base)", "worker_ms": "\(workNanoseconds / 1_000_000)",
                                                     "loop_ms": "\(loopNanoseconds / 1_000_000)"])
     }

@@ -11,9 +11,7 @@ extension Server {
     func accept(_ tcp: TCPConnection) {
         guard !lifecycle.isShuttingDown, connections.count < configuration.maxConnections,
               pendingHandshakes.count < configuration.auth.maxPendingHandshakes else {
-            statistics.connectionsRefused += 1
-            metrics.connectionsRefused.increment()
-            if pendingHandshakes.count >= configuration.auth.maxPendingHandshakes { metrics.handshakeBudgetExhausted.increment() }
+            events.connectionRefused(budgetExhausted: pendingHandshakes.count >= configuration.auth.maxPendingHandshakes)
             tcp.close()
             return
         }
@@ -29,10 +27,7 @@ extension Server {
                                     verifier: verifier, logger: logger)
         connections[id] = connection
         pendingHandshakes.insert(id)
-        statistics.connectionsAccepted += 1
-        statistics.connectionsCurrent = connections.count
-        metrics.connectionsAccepted.increment()
-        metrics.connectionsOpen.record(connections.count)
+        events.connectionAccepted(open: connections.count)
         tcp.onRead = { [weak self, weak connection] bytes in
             guard let self, let connection else { return }
             received(bytes, on: connection)
@@ -110,19 +105,17 @@ extension Server {
             connection.logger.debug("token refreshed", metadata: ["dropped": "\(dropped)"])
         case .reject(let reject):
             send(.reject(reject), to: connection)
-            statistics.mutationsRejected += 1
-            metrics.mutationRejected(code: reject.code.rawValue)
+            events.mutationRejected(code: reject.code.rawValue)
         case .unsubscribe(let name):
             leave(name, connection)
         case .mutate(let mutate):
             guard let list = host(for: mutate.listName, create: configuration.autoCreateLists) else {
                 send(.reject(Reject(listName: mutate.listName, seq: mutate.seq, code: .unknownList, message: "no list \"\(mutate.listName)\"")), to: connection)
-                statistics.mutationsRejected += 1
-                metrics.mutationRejected(code: ErrorCode.unknownList.rawValue)
+                events.mutationRejected(code: ErrorCode.unknownList.rawValue)
                 return
             }
             list.lastActive = loop.now
-            if let replicating = replicatingStore, replicating.isReplica(list.name) {
+            if let replicating = clusterNode, replicating.isReplica(list.name) {
                 forward(mutate, from: connection, to: replicating)
                 return
             }
@@ -204,10 +197,8 @@ extension Server {
         laggingConnections.remove(connection.id)
         if !forwardedWrites.isEmpty { forwardedWrites.connectionClosed(connection.id) }
         for name in leaving { leave(name, connection) }
-        statistics.connectionsCurrent = connections.count
         let reason = connection.machine.closing?.reason
-        metrics.connectionsOpen.record(connections.count)
-        metrics.connectionClosed(code: reason?.rawValue)
+        events.connectionClosed(open: connections.count, code: reason?.rawValue)
         recordListGauges()
         connection.logger.debug("closed", metadata: ["reason": "\(reason.map { "\($0)" } ?? "peer")"])
         onStatusChange?()
@@ -240,8 +231,7 @@ extension Server {
         guard connection.enqueue(frame) else { return }
         queueForFlush(connection)
         if connection.queuedBytes > configuration.hardLimitBytes {
-            statistics.slowConsumerEvents += 1
-            metrics.slowConsumerEvents.increment()
+            events.slowConsumer()
             close(connection, code: .slowConsumer, message: "more than \(configuration.hardLimitBytes) bytes queued")
         }
     }
@@ -256,7 +246,7 @@ extension Server {
     /// already closing (so nothing more is queued), the connection leaves its lists, and
     /// the error is its last frame.
     private func closeNow(_ connection: Connection, with error: ErrorMessage, leaving: [String]) {
-        statistics.closedByReason[error.code.rawValue, default: 0] += 1
+        events.closing(code: error.code.rawValue)
         if error.code == .slowConsumer || error.code == .writeTimeout {
             // Its queue is what is wrong: drop this turn's frames so the error is next.
             connection.discardPending()

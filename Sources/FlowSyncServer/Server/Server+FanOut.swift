@@ -67,8 +67,7 @@ extension Server {
         // batch committed (Server+Replicas.swift).
         let remote = list.remoteWrites.isEmpty ? [] : takeRemoteOutcomes(sealed.outcomes, of: list)
         if let batch = sealed.batch {
-            statistics.batchesCommitted += 1
-            metrics.batches.increment()
+            events.batchCommitted()
             let stored = StoredBatch(listName: list.name, commit: batch.commit, encodedDiff: batch.frame)
             if let committingStore {
                 // Committed later: the frames routed below wait in the commit gate
@@ -79,7 +78,7 @@ extension Server {
                 var inline: CommitOutcome?
                 var submitting = true
                 committingStore.submit(stored) { [weak self, weak list] outcome in
-                    if case .committed = outcome, !remote.isEmpty { self?.replicatingStore?.answer(remote) }
+                    if case .committed = outcome, !remote.isEmpty { self?.clusterNode?.answer(remote) }
                     if submitting {
                         inline = outcome
                     } else {
@@ -101,6 +100,9 @@ extension Server {
             } else {
                 // Into the store before anything is queued; the frames queued below leave
                 // only after flushAll() has synced it (fsync = always).
+                guard let store = storage.appending else {
+                    preconditionFailure("Internal inconsistency in Server: a store that neither commits nor appends")
+                }
                 do {
                     if try store.append(stored) {
                         lists.compactionDue(list)
@@ -112,19 +114,17 @@ extension Server {
             }
             fanOut(batch, of: list)
         } else if !remote.isEmpty {
-            replicatingStore?.answer(remote)
+            clusterNode?.answer(remote)
         }
         for outcome in sealed.outcomes {
             guard let connection = connections[outcome.tag] else { continue }
             switch outcome.result {
             case .success(let version):
-                statistics.mutationsCommitted += 1
-                metrics.mutationsCommitted.increment()
+                events.mutationCommitted()
                 send(.ack(Ack(listName: list.name, seq: outcome.id.seq, committed: version)), to: connection, about: list.name)
             case .failure(let rejection):
-                statistics.mutationsRejected += 1
                 let (code, message) = ListHost.wire(rejection)
-                metrics.mutationRejected(code: code.rawValue)
+                events.mutationRejected(code: code.rawValue)
                 send(.reject(Reject(listName: list.name, seq: outcome.id.seq, code: code, message: message)), to: connection, about: list.name)
             }
         }
@@ -168,8 +168,7 @@ extension Server {
                 case .skip:
                     if decided.wasLive {
                         laggingConnections.insert(connection.id)
-                        statistics.slowConsumerEvents += 1
-                        metrics.slowConsumerEvents.increment()
+                        events.slowConsumer()
                         connection.logger.info("subscriber lagging: per-batch frames paused", metadata: ["flowsync.list": "\(name)", "queued": "\(queued)"])
                     }
                 }
@@ -226,7 +225,7 @@ extension Server {
     /// connections no flush lists any more.
     func flushAll(sliced: Bool = true) {
         guard storageFailure == nil else { return }
-        if configuration.fsyncPolicy == .always && store.hasUnsyncedWrites {
+        if configuration.fsyncPolicy == .always, storage.appending?.hasUnsyncedWrites == true {
             syncStore()
             guard storageFailure == nil else { return }
         }
@@ -237,18 +236,7 @@ extension Server {
         let report = outbox.flush(now: loop.now, sliced: sliced) { connection, frames, bytes, error in
             finishFlush(of: connection, frames: frames, bytes: bytes, error: error)
         }
-        statistics.ringSubmissions += report.ringSubmissions
-        statistics.ringSends += report.ringSends
-        statistics.ringRemaindersToLibuv += report.ringRemaindersToLibuv
-        if report.sliced {
-            statistics.flushesSliced += 1
-            metrics.flushesSliced.increment()
-        }
-        // Counted once per flush, not per connection (two counter updates each).
-        if report.outermost {
-            metrics.framesSent.increment(by: Int64(statistics.framesSent - framesBefore))
-            metrics.bytesSent.increment(by: Int64(statistics.bytesSent - bytesBefore))
-        }
+        events.flushed(report, frames: statistics.framesSent - framesBefore, bytes: statistics.bytesSent - bytesBefore)
     }
 
     /// After a connection's frames were handed to the socket (`error`: it is broken):
@@ -259,8 +247,7 @@ extension Server {
             return
         }
         // The metrics counters follow at the end of the flush (``flushAll()``).
-        statistics.framesSent += frames
-        statistics.bytesSent += bytes
+        events.written(frames: frames, bytes: bytes)
         if connection.isClosing {
             connection.shutdownAfterWrites { [weak self, weak connection] in
                 guard let self, let connection else { return }

@@ -41,7 +41,7 @@ extension Server {
             }
             if inline {
                 let (frame, encoded) = list.snapshotFrame(reason: reason, encoder: encoder)
-                if encoded { statistics.snapshotsEncoded += 1 }
+                if encoded { events.snapshotsEncoded() }
                 return FirstFrame(flow: SubscriptionFlow(deliveredUpTo: list.position), frame: frame)
             }
             // Joiners for one reason share one build (and so one encode), even after
@@ -52,7 +52,7 @@ extension Server {
         case .upToDate, .catchUp:
             guard case .catchUp = plan, !inline, let from else {
                 let frame = list.catchUpFrame(from: from!, digest: digest, encoder: encoder)
-                if frame.encodedSnapshot { statistics.snapshotsEncoded += 1 }
+                if frame.encodedSnapshot { events.snapshotsEncoded() }
                 countFirstFrame(isSnapshot: frame.isSnapshot, cause: cause)
                 return FirstFrame(flow: SubscriptionFlow(deliveredUpTo: list.position), frame: frame.frame)
             }
@@ -68,10 +68,9 @@ extension Server {
     func countFirstFrame(isSnapshot: Bool, cause: FirstFrameCause) {
         switch cause {
         case .subscribe:
-            statistics.snapshotsSent += 1
+            events.snapshotSent()
         case .resume, .lag:
-            if isSnapshot { statistics.catchUpSnapshots += 1 } else { statistics.catchUpDiffs += 1 }
-            metrics.catchUp(outcome: isSnapshot ? "snapshot" : "diff", cause: cause.rawValue)
+            events.caughtUp(snapshot: isSnapshot, cause: cause.rawValue)
         }
     }
 
@@ -110,12 +109,11 @@ extension Server {
     /// snapshot of the state it was handed.
     private func startLogCatchUpBuild(for list: ListHost, from: ListVersion, digest: StateDigest?, cause: FirstFrameCause) -> PendingFrame? {
         guard from.epoch == list.position.epoch, from.version < list.position.version,
-              let plan = (store as? LogCatchUpStore)?.logReadPlan(for: list.name, from: from, to: list.position) else { return nil }
+              let plan = storage.logCatchUp?.logReadPlan(for: list.name, from: from, to: list.position) else { return nil }
         let sequencer = list.sequencer
         let name = list.name
         let options = RecoveryOptions(directorLimits: configuration.director, historyLimits: configuration.historyLimits, dedupeLimits: configuration.dedupeLimits)
-        statistics.catchUpsFromLog += 1
-        metrics.catchUpsFromLog.increment()
+        events.catchUpFromLog()
         return startBuild(for: list, sharedReason: nil, cause: cause) { encoder in
             var encoded = 0
             let source = plan.read(options: options) ?? sequencer
@@ -135,7 +133,7 @@ extension Server {
                                    maxHeldBytes: configuration.hardLimitBytes)
         nextPendingFrameID += 1
         list.addPendingFrame(pending)
-        statistics.framesBuiltOffLoop += 1
+        events.frameBuiltOffLoop()
         offloadsOutstanding += 1
         let compression = encoder.configuration
         loop.offload(work: {
@@ -162,7 +160,7 @@ extension Server {
     /// "Storage"; the held batches were synced in their own turns anyway).
     private func pendingFrameBuilt(_ pending: PendingFrame, of list: ListHost, _ built: BuiltFrame, cause: FirstFrameCause?) {
         list.removePendingFrame(pending.id)
-        statistics.snapshotsEncoded += built.encodedSnapshots
+        events.snapshotsEncoded(built.encodedSnapshots)
         // A list dropped (nobody left) or a failed store: nobody is served.
         guard storageFailure == nil, lists[list.name] === list else { return }
         if built.isSnapshot, let reason = pending.sharedReason {
@@ -204,8 +202,7 @@ extension Server {
                 return flow.state == .lagging
             }
             for _ in 0..<paused {
-                statistics.slowConsumerEvents += 1
-                metrics.slowConsumerEvents.increment()
+                events.slowConsumer()
             }
             if lagging == true { laggingConnections.insert(connection.id) }
             for frame in frames { enqueue(frame, to: connection, about: list.name) }

@@ -74,7 +74,7 @@ extension Server {
         // write a new history over the damaged one.
         // In cluster mode a list exists here only once this node claimed it: declared
         // lists load on first use like every other (Server+Loading.swift).
-        if loopLoadingStore == nil {
+        if storage.cluster == nil {
             for name in configuration.declaredLists where lists.refusal(of: name) == nil { _ = host(for: name, create: true, declared: true) }
         }
         // Before the hook: the first end of turn already writes through the chosen path.
@@ -158,7 +158,7 @@ extension Server {
         outbox.idle = nil
         sweep = nil
         syncTimer = nil
-        if finish.closeStore, storageFailure == nil, let replicating = replicatingStore {
+        if finish.closeStore, storageFailure == nil, let replicating = clusterNode {
             // Cluster mode: this node's lists and lease are given up first, so the
             // nodes with writes waiting for them take them over now, not after a lease
             // (bounded by the store).

@@ -12,7 +12,6 @@ extension Server {
     /// declared list is created at start, and must never be created over stored data).
     func openOnDemand(_ store: OnDemandStore, _ options: RecoveryOptions) throws(StoreError) -> RecoveryReport {
         var report = try store.openOnDemand(options)
-        onDemandStore = store
         for name in configuration.declaredLists {
             let outcome = store.prepareLoad(of: name).run()
             do throws(StoreError) {
@@ -31,7 +30,7 @@ extension Server {
     /// Whether `action` (about list `name`) must wait for the list to load: then it
     /// waits (or is refused) and the caller does nothing more with it.
     func waitsForLoad(_ name: String, _ action: ConnectionStateMachine.Action, on connection: Connection) -> Bool {
-        guard onDemandStore != nil || loopLoadingStore != nil else { return false }
+        guard storage.loadsOnDemand else { return false }
         let slot: ListSlot
         if let existing = lists.slot(name) {
             slot = existing
@@ -79,7 +78,7 @@ extension Server {
         // Counted like offloaded work: a shutdown waits for the completion, which
         // touches the store.
         offloadsOutstanding += 1
-        if let store = loopLoadingStore {
+        if let store = storage.cluster {
             // Cluster mode: the store claims and reads the list on the loop.
             store.load(name, create: configuration.autoCreateLists) { [weak self] result in
                 guard let self else { return }
@@ -87,8 +86,8 @@ extension Server {
                 listLoaded(name, result, notes: [], workerNanoseconds: 0)
                 finishShutdownIfDone()
             }
-        } else if let store = onDemandStore {
-            listLoader.load(store.prepareLoad(of: name), on: loop) { [weak self] outcome in
+        } else if let (store, loader) = storage.onDemand {
+            loader.load(store.prepareLoad(of: name), on: loop) { [weak self] outcome in
                 guard let self else { return }
                 offloadsOutstanding -= 1
                 // finishLoad registers the list's files: on the loop, only if it is
@@ -144,8 +143,7 @@ extension Server {
             }
         case .replay(let waiting):
             for note in notes { logger.warning("store: \(note)", metadata: ["flowsync.list": "\(name)"]) }
-            statistics.listLoads += 1
-            metrics.listLoads.increment()
+            events.listLoaded()
             logger.debug("list loaded", metadata: ["flowsync.list": "\(name)", "worker_us": "\(workerNanoseconds / 1_000)",
                                                    "waited_us": "\(latency / 1_000)", "requests": "\(waiting.count)"])
             for (id, action) in waiting {
@@ -207,8 +205,7 @@ extension Server {
     private func answer(_ action: ConnectionStateMachine.Action, of name: String, code: ErrorCode, _ message: String, on connection: Connection) {
         if case .mutate(let mutate) = action {
             send(.reject(Reject(listName: name, seq: mutate.seq, code: code, message: message)), to: connection)
-            statistics.mutationsRejected += 1
-            metrics.mutationRejected(code: code.rawValue)
+            events.mutationRejected(code: code.rawValue)
         } else {
             send(.error(ErrorMessage(code: code, message: message, listName: name, closesConnection: false)), to: connection)
         }
@@ -221,7 +218,7 @@ extension Server {
     /// window come back from the log at its next load. A scan costs O(lists loaded), so
     /// it runs at most every quarter of the idle time (and at most once per sweep).
     func unloadIdleLists() {
-        guard onDemandStore != nil || replicatingStore != nil, configuration.idleUnloadMilliseconds > 0, storageFailure == nil,
+        guard storage.loadsOnDemand, configuration.idleUnloadMilliseconds > 0, storageFailure == nil,
               !lifecycle.isShuttingDown else { return }
         let now = loop.now
         let idle = UInt64(configuration.idleUnloadMilliseconds)
@@ -236,7 +233,7 @@ extension Server {
                     storageFailed(error)
                     return
                 }
-            } else if let cluster = replicatingStore {
+            } else if let cluster = clusterNode {
                 // Cluster mode: a replica stops following; an owned list stays this
                 // node's in PostgreSQL and loads again (claimed back at once) at its
                 // next use, or when a write is forwarded to it.
@@ -246,8 +243,7 @@ extension Server {
             unloaded += 1
         }
         guard unloaded > 0 else { return }
-        statistics.listUnloads += unloaded
-        metrics.listUnloads.increment(by: Int64(unloaded))
+        events.listsUnloaded(unloaded)
         // One line per scan that unloaded anything (at most every quarter idle time).
         logger.info("unloaded idle lists", metadata: ["count": "\(unloaded)", "loaded": "\(lists.hostedCount)"])
         recordListGauges()
@@ -294,10 +290,10 @@ extension Server {
         }
         metrics.historyBytes.record(historyBytes)
         metrics.listsLoading.record(lists.loadingCount)
-        guard let store = onDemandStore, !countingStoredLists, !lifecycle.isShuttingDown else { return }
+        guard let (store, loader) = storage.onDemand, !countingStoredLists, !lifecycle.isShuttingDown else { return }
         countingStoredLists = true
         offloadsOutstanding += 1
-        listLoader.run(store.storedListCounter(), on: loop) { [weak self] count in
+        loader.run(store.storedListCounter(), on: loop) { [weak self] count in
             guard let self else { return }
             offloadsOutstanding -= 1
             countingStoredLists = false

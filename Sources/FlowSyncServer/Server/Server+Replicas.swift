@@ -8,8 +8,7 @@ import Logging
 /// have its Diff (``ForwardedWrites``); a replica whose owner stopped answering is taken
 /// over.
 extension Server {
-    func followReplicas(_ store: ReplicatingStore) {
-        replicatingStore = store
+    func followReplicas(_ store: ClusterNode) {
         store.onReplicated = { [weak self] name, batches in self?.replicated(name, batches) }
         store.onForwarded = { [weak self] name, writes in self?.received(writes, for: name) }
         store.onAnswers = { [weak self] answers in self?.answered(answers) }
@@ -53,8 +52,7 @@ extension Server {
                 listLost(list, closing: [])
                 return
             }
-            statistics.batchesReplicated += 1
-            metrics.batchesReplicated.increment()
+            events.batchReplicated()
             fanOut(ListHost.SealedBatch(commit: batch.commit, frame: batch.frame), of: list)
         }
         carryOut(forwardedWrites.replicaAdvanced(name, to: list.position))
@@ -62,10 +60,9 @@ extension Server {
 
     // MARK: Writes on a replica (this node forwards)
 
-    func forward(_ mutate: Mutate, from connection: Connection, to store: ReplicatingStore) {
+    func forward(_ mutate: Mutate, from connection: Connection, to store: ClusterNode) {
         forwardedWrites.forwarded(mutate, connection: connection.id, now: loop.now)
-        statistics.mutationsForwarded += 1
-        metrics.mutationsForwarded.increment()
+        events.mutationForwarded()
         store.forward(mutate)
     }
 
@@ -82,13 +79,11 @@ extension Server {
             switch answer {
             case .ack(let id, let ack):
                 guard let connection = connections[id], !connection.isClosing else { continue }
-                statistics.mutationsCommitted += 1
-                metrics.mutationsCommitted.increment()
+                events.mutationCommitted()
                 send(.ack(ack), to: connection, about: ack.listName)
             case .reject(let id, let reject):
                 guard let connection = connections[id], !connection.isClosing else { continue }
-                statistics.mutationsRejected += 1
-                metrics.mutationRejected(code: reject.code.rawValue)
+                events.mutationRejected(code: reject.code.rawValue)
                 send(.reject(reject), to: connection, about: reject.listName)
             }
         }
@@ -101,7 +96,7 @@ extension Server {
     /// (the owner's idempotency window answers a copy it had committed with the same
     /// version).
     func takeOverOverdueLists(now: UInt64) {
-        guard let store = replicatingStore, storageFailure == nil, !lifecycle.isShuttingDown else { return }
+        guard let store = clusterNode, storageFailure == nil, !lifecycle.isShuttingDown else { return }
         let deadline = UInt64(store.forwardDeadlineMilliseconds)
         for name in forwardedWrites.overdue(now: now, after: deadline) where lists[name]?.takingOver != true {
             // The next try in 250 ms, unless this one succeeds.
@@ -113,7 +108,7 @@ extension Server {
     /// Claims replica list `name` (writes wait for it); on success its waiting writes
     /// are sequenced here, else they are forwarded again if `forwardAgain`.
     func tryTakeOver(_ name: String, forwardAgain: Bool) {
-        guard let store = replicatingStore, lists[name]?.takingOver != true else { return }
+        guard let store = clusterNode, lists[name]?.takingOver != true else { return }
         guard store.isReplica(name), let list = lists[name] else {
             if lists[name] == nil {
                 // Dropped here meanwhile (fenced, or its replica broke): load it again;
@@ -146,7 +141,7 @@ extension Server {
 
     /// This node owns `name` now: its forwarded writes are sequenced here.
     private func resubmitForwarded(_ name: String) {
-        guard let list = lists[name], replicatingStore?.isReplica(name) == false else { return }
+        guard let list = lists[name], clusterNode?.isReplica(name) == false else { return }
         let taken = forwardedWrites.takeAll(list: name)
         carryOut(taken.acks)
         for pending in taken.resubmit {
@@ -161,7 +156,7 @@ extension Server {
     // MARK: Writes other nodes forwarded (this node owns the list)
 
     private func received(_ writes: [ForwardedWrite], for name: String) {
-        guard let list = lists[name], replicatingStore?.isReplica(name) == false, storageFailure == nil else {
+        guard let list = lists[name], clusterNode?.isReplica(name) == false, storageFailure == nil else {
             // Not here any more: the origin forwards them again when they are overdue.
             return
         }

@@ -21,17 +21,17 @@ extension Server {
                                       dedupeLimits: configuration.dedupeLimits, repair: repair)
         let started = MonotonicClock.nanoseconds()
         let report: RecoveryReport
-        if let loopLoading = store as? LoopLoadingStore {
+        switch storage.kind {
+        case .cluster(let cluster, let node):
             // Cluster mode: every list loads on first use, from the store, on the loop.
-            report = try store.recover(options)
-            loopLoading.onFailure = { [weak self] error in self?.storageFailed(error) }
-            loopLoadingStore = loopLoading
-            if let replicating = loopLoading as? ReplicatingStore { followReplicas(replicating) }
-        } else if configuration.listsOnDemand, let onDemand = store as? OnDemandStore {
+            report = try cluster.recover(options)
+            cluster.onFailure = { [weak self] error in self?.storageFailed(error) }
+            followReplicas(node)
+        case .onDemand(let onDemand, _):
             // Lists on demand: nothing is read now but the declared lists; each list is
             // recovered by the same rules when it is first used (Server+Loading.swift).
             report = try openOnDemand(onDemand, options)
-        } else {
+        case .appending, .committing:
             report = try store.recover(options)
             for list in report.lists { try adopt(list) }
         }
@@ -48,7 +48,7 @@ extension Server {
 
     /// Syncs what the store wrote (group commit under `always`, the timer under `interval`).
     func syncStore() {
-        guard storageFailure == nil, store.hasUnsyncedWrites else { return }
+        guard storageFailure == nil, let store = storage.appending, store.hasUnsyncedWrites else { return }
         let started = MonotonicClock.nanoseconds()
         do {
             try store.sync()
@@ -56,8 +56,7 @@ extension Server {
             storageFailed(error)
             return
         }
-        statistics.storeSyncs += 1
-        metrics.storeSync.recordNanoseconds(Int64(MonotonicClock.nanoseconds() - started))
+        events.storeSynced(nanoseconds: MonotonicClock.nanoseconds() - started)
     }
 
     /// An asynchronous commit (``CommittingStore``) returned, on the loop thread: its

@@ -44,9 +44,9 @@ public final class Server {
     }
     public let loop: EventLoop
     public var logger: Logger
-    public internal(set) var statistics = ServerStatistics()
-    /// The same events for a metrics backend (swift-metrics; a no-op when none).
-    let metrics = ServerMetrics()
+    /// What the server counts: statistics and metrics, updated together
+    /// (``ServerEvents``).
+    var events = ServerEvents()
     /// Where the server is in its life; every transition is logged.
     var lifecycle = ServerLifecycle()
 
@@ -96,21 +96,11 @@ public final class Server {
     var offloadsOutstanding = 0
     // MARK: Lists on demand (Server+Loading.swift)
 
-    /// The store, when lists load on demand (`lists.on_demand` and a store that can).
-    var onDemandStore: OnDemandStore?
-    /// The store, when it loads lists on the loop itself (cluster mode: always on
-    /// demand).
-    var loopLoadingStore: LoopLoadingStore?
-    /// The store, when some lists are replicas of another node's (cluster mode;
-    /// `Server+Replicas.swift`).
-    var replicatingStore: ReplicatingStore?
     /// Writes forwarded to the owners of replica lists, until answered.
     var forwardedWrites = ForwardedWrites()
     /// The tag of the next write another node forwards here (negative: a connection's
     /// tag is its positive ID); the write waits in its list's ``ListHost/remoteWrites``.
     var nextRemoteTag = -1
-    /// The workers that read cold lists.
-    let listLoader = ListLoader()
     /// Loop time of the last idle scan, and of the last sample of the list gauges.
     var lastIdleScan: UInt64 = 0
     var lastListSample: UInt64 = 0
@@ -131,11 +121,9 @@ public final class Server {
     /// `STATUS=` lines in systemd); optional.
     public var onStatusChange: (() -> Void)?
 
-    /// Where committed batches go (docs/STORAGE.md), behind its protocol.
-    public let store: DirectorStore
-    /// The store when it commits later than its append returns (cluster mode), else
-    /// `nil`: then ``commitGate`` stays idle and frames go straight to connections.
-    let committingStore: CommittingStore?
+    /// How batches are stored and lists come back, decided once at init
+    /// (``StorageMode``: appending, on demand, committing later, or cluster).
+    let storage: StorageMode
     /// The frames of batches whose asynchronous commit has not returned
     /// (docs/ARCHITECTURE.md, "Storage", rule 7).
     var commitGate = CommitGate<Int, [UInt8]>()
@@ -156,17 +144,26 @@ public final class Server {
     ///
     /// `clock` (monotonic nanoseconds) times the flush's slices and the seals' pacing;
     /// tests may drive it.
-    public init(configuration: ServerConfiguration, loop: EventLoop, logger: Logger, store: DirectorStore? = nil,
+    public init(configuration: ServerConfiguration, loop: EventLoop, logger: Logger, store: ListStore? = nil,
                 clock: @escaping () -> UInt64 = MonotonicClock.nanoseconds) {
         self.configuration = configuration
         self.outbox = Outbox(budgets: configuration.flushBudgets, clock: clock)
         self.loop = loop
         self.logger = logger
         self.encoder = FrameEncoder(configuration: configuration.frameCompression)
-        let store = store ?? configuration.makeStore(loop: loop, logger: logger)
-        self.store = store
-        self.committingStore = store as? CommittingStore
+        self.storage = StorageMode(store: store ?? configuration.makeStore(loop: loop, logger: logger), configuration: configuration)
     }
+
+    /// Where committed batches go (docs/STORAGE.md), behind its protocol.
+    public var store: ListStore { storage.store }
+    /// The store when it commits later (a committing store, cluster mode), else `nil`:
+    /// then ``commitGate`` stays idle and frames go straight to connections.
+    var committingStore: CommittingStore? { storage.committing }
+    /// The store when lists load on demand, on workers (`lists.on_demand`).
+    var onDemandStore: OnDemandStore? { storage.onDemand?.store }
+    /// The cluster node (cluster mode): replicas, forwarded writes, take-overs
+    /// (`Server+Replicas.swift`).
+    var clusterNode: ClusterNode? { storage.node }
 
     // MARK: The registries
 
@@ -212,6 +209,11 @@ public final class Server {
 // MARK: The outbox's state under the names the end of the turn's tests use
 
 extension Server {
+    /// The server's counters (``ServerEvents/statistics``).
+    public var statistics: ServerStatistics { events.statistics }
+    /// The swift-metrics handles, for the gauges the sweep samples.
+    var metrics: ServerMetrics { events.metrics }
+
     /// Lists with mutations queued this turn (``Outbox/dirtyLists``).
     var dirtyLists: Set<String> {
         get { outbox.dirtyLists }

@@ -4,29 +4,23 @@ import FlowSyncPostgres
 import FlowSyncProtocol
 import Logging
 
-/// A store that loads lists on the loop thread, asynchronously, one at a time on first
-/// use (cluster mode: a claim, then the log read from PostgreSQL).
-public protocol LoopLoadingStore: DirectorStore {
-    /// Loads `name` for this node; `completion` runs once on the loop thread with the
-    /// list, `nil` when the store holds nothing under that name and `create` is false,
-    /// or an error (the list is refused now and tried again at its next use).
-    func load(_ name: String, create: Bool, completion: @escaping (Result<RecoveredList?, StoreError>) -> Void)
-
-    /// Set by the server: called on the loop thread when the store fails for good
-    /// (PostgreSQL unreachable for longer than the lease). The server takes the
-    /// storage-failure path.
-    var onFailure: ((StoreError) -> Void)? { get set }
-}
-
-/// Cluster mode's store on PostgreSQL (`[cluster]`, docs/CLUSTER.md), over
-/// ``ClusterLog``: a node claims a list when it is first used and appends its batches
-/// with the fence; a batch commits when its append returns. Loop-confined.
+/// Cluster mode's node on PostgreSQL (`[cluster]`, docs/CLUSTER.md), over
+/// ``ClusterLog``: the store half commits and loads (``CommittingStore``,
+/// ``LoopLoadingStore``; `ClusterStore+Commit.swift`), the node half follows replicas,
+/// forwards writes and takes lists over (``ClusterNode``; `ClusterStore+Node.swift`).
+/// This file holds the connection and the lease. Loop-confined.
+///
+/// Each list's ownership is one pure machine (``ListOwnership``: unowned → claiming →
+/// owned(term) → fenced; replica → takingOver → owned) in one table (``lists``);
+/// PostgreSQL's fence (one conditional statement, ``ClusterLog``) stays the truth.
 ///
 /// - **Lease.** At open, and then every third of `lease_ms`, the node renews its lease
 ///   on PostgreSQL's clock. A claim works only while it is alive.
 /// - **Load** (``load(_:create:completion:)``): `claim` (the next term, if nobody else
-///   holds a live lease on the list), then the list's batches at its epoch, replayed
-///   from version 0 — the record bodies are the Diff frames the file store writes.
+///   holds a live lease on the list and placement prefers this node for a free one),
+///   then the list's newest snapshot and the batches after it at its epoch — the record
+///   bodies are the Diff frames the file store writes. A list owned elsewhere is
+///   followed as a replica instead.
 /// - **Commit** (``submit(_:completion:)``): the fenced append. `appended` is
 ///   ``CommitOutcome/committed``; zero rows (another node claimed the list, or the
 ///   version is not next) is ``CommitOutcome/fenced``: the list is no longer this
@@ -37,10 +31,9 @@ public protocol LoopLoadingStore: DirectorStore {
 ///   term, is committed; anything else is fenced. Statements asked for meanwhile wait
 ///   for the new connection.
 ///
-/// Not built yet (docs/CLUSTER.md): snapshots in PostgreSQL (a load replays the whole
-/// log of the epoch, and ``compact(_:)`` keeps nothing), new epochs, unloading idle
-/// lists (releasing them), replicas and forwarding.
-public final class ClusterStore: CommittingStore, ReplicatingStore {
+/// Not built (docs/CLUSTER.md, "Not built yet"): new epochs (``startEpoch(_:)``
+/// refuses), rebalancing running lists, peer links.
+public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode {
     /// What `[cluster]` configures.
     public struct Options: Sendable, Hashable {
         public var conninfo: String
@@ -62,7 +55,7 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
         }
     }
 
-    private enum State {
+    enum State {
         /// Opening or reopening the connection; the work waits.
         case connecting(since: UInt64)
         case ready(ClusterLog)
@@ -80,7 +73,7 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
     public let options: Options
     let loop: EventLoop
     let logger: Logger
-    private var state: State
+    private(set) var state: State
     /// The log while a connection is up, else `nil` (for `ClusterStore+Replicas`).
     var readyLog: ClusterLog? {
         if case .ready(let log) = state { return log }
@@ -89,27 +82,10 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
     /// Work that waits for a connection, in order.
     private var waiting: [(ClusterLog) -> Void] = []
     var unresolved: [Unresolved] = []
-    /// The lists this node owns, at the term it claimed them with, and their last
-    /// committed version.
-    var owned: [String: ClusterLog.Ownership] = [:]
-    /// A list this node follows as a replica: the owner's epoch, the last version
-    /// delivered, and whether a read of newer batches is in flight (`again`: notified
-    /// meanwhile, read once more after it).
-    struct Replica {
-        var epoch: Int64
-        var head: Int64
-        var fetching = false
-        var again = false
-    }
-    var replicas: [String: Replica] = [:]
-    /// Per owned list: batches and bytes appended since its newest snapshot in
-    /// PostgreSQL (what makes the next one due), and whether one is being written.
-    struct SinceSnapshot {
-        var batches = 0
-        var bytes = 0
-        var writing = false
-    }
-    var sinceSnapshot: [String: SinceSnapshot] = [:]
+    /// Every list this node claims, owns (at its term, with its head and the batches
+    /// since its snapshot) or follows as a replica: one ownership machine each
+    /// (``ListOwnership``).
+    var lists = ClusterLists()
     /// The nodes with a live lease at the last look (every lease renewal): placement's
     /// candidates. Always holds this node.
     var liveNodes: Set<String> = []
@@ -138,9 +114,9 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
     }
 
     /// The lists this node owns now (for tests and stats).
-    public var ownedLists: [String: ClusterLog.Ownership] { owned }
+    public var ownedLists: [String: ClusterLog.Ownership] { lists.owned }
 
-    // MARK: DirectorStore
+    // MARK: ListStore
 
     /// Reads nothing (every list loads on first use): starts connecting, creates the
     /// tables if missing, takes the lease and starts renewing it.
@@ -151,23 +127,14 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
         return RecoveryReport()
     }
 
-    /// Not used: the server appends through ``submit(_:completion:)``.
-    public func append(_ batch: StoredBatch) throws(StoreError) -> Bool {
-        preconditionFailure("Internal inconsistency in ClusterStore: append(_:) called; a CommittingStore is appended through submit")
-    }
-
-    public var hasUnsyncedWrites: Bool { false }
-
-    /// Nothing to do: a batch is durable when its append returns.
-    public func sync() throws(StoreError) {}
-
     /// Encodes and stores a snapshot (the server hands this store encoded snapshots
     /// built off the loop instead: ``compact(list:at:encoded:)``).
     public func compact(_ snapshot: StoredSnapshot) throws(StoreError) {
         compact(list: snapshot.listName, at: snapshot.position, encoded: StoreFormat.encode(snapshot, encoder: encoder))
     }
 
-    /// Refused: a new epoch in cluster mode is not built yet.
+    /// Refused: a new epoch in cluster mode is not built yet (a list loaded from
+    /// PostgreSQL never needs one: its log is the truth).
     public func startEpoch(_ snapshot: StoredSnapshot) throws(StoreError) {
         throw .unusable("cluster mode cannot start a new epoch of \"\(snapshot.listName)\" yet")
     }
@@ -332,178 +299,5 @@ public final class ClusterStore: CommittingStore, ReplicatingStore {
         case .connecting: waiting.append(job)
         case .closed: break
         }
-    }
-
-    // MARK: Loading
-
-    public func load(_ name: String, create: Bool, completion: @escaping (Result<RecoveredList?, StoreError>) -> Void) {
-        withLog { [weak self] log in
-            guard let self else { return }
-            if create {
-                claim(name, log, completion)
-                return
-            }
-            log.head(list: name) { [weak self] result in
-                guard let self else { return }
-                switch result {
-                case .failure(let error): completion(.failure(.unusable("PostgreSQL: reading list \"\(name)\": \(error)")))
-                case .success(nil): completion(.success(nil))
-                case .success: withLog { [weak self] log in self?.claim(name, log, completion) }
-                }
-            }
-        }
-    }
-
-    private func claim(_ name: String, _ log: ClusterLog, _ completion: @escaping (Result<RecoveredList?, StoreError>) -> Void) {
-        // A new list's epoch: random, as a single node's, within PostgreSQL's bigint.
-        let epoch = Int64.random(in: 1...Int64.max)
-        // A free list (new, released, or its owner's lease lapsed) is taken only by its
-        // preferred owner (placement); a list this node owns is always taken back.
-        log.claim(list: name, epoch: epoch, takeFree: isPreferredOwner(of: name)) { [weak self] result in
-            guard let self else { return }
-            switch result {
-            case .failure(let error):
-                completion(.failure(.unusable("PostgreSQL: claiming list \"\(name)\": \(error)")))
-            case .success(nil):
-                // Another live node owns it, or placement prefers another node for a
-                // free list: follow it as a replica.
-                loadReplica(name, log, completion)
-            case .success(let ownership?):
-                log.load(list: name, epoch: ownership.epoch) { [weak self] result in
-                    guard let self else { return }
-                    switch result {
-                    case .failure(let error):
-                        completion(.failure(.unusable("PostgreSQL: reading the log of \"\(name)\": \(error)")))
-                    case .success(let stored):
-                        let loaded = rebuild(name, ownership, stored)
-                        completion(loaded)
-                        // Writes forwarded to the list while it had no live owner.
-                        if case .success = loaded { takeInbox(name, log) }
-                    }
-                }
-            }
-        }
-    }
-
-    /// Replays what a load read (the newest snapshot, then the batches after it) into
-    /// the list; this node owns it from now on.
-    private func rebuild(_ name: String, _ ownership: ClusterLog.Ownership, _ stored: ClusterLog.Stored) -> Result<RecoveredList?, StoreError> {
-        let path = "postgres:fs_batches/\(name)"
-        let rebuilt: (sequencer: Sequencer, head: Int64, snapshotVersion: Int64)
-        do throws(StoreError) {
-            rebuilt = try rebuildList(name, epoch: ownership.epoch, stored)
-        } catch {
-            return .failure(error)
-        }
-        guard rebuilt.head == ownership.head else {
-            return .failure(.corrupt(path, offset: 0, "head is \(ownership.head) but the log ends at \(rebuilt.head)"))
-        }
-        owned[name] = ownership
-        let batches = stored.batches
-        sinceSnapshot[name] = SinceSnapshot(batches: batches.count, bytes: batches.reduce(0) { $0 + $1.body.count })
-        logger.debug("cluster: list claimed", metadata: ["flowsync.list": "\(name)", "term": "\(ownership.term)", "head": "\(ownership.head)",
-                                                         "snapshot": "\(rebuilt.snapshotVersion)", "replayed": "\(batches.count)"])
-        return .success(RecoveredList(name: name, sequencer: rebuilt.sequencer))
-    }
-
-    /// The list at `epoch` from its newest snapshot (or version 0) and the batches after
-    /// it, each checked to be the next Diff; its head is the last version replayed.
-    func rebuildList(_ name: String, epoch: Int64, _ stored: ClusterLog.Stored) throws(StoreError) -> (sequencer: Sequencer, head: Int64, snapshotVersion: Int64) {
-        let path = "postgres:fs_snapshots/\(name)"
-        var rebuilder: ListRebuilder
-        var from: Int64 = 0
-        if let snapshot = stored.snapshot {
-            let decoded: StoredSnapshot
-            do { decoded = try StoreFormat.decodeSnapshot(snapshot.body) } catch {
-                throw .corrupt(path, offset: Int(snapshot.version), "snapshot \(snapshot.version): \(error)")
-            }
-            guard decoded.listName == name, decoded.position == ListVersion(epoch: UInt64(epoch), version: UInt64(snapshot.version)) else {
-                throw .corrupt(path, offset: Int(snapshot.version), "snapshot \(snapshot.version) is of \"\(decoded.listName)\" at \(decoded.position)")
-            }
-            do { rebuilder = try ListRebuilder(snapshot: decoded, options: recoveryOptions) } catch {
-                throw .corrupt(path, offset: Int(snapshot.version), "\(error)")
-            }
-            from = snapshot.version
-        } else {
-            rebuilder = ListRebuilder(epoch: UInt64(epoch), options: recoveryOptions)
-        }
-        for batch in try decode(name, epoch: epoch, after: from, stored.batches) {
-            do { try rebuilder.replay(batch.commit) } catch {
-                throw .corrupt("postgres:fs_batches/\(name)", offset: Int(batch.commit.to.version), "\(error)")
-            }
-        }
-        return (rebuilder.sequencer, from + Int64(stored.batches.count), from)
-    }
-
-    // MARK: Committing
-
-    public func submit(_ batch: StoredBatch, completion: @escaping (CommitOutcome) -> Void) {
-        let name = batch.listName
-        guard let ownership = owned[name], batch.commit.to.epoch == UInt64(ownership.epoch) else {
-            completion(.fenced)
-            return
-        }
-        let commit = batch.commit
-        let body = batch.encodedDiff ?? encoder.encode(.diff(Diff(listName: name, epoch: commit.to.epoch, fromVersion: commit.from.version,
-                                                                  toVersion: commit.to.version, digest: commit.digest, changeset: commit.changeset,
-                                                                  mutations: commit.mutations)))
-        let version = Int64(commit.to.version)
-        withLog { [weak self] log in
-            log.append(list: name, ownership: ownership, version: version, body: body) { [weak self] result in
-                guard let self else { return }
-                switch result {
-                case .success(.appended):
-                    if owned[name]?.term == ownership.term {
-                        owned[name]?.head = version
-                        sinceSnapshot[name, default: SinceSnapshot()].batches += 1
-                        sinceSnapshot[name, default: SinceSnapshot()].bytes += body.count
-                    }
-                    completion(.committed)
-                case .success(.fenced):
-                    lose(name, term: ownership.term, "the append was fenced: another node owns the list")
-                    completion(.fenced)
-                case .failure(let error) where error.outcomeUnknown:
-                    let append = Unresolved(list: name, ownership: ownership, version: version, completion: completion)
-                    if case .ready(let current) = state, current !== log {
-                        resolve(append, with: current)
-                    } else {
-                        unresolved.append(append)
-                    }
-                case .failure(let error):
-                    completion(.failed(.unusable("PostgreSQL: appending to \"\(name)\" failed: \(error)")))
-                }
-            }
-        }
-    }
-
-    /// Reads the list's row back to learn whether an append committed.
-    private func resolve(_ append: Unresolved, with log: ClusterLog) {
-        log.head(list: append.list) { [weak self] result in
-            guard let self else { return }
-            switch result {
-            case .success(let row?) where row.owner == options.node && row.term == append.ownership.term
-                && row.epoch == append.ownership.epoch && row.head >= append.version:
-                if let current = owned[append.list], current.term == append.ownership.term {
-                    owned[append.list]?.head = max(current.head, append.version)
-                }
-                append.completion(.committed)
-            case .success:
-                lose(append.list, term: append.ownership.term, "an append cut off by the lost connection did not commit")
-                append.completion(.fenced)
-            case .failure(let error) where error.outcomeUnknown:
-                unresolved.append(append)
-            case .failure(let error):
-                append.completion(.failed(.unusable("PostgreSQL: reading back \"\(append.list)\" failed: \(error)")))
-            }
-        }
-    }
-
-    /// This node no longer serves the list at `term` (a later claim of its own keeps
-    /// it): the server drops it, and its next use claims and reads it again.
-    private func lose(_ name: String, term: Int64, _ reason: String) {
-        guard owned[name]?.term == term else { return }
-        owned[name] = nil
-        sinceSnapshot[name] = nil
-        logger.warning("cluster: list fenced", metadata: ["flowsync.list": "\(name)", "term": "\(term)", "reason": "\(reason)"])
     }
 }
