@@ -10,6 +10,17 @@ import FlowSyncProtocol
 /// libuv's `uv_async`).
 extension Server {
     /// A backup in progress (one at a time: a second could only compete for the disk).
+    /// The backups of this server: the one being written, and how it reads lists on
+    /// disk.
+    struct Backups {
+        /// The backup being written off the loop, if any.
+        var inFlight: BackupInFlight?
+        /// Lists a backup reads from disk per worker job, with lists on demand: what it
+        /// holds in memory at once, and the longest a load of one of them waits. Tests
+        /// make it small to interleave more loads with the reads.
+        var chunkSize = 256
+    }
+
     struct BackupInFlight {
         var directory: String
         var startedAt: UInt64
@@ -74,7 +85,7 @@ extension Server {
         if storage.cluster != nil {
             return refuse(.backupRefused, "cluster mode: the lists live in PostgreSQL, and this node holds only those it owns; back up the database instead (pg_basebackup or pg_dump, docs/CLUSTER.md)")
         }
-        if let running = backupInFlight { return refuse(.overloaded, "a backup is already running (into \(running.directory)); try again when it has finished") }
+        if let running = backups.inFlight { return refuse(.overloaded, "a backup is already running (into \(running.directory)); try again when it has finished") }
         let dataDirectory = configuration.storageEngine == .file ? configuration.dataDirectory : nil
         if let reason = StoreBackup.refusal(of: directory, dataDirectory: dataDirectory, io: io) { return refuse(.backupRefused, reason) }
 
@@ -95,7 +106,7 @@ extension Server {
             for name in lists.loadingNames { backup.names[store.storageKey(for: name)] = name }
             listKeys = store.storedListKeys()
         }
-        backupInFlight = backup
+        backups.inFlight = backup
         let keyLister = listKeys
         let alreadyTaken = takenKeys
         logger.notice("backup started", metadata: ["directory": "\(directory)", "lists loaded": "\(taken.count)", "on demand": "\(onDemandStore != nil)"])
@@ -105,8 +116,10 @@ extension Server {
             return (written, try keyLister().get().filter { !alreadyTaken.contains($0) })
         }, then: { [weak self] written, keys in
             guard let self else { return }
-            backupInFlight?.written.add(written)
-            if onDemandStore != nil { backupInFlight?.plan = BackupPlan(keys: keys, chunkSize: backupChunkSize) }
+            backups.inFlight?.written.add(written)
+            // Read before the optional chain starts modifying `backups` (exclusivity).
+            let chunkSize = backups.chunkSize
+            if onDemandStore != nil { backups.inFlight?.plan = BackupPlan(keys: keys, chunkSize: chunkSize) }
             continueBackup()
         })
     }
@@ -114,7 +127,7 @@ extension Server {
     /// Takes the next chunk of stored lists, or finishes. Runs on the loop whenever the
     /// backup may go on: after each write, and after a load while it waits for loads.
     func continueBackup() {
-        guard var backup = backupInFlight, !backup.writing else { return }
+        guard var backup = backups.inFlight, !backup.writing else { return }
         if let failure = storageFailure { return failBackup(failure) }
         // A shutdown that began meanwhile waits for the backup to finish: each write
         // starts before the previous one's completion returns, so the offload count
@@ -126,10 +139,10 @@ extension Server {
             return lists.isLoading(name) ? .loading : .disk
         }
         backup.plan = plan
-        backupInFlight = backup
+        backups.inFlight = backup
         switch step {
         case .finished:
-            backupInFlight?.plan = nil
+            backups.inFlight?.plan = nil
             writeBackupManifest()
         case .waitForLoads:
             // listLoaded() calls continueBackup() again.
@@ -148,7 +161,7 @@ extension Server {
                 return try StoreBackup.writeLists(taken, into: directory, io: io)
             }, then: { [weak self] written in
                 guard let self else { return }
-                backupInFlight?.written.add(written)
+                backups.inFlight?.written.add(written)
                 continueBackup()
             })
         }
@@ -156,14 +169,14 @@ extension Server {
 
     /// Writes the manifest: the backup is complete when it is durable.
     private func writeBackupManifest() {
-        guard let backup = backupInFlight else { return }
+        guard let backup = backups.inFlight else { return }
         let written = backup.written
         let directory = backup.directory
         let io = backup.io
         runBackupWrite(work: { () throws(StoreError) -> StoreBackup.Summary in
             try StoreBackup.finish(written, in: directory, io: io)
         }, then: { [weak self] summary in
-            guard let self, let backup = backupInFlight else { return }
+            guard let self, let backup = backups.inFlight else { return }
             let milliseconds = (MonotonicClock.nanoseconds() - backup.startedAt) / 1_000_000
             logger.notice("backup written", metadata: ["directory": "\(directory)", "lists": "\(summary.lists)", "bytes": "\(summary.bytes)", "ms": "\(milliseconds)"])
             endBackup(BackupReply(requestID: 0, failure: nil, message: "backup of \(summary.lists) lists written to \(directory) in \(milliseconds) ms",
@@ -177,15 +190,15 @@ extension Server {
     /// any offloaded work, so a shutdown waits for it.
     private func runBackupWrite<Output: Sendable>(work: @escaping @Sendable () throws(StoreError) -> Output,
                                                   then: @escaping (Output) -> Void) {
-        backupInFlight?.writing = true
+        backups.inFlight?.writing = true
         offloadsOutstanding += 1
         loop.offload(work: { () -> Result<Output, StoreError> in
             do throws(StoreError) { return .success(try work()) } catch { return .failure(error) }
         }, then: { [weak self] result in
             guard let self else { return }
             offloadsOutstanding -= 1
-            backupInFlight?.writing = false
-            backupInFlight?.plan?.chunkTaken()
+            backups.inFlight?.writing = false
+            backups.inFlight?.plan?.chunkTaken()
             releaseLoadsBlockedByBackup()
             switch result {
             case .success(let output): then(output)
@@ -196,7 +209,7 @@ extension Server {
     }
 
     private func failBackup(_ error: StoreError) {
-        guard let backup = backupInFlight else { return }
+        guard let backup = backups.inFlight else { return }
         // The live store is untouched: a failed backup is the backup's problem only.
         logger.error("backup failed", metadata: ["directory": "\(backup.directory)", "error": "\(error)"])
         endBackup(BackupReply(requestID: 0, failure: .backupRefused,
@@ -205,36 +218,36 @@ extension Server {
 
     /// The backup is over: every load it held goes on, and the answer goes out.
     private func endBackup(_ reply: BackupReply) {
-        guard let backup = backupInFlight else { return }
+        guard let backup = backups.inFlight else { return }
         releaseLoadsBlockedByBackup()
-        backupInFlight = nil
+        backups.inFlight = nil
         backup.completion(reply)
     }
 
     /// Whether a load of `name` must wait for the backup's read of it; remembers the
     /// list's key either way (it is in memory from now on, as far as the plan knows).
     func backupHoldsLoad(of name: String) -> Bool {
-        guard backupInFlight != nil, let store = onDemandStore else { return false }
+        guard backups.inFlight != nil, let store = onDemandStore else { return false }
         let key = store.storageKey(for: name)
-        backupInFlight?.names[key] = name
-        guard backupInFlight?.plan?.blocksLoad(ofKey: key) == true else { return false }
-        backupInFlight?.blockedLoads.append(name)
+        backups.inFlight?.names[key] = name
+        guard backups.inFlight?.plan?.blocksLoad(ofKey: key) == true else { return false }
+        backups.inFlight?.blockedLoads.append(name)
         events.loadHeldByBackup()
         return true
     }
 
     /// A load of `name` has finished: a backup waiting for loads may go on.
     func backupSawLoad() {
-        guard let backup = backupInFlight, !backup.writing, backup.plan != nil else { return }
+        guard let backup = backups.inFlight, !backup.writing, backup.plan != nil else { return }
         continueBackup()
     }
 
     private func releaseLoadsBlockedByBackup() {
-        guard let names = backupInFlight?.blockedLoads, !names.isEmpty else { return }
-        backupInFlight?.blockedLoads = []
+        guard let names = backups.inFlight?.blockedLoads, !names.isEmpty else { return }
+        backups.inFlight?.blockedLoads = []
         for name in names { runBlockedLoad(name) }
     }
 
     /// Whether a backup is being written (for tests and stats).
-    public var isBackupRunning: Bool { backupInFlight != nil }
+    public var isBackupRunning: Bool { backups.inFlight != nil }
 }

@@ -192,10 +192,10 @@ extension Server {
         outbox.retire(connection)
         connections.removeValue(forKey: connection.id)
         connection.isForgotten = true
-        if !commitGate.isIdle { commitGate.forget(connection.id) }
+        if !commits.gate.isIdle { commits.gate.forget(connection.id) }
         pendingHandshakes.remove(connection.id)
         laggingConnections.remove(connection.id)
-        if !forwardedWrites.isEmpty { forwardedWrites.connectionClosed(connection.id) }
+        if !relay.forwarded.isEmpty { relay.forwarded.connectionClosed(connection.id) }
         for name in leaving { leave(name, connection) }
         let reason = connection.machine.closing?.reason
         events.connectionClosed(open: connections.count, code: reason?.rawValue)
@@ -219,9 +219,9 @@ extension Server {
     func enqueue(_ frame: [UInt8], to connection: Connection, about list: String? = nil) {
         guard storageFailure == nil else { return }
         // A synchronous store leaves the gate idle: one check, no allocation.
-        if !commitGate.isIdle {
+        if !commits.gate.isIdle {
             guard !connection.isClosing else { return }
-            guard case .sendNow = commitGate.route(frame, to: connection.id, about: list) else { return }
+            guard case .sendNow = commits.gate.route(frame, to: connection.id, about: list) else { return }
         }
         enqueueNow(frame, to: connection)
     }
@@ -277,10 +277,10 @@ extension Server {
     /// shutdown grace.
     func sweepConnections() {
         let now = loop.now
-        if !forwardedWrites.isEmpty { takeOverOverdueLists(now: now) }
+        if !relay.forwarded.isEmpty { takeOverOverdueLists(now: now) }
         // The timer is due every 100 ms; anything later is time the loop spent elsewhere.
-        if lastSweep != 0 { metrics.loopLag.recordMilliseconds(Int64(now > lastSweep + 100 ? now - lastSweep - 100 : 0)) }
-        lastSweep = now
+        if housekeeping.lastSweep != 0 { metrics.loopLag.recordMilliseconds(Int64(now > housekeeping.lastSweep + 100 ? now - housekeeping.lastSweep - 100 : 0)) }
+        housekeeping.lastSweep = now
         var largest = 0
         let writeDeadline = UInt64(configuration.writeDeadlineMilliseconds)
         let shutdownDeadline = lifecycle.shutdownDeadline

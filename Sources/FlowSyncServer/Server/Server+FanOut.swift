@@ -74,7 +74,7 @@ extension Server {
                 // until the completion says committed. A completion that runs inside
                 // submit is carried out after it, here: nothing is routed yet, so the
                 // gate could neither hold nor drop this batch's frames.
-                let ticket = commitGate.begin(list: list.name)
+                let ticket = commits.gate.begin(list: list.name)
                 var inline: CommitOutcome?
                 var submitting = true
                 committingStore.submit(stored) { [weak self, weak list] outcome in
@@ -236,7 +236,8 @@ extension Server {
         let report = outbox.flush(now: loop.now, sliced: sliced) { connection, frames, bytes, error in
             finishFlush(of: connection, frames: frames, bytes: bytes, error: error)
         }
-        events.flushed(report, frames: statistics.framesSent - framesBefore, bytes: statistics.bytesSent - bytesBefore)
+        let (frames, bytes) = (statistics.framesSent - framesBefore, statistics.bytesSent - bytesBefore)
+        events.flushed(report, frames: frames, bytes: bytes)
     }
 
     /// After a connection's frames were handed to the socket (`error`: it is broken):

@@ -222,8 +222,8 @@ extension Server {
               !lifecycle.isShuttingDown else { return }
         let now = loop.now
         let idle = UInt64(configuration.idleUnloadMilliseconds)
-        guard now >= lastIdleScan + max(100, idle / 4) else { return }
-        lastIdleScan = now
+        guard now >= housekeeping.lastIdleScan + max(100, idle / 4) else { return }
+        housekeeping.lastIdleScan = now
         var unloaded = 0
         for list in lists.hosts where isUnloadable(list, now: now, idle: idle) {
             if let store = onDemandStore {
@@ -254,7 +254,7 @@ extension Server {
     /// write waiting for its owner.
     private func isUnloadable(_ list: ListHost, now: UInt64, idle: UInt64) -> Bool {
         list.isIdle(now: now, idleFor: idle,
-                    busyElsewhere: commitGate.hasPendingCommit(of: list.name) || forwardedWrites.hasWaiting(for: list.name))
+                    busyElsewhere: commits.gate.hasPendingCommit(of: list.name) || relay.forwarded.hasWaiting(for: list.name))
     }
 
     /// Every second, from the sweep: enforces `[history] total_max_bytes`, samples the
@@ -262,8 +262,8 @@ extension Server {
     /// on disk.
     func sampleListGauges() {
         let now = loop.now
-        guard now >= lastListSample + 1_000 else { return }
-        lastListSample = now
+        guard now >= housekeeping.lastListSample + 1_000 else { return }
+        housekeeping.lastListSample = now
         // One pass over the lists for both sums (O(lists loaded), once a second).
         var historyBytes = 0
         var subscriptions = 0
@@ -290,14 +290,14 @@ extension Server {
         }
         metrics.historyBytes.record(historyBytes)
         metrics.listsLoading.record(lists.loadingCount)
-        guard let (store, loader) = storage.onDemand, !countingStoredLists, !lifecycle.isShuttingDown else { return }
-        countingStoredLists = true
+        guard let (store, loader) = storage.onDemand, !housekeeping.countingStoredLists, !lifecycle.isShuttingDown else { return }
+        housekeeping.countingStoredLists = true
         offloadsOutstanding += 1
         loader.run(store.storedListCounter(), on: loop) { [weak self] count in
             guard let self else { return }
             offloadsOutstanding -= 1
-            countingStoredLists = false
-            storedListCount = count
+            housekeeping.countingStoredLists = false
+            housekeeping.storedListCount = count
             metrics.listsStored.record(count)
             finishShutdownIfDone()
         }

@@ -55,13 +55,13 @@ extension Server {
             events.batchReplicated()
             fanOut(ListHost.SealedBatch(commit: batch.commit, frame: batch.frame), of: list)
         }
-        carryOut(forwardedWrites.replicaAdvanced(name, to: list.position))
+        carryOut(relay.forwarded.replicaAdvanced(name, to: list.position))
     }
 
     // MARK: Writes on a replica (this node forwards)
 
     func forward(_ mutate: Mutate, from connection: Connection, to store: ClusterNode) {
-        forwardedWrites.forwarded(mutate, connection: connection.id, now: loop.now)
+        relay.forwarded.forwarded(mutate, connection: connection.id, now: loop.now)
         events.mutationForwarded()
         store.forward(mutate)
     }
@@ -70,7 +70,7 @@ extension Server {
     private func answered(_ answers: [WriteAnswer]) {
         for answer in answers {
             let key = ForwardedWrites.Key(list: answer.list, clientID: answer.clientID, seq: answer.seq)
-            carryOut(forwardedWrites.answered(key, result: answer.result, replica: lists[answer.list]?.position))
+            carryOut(relay.forwarded.answered(key, result: answer.result, replica: lists[answer.list]?.position))
         }
     }
 
@@ -98,9 +98,9 @@ extension Server {
     func takeOverOverdueLists(now: UInt64) {
         guard let store = clusterNode, storageFailure == nil, !lifecycle.isShuttingDown else { return }
         let deadline = UInt64(store.forwardDeadlineMilliseconds)
-        for name in forwardedWrites.overdue(now: now, after: deadline) where lists[name]?.takingOver != true {
+        for name in relay.forwarded.overdue(now: now, after: deadline) where lists[name]?.takingOver != true {
             // The next try in 250 ms, unless this one succeeds.
-            forwardedWrites.retried(name, now: now - deadline + min(deadline, 250))
+            relay.forwarded.retried(name, now: now - deadline + min(deadline, 250))
             tryTakeOver(name, forwardAgain: now >= (lists[name]?.lastForwardedAgain ?? 0) + deadline)
         }
     }
@@ -132,7 +132,7 @@ extension Server {
             case .ownedElsewhere:
                 guard forwardAgain else { return }
                 list?.lastForwardedAgain = loop.now
-                for pending in forwardedWrites.waiting(of: name) { store.forward(pending.mutate) }
+                for pending in relay.forwarded.waiting(of: name) { store.forward(pending.mutate) }
             case .failed(let error):
                 logger.warning("cluster: taking over a list failed", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
             }
@@ -142,7 +142,7 @@ extension Server {
     /// This node owns `name` now: its forwarded writes are sequenced here.
     private func resubmitForwarded(_ name: String) {
         guard let list = lists[name], clusterNode?.isReplica(name) == false else { return }
-        let taken = forwardedWrites.takeAll(list: name)
+        let taken = relay.forwarded.takeAll(list: name)
         carryOut(taken.acks)
         for pending in taken.resubmit {
             guard let connection = connections[pending.connection], !connection.isClosing else { continue }
@@ -162,8 +162,7 @@ extension Server {
         }
         list.lastActive = loop.now
         for write in writes {
-            let tag = nextRemoteTag
-            nextRemoteTag = nextRemoteTag == Int.min ? -1 : nextRemoteTag - 1
+            let tag = relay.remoteTag()
             list.remoteWrites[tag] = write
             let mutate = write.mutate
             list.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: tag,

@@ -66,18 +66,18 @@ extension Server {
     func commitCompleted(_ ticket: CommitGate<Int, [UInt8]>.Ticket, _ outcome: CommitOutcome, of list: ListHost?) {
         switch outcome {
         case .committed:
-            release(commitGate.complete(ticket, .committed))
+            release(commits.gate.complete(ticket, .committed))
         case .fenced:
-            let completion = commitGate.complete(ticket, .failed)
+            let completion = commits.gate.complete(ticket, .failed)
             release(completion)
             listLost(list, closing: completion.dropped)
         case .failed(let error):
-            _ = commitGate.complete(ticket, .failed)
+            _ = commits.gate.complete(ticket, .failed)
             storageFailed(error)
         }
         // A shutdown may have been waiting for this commit.
-        if closesAfterCommits && commitGate.pendingCount == 0 && storageFailure == nil {
-            closesAfterCommits = false
+        if commits.closeConnectionsWhenDrained && commits.gate.pendingCount == 0 && storageFailure == nil {
+            commits.closeConnectionsWhenDrained = false
             closeConnectionsForShutdown()
         }
         finishShutdownIfDone()
@@ -126,7 +126,7 @@ extension Server {
         logger.critical("storage failed; no further acknowledgement will be sent", metadata: ["error": "\(error)"])
         // No flush runs after a failure (Outbox, lifetime rule 3).
         outbox.discardAll()
-        commitGate.dropHeldFrames()
+        commits.gate.dropHeldFrames()
         for connection in connections.values { connection.discardPending() }
         onFatalStorageError?(error)
     }
@@ -135,8 +135,8 @@ extension Server {
     /// once.
     func closeEverythingAfterStorageFailure() {
         guard lifecycle.closeAfterFailure() else { return }
-        listener?.close()
-        listener = nil
+        handles.listener?.close()
+        handles.listener = nil
         for connection in Array(connections.values) { peerEnded(connection, nil) }
     }
 }

@@ -52,17 +52,11 @@ public final class Server {
 
     // MARK: Handles (closed at the end of a shutdown)
 
-    var listener: TCPListener?
-    /// The Unix-domain listener (`server.unix_socket`), when configured.
-    var unixListener: UnixListener?
-    /// The check hook: the end of every loop turn (``endOfTurn()``).
-    var hook: LoopHook?
-    /// Every 100 ms: deadlines and the shutdown's grace period.
-    var sweep: LoopTimer?
-    /// The `fsync = "interval"` timer.
-    var syncTimer: LoopTimer?
-    /// Loop time of the previous sweep (loop lag is measured against it).
-    var lastSweep: UInt64 = 0
+    /// The listeners, the end-of-turn hook and the timers (``ServerHandles``).
+    var handles = ServerHandles()
+    /// What the sweep remembers between runs (``Housekeeping``).
+    var housekeeping = Housekeeping()
+
 
     // MARK: Connections
 
@@ -94,26 +88,11 @@ public final class Server {
     /// compactions. A shutdown completes only at 0 — the completions touch the server
     /// and the store, which must still be open.
     var offloadsOutstanding = 0
-    // MARK: Lists on demand (Server+Loading.swift)
-
-    /// Writes forwarded to the owners of replica lists, until answered.
-    var forwardedWrites = ForwardedWrites()
-    /// The tag of the next write another node forwards here (negative: a connection's
-    /// tag is its positive ID); the write waits in its list's ``ListHost/remoteWrites``.
-    var nextRemoteTag = -1
-    /// Loop time of the last idle scan, and of the last sample of the list gauges.
-    var lastIdleScan: UInt64 = 0
-    var lastListSample: UInt64 = 0
-    /// A count of the stored lists is running on a worker.
-    var countingStoredLists = false
-    /// The stored lists at the last count (on demand; -1 before the first).
-    var storedListCount = -1
+    /// Writes that cross nodes in cluster mode (``ClusterRelay``).
+    var relay = ClusterRelay()
     /// The backup being written off the loop, if any (`Server+Backup.swift`).
-    var backupInFlight: BackupInFlight?
-    /// Lists a backup reads from disk per worker job, with lists on demand: what it
-    /// holds in memory at once, and the longest a load of one of them waits. Tests make
-    /// it small to interleave more loads with the reads.
-    var backupChunkSize = 256
+    var backups = Backups()
+
     /// The next ``PendingFrame`` ID.
     var nextPendingFrameID: UInt64 = 1
 
@@ -124,12 +103,9 @@ public final class Server {
     /// How batches are stored and lists come back, decided once at init
     /// (``StorageMode``: appending, on demand, committing later, or cluster).
     let storage: StorageMode
-    /// The frames of batches whose asynchronous commit has not returned
-    /// (docs/ARCHITECTURE.md, "Storage", rule 7).
-    var commitGate = CommitGate<Int, [UInt8]>()
-    /// A graceful shutdown waits for pending commits before it closes the connections,
-    /// so the frames of the last batches are not dropped.
-    var closesAfterCommits = false
+    /// Batches whose asynchronous commit has not returned, and their frames
+    /// (``PendingCommits``).
+    var commits = PendingCommits()
     /// Set once the store failed a write or an fsync: from then on nothing is sent.
     public var storageFailure: StoreError? { lifecycle.storageFailure }
     /// Called once, on the loop thread, when the store fails a write or an fsync. The
@@ -209,6 +185,18 @@ public final class Server {
 // MARK: The outbox's state under the names the end of the turn's tests use
 
 extension Server {
+    /// The commit gate (``PendingCommits/gate``).
+    var commitGate: CommitGate<Int, [UInt8]> {
+        get { commits.gate }
+        _modify { yield &commits.gate }
+    }
+
+    /// Lists a backup reads from disk per worker job (``Backups/chunkSize``).
+    var backupChunkSize: Int {
+        get { backups.chunkSize }
+        set { backups.chunkSize = newValue }
+    }
+
     /// The server's counters (``ServerEvents/statistics``).
     public var statistics: ServerStatistics { events.statistics }
     /// The swift-metrics handles, for the gauges the sweep samples.
