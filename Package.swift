@@ -106,11 +106,15 @@ let package = Package(
         ),
 
         // MARK: The daemon
+        // The io_uring send ring (`[server] write_path`): sockets and buffers, nothing of
+        // lists; the only Swift module over CURing.
+        .target(name: "FlowSyncRing", dependencies: ["CURing", "FlowSyncLoop"]),
+        .testTarget(name: "FlowSyncRingTests", dependencies: ["FlowSyncRing"]),
         .target(
             name: "FlowSyncServer",
             dependencies: [
                 // FlowSyncPostgres: cluster mode's store (ClusterStore, issue #18).
-                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncPostgres", "CURing",
+                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncPostgres", "FlowSyncRing",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
@@ -177,9 +181,15 @@ let package = Package(
         ),
 
         // MARK: Test support and tests
+        // The pure half (seeded generators, the UIKit batch simulator, offThePool,
+        // Shared): the core's tests build without the server, libpq or liburing.
+        .target(name: "FlowSyncCoreTestSupport", dependencies: ["FlowSyncCore"]),
+        // The rest (embedded server, test client, fault injection, …); it re-exports
+        // the pure half.
         .target(
             name: "FlowSyncTestSupport",
             dependencies: [
+                "FlowSyncCoreTestSupport",
                 "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncServer", "FlowSyncProcess",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -187,7 +197,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FlowSyncCoreTests",
-            dependencies: ["FlowSyncCore", "FlowSyncTestSupport"],
+            dependencies: ["FlowSyncCore", "FlowSyncCoreTestSupport"],
             exclude: ["Vectors/digest_reference.py"]
         ),
         .testTarget(name: "FlowSyncPostgresTests", dependencies: ["FlowSyncPostgres", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncTestSupport",

@@ -2,6 +2,7 @@ import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProtocol
 import Logging
+import FlowSyncRing
 
 /// The I/O shell of one client connection: the socket, its incremental decoder, its
 /// outbound queue and the verifier it was admitted under, beside the

@@ -1,5 +1,6 @@
 import FlowSyncLoop
 import Logging
+import FlowSyncRing
 
 /// One connection's send in this turn's ring batch: the connection (kept alive, with
 /// the frames the ring borrows in its queue), its machine, and what it counts.
@@ -113,3 +114,7 @@ extension Outbox {
         ringBatch.removeAll(keepingCapacity: true)
     }
 }
+
+/// The ring (module `FlowSyncRing`, which knows nothing of lists) under the name the
+/// server's code and its tests use.
+typealias SendRing = FlowSyncRing.SendRing

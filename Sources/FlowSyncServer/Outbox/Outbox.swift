@@ -1,4 +1,5 @@
 import FlowSyncLoop
+import FlowSyncRing
 
 /// The end of the turn's room (issue #30): the connections with frames to write this
 /// turn, the rule that keeps them alive while a flush walks them, the write route
