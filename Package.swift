@@ -200,14 +200,21 @@ let package = Package(
             dependencies: ["FlowSyncCore", "FlowSyncCoreTestSupport"],
             exclude: ["Vectors/digest_reference.py"]
         ),
-        .testTarget(name: "FlowSyncPostgresTests", dependencies: ["FlowSyncPostgres", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncTestSupport",
-                                                          "FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncClient"]),
+        .testTarget(
+            name: "FlowSyncPostgresTests",
+            dependencies: [
+                "FlowSyncPostgres", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncTestSupport",
+                "FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncClient",
+            ]),
         .testTarget(name: "PlatformTests", dependencies: ["CLibUV", "CZlib"]),
         .testTarget(name: "FlowSyncProcessTests", dependencies: ["FlowSyncProcess"]),
         .testTarget(name: "FlowSyncLoopTests", dependencies: ["FlowSyncLoop"]),
         .testTarget(
             name: "FlowSyncClientTests",
-            dependencies: ["FlowSyncClient", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncTestSupport"]
+            dependencies: [
+                "FlowSyncClient", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncLoop", "FlowSyncProcess",
+                "FlowSyncTestSupport",
+            ]
         ),
         .testTarget(
             name: "FlowSyncUITests",
@@ -215,21 +222,31 @@ let package = Package(
         ),
         .testTarget(
             name: "FlowSyncStoreTests",
-            dependencies: ["FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncProcess", "FlowSyncTestSupport"]
+            dependencies: [
+                "FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncProcess", "FlowSyncTestSupport",
+            ]
         ),
         .testTarget(
             name: "FlowSyncLoadTests",
-            dependencies: ["FlowSyncLoad", "FlowSyncCore", "FlowSyncProtocol", "FlowSyncProcess", "FlowSyncTestSupport"]
+            dependencies: [
+                "FlowSyncLoad", "FlowSyncCore", "FlowSyncProtocol", "FlowSyncProcess", "FlowSyncTestSupport",
+            ]
         ),
         .testTarget(
             name: "FlowSyncServerTests",
-            dependencies: ["FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncTestSupport"]
+            dependencies: [
+                "FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncLoop", "FlowSyncProcess",
+                "FlowSyncTestSupport",
+            ]
         ),
 
         // MARK: Benchmarks (release-mode executable; figures go to docs/BENCHMARKS.md)
         .executableTarget(
             name: "flowsync-server-bench",
-            dependencies: ["FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncServer", "FlowSyncTestSupport", "CURing", "CLibUV"],
+            dependencies: [
+                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncServer",
+                "FlowSyncTestSupport", "CURing", "CLibUV",
+            ],
             path: "Benchmarks/ServerBench"
         ),
         .executableTarget(

@@ -37,7 +37,8 @@ public final class SendRing {
     ///   on a kernel without io_uring, `EPERM` where a sandbox forbids it, `ENOMEM`
     ///   past the locked-memory limit. The caller falls back to libuv.
     public init(sends: Int, buffers: Int) throws(UVError) {
-        precondition(sends > 0 && buffers >= sends, "Internal inconsistency in SendRing: \(sends) sends, \(buffers) buffers")
+        precondition(
+            sends > 0 && buffers >= sends, "Internal inconsistency in SendRing: \(sends) sends, \(buffers) buffers")
         var error: Int32 = 0
         guard let ring = flowsync_send_ring_create(UInt32(sends), UInt32(buffers), &error) else {
             // libuv's UV_E* codes are the negative errno on Linux: one error type.
@@ -66,10 +67,15 @@ public final class SendRing {
     /// - Precondition: the chunks fit (``freeSends`` ≥ 1, ``freeBuffers`` ≥
     ///   `chunks.count`) and hold more than `skipping` bytes. Rule 3 holds for them.
     public func queueSend(fd: Int32, chunks: ArraySlice<[UInt8]>, skipping: Int = 0, tag: UInt64) {
-        precondition(freeSends >= 1 && freeBuffers >= chunks.count, "Internal inconsistency in SendRing: a send that does not fit")
+        precondition(
+            freeSends >= 1 && freeBuffers >= chunks.count,
+            "Internal inconsistency in SendRing: a send that does not fit")
         var skip = skipping
         for chunk in chunks {
-            if skip >= chunk.count { skip -= chunk.count; continue }
+            if skip >= chunk.count {
+                skip -= chunk.count
+                continue
+            }
             // The pointer outlives the closure on purpose (rule 3): the array is kept
             // alive and unmutated by the caller until the send is collected.
             chunk.withUnsafeBytes { bytes in
@@ -94,7 +100,9 @@ public final class SendRing {
         // A ring that fails as a whole may leave sends in flight on borrowed buffers:
         // there is no safe way on (rule 3), so this is an invariant violation.
         guard count >= 0 else {
-            preconditionFailure("Internal inconsistency in SendRing: io_uring_submit_and_wait failed: \(UVError(code: count, operation: "io_uring_submit_and_wait"))")
+            preconditionFailure(
+                "Internal inconsistency in SendRing: io_uring_submit_and_wait failed: \(UVError(code: count, operation: "io_uring_submit_and_wait"))"
+            )
         }
         for k in 0..<Int(count) { body(tags[k], results[k]) }
     }

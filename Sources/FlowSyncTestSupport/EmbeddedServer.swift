@@ -2,6 +2,7 @@ import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncServer
 import Logging
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -38,8 +39,10 @@ public final class EmbeddedServer: Sendable {
 
     /// Starts a server with `configuration` (host and port are forced to 127.0.0.1:0)
     /// over `storage`; recovery runs first (`repair` as `flowsyncd --repair`).
-    public init(configuration: ServerConfiguration = ServerConfiguration(), storage: Storage = .memory, repair: Bool = false,
-                logLevel: Logger.Level = .warning) async throws {
+    public init(
+        configuration: ServerConfiguration = ServerConfiguration(), storage: Storage = .memory, repair: Bool = false,
+        logLevel: Logger.Level = .warning
+    ) async throws {
         var configuration = configuration
         configuration.host = "127.0.0.1"
         configuration.port = 0
@@ -55,7 +58,8 @@ public final class EmbeddedServer: Sendable {
             switch storage {
             case .memory: store = InMemoryStore(snapshotEveryBatches: configuration.snapshotEveryBatches)
             case .file(let directory, let io):
-                store = FileStore(directory: directory, options: configuration.fileStoreOptions, io: io?() ?? PosixFileIO())
+                store = FileStore(
+                    directory: directory, options: configuration.fileStoreOptions, io: io?() ?? PosixFileIO())
             case .custom(let make): store = make()
             case .configured: store = nil
             }

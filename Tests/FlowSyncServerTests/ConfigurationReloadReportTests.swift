@@ -1,5 +1,6 @@
-@testable import FlowSyncServer
 import Testing
+
+@testable import FlowSyncServer
 
 /// The reload's report names every key a reload applies (issue #30: it had missed
 /// five), and nothing else.
@@ -58,7 +59,10 @@ import Testing
         let keys = ServerConfiguration.reloadableKeys.map(\.key)
         #expect(named == Set(keys), "missing: \(Set(keys).subtracting(named).sorted())")
         #expect(report.count == keys.count, "one line per key")
-        for key in ["lists.idle_unload_ms", "lists.max_waiting_per_list", "server.flush_slice_us", "server.seal_wait_us", "limits.max_connections"] {
+        for key in [
+            "lists.idle_unload_ms", "lists.max_waiting_per_list", "server.flush_slice_us", "server.seal_wait_us",
+            "limits.max_connections",
+        ] {
             #expect(named.contains(key), "\(key) is reloadable and reported")
         }
     }

@@ -1,6 +1,7 @@
-@testable import FlowSyncServer
 import FlowSyncTestSupport
 import Testing
+
+@testable import FlowSyncServer
 
 /// The end of the turn's timing (issue #30: pacing and slicing, once read inline from
 /// `ContinuousClock`), event by event and by a seeded simulation of turns with an
@@ -29,8 +30,10 @@ import Testing
         #expect(forced.seal == ["a"] && !pacer.pacesSeals(force: true), "a shutdown never waits")
         let finished = !pacer.flushEnded(written: 7, of: 7, outermost: true)
         #expect(finished)
-        #expect(!pacer.lastFlushUnfinished && pacer.plan([(name: "a", pendingSince: start)], now: start, force: false).seal == ["a"],
-                "nothing waits once the flush has finished")
+        #expect(
+            !pacer.lastFlushUnfinished
+                && pacer.plan([(name: "a", pendingSince: start)], now: start, force: false).seal == ["a"],
+            "nothing waits once the flush has finished")
     }
 
     @Test func onlyTheOutermostFlushMovesTheState() {
@@ -58,7 +61,9 @@ import Testing
         #expect(!pacer.keepsIdleOn(queuedConnections: 0, dirtyLists: 0, failed: false))
         #expect(pacer.keepsIdleOn(queuedConnections: 1, dirtyLists: 0, failed: false))
         #expect(pacer.keepsIdleOn(queuedConnections: 0, dirtyLists: 1, failed: false))
-        #expect(!pacer.keepsIdleOn(queuedConnections: 5, dirtyLists: 5, failed: true), "nothing leaves after a storage failure")
+        #expect(
+            !pacer.keepsIdleOn(queuedConnections: 5, dirtyLists: 5, failed: true),
+            "nothing leaves after a storage failure")
     }
 
     @Test func aSliceEndsWithinCheckEveryWritesOfItsDeadline() {
@@ -86,26 +91,32 @@ import Testing
         var random = SeededRandom(seed: seed)
         var pacer = FlushPacer(budgets: Self.budgets)
         var clock: UInt64 = 1_000_000
-        var dirty: [Int: UInt64] = [:]      // list → pending since
+        var dirty: [Int: UInt64] = [:]  // list → pending since
         var queued = 0
         for turn in 0..<20_000 {
             // The poll phase: mutations arrive, time passes.
             let gap = random.next() % 1_500_000
             clock += gap
-            for list in 0..<4 where random.next() % 3 == 0 && dirty[list] == nil { dirty[list] = clock - random.next() % max(gap, 1) }
+            for list in 0..<4 where random.next() % 3 == 0 && dirty[list] == nil {
+                dirty[list] = clock - random.next() % max(gap, 1)
+            }
             let force = random.next() % 500 == 0
             let unfinishedBefore = pacer.lastFlushUnfinished
             let now = pacer.pacesSeals(force: force) ? clock : nil
-            let plan = pacer.plan(dirty.sorted { $0.key < $1.key }.map { (name: $0.key, pendingSince: $0.value) }, now: now, force: force)
+            let plan = pacer.plan(
+                dirty.sorted { $0.key < $1.key }.map { (name: $0.key, pendingSince: $0.value) }, now: now, force: force)
             for list in plan.seal {
                 if unfinishedBefore, !force, let since = dirty[list] {
-                    #expect(clock - since >= Self.budgets.sealWaitNanoseconds, "seed \(seed), turn \(turn): sealed early")
+                    #expect(
+                        clock - since >= Self.budgets.sealWaitNanoseconds, "seed \(seed), turn \(turn): sealed early")
                 }
                 dirty[list] = nil
             }
             for list in plan.hold {
                 #expect(unfinishedBefore && !force, "seed \(seed), turn \(turn): held without a fan-out under way")
-                #expect(clock - dirty[list]! < Self.budgets.sealWaitNanoseconds, "seed \(seed), turn \(turn): held past its wait")
+                #expect(
+                    clock - dirty[list]! < Self.budgets.sealWaitNanoseconds,
+                    "seed \(seed), turn \(turn): held past its wait")
             }
             // The flush: queued connections plus the turn's new ones, a random part written.
             queued += Int(random.next() % 20)
@@ -113,7 +124,9 @@ import Testing
             let sliced = pacer.flushEnded(written: force ? queued : written, of: queued, outermost: true)
             queued = force ? 0 : queued - written
             #expect(sliced == (queued > 0) && pacer.lastFlushUnfinished == (queued > 0))
-            #expect(pacer.keepsIdleOn(queuedConnections: queued, dirtyLists: dirty.count, failed: false) == (queued > 0 || !dirty.isEmpty))
+            #expect(
+                pacer.keepsIdleOn(queuedConnections: queued, dirtyLists: dirty.count, failed: false)
+                    == (queued > 0 || !dirty.isEmpty))
         }
     }
 }

@@ -1,13 +1,16 @@
-@testable import FlowSyncServer
 import FlowSyncPostgres
 import FlowSyncTestSupport
 import Testing
+
+@testable import FlowSyncServer
 
 /// A list's ownership on a cluster node (issue #30), event by event and by a seeded
 /// simulation against a model — without PostgreSQL, as `PipelineLedgerTests` test the
 /// pipeline's ledger.
 @Suite(.timeLimit(.minutes(1))) struct ListOwnershipTests {
-    static func claim(term: Int64, head: Int64 = 0) -> ClusterLog.Ownership { ClusterLog.Ownership(term: term, epoch: 9, head: head) }
+    static func claim(term: Int64, head: Int64 = 0) -> ClusterLog.Ownership {
+        ClusterLog.Ownership(term: term, epoch: 9, head: head)
+    }
 
     @Test func aClaimOwnsAndCommitsOnlyAtItsTerm() {
         var list = ListOwnership()
@@ -18,7 +21,9 @@ import Testing
         #expect(r1)
         let r2 = list.committed(term: 2, version: 7, bytes: 10)
         #expect(!r2, "a completion of an older term changes nothing")
-        #expect(list.owned?.ownership.head == 6 && list.owned?.batchesSinceSnapshot == 6 && list.owned?.bytesSinceSnapshot == 60)
+        #expect(
+            list.owned?.ownership.head == 6 && list.owned?.batchesSinceSnapshot == 6
+                && list.owned?.bytesSinceSnapshot == 60)
         let r3 = list.fenced(term: 2)
         #expect(!r3, "a fence of another term is ignored")
         let r4 = list.fenced(term: 3)
@@ -83,7 +88,8 @@ import Testing
         list.claimed(Self.claim(term: 1), batches: 9, bytes: 900)
         #expect(list.snapshotDue(everyBatches: 10, everyBytes: 0) == false)
         list.committed(term: 1, version: 1, bytes: 100)
-        #expect(list.snapshotDue(everyBatches: 10, everyBytes: 0) && list.snapshotDue(everyBatches: 0, everyBytes: 1_000))
+        #expect(
+            list.snapshotDue(everyBatches: 10, everyBytes: 0) && list.snapshotDue(everyBatches: 0, everyBytes: 1_000))
         #expect(!list.snapshotDue(everyBatches: 0, everyBytes: 0), "0: never")
         let covered = list.snapshotStarted()
         #expect(!list.snapshotDue(everyBatches: 10, everyBytes: 0), "not twice at once")
@@ -91,7 +97,9 @@ import Testing
         #expect(!r18, "not while a snapshot is written")
         list.committed(term: 1, version: 2, bytes: 7)
         list.snapshotEnded(stored: covered)
-        #expect(list.owned?.batchesSinceSnapshot == 1 && list.owned?.bytesSinceSnapshot == 7, "what was appended meanwhile stays counted")
+        #expect(
+            list.owned?.batchesSinceSnapshot == 1 && list.owned?.bytesSinceSnapshot == 7,
+            "what was appended meanwhile stays counted")
         let r19 = list.unloaded(unresolved: true)
         #expect(!r19, "not with an append of unknown outcome")
         list.released()
@@ -152,7 +160,9 @@ import Testing
                 list.released()
             case ("owned", _), ("unowned", _), ("fenced", _):
                 let unloaded = list.unloaded(unresolved: random.next() % 2 == 0)
-                #expect(unloaded || before == "owned", "seed \(seed), step \(step): only an owned list with work in flight stays")
+                #expect(
+                    unloaded || before == "owned",
+                    "seed \(seed), step \(step): only an owned list with work in flight stays")
             case ("replica", 1), ("takingOver", 1):
                 let read = list.fetchWanted()
                 #expect((read == nil) == fetching, "seed \(seed), step \(step): one read at a time")
@@ -186,13 +196,16 @@ import Testing
             // The model agrees with the machine after every event.
             if let owned = list.owned {
                 guard owned.ownership.term == term, owned.ownership.head == head else {
-                    Issue.record("seed \(seed), step \(step): owned at term \(owned.ownership.term) head \(owned.ownership.head), model \(term)/\(head)")
+                    Issue.record(
+                        "seed \(seed), step \(step): owned at term \(owned.ownership.term) head \(owned.ownership.head), model \(term)/\(head)"
+                    )
                     return
                 }
             }
             if let following = list.following {
                 guard following.head == head, following.fetching == fetching else {
-                    Issue.record("seed \(seed), step \(step): following \(following), model head \(head) fetching \(fetching)")
+                    Issue.record(
+                        "seed \(seed), step \(step): following \(following), model head \(head) fetching \(fetching)")
                     return
                 }
             }

@@ -1,7 +1,8 @@
-@testable import FlowSyncServer
 import FlowSyncCore
 import FlowSyncTestSupport
 import Testing
+
+@testable import FlowSyncServer
 
 /// A list's one entry in the server (issue #30), event by event and by a seeded
 /// simulation against a model, without a socket or a store.
@@ -9,8 +10,9 @@ import Testing
     static let configuration = ServerConfiguration()
 
     static func host(_ name: String, declared: Bool = false) -> ListHost {
-        ListHost(name: name, epoch: 7, limits: configuration.director, history: configuration.historyLimits,
-                 dedupe: configuration.dedupeLimits, declared: declared)
+        ListHost(
+            name: name, epoch: 7, limits: configuration.director, history: configuration.historyLimits,
+            dedupe: configuration.dedupeLimits, declared: declared)
     }
 
     static func action(_ n: UInt64) -> ConnectionStateMachine.Action { .pong(nonce: n) }
@@ -53,7 +55,9 @@ import Testing
         var table = ListTable()
         table.startLoading(ListLoad(name: "bad", startedNanoseconds: 0))
         _ = table.slot("bad")!.requestArrived(connection: 1, Self.action(1), limit: 8)
-        guard case .refuse(let waiting, _)? = table.loadFinished("bad", .damaged(.corrupt("f", offset: 0, "crc")))?.action else {
+        guard
+            case .refuse(let waiting, _)? = table.loadFinished("bad", .damaged(.corrupt("f", offset: 0, "crc")))?.action
+        else {
             Issue.record("damage does not refuse")
             return
         }
@@ -158,14 +162,20 @@ import Testing
                 let late = table.loadFinished(name, .absent).map { _ in true }
                 #expect(late == nil)
             case (.loading(let queued), 0), (.loading(let queued), 1):
-                let arrival = table.slot(name)!.requestArrived(connection: step, Self.action(UInt64(step)), limit: limit)
+                let arrival = table.slot(name)!.requestArrived(
+                    connection: step, Self.action(UInt64(step)), limit: limit)
                 switch arrival {
-                case .queued: #expect(queued < limit); model[name] = .loading(queued: queued + 1)
+                case .queued:
+                    #expect(queued < limit)
+                    model[name] = .loading(queued: queued + 1)
                 case .overloaded: #expect(queued == limit)
                 default: Issue.record("seed \(seed): a loading list answered \(arrival)")
                 }
             case (.loading(let queued), let k):
-                let result: ListSlot.LoadResult = k == 2 ? .hosted(Self.host(name)) : k == 3 ? .absent : k == 4 ? .damaged(.unusable("bad")) : .failed(.unusable("io"))
+                let result: ListSlot.LoadResult =
+                    k == 2
+                    ? .hosted(Self.host(name))
+                    : k == 3 ? .absent : k == 4 ? .damaged(.unusable("bad")) : .failed(.unusable("io"))
                 let finished = table.loadFinished(name, result)
                 switch finished?.action {
                 case .replay(let waiting)?: #expect(waiting.count == queued)
@@ -174,14 +184,18 @@ import Testing
                 }
                 model[name] = k == 2 ? .hosted : k == 4 ? .refused : nil
             case (.refused, _):
-                guard case .refused = table.slot(name)!.requestArrived(connection: step, Self.action(0), limit: limit) else {
+                guard case .refused = table.slot(name)!.requestArrived(connection: step, Self.action(0), limit: limit)
+                else {
                     Issue.record("seed \(seed): a refused list served")
                     return
                 }
             case (.hosted, let k):
                 let host = table[name]!
                 if k < 2 {
-                    guard case .serve(let served) = table.slot(name)!.requestArrived(connection: step, Self.action(0), limit: limit), served === host else {
+                    guard
+                        case .serve(let served) = table.slot(name)!.requestArrived(
+                            connection: step, Self.action(0), limit: limit), served === host
+                    else {
                         Issue.record("seed \(seed): a hosted list did not serve")
                         return
                     }
@@ -206,8 +220,11 @@ import Testing
             let refused = model.values.filter { $0 == .refused }.count
             let loading = model.count - hosted - refused
             guard table.hostedCount == hosted, table.refusedCount == refused, table.loadingCount == loading,
-                  Set(table.hostedNames) == Set(model.filter { $0.value == .hosted }.keys) else {
-                Issue.record("seed \(seed), step \(step): counts \(table.hostedCount)/\(table.refusedCount)/\(table.loadingCount), model \(model)")
+                Set(table.hostedNames) == Set(model.filter { $0.value == .hosted }.keys)
+            else {
+                Issue.record(
+                    "seed \(seed), step \(step): counts \(table.hostedCount)/\(table.refusedCount)/\(table.loadingCount), model \(model)"
+                )
                 return
             }
         }

@@ -20,7 +20,8 @@ extension ClusterStore {
             log.head(list: name) { [weak self] result in
                 guard let self else { return }
                 switch result {
-                case .failure(let error): completion(.failure(.unusable("PostgreSQL: reading list \"\(name)\": \(error)")))
+                case .failure(let error):
+                    completion(.failure(.unusable("PostgreSQL: reading list \"\(name)\": \(error)")))
                 case .success(nil): completion(.success(nil))
                 case .success: withLog { [weak self] log in self?.claim(name, log, completion) }
                 }
@@ -28,7 +29,8 @@ extension ClusterStore {
         }
     }
 
-    func claim(_ name: String, _ log: ClusterLog, _ completion: @escaping (Result<RecoveredList?, StoreError>) -> Void) {
+    func claim(_ name: String, _ log: ClusterLog, _ completion: @escaping (Result<RecoveredList?, StoreError>) -> Void)
+    {
         lists.update(name) { $0.claimStarted() }
         // A new list's epoch: random, as a single node's, within PostgreSQL's bigint.
         let epoch = Int64.random(in: 1...Int64.max)
@@ -64,7 +66,9 @@ extension ClusterStore {
 
     /// Replays what a load read (the newest snapshot, then the batches after it) into
     /// the list; this node owns it from now on.
-    func rebuild(_ name: String, _ ownership: ClusterLog.Ownership, _ stored: ClusterLog.Stored) -> Result<RecoveredList?, StoreError> {
+    func rebuild(
+        _ name: String, _ ownership: ClusterLog.Ownership, _ stored: ClusterLog.Stored
+    ) -> Result<RecoveredList?, StoreError> {
         let path = "postgres:fs_batches/\(name)"
         let rebuilt: (sequencer: Sequencer, head: Int64, snapshotVersion: Int64)
         do throws(StoreError) {
@@ -78,15 +82,23 @@ extension ClusterStore {
             return .failure(.corrupt(path, offset: 0, "head is \(ownership.head) but the log ends at \(rebuilt.head)"))
         }
         let batches = stored.batches
-        lists.update(name) { $0.claimed(ownership, batches: batches.count, bytes: batches.reduce(0) { $0 + $1.body.count }) }
-        logger.debug("cluster: list claimed", metadata: ["flowsync.list": "\(name)", "term": "\(ownership.term)", "head": "\(ownership.head)",
-                                                         "snapshot": "\(rebuilt.snapshotVersion)", "replayed": "\(batches.count)"])
+        lists.update(name) {
+            $0.claimed(ownership, batches: batches.count, bytes: batches.reduce(0) { $0 + $1.body.count })
+        }
+        logger.debug(
+            "cluster: list claimed",
+            metadata: [
+                "flowsync.list": "\(name)", "term": "\(ownership.term)", "head": "\(ownership.head)",
+                "snapshot": "\(rebuilt.snapshotVersion)", "replayed": "\(batches.count)",
+            ])
         return .success(RecoveredList(name: name, sequencer: rebuilt.sequencer))
     }
 
     /// The list at `epoch` from its newest snapshot (or version 0) and the batches after
     /// it, each checked to be the next Diff; its head is the last version replayed.
-    func rebuildList(_ name: String, epoch: Int64, _ stored: ClusterLog.Stored) throws(StoreError) -> (sequencer: Sequencer, head: Int64, snapshotVersion: Int64) {
+    func rebuildList(
+        _ name: String, epoch: Int64, _ stored: ClusterLog.Stored
+    ) throws(StoreError) -> (sequencer: Sequencer, head: Int64, snapshotVersion: Int64) {
         let path = "postgres:fs_snapshots/\(name)"
         var rebuilder: ListRebuilder
         var from: Int64 = 0
@@ -95,8 +107,12 @@ extension ClusterStore {
             do { decoded = try StoreFormat.decodeSnapshot(snapshot.body) } catch {
                 throw .corrupt(path, offset: Int(snapshot.version), "snapshot \(snapshot.version): \(error)")
             }
-            guard decoded.listName == name, decoded.position == ListVersion(epoch: UInt64(epoch), version: UInt64(snapshot.version)) else {
-                throw .corrupt(path, offset: Int(snapshot.version), "snapshot \(snapshot.version) is of \"\(decoded.listName)\" at \(decoded.position)")
+            guard decoded.listName == name,
+                decoded.position == ListVersion(epoch: UInt64(epoch), version: UInt64(snapshot.version))
+            else {
+                throw .corrupt(
+                    path, offset: Int(snapshot.version),
+                    "snapshot \(snapshot.version) is of \"\(decoded.listName)\" at \(decoded.position)")
             }
             do { rebuilder = try ListRebuilder(snapshot: decoded, options: recoveryOptions) } catch {
                 throw .corrupt(path, offset: Int(snapshot.version), "\(error)")
@@ -122,9 +138,14 @@ extension ClusterStore {
             return
         }
         let commit = batch.commit
-        let body = batch.encodedDiff ?? encoder.encode(.diff(Diff(listName: name, epoch: commit.to.epoch, fromVersion: commit.from.version,
-                                                                  toVersion: commit.to.version, digest: commit.digest, changeset: commit.changeset,
-                                                                  mutations: commit.mutations)))
+        let body =
+            batch.encodedDiff
+            ?? encoder.encode(
+                .diff(
+                    Diff(
+                        listName: name, epoch: commit.to.epoch, fromVersion: commit.from.version,
+                        toVersion: commit.to.version, digest: commit.digest, changeset: commit.changeset,
+                        mutations: commit.mutations)))
         let version = Int64(commit.to.version)
         withLog { [weak self] log in
             log.append(list: name, ownership: ownership, version: version, body: body) { [weak self] result in
@@ -155,12 +176,14 @@ extension ClusterStore {
         log.head(list: append.list) { [weak self] result in
             guard let self else { return }
             switch result {
-            case .success(let row?) where row.owner == options.node && row.term == append.ownership.term
+            case .success(let row?)
+            where row.owner == options.node && row.term == append.ownership.term
                 && row.epoch == append.ownership.epoch && row.head >= append.version:
                 lists.update(append.list) { $0.resolvedCommitted(term: append.ownership.term, version: append.version) }
                 append.completion(.committed)
             case .success:
-                lose(append.list, term: append.ownership.term, "an append cut off by the lost connection did not commit")
+                lose(
+                    append.list, term: append.ownership.term, "an append cut off by the lost connection did not commit")
                 append.completion(.fenced)
             case .failure(let error) where error.outcomeUnknown:
                 unresolved.append(append)
@@ -174,6 +197,7 @@ extension ClusterStore {
     /// it): the server drops it, and its next use claims and reads it again.
     func lose(_ name: String, term: Int64, _ reason: String) {
         guard lists.update(name, { $0.fenced(term: term) }) else { return }
-        logger.warning("cluster: list fenced", metadata: ["flowsync.list": "\(name)", "term": "\(term)", "reason": "\(reason)"])
+        logger.warning(
+            "cluster: list fenced", metadata: ["flowsync.list": "\(name)", "term": "\(term)", "reason": "\(reason)"])
     }
 }

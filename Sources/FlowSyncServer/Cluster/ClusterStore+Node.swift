@@ -23,7 +23,9 @@ extension ClusterStore {
 
     /// Decodes the log's record bodies after `version`, checking that each is the next
     /// Diff of `name` at `epoch`.
-    func decode(_ name: String, epoch: Int64, after version: Int64, _ batches: [(version: Int64, body: [UInt8])]) throws(StoreError) -> [ReplicatedBatch] {
+    func decode(
+        _ name: String, epoch: Int64, after version: Int64, _ batches: [(version: Int64, body: [UInt8])]
+    ) throws(StoreError) -> [ReplicatedBatch] {
         let path = "postgres:fs_batches/\(name)"
         let decoder = FrameDecoder(limits: StoreFormat.decoderLimits, dictionary: .standard)
         var decoded: [ReplicatedBatch] = []
@@ -35,12 +37,17 @@ extension ClusterStore {
                 throw .corrupt(path, offset: Int(batch.version), "batch \(batch.version) does not decode: \(error)")
             }
             guard case .diff(let diff)? = message, decoder.bufferedByteCount == 0,
-                  diff.listName == name, diff.epoch == UInt64(epoch), diff.toVersion == UInt64(batch.version),
-                  batch.version == version + Int64(index + 1) else {
-                throw .corrupt(path, offset: Int(batch.version), "batch \(batch.version) is not the next diff of \"\(name)\"")
+                diff.listName == name, diff.epoch == UInt64(epoch), diff.toVersion == UInt64(batch.version),
+                batch.version == version + Int64(index + 1)
+            else {
+                throw .corrupt(
+                    path, offset: Int(batch.version), "batch \(batch.version) is not the next diff of \"\(name)\"")
             }
-            decoded.append(ReplicatedBatch(commit: Sequencer.Commit(from: diff.from, to: diff.to, changeset: diff.changeset, digest: diff.digest,
-                                                                    mutations: diff.mutations), frame: batch.body))
+            decoded.append(
+                ReplicatedBatch(
+                    commit: Sequencer.Commit(
+                        from: diff.from, to: diff.to, changeset: diff.changeset, digest: diff.digest,
+                        mutations: diff.mutations), frame: batch.body))
         }
         return decoded
     }
@@ -50,7 +57,9 @@ extension ClusterStore {
     /// Loads `name` as a replica: its row (for the epoch), then every batch of the
     /// epoch. Batches committed after that read are notified (this session listens
     /// since it connected) and read by ``catchUp(_:)``.
-    func loadReplica(_ name: String, _ log: ClusterLog, _ completion: @escaping (Result<RecoveredList?, StoreError>) -> Void) {
+    func loadReplica(
+        _ name: String, _ log: ClusterLog, _ completion: @escaping (Result<RecoveredList?, StoreError>) -> Void
+    ) {
         log.head(list: name) { [weak self] result in
             guard let self else { return }
             switch result {
@@ -83,11 +92,17 @@ extension ClusterStore {
                         // write here takes it over when overdue.
                         if row.owner == nil || !row.ownerAlive {
                             withFreshLiveNodes { [weak self] in
-                                guard let self, lists[name].isReplica, let preferred = Placement.owner(of: name, among: liveNodes) else { return }
+                                guard let self, lists[name].isReplica,
+                                    let preferred = Placement.owner(of: name, among: liveNodes)
+                                else { return }
                                 withLog { log in log.nudge(owner: preferred, list: name) }
                             }
                         }
-                        logger.debug("cluster: following list as a replica", metadata: ["flowsync.list": "\(name)", "owner": "\(row.owner ?? "")", "head": "\(rebuilt.head)"])
+                        logger.debug(
+                            "cluster: following list as a replica",
+                            metadata: [
+                                "flowsync.list": "\(name)", "owner": "\(row.owner ?? "")", "head": "\(rebuilt.head)",
+                            ])
                         completion(.success(RecoveredList(name: name, sequencer: rebuilt.sequencer)))
                         // A batch committed between the claim and the read above was
                         // notified before this list was followed: read once more.
@@ -102,7 +117,9 @@ extension ClusterStore {
     func notified(_ channel: String, _ payload: String) {
         switch channel {
         case ClusterLog.batchesChannel:
-            guard let (list, version) = ClusterLog.parseBatchNotification(payload), let replica = lists[list].following, version > replica.head else { return }
+            guard let (list, version) = ClusterLog.parseBatchNotification(payload), let replica = lists[list].following,
+                version > replica.head
+            else { return }
             catchUp(list)
         case ClusterLog.inboxChannel:
             guard let (owner, list) = ClusterLog.parseInboxNotification(payload) else { return }
@@ -160,7 +177,11 @@ extension ClusterStore {
                 switch result {
                 case .failure(let error):
                     // A lost connection reads every replica again when it is back.
-                    if !error.outcomeUnknown { logger.error("cluster: reading a replica's batches failed", metadata: ["flowsync.list": "\(name)", "error": "\(error)"]) }
+                    if !error.outcomeUnknown {
+                        logger.error(
+                            "cluster: reading a replica's batches failed",
+                            metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
+                    }
                     return
                 case .success(let rows):
                     deliver(name, rows)
@@ -183,7 +204,9 @@ extension ClusterStore {
         } catch {
             // Not the next batches: the replica cannot go on. Forgotten here; the
             // server drops the list, and its next use loads it again.
-            logger.error("cluster: a replica's batches do not follow on", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
+            logger.error(
+                "cluster: a replica's batches do not follow on",
+                metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
             lists.update(name) { $0.broken() }
             onReplicaBroken?(name)
         }
@@ -195,73 +218,6 @@ extension ClusterStore {
         for name in lists.replicaNames { catchUp(name) }
         for name in lists.ownedNames { takeInbox(name, log) }
         takeOutbox(log)
-    }
-
-    // MARK: Forwarded writes
-
-    public func forward(_ mutate: Mutate) {
-        let body = encoder.encode(.mutate(mutate))
-        withLog { [weak self] log in
-            log.forward(list: mutate.listName, body: body) { [weak self] result in
-                // A failed forward is tried again when the write is overdue.
-                if case .failure(let error) = result, !error.outcomeUnknown {
-                    self?.logger.error("cluster: forwarding a write failed", metadata: ["flowsync.list": "\(mutate.listName)", "error": "\(error)"])
-                }
-            }
-        }
-    }
-
-    /// Takes the writes forwarded to `name` (only while this node owns it at its term)
-    /// and hands them to the server.
-    func takeInbox(_ name: String, _ log: ClusterLog) {
-        guard let ownership = lists[name].owned?.ownership else { return }
-        log.takeInbox(list: name, term: ownership.term) { [weak self] result in
-            guard let self else { return }
-            switch result {
-            case .failure(let error):
-                if !error.outcomeUnknown { logger.error("cluster: taking forwarded writes failed", metadata: ["flowsync.list": "\(name)", "error": "\(error)"]) }
-            case .success(let entries):
-                guard !entries.isEmpty else { return }
-                var writes: [ForwardedWrite] = []
-                for entry in entries {
-                    let decoder = FrameDecoder(limits: StoreFormat.decoderLimits, dictionary: .standard)
-                    decoder.feed(entry.body)
-                    guard case .mutate(let mutate)? = try? decoder.next(), mutate.listName == name, decoder.bufferedByteCount == 0 else {
-                        logger.error("cluster: a forwarded write does not decode; dropped", metadata: ["flowsync.list": "\(name)", "origin": "\(entry.origin)"])
-                        continue
-                    }
-                    writes.append(ForwardedWrite(origin: entry.origin, mutate: mutate))
-                }
-                if !writes.isEmpty { onForwarded?(name, writes) }
-            }
-        }
-    }
-
-    public func answer(_ answers: [WriteAnswer]) {
-        guard !answers.isEmpty else { return }
-        withLog { log in
-            for answer in answers {
-                let (epoch, version, code, message): (Int64, Int64, Int, String)
-                switch answer.result {
-                case .committed(let position): (epoch, version, code, message) = (Int64(position.epoch), Int64(position.version), 0, "")
-                case .rejected(let wire, let text): (epoch, version, code, message) = (0, 0, Int(wire.rawValue), text)
-                }
-                log.answer(ClusterLog.Answer(origin: answer.origin, list: answer.list, clientID: answer.clientID, seq: Int64(answer.seq),
-                                             epoch: epoch, version: version, code: code, message: message)) { _ in }
-            }
-        }
-    }
-
-    func takeOutbox(_ log: ClusterLog) {
-        log.takeOutbox { [weak self] result in
-            guard let self, case .success(let rows) = result, !rows.isEmpty else { return }
-            onAnswers?(rows.map { row in
-                let result: WriteAnswer.Result = row.code == 0
-                    ? .committed(ListVersion(epoch: UInt64(row.epoch), version: UInt64(row.version)))
-                    : .rejected(ErrorCode(rawValue: UInt16(clamping: row.code)), row.message)
-                return WriteAnswer(origin: row.origin, list: row.list, clientID: row.clientID, seq: UInt64(row.seq), result: result)
-            })
-        }
     }
 
     // MARK: Releasing and taking over
@@ -288,9 +244,12 @@ extension ClusterStore {
             timer.close()
             switch result {
             case .success(let released):
-                self?.logger.info("cluster: lists and lease released", metadata: ["lists": "\(released)", "owned": "\(owned)"])
+                self?.logger.info(
+                    "cluster: lists and lease released", metadata: ["lists": "\(released)", "owned": "\(owned)"])
             case .failure(let error):
-                self?.logger.warning("cluster: releasing the lists failed; they move when the lease lapses", metadata: ["error": "\(error)"])
+                self?.logger.warning(
+                    "cluster: releasing the lists failed; they move when the lease lapses",
+                    metadata: ["error": "\(error)"])
             }
             self?.lists.releaseAll()
             finish()
@@ -333,13 +292,21 @@ extension ClusterStore {
                         case .success(let rows):
                             deliver(name, rows)
                             guard let now = lists[name].following, now.head == ownership.head else {
-                                ended(.failed(.unusable("list \"\(name)\": the replica did not reach head \(ownership.head)")), nil)
+                                ended(
+                                    .failed(
+                                        .unusable("list \"\(name)\": the replica did not reach head \(ownership.head)")),
+                                    nil)
                                 return
                             }
                             // Owned now; the next snapshot comes one full interval from
                             // now (at most two intervals of batches to replay).
                             lists.update(name) { $0.takeOverEnded(ownership) }
-                            logger.info("cluster: took over list", metadata: ["flowsync.list": "\(name)", "term": "\(ownership.term)", "head": "\(ownership.head)"])
+                            logger.info(
+                                "cluster: took over list",
+                                metadata: [
+                                    "flowsync.list": "\(name)", "term": "\(ownership.term)",
+                                    "head": "\(ownership.head)",
+                                ])
                             completion(.owned)
                             takeInbox(name, log)
                         }
@@ -367,7 +334,9 @@ extension ClusterStore {
     /// the previous snapshot. A failure is logged, not fatal: the next load replays
     /// more batches, nothing is lost.
     public func compact(list name: String, at position: ListVersion, encoded: [UInt8]) {
-        guard let ownership = lists[name].owned?.ownership, UInt64(ownership.epoch) == position.epoch, Int64(position.version) <= ownership.head else { return }
+        guard let ownership = lists[name].owned?.ownership, UInt64(ownership.epoch) == position.epoch,
+            Int64(position.version) <= ownership.head
+        else { return }
         guard position.version > 0 else {
             // The history still reaches version 0: nothing to store yet.
             lists.update(name) { $0.snapshotSkipped() }
@@ -375,19 +344,28 @@ extension ClusterStore {
         }
         let counted = lists.update(name) { $0.snapshotStarted() }
         withLog { [weak self] log in
-            log.putSnapshot(list: name, ownership: ownership, version: Int64(position.version), body: encoded) { [weak self] result in
+            log.putSnapshot(list: name, ownership: ownership, version: Int64(position.version), body: encoded) {
+                [weak self] result in
                 guard let self else { return }
                 switch result {
                 case .success(true):
                     // What was appended since the count was taken stays counted.
                     lists.update(name) { $0.snapshotEnded(stored: counted) }
-                    logger.debug("cluster: snapshot stored", metadata: ["flowsync.list": "\(name)", "version": "\(position.version)", "bytes": "\(encoded.count)"])
+                    logger.debug(
+                        "cluster: snapshot stored",
+                        metadata: [
+                            "flowsync.list": "\(name)", "version": "\(position.version)", "bytes": "\(encoded.count)",
+                        ])
                 case .success(false):
                     lists.update(name) { $0.snapshotEnded(stored: nil) }
-                    logger.warning("cluster: snapshot not stored (the list is no longer this node's)", metadata: ["flowsync.list": "\(name)"])
+                    logger.warning(
+                        "cluster: snapshot not stored (the list is no longer this node's)",
+                        metadata: ["flowsync.list": "\(name)"])
                 case .failure(let error):
                     lists.update(name) { $0.snapshotEnded(stored: nil) }
-                    logger.warning("cluster: storing a snapshot failed; loads replay more of the log", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
+                    logger.warning(
+                        "cluster: storing a snapshot failed; loads replay more of the log",
+                        metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
                 }
             }
         }

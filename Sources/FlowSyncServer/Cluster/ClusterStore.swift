@@ -45,8 +45,11 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
         public var snapshotEveryBatches: Int
         public var snapshotEveryBytes: Int
 
-        public init(conninfo: String, node: String, leaseMilliseconds: Int = 5_000,
-                    snapshotEveryBatches: Int = FileStore.Options().snapshotEveryBatches, snapshotEveryBytes: Int = FileStore.Options().snapshotEveryBytes) {
+        public init(
+            conninfo: String, node: String, leaseMilliseconds: Int = 5_000,
+            snapshotEveryBatches: Int = FileStore.Options().snapshotEveryBatches,
+            snapshotEveryBytes: Int = FileStore.Options().snapshotEveryBytes
+        ) {
             self.conninfo = conninfo
             self.node = node
             self.leaseMilliseconds = leaseMilliseconds
@@ -103,7 +106,7 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
     let encoder = FrameEncoder(configuration: StoreFormat.compression)
     public var onFailure: ((StoreError) -> Void)?
     /// The advisory lock key that serialises the tables' creation between nodes.
-    static let schemaLock: Int64 = 0x466C_6F77_5379_6E63   // "FlowSync"
+    static let schemaLock: Int64 = 0x466C_6F77_5379_6E63  // "FlowSync"
 
     /// A store that connects when ``recover(_:)`` is called. Loop thread.
     public init(options: Options, loop: EventLoop, logger: Logger) {
@@ -181,13 +184,17 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
                 // a session-level advisory lock serialises the creation.
                 connection.send("SELECT pg_advisory_lock(\(Self.schemaLock))") { _ in }
                 log.createSchema { [weak self] result in
-                    if case .failure(let error) = result { self?.fail(.unusable("PostgreSQL: creating the cluster tables failed: \(error)")) }
+                    if case .failure(let error) = result {
+                        self?.fail(.unusable("PostgreSQL: creating the cluster tables failed: \(error)"))
+                    }
                 }
                 connection.send("SELECT pg_advisory_unlock(\(Self.schemaLock))") { _ in }
                 // Before the lease: every notification of a commit after this point
                 // reaches this session (what replicas and forwarded writes follow).
                 log.listen { [weak self] result in
-                    if case .failure(let error) = result, !error.outcomeUnknown { self?.fail(.unusable("PostgreSQL: LISTEN failed: \(error)")) }
+                    if case .failure(let error) = result, !error.outcomeUnknown {
+                        self?.fail(.unusable("PostgreSQL: LISTEN failed: \(error)"))
+                    }
                 }
                 log.renewLease(milliseconds: options.leaseMilliseconds) { [weak self] result in
                     guard let self else { return }
@@ -221,9 +228,11 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
         retryTimer?.close()
         retryTimer = nil
         if initial {
-            logger.info("cluster: connected", metadata: ["node": "\(options.node)", "lease_ms": "\(options.leaseMilliseconds)"])
+            logger.info(
+                "cluster: connected", metadata: ["node": "\(options.node)", "lease_ms": "\(options.leaseMilliseconds)"])
         } else {
-            logger.info("cluster: reconnected", metadata: ["node": "\(options.node)", "unresolved": "\(unresolved.count)"])
+            logger.info(
+                "cluster: reconnected", metadata: ["node": "\(options.node)", "unresolved": "\(unresolved.count)"])
         }
         if leaseTimer == nil {
             let timer = LoopTimer(loop: loop)

@@ -116,19 +116,25 @@ struct ListOwnership {
     /// The claim won `ownership` and the log was read: `batches`, `bytes` since the
     /// newest snapshot.
     mutating func claimed(_ ownership: ClusterLog.Ownership, batches: Int, bytes: Int) {
-        guard case .claiming = state else { preconditionFailure("Internal inconsistency in ListOwnership: claimed in \(name)") }
+        guard case .claiming = state else {
+            preconditionFailure("Internal inconsistency in ListOwnership: claimed in \(name)")
+        }
         state = .owned(Owned(ownership: ownership, batchesSinceSnapshot: batches, bytesSinceSnapshot: bytes))
     }
 
     /// Another node owns it (or placement prefers another): followed from `head`.
     mutating func following(epoch: Int64, head: Int64) {
-        guard case .claiming = state else { preconditionFailure("Internal inconsistency in ListOwnership: followed in \(name)") }
+        guard case .claiming = state else {
+            preconditionFailure("Internal inconsistency in ListOwnership: followed in \(name)")
+        }
         state = .replica(Following(epoch: epoch, head: head))
     }
 
     /// The load failed (an I/O error, damage): nothing is held.
     mutating func loadFailed() {
-        guard case .claiming = state else { preconditionFailure("Internal inconsistency in ListOwnership: a load failed in \(name)") }
+        guard case .claiming = state else {
+            preconditionFailure("Internal inconsistency in ListOwnership: a load failed in \(name)")
+        }
         state = .unowned
     }
 
@@ -261,7 +267,8 @@ struct ListOwnership {
     /// Whether the next snapshot is due under the thresholds (0: never).
     func snapshotDue(everyBatches: Int, everyBytes: Int) -> Bool {
         guard let owned, !owned.writingSnapshot else { return false }
-        return (everyBatches > 0 && owned.batchesSinceSnapshot >= everyBatches) || (everyBytes > 0 && owned.bytesSinceSnapshot >= everyBytes)
+        return (everyBatches > 0 && owned.batchesSinceSnapshot >= everyBatches)
+            || (everyBytes > 0 && owned.bytesSinceSnapshot >= everyBytes)
     }
 
     /// A snapshot starts being written; returns the counts it covers.

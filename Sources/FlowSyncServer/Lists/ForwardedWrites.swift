@@ -69,7 +69,9 @@ struct ForwardedWrites {
     /// A write was forwarded for `connection`. A retry of the same `(clientID, seq)`
     /// replaces the earlier entry: the answer goes to the latest connection.
     mutating func forwarded(_ mutate: Mutate, connection: Int, now: UInt64) {
-        insert(Key(list: mutate.listName, clientID: mutate.clientID, seq: mutate.seq), Pending(connection: connection, mutate: mutate, since: now))
+        insert(
+            Key(list: mutate.listName, clientID: mutate.clientID, seq: mutate.seq),
+            Pending(connection: connection, mutate: mutate, since: now))
     }
 
     /// The owner answered `key`: a Reject now, an Ack now if the replica (at
@@ -79,7 +81,11 @@ struct ForwardedWrites {
         guard let pending = remove(key) else { return [] }
         switch result {
         case .rejected(let code, let message):
-            return [.reject(connection: pending.connection, Reject(listName: key.list, seq: key.seq, code: code, message: message))]
+            return [
+                .reject(
+                    connection: pending.connection,
+                    Reject(listName: key.list, seq: key.seq, code: code, message: message))
+            ]
         case .committed(let version):
             let ack = Ack(listName: key.list, seq: key.seq, committed: version)
             if let replica, Self.holds(replica, version) { return [.ack(connection: pending.connection, ack)] }
@@ -96,7 +102,9 @@ struct ForwardedWrites {
         guard !ready.isEmpty else { return [] }
         acks.removeAll { Self.holds(position, $0.ack.committed) }
         held[list] = acks.isEmpty ? nil : acks
-        return ready.sorted { $0.ack.committed.version < $1.ack.committed.version }.map { .ack(connection: $0.connection, $0.ack) }
+        return ready.sorted { $0.ack.committed.version < $1.ack.committed.version }.map {
+            .ack(connection: $0.connection, $0.ack)
+        }
     }
 
     /// Lists with a write unanswered since before `now - deadline`.

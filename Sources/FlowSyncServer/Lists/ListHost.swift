@@ -59,10 +59,15 @@ final class ListHost {
     private var cachedSnapshots: [Snapshot.Reason: [UInt8]] = [:]
     private var cachedVersion: ListVersion?
 
-    init(name: String, epoch: UInt64, limits: DirectorLimits, history: Sequencer.HistoryLimits, dedupe: DedupeWindow.Limits, declared: Bool) {
+    init(
+        name: String, epoch: UInt64, limits: DirectorLimits, history: Sequencer.HistoryLimits,
+        dedupe: DedupeWindow.Limits, declared: Bool
+    ) {
         self.name = name
         self.declared = declared
-        sequencer = Sequencer(director: Director(limits: limits), position: ListVersion(epoch: epoch, version: 0), historyLimits: history, dedupeLimits: dedupe)
+        sequencer = Sequencer(
+            director: Director(limits: limits), position: ListVersion(epoch: epoch, version: 0), historyLimits: history,
+            dedupeLimits: dedupe)
     }
 
     /// Recovered from the store: never dropped, even at version 0 of a new epoch (its
@@ -115,7 +120,11 @@ final class ListHost {
     /// Removes `connection` (if subscribed), keeping the others' order.
     /// - Complexity: O(subscribers), as an unsubscribe or a close always was.
     func removeSubscriber(_ connection: Connection) {
-        guard let k = subscribers.firstIndex(where: { $0.connection.toOpaque() == Unmanaged.passUnretained(connection).toOpaque() }) else { return }
+        guard
+            let k = subscribers.firstIndex(where: {
+                $0.connection.toOpaque() == Unmanaged.passUnretained(connection).toOpaque()
+            })
+        else { return }
         let removed = subscribers.remove(at: k)
         removed.connection.release()
     }
@@ -160,8 +169,12 @@ final class ListHost {
 
     /// The snapshot frame of `sequencer`'s current state. Pure: runs on a worker thread
     /// too, with the worker's own encoder.
-    static func snapshotFrame(name: String, sequencer: Sequencer, reason: Snapshot.Reason, encoder: FrameEncoder) -> [UInt8] {
-        let snapshot = Snapshot(listName: name, position: sequencer.position, digest: sequencer.director.digest, reason: reason, sections: sequencer.director.sections)
+    static func snapshotFrame(
+        name: String, sequencer: Sequencer, reason: Snapshot.Reason, encoder: FrameEncoder
+    ) -> [UInt8] {
+        let snapshot = Snapshot(
+            listName: name, position: sequencer.position, digest: sequencer.director.digest, reason: reason,
+            sections: sequencer.director.sections)
         return encoder.encode(.snapshot(snapshot))
     }
 
@@ -216,8 +229,9 @@ final class ListHost {
         pendingSince = nil
         let sealed = sequencer.seal()
         guard let commit = sealed.commit else { return (nil, sealed.outcomes) }
-        let diff = Diff(listName: name, epoch: commit.to.epoch, fromVersion: commit.from.version, toVersion: commit.to.version,
-                        digest: commit.digest, changeset: commit.changeset, mutations: commit.mutations)
+        let diff = Diff(
+            listName: name, epoch: commit.to.epoch, fromVersion: commit.from.version, toVersion: commit.to.version,
+            digest: commit.digest, changeset: commit.changeset, mutations: commit.mutations)
         return (SealedBatch(commit: commit, frame: encoder.encode(.diff(diff))), sealed.outcomes)
     }
 
@@ -275,7 +289,9 @@ final class ListHost {
             return .upToDate
         }
         // In the future, or older than the history: the same answers Sequencer.catchUp gives.
-        if from.version > position.version || from.version < sequencer.oldestResumable.version { return .snapshot(.resumeTooOld) }
+        if from.version > position.version || from.version < sequencer.oldestResumable.version {
+            return .snapshot(.resumeTooOld)
+        }
         return .catchUp
     }
 
@@ -283,9 +299,12 @@ final class ListHost {
     /// exactly `from`, or a snapshot when the position is unusable, when `digest` shows
     /// the subscriber's replica drifted, or when the snapshot is the smaller frame.
     /// On the loop thread; uses (and fills) the snapshot cache.
-    func catchUpFrame(from: ListVersion, digest: StateDigest?, encoder: FrameEncoder) -> (frame: [UInt8], isSnapshot: Bool, encodedSnapshot: Bool) {
+    func catchUpFrame(
+        from: ListVersion, digest: StateDigest?, encoder: FrameEncoder
+    ) -> (frame: [UInt8], isSnapshot: Bool, encodedSnapshot: Bool) {
         var encodedSnapshot = false
-        let built = Self.catchUpFrame(name: name, sequencer: sequencer, from: from, digest: digest, encoder: encoder) { reason in
+        let built = Self.catchUpFrame(name: name, sequencer: sequencer, from: from, digest: digest, encoder: encoder) {
+            reason in
             let snapshot = snapshotFrame(reason: reason, encoder: encoder)
             encodedSnapshot = encodedSnapshot || snapshot.encoded
             return snapshot.frame
@@ -295,8 +314,10 @@ final class ListHost {
 
     /// ``catchUpFrame(from:digest:encoder:)`` over a copy of the sequencer. Pure (the
     /// snapshot comes from `snapshot`), so it runs on a worker thread too.
-    static func catchUpFrame(name: String, sequencer: Sequencer, from: ListVersion, digest: StateDigest?, encoder: FrameEncoder,
-                             snapshot: (Snapshot.Reason) -> [UInt8]) -> (frame: [UInt8], isSnapshot: Bool) {
+    static func catchUpFrame(
+        name: String, sequencer: Sequencer, from: ListVersion, digest: StateDigest?, encoder: FrameEncoder,
+        snapshot: (Snapshot.Reason) -> [UInt8]
+    ) -> (frame: [UInt8], isSnapshot: Bool) {
         switch sequencer.catchUp(from: from) {
         case .snapshot(let reason):
             let wire: Snapshot.Reason = reason == .epochChanged ? .epochChanged : .resumeTooOld
@@ -305,7 +326,9 @@ final class ListHost {
             if let digest, digest != sequencer.director.digest {
                 return (snapshot(.resyncRequested), true)
             }
-            return (diffFrame(name: name, sequencer: sequencer, from: from, changeset: Changeset(), encoder: encoder), false)
+            return (
+                diffFrame(name: name, sequencer: sequencer, from: from, changeset: Changeset(), encoder: encoder), false
+            )
         case .changeset(let changeset):
             if let digest, let past = sequencer.state(at: from), past.digest != digest {
                 return (snapshot(.resyncRequested), true)
@@ -321,9 +344,12 @@ final class ListHost {
         }
     }
 
-    private static func diffFrame(name: String, sequencer: Sequencer, from: ListVersion, changeset: Changeset, encoder: FrameEncoder) -> [UInt8] {
-        let diff = Diff(listName: name, epoch: from.epoch, fromVersion: from.version, toVersion: sequencer.position.version,
-                        digest: sequencer.director.digest, changeset: changeset, mutations: [])
+    private static func diffFrame(
+        name: String, sequencer: Sequencer, from: ListVersion, changeset: Changeset, encoder: FrameEncoder
+    ) -> [UInt8] {
+        let diff = Diff(
+            listName: name, epoch: from.epoch, fromVersion: from.version, toVersion: sequencer.position.version,
+            digest: sequencer.director.digest, changeset: changeset, mutations: [])
         return encoder.encode(.diff(diff))
     }
 }

@@ -54,28 +54,35 @@ struct ListTable {
     /// Hosts `host` under its name. The name must be free: a load ends through
     /// ``loadFinished(_:_:)``, never by hosting over it.
     mutating func host(_ host: ListHost) {
-        precondition(slots[host.name] == nil, "Internal inconsistency in ListTable: \"\(host.name)\" hosted over an existing slot")
+        precondition(
+            slots[host.name] == nil,
+            "Internal inconsistency in ListTable: \"\(host.name)\" hosted over an existing slot")
         slots[host.name] = ListSlot(hosting: host)
         hostedCount += 1
     }
 
     /// Starts loading `name` (a free name).
     mutating func startLoading(_ load: ListLoad) {
-        precondition(slots[load.name] == nil, "Internal inconsistency in ListTable: \"\(load.name)\" loaded over an existing slot")
+        precondition(
+            slots[load.name] == nil,
+            "Internal inconsistency in ListTable: \"\(load.name)\" loaded over an existing slot")
         slots[load.name] = ListSlot(loading: load)
         loadingCount += 1
     }
 
     /// Refuses `name` (a free name) until a restart: its stored data is damaged.
     mutating func refuse(_ name: String, _ error: StoreError) {
-        precondition(slots[name] == nil, "Internal inconsistency in ListTable: \"\(name)\" refused over an existing slot")
+        precondition(
+            slots[name] == nil, "Internal inconsistency in ListTable: \"\(name)\" refused over an existing slot")
         slots[name] = ListSlot(refusing: error)
         refusedCount += 1
     }
 
     /// The load of `name` ended; `nil` when no load of it is in flight (the shell's
     /// completion for a list no longer wanted).
-    mutating func loadFinished(_ name: String, _ result: ListSlot.LoadResult) -> (load: ListLoad, action: ListSlot.LoadAction)? {
+    mutating func loadFinished(
+        _ name: String, _ result: ListSlot.LoadResult
+    ) -> (load: ListLoad, action: ListSlot.LoadAction)? {
         guard var slot = slots[name], let load = slot.load else { return nil }
         let (action, keep) = slot.loadFinished(result)
         loadingCount -= 1

@@ -83,12 +83,18 @@ struct FlushPacer {
 
     /// The dirty lists split into those to seal now and those held, each in the given
     /// order. `now` is read by the caller only when ``pacesSeals(force:)``.
-    func plan<Name>(_ dirty: [(name: Name, pendingSince: UInt64?)], now: UInt64?, force: Bool) -> (seal: [Name], hold: [Name]) {
+    func plan<Name>(
+        _ dirty: [(name: Name, pendingSince: UInt64?)], now: UInt64?, force: Bool
+    ) -> (seal: [Name], hold: [Name]) {
         let now = pacesSeals(force: force) ? now : nil
         var seal: [Name] = []
         var hold: [Name] = []
         for list in dirty {
-            if holds(pendingSince: list.pendingSince, now: now) { hold.append(list.name) } else { seal.append(list.name) }
+            if holds(pendingSince: list.pendingSince, now: now) {
+                hold.append(list.name)
+            } else {
+                seal.append(list.name)
+            }
         }
         return (seal, hold)
     }
@@ -115,7 +121,8 @@ struct FlushPacer {
     /// the state. Returns whether it stopped at its slice.
     @discardableResult
     mutating func flushEnded(written: Int, of total: Int, outermost: Bool) -> Bool {
-        precondition(written <= total, "Internal inconsistency in FlushPacer: \(written) of \(total) connections written")
+        precondition(
+            written <= total, "Internal inconsistency in FlushPacer: \(written) of \(total) connections written")
         let unfinished = written < total
         if outermost { state = unfinished ? .unfinished : .finished }
         return unfinished

@@ -1,6 +1,6 @@
 import FlowSyncLoop
-import Logging
 import FlowSyncRing
+import Logging
 
 /// One connection's send in this turn's ring batch: the connection (kept alive, with
 /// the frames the ring borrows in its queue), its machine, and what it counts.
@@ -52,16 +52,22 @@ extension Outbox {
             // A kernel without io_uring (ENOSYS), a sandbox that forbids it (EPERM), or
             // the locked-memory limit (ENOMEM): libuv writes everything, as before.
             let level: Logger.Level = wanted == .ioUring ? .warning : .info
-            logger.log(level: level, "write path: io_uring unavailable, writing with libuv", metadata: ["error": "\(error)", "write_path": "\(wanted.rawValue)"])
+            logger.log(
+                level: level, "write path: io_uring unavailable, writing with libuv",
+                metadata: ["error": "\(error)", "write_path": "\(wanted.rawValue)"])
         }
     }
 
     /// Writes the connections `queued` once each: through `ring` where the machine says
     /// so, through libuv otherwise, in the order of the rules above. `queued` is
     /// ``flush(now:sliced:finish:)``'s list (unretained; its lifetime rule is there).
-    func flushThroughRing(_ queued: ArraySlice<Unmanaged<Connection>>, ring: SendRing, now: UInt64, report: inout FlushReport,
-                          finish: (Connection, Int, Int, UVError?) -> Void) {
-        precondition(ringBatch.isEmpty && libuvRoute.isEmpty, "Internal inconsistency in Outbox: a ring flush inside a ring flush")
+    func flushThroughRing(
+        _ queued: ArraySlice<Unmanaged<Connection>>, ring: SendRing, now: UInt64, report: inout FlushReport,
+        finish: (Connection, Int, Int, UVError?) -> Void
+    ) {
+        precondition(
+            ringBatch.isEmpty && libuvRoute.isEmpty,
+            "Internal inconsistency in Outbox: a ring flush inside a ring flush")
         for entry in queued {
             let connection = entry.takeUnretainedValue()
             connection.isQueuedForFlush = false
@@ -76,7 +82,10 @@ extension Outbox {
                     collect(ring, now: now, report: &report, finish: finish)
                 }
                 connection.queueRingSend(frames: frames, on: ring, tag: UInt64(ringBatch.count))
-                ringBatch.append(RingFlushEntry(connection: connection, machine: machine, frames: connection.outbound.frames.count, bytes: connection.outbound.bytes))
+                ringBatch.append(
+                    RingFlushEntry(
+                        connection: connection, machine: machine, frames: connection.outbound.frames.count,
+                        bytes: connection.outbound.bytes))
             }
         }
         if !ringBatch.isEmpty { collect(ring, now: now, report: &report, finish: finish) }
@@ -92,13 +101,17 @@ extension Outbox {
 
     /// Submits the queued sends, collects every completion, and only then carries each
     /// out (rule 1): the remainder to libuv, or the end of a broken connection.
-    private func collect(_ ring: SendRing, now: UInt64, report: inout FlushReport, finish: (Connection, Int, Int, UVError?) -> Void) {
+    private func collect(
+        _ ring: SendRing, now: UInt64, report: inout FlushReport, finish: (Connection, Int, Int, UVError?) -> Void
+    ) {
         report.ringSubmissions += 1
         report.ringSends += ringBatch.count
         ring.submitAndCollect { tag, result in
             // Only the results are recorded here; nothing may act yet (rule 1).
             let k = Int(tag)
-            precondition(k < ringBatch.count && ringBatch[k].result == nil, "Internal inconsistency in Outbox: an unexpected completion (tag \(tag) of \(ringBatch.count))")
+            precondition(
+                k < ringBatch.count && ringBatch[k].result == nil,
+                "Internal inconsistency in Outbox: an unexpected completion (tag \(tag) of \(ringBatch.count))")
             ringBatch[k].result = result
         }
         for k in ringBatch.indices {

@@ -131,7 +131,11 @@ final class Outbox {
                     finish(connection, frames, bytes, connection.flush(now: now))
                 }
                 written += 1
-                if deadline != nil, FlushPacer.checksClock(after: written), FlushPacer.sliceIsOver(deadline: deadline, now: clock()) { break }
+                if deadline != nil, FlushPacer.checksClock(after: written),
+                    FlushPacer.sliceIsOver(deadline: deadline, now: clock())
+                {
+                    break
+                }
             }
         }
         depth -= 1

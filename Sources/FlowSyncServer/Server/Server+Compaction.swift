@@ -48,31 +48,37 @@ extension Server {
         let encodesOffLoop = committingStore != nil
         list.compaction = .running
         offloadsOutstanding += 1
-        loop.offload(work: { () -> CompactionOutcome in
-            let started = MonotonicClock.nanoseconds()
-            guard let state = sequencer.state(at: base) else {
-                preconditionFailure("Internal inconsistency in Server: the oldest resumable version \(base) is out of the history's reach")
-            }
-            let snapshot = StoredSnapshot(listName: name, position: base, digest: state.digest, sections: state.sections,
-                                          dedupe: sequencer.dedupeRecords(through: base))
-            if encodesOffLoop {
-                let bytes = StoreFormat.encode(snapshot, encoder: FrameEncoder(configuration: StoreFormat.compression))
-                return .encoded(base, bytes, nanoseconds: MonotonicClock.nanoseconds() - started)
-            }
-            guard let stager else { return .built(snapshot, nanoseconds: MonotonicClock.nanoseconds() - started) }
-            do throws(StoreError) {
-                return .staged(try stager.write(snapshot), nanoseconds: MonotonicClock.nanoseconds() - started)
-            } catch {
-                return .failed(error)
-            }
-        }, then: { [weak self] outcome in
-            guard let self else { return }
-            offloadsOutstanding -= 1
-            if list.compaction == .running { list.compaction = .idle }
-            compactionFinished(name, outcome)
-            // A shutdown waits for this completion before it closes the store.
-            finishShutdownIfDone()
-        })
+        loop.offload(
+            work: { () -> CompactionOutcome in
+                let started = MonotonicClock.nanoseconds()
+                guard let state = sequencer.state(at: base) else {
+                    preconditionFailure(
+                        "Internal inconsistency in Server: the oldest resumable version \(base) is out of the history's reach"
+                    )
+                }
+                let snapshot = StoredSnapshot(
+                    listName: name, position: base, digest: state.digest, sections: state.sections,
+                    dedupe: sequencer.dedupeRecords(through: base))
+                if encodesOffLoop {
+                    let bytes = StoreFormat.encode(
+                        snapshot, encoder: FrameEncoder(configuration: StoreFormat.compression))
+                    return .encoded(base, bytes, nanoseconds: MonotonicClock.nanoseconds() - started)
+                }
+                guard let stager else { return .built(snapshot, nanoseconds: MonotonicClock.nanoseconds() - started) }
+                do throws(StoreError) {
+                    return .staged(try stager.write(snapshot), nanoseconds: MonotonicClock.nanoseconds() - started)
+                } catch {
+                    return .failed(error)
+                }
+            },
+            then: { [weak self] outcome in
+                guard let self else { return }
+                offloadsOutstanding -= 1
+                if list.compaction == .running { list.compaction = .idle }
+                compactionFinished(name, outcome)
+                // A shutdown waits for this completion before it closes the store.
+                finishShutdownIfDone()
+            })
     }
 
     /// Loop thread: the cheap half. Batches appended meanwhile went to the log and stay
@@ -109,7 +115,11 @@ extension Server {
         }
         let loopNanoseconds = MonotonicClock.nanoseconds() - started
         events.snapshotStored(nanoseconds: workNanoseconds + loopNanoseconds)
-        logger.debug("snapshot written", metadata: ["flowsync.list": "\(name)", "at": "\(base)", "worker_ms": "\(workNanoseconds / 1_000_000)",
-                                                    "loop_ms": "\(loopNanoseconds / 1_000_000)"])
+        logger.debug(
+            "snapshot written",
+            metadata: [
+                "flowsync.list": "\(name)", "at": "\(base)", "worker_ms": "\(workNanoseconds / 1_000_000)",
+                "loop_ms": "\(loopNanoseconds / 1_000_000)",
+            ])
     }
 }

@@ -10,8 +10,10 @@ import Logging
 extension Server {
     func accept(_ tcp: TCPConnection) {
         guard !lifecycle.isShuttingDown, connections.count < configuration.maxConnections,
-              pendingHandshakes.count < configuration.auth.maxPendingHandshakes else {
-            events.connectionRefused(budgetExhausted: pendingHandshakes.count >= configuration.auth.maxPendingHandshakes)
+            pendingHandshakes.count < configuration.auth.maxPendingHandshakes
+        else {
+            events.connectionRefused(
+                budgetExhausted: pendingHandshakes.count >= configuration.auth.maxPendingHandshakes)
             tcp.close()
             return
         }
@@ -23,8 +25,9 @@ extension Server {
             handshakeTimeout: UInt64(configuration.handshakeTimeoutMilliseconds),
             configuration: configuration.connectionConfiguration(verifiesTokens: verifier != nil)
         )
-        let connection = Connection(id: id, tcp: tcp, machine: machine, decoder: FrameDecoder(limits: configuration.preAuthDecoderLimits),
-                                    verifier: verifier, logger: logger)
+        let connection = Connection(
+            id: id, tcp: tcp, machine: machine, decoder: FrameDecoder(limits: configuration.preAuthDecoderLimits),
+            verifier: verifier, logger: logger)
         connections[id] = connection
         pendingHandshakes.insert(id)
         events.connectionAccepted(open: connections.count)
@@ -79,7 +82,8 @@ extension Server {
             // Synchronous (the keys are loaded; jwt-kit's verify does not block), so the
             // answer comes back before the connection's next message is decoded.
             guard let verifier = connection.verifier else {
-                preconditionFailure("Internal inconsistency in Server: a machine that verifies tokens without a verifier")
+                preconditionFailure(
+                    "Internal inconsistency in Server: a machine that verifies tokens without a verifier")
             }
             perform(connection.machine.tokenVerified(verifier.verify(token), now: loop.now), on: connection)
         case .welcome(let version):
@@ -89,8 +93,18 @@ extension Server {
             pendingHandshakes.remove(connection.id)
             connection.decoder.limits = configuration.readyDecoderLimits
             connection.decoder.dictionary = dictionary
-            send(.welcome(Welcome(version: version, serverName: configuration.serverName, limits: configuration.welcomeLimits, heartbeatMilliseconds: UInt32(configuration.heartbeatMilliseconds), dictionary: dictionary?.bytes ?? [])), to: connection)
-            connection.logger.debug("handshake", metadata: ["client": "\(connection.machine.session?.clientName ?? "")", "clientID": "\(connection.machine.session?.clientID ?? "")"])
+            send(
+                .welcome(
+                    Welcome(
+                        version: version, serverName: configuration.serverName, limits: configuration.welcomeLimits,
+                        heartbeatMilliseconds: UInt32(configuration.heartbeatMilliseconds),
+                        dictionary: dictionary?.bytes ?? [])), to: connection)
+            connection.logger.debug(
+                "handshake",
+                metadata: [
+                    "client": "\(connection.machine.session?.clientName ?? "")",
+                    "clientID": "\(connection.machine.session?.clientID ?? "")",
+                ])
         case .subscribe(let request):
             if listLoaded, let refusal = recheckDeferredSubscribe(request.listName, connection) {
                 send(.error(refusal), to: connection)
@@ -100,7 +114,11 @@ extension Server {
         case .refreshed(let dropped):
             for name in dropped {
                 leave(name, connection)
-                send(.error(ErrorMessage(code: .forbidden, message: "the refreshed token does not grant reading \"\(name)\"", listName: name, closesConnection: false)), to: connection)
+                send(
+                    .error(
+                        ErrorMessage(
+                            code: .forbidden, message: "the refreshed token does not grant reading \"\(name)\"",
+                            listName: name, closesConnection: false)), to: connection)
             }
             connection.logger.debug("token refreshed", metadata: ["dropped": "\(dropped)"])
         case .reject(let reject):
@@ -110,7 +128,11 @@ extension Server {
             leave(name, connection)
         case .mutate(let mutate):
             guard let list = host(for: mutate.listName, create: configuration.autoCreateLists) else {
-                send(.reject(Reject(listName: mutate.listName, seq: mutate.seq, code: .unknownList, message: "no list \"\(mutate.listName)\"")), to: connection)
+                send(
+                    .reject(
+                        Reject(
+                            listName: mutate.listName, seq: mutate.seq, code: .unknownList,
+                            message: "no list \"\(mutate.listName)\"")), to: connection)
                 events.mutationRejected(code: ErrorCode.unknownList.rawValue)
                 return
             }
@@ -119,13 +141,20 @@ extension Server {
                 forward(mutate, from: connection, to: replicating)
                 return
             }
-            list.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: connection.id,
-                        now: outbox.clock())
+            list.submit(
+                MutationRequest(
+                    clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations),
+                tag: connection.id,
+                now: outbox.clock())
             outbox.dirtyLists.insert(list.name)
         case .pong(let nonce):
             send(.pong(Pong(nonce: nonce)), to: connection)
         case .stats(let request, let grant):
-            send(.statsReply(StatsReply(requestID: request.requestID, entries: statsEntries(list: request.listName, grant: grant))), to: connection)
+            send(
+                .statsReply(
+                    StatsReply(
+                        requestID: request.requestID, entries: statsEntries(list: request.listName, grant: grant))),
+                to: connection)
         case .backup(let request):
             backup(request, for: connection)
         case .sendBackupReply(let reply):
@@ -146,8 +175,9 @@ extension Server {
         // Seal first, so the subscriber starts exactly at a committed version and the
         // mutations already queued this turn arrive as a normal diff.
         if list.hasPending { seal(list) }
-        let first = firstFrame(for: connection, of: list, from: request.resumeFrom, digest: request.digest,
-                               cause: request.resumeFrom == nil ? .subscribe : .resume)
+        let first = firstFrame(
+            for: connection, of: list, from: request.resumeFrom, digest: request.digest,
+            cause: request.resumeFrom == nil ? .subscribe : .resume)
         // The flow first, then the frame: a frame that passes the hard limit closes a
         // connection whose subscription is already recorded (and so is left with it).
         let slot = connection.machine.subscriptionStarted(list.name, flow: first.flow)
@@ -250,9 +280,12 @@ extension Server {
         if error.code == .slowConsumer || error.code == .writeTimeout {
             // Its queue is what is wrong: drop this turn's frames so the error is next.
             connection.discardPending()
-            connection.logger.warning("closing slow consumer", metadata: ["code": "\(error.code.rawValue)", "queued": "\(connection.socketQueuedBytes)"])
+            connection.logger.warning(
+                "closing slow consumer",
+                metadata: ["code": "\(error.code.rawValue)", "queued": "\(connection.socketQueuedBytes)"])
         } else {
-            connection.logger.info("closing connection", metadata: ["code": "\(error.code.rawValue)", "reason": "\(error.message)"])
+            connection.logger.info(
+                "closing connection", metadata: ["code": "\(error.code.rawValue)", "reason": "\(error.message)"])
         }
         // No more list traffic for it (the list stays even when disposable: the close
         // of the socket, at the turn's end, forgets the connection).
@@ -279,7 +312,10 @@ extension Server {
         let now = loop.now
         if !relay.forwarded.isEmpty { takeOverOverdueLists(now: now) }
         // The timer is due every 100 ms; anything later is time the loop spent elsewhere.
-        if housekeeping.lastSweep != 0 { metrics.loopLag.recordMilliseconds(Int64(now > housekeeping.lastSweep + 100 ? now - housekeeping.lastSweep - 100 : 0)) }
+        if housekeeping.lastSweep != 0 {
+            metrics.loopLag.recordMilliseconds(
+                Int64(now > housekeeping.lastSweep + 100 ? now - housekeeping.lastSweep - 100 : 0))
+        }
         housekeeping.lastSweep = now
         var largest = 0
         let writeDeadline = UInt64(configuration.writeDeadlineMilliseconds)

@@ -121,11 +121,15 @@ extension Server {
             switch outcome.result {
             case .success(let version):
                 events.mutationCommitted()
-                send(.ack(Ack(listName: list.name, seq: outcome.id.seq, committed: version)), to: connection, about: list.name)
+                send(
+                    .ack(Ack(listName: list.name, seq: outcome.id.seq, committed: version)), to: connection,
+                    about: list.name)
             case .failure(let rejection):
                 let (code, message) = ListHost.wire(rejection)
                 events.mutationRejected(code: code.rawValue)
-                send(.reject(Reject(listName: list.name, seq: outcome.id.seq, code: code, message: message)), to: connection, about: list.name)
+                send(
+                    .reject(Reject(listName: list.name, seq: outcome.id.seq, code: code, message: message)),
+                    to: connection, about: list.name)
             }
         }
     }
@@ -157,7 +161,10 @@ extension Server {
             subscriber.connection._withUnsafeGuaranteedRef { connection in
                 let queued = connection.queuedBytes
                 let decided = connection.machine.updateFlow(inSlot: subscriber.slot, of: name) { flow in
-                    (wasLive: flow.state == .live, decision: flow.batchCommitted(from: commit.from, to: commit.to, queued: queued, policy: policy))
+                    (
+                        wasLive: flow.state == .live,
+                        decision: flow.batchCommitted(from: commit.from, to: commit.to, queued: queued, policy: policy)
+                    )
                 }
                 guard let decided else { return }
                 switch decided.decision {
@@ -169,7 +176,9 @@ extension Server {
                     if decided.wasLive {
                         laggingConnections.insert(connection.id)
                         events.slowConsumer()
-                        connection.logger.info("subscriber lagging: per-batch frames paused", metadata: ["flowsync.list": "\(name)", "queued": "\(queued)"])
+                        connection.logger.info(
+                            "subscriber lagging: per-batch frames paused",
+                            metadata: ["flowsync.list": "\(name)", "queued": "\(queued)"])
                     }
                 }
             }
@@ -187,8 +196,10 @@ extension Server {
             guard !connection.isClosing else { break }
             let policy = configuration.backpressure
             let bytes = connection.queuedBytes
-            guard let list = lists[name], connection.machine.updateFlow(of: name, { $0.queueShrank(to: bytes, policy: policy) }) == true,
-                  let delivered = connection.machine.flow(of: name)?.delivered else { continue }
+            guard let list = lists[name],
+                connection.machine.updateFlow(of: name, { $0.queueShrank(to: bytes, policy: policy) }) == true,
+                let delivered = connection.machine.flow(of: name)?.delivered
+            else { continue }
             // Inline for a small list; a large list's catch-up is built off the loop and
             // the flow waits for it (holding the batches committed meanwhile).
             let first = firstFrame(for: connection, of: list, from: delivered, digest: nil, cause: .lag)

@@ -36,8 +36,9 @@ extension Server {
         case .off:
             verifier = nil
             if !AuthConfiguration.isLoopback(listenHost) {
-                logger.warning("auth is OFF on a non-loopback address (auth.allow_off_beyond_loopback): anyone who reaches the port can read and write every list",
-                               metadata: ["host": "\(listenHost)"])
+                logger.warning(
+                    "auth is OFF on a non-loopback address (auth.allow_off_beyond_loopback): anyone who reaches the port can read and write every list",
+                    metadata: ["host": "\(listenHost)"])
             }
         }
         let listener: TCPListener
@@ -45,7 +46,8 @@ extension Server {
             if let descriptor {
                 listener = try TCPListener(loop: loop, adoptingDescriptor: descriptor)
             } else {
-                listener = try TCPListener(loop: loop, address: SocketAddress(host: configuration.host, port: configuration.port))
+                listener = try TCPListener(
+                    loop: loop, address: SocketAddress(host: configuration.host, port: configuration.port))
             }
         } catch {
             throw .listen(error)
@@ -72,7 +74,9 @@ extension Server {
                 self?.logger.warning("accept failed", metadata: ["error": "\(error)"])
             }
             handles.unixListener = unix
-            logger.info("listening", metadata: ["unix_socket": "\(path)", "mode": "\(String(configuration.unixSocketMode, radix: 8))"])
+            logger.info(
+                "listening",
+                metadata: ["unix_socket": "\(path)", "mode": "\(String(configuration.unixSocketMode, radix: 8))"])
         }
         lifecycle.started(now: loop.now)
         logLifecycle()
@@ -81,7 +85,9 @@ extension Server {
         // In cluster mode a list exists here only once this node claimed it: declared
         // lists load on first use like every other (Server+Loading.swift).
         if storage.cluster == nil {
-            for name in configuration.declaredLists where lists.refusal(of: name) == nil { _ = host(for: name, create: true, declared: true) }
+            for name in configuration.declaredLists where lists.refusal(of: name) == nil {
+                _ = host(for: name, create: true, declared: true)
+            }
         }
         // Before the hook: the first end of turn already writes through the chosen path.
         startWritePath()
@@ -112,7 +118,9 @@ extension Server {
     /// connection is closed and the server's own handles are closed too (at once when
     /// the server has already stopped; not at all when a shutdown is in progress).
     public func shutdown(_ completion: @escaping () -> Void) {
-        switch lifecycle.shutdownRequested(now: loop.now, grace: UInt64(configuration.shutdownGraceMilliseconds), completion: completion) {
+        switch lifecycle.shutdownRequested(
+            now: loop.now, grace: UInt64(configuration.shutdownGraceMilliseconds), completion: completion)
+        {
         case .none:
             return
         case .completeNow:
@@ -141,7 +149,8 @@ extension Server {
 
     /// Every connection gets the shutting-down notice and is closed.
     func closeConnectionsForShutdown() {
-        let notice = encoder.encode(.notice(Notice(kind: .shuttingDown, message: "server is shutting down", delayMilliseconds: 0)))
+        let notice = encoder.encode(
+            .notice(Notice(kind: .shuttingDown, message: "server is shutting down", delayMilliseconds: 0)))
         for connection in connections.values {
             connection.enqueue(notice)
             close(connection, code: .serverShuttingDown, message: "server is shutting down")
@@ -152,7 +161,10 @@ extension Server {
     /// (its completion may install a compaction, so the store must still be open, or
     /// serve subscribers). Called wherever one of the two may have reached zero.
     func finishShutdownIfDone() {
-        guard let finish = lifecycle.drained(connections: connections.count, offloads: offloadsOutstanding + commits.gate.pendingCount) else { return }
+        guard
+            let finish = lifecycle.drained(
+                connections: connections.count, offloads: offloadsOutstanding + commits.gate.pendingCount)
+        else { return }
         handles.closeTimers()
         outbox.idle?.close()
         outbox.idle = nil
@@ -222,7 +234,9 @@ extension Server {
             connection.decoder.limits = applied.readyDecoderLimits
         }
         if !ignored.isEmpty {
-            logger.warning("reload: these settings need a restart and were not changed", metadata: ["keys": "\(ignored.joined(separator: ", "))"])
+            logger.warning(
+                "reload: these settings need a restart and were not changed",
+                metadata: ["keys": "\(ignored.joined(separator: ", "))"])
         }
         return changes
     }

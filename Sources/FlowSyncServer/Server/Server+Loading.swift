@@ -20,7 +20,7 @@ extension Server {
                     report.lists.append(list)
                 }
                 report.notes += outcome.notes
-            } catch where error.isCorruption {
+            } catch  where error.isCorruption {
                 refuse(name, error)
             }
         }
@@ -45,7 +45,10 @@ extension Server {
         case .queued:
             break
         case .overloaded:
-            answer(action, of: name, code: .overloaded, "more than \(configuration.maxWaitingPerList) requests wait for list \"\(name)\" to load", on: connection)
+            answer(
+                action, of: name, code: .overloaded,
+                "more than \(configuration.maxWaitingPerList) requests wait for list \"\(name)\" to load",
+                on: connection)
         case .refused(let error):
             answerRefused(action, of: name, error, on: connection)
         }
@@ -94,7 +97,9 @@ extension Server {
                 // still wanted (a failed store keeps its files as they are).
                 if lists.isLoading(name) && storageFailure == nil {
                     let result: Result<RecoveredList?, StoreError>
-                    do throws(StoreError) { result = .success(try store.finishLoad(outcome)) } catch { result = .failure(error) }
+                    do throws(StoreError) { result = .success(try store.finishLoad(outcome)) } catch {
+                        result = .failure(error)
+                    }
                     listLoaded(name, result, notes: outcome.notes, workerNanoseconds: outcome.nanoseconds)
                 } else {
                     listLoaded(name, .success(nil), notes: [], workerNanoseconds: 0)
@@ -108,7 +113,9 @@ extension Server {
     /// Loop thread: the load is done. The list is adopted, then every waiting request
     /// is carried out in order — the connection may have gone, or its machine moved on,
     /// so each is checked again.
-    private func listLoaded(_ name: String, _ result: Result<RecoveredList?, StoreError>, notes: [String], workerNanoseconds: UInt64) {
+    private func listLoaded(
+        _ name: String, _ result: Result<RecoveredList?, StoreError>, notes: [String], workerNanoseconds: UInt64
+    ) {
         guard storageFailure == nil else {
             if let load = lists.abandonLoad(name) { recordColdLoad(load) }
             return
@@ -144,8 +151,12 @@ extension Server {
         case .replay(let waiting):
             for note in notes { logger.warning("store: \(note)", metadata: ["flowsync.list": "\(name)"]) }
             events.listLoaded()
-            logger.debug("list loaded", metadata: ["flowsync.list": "\(name)", "worker_us": "\(workerNanoseconds / 1_000)",
-                                                   "waited_us": "\(latency / 1_000)", "requests": "\(waiting.count)"])
+            logger.debug(
+                "list loaded",
+                metadata: [
+                    "flowsync.list": "\(name)", "worker_us": "\(workerNanoseconds / 1_000)",
+                    "waited_us": "\(latency / 1_000)", "requests": "\(waiting.count)",
+                ])
             for (id, action) in waiting {
                 guard let connection = connections[id], !connection.isClosing else { continue }
                 perform(action, on: connection, listLoaded: true)
@@ -176,9 +187,13 @@ extension Server {
             let old = list.sequencer.position
             list.sequencer.startEpoch(UInt64.random(in: 1...UInt64.max))
             let sequencer = list.sequencer
-            try store.startEpoch(StoredSnapshot(listName: list.name, position: sequencer.position, digest: sequencer.director.digest,
-                                                sections: sequencer.director.sections, dedupe: sequencer.dedupeRecords()))
-            logger.warning("list starts a new epoch: clients resync from a snapshot", metadata: ["flowsync.list": "\(list.name)", "was": "\(old)", "now": "\(sequencer.position)"])
+            try store.startEpoch(
+                StoredSnapshot(
+                    listName: list.name, position: sequencer.position, digest: sequencer.director.digest,
+                    sections: sequencer.director.sections, dedupe: sequencer.dedupeRecords()))
+            logger.warning(
+                "list starts a new epoch: clients resync from a snapshot",
+                metadata: ["flowsync.list": "\(list.name)", "was": "\(old)", "now": "\(sequencer.position)"])
         }
         let host = ListHost(name: list.name, sequencer: list.sequencer, declared: false)
         host.lastActive = loop.now
@@ -193,21 +208,30 @@ extension Server {
     }
 
     private func logRefusal(_ name: String, _ error: StoreError) {
-        logger.error("list refused: its stored data is damaged (the other lists are served)", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
+        logger.error(
+            "list refused: its stored data is damaged (the other lists are served)",
+            metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
     }
 
-    private func answerRefused(_ action: ConnectionStateMachine.Action, of name: String, _ error: StoreError, on connection: Connection) {
+    private func answerRefused(
+        _ action: ConnectionStateMachine.Action, of name: String, _ error: StoreError, on connection: Connection
+    ) {
         answer(action, of: name, code: .internalError, "list \"\(name)\" cannot be loaded: \(error)", on: connection)
     }
 
     /// Refuses a waiting request with `code`: a Reject for a write, a non-fatal Error
     /// otherwise.
-    private func answer(_ action: ConnectionStateMachine.Action, of name: String, code: ErrorCode, _ message: String, on connection: Connection) {
+    private func answer(
+        _ action: ConnectionStateMachine.Action, of name: String, code: ErrorCode, _ message: String,
+        on connection: Connection
+    ) {
         if case .mutate(let mutate) = action {
             send(.reject(Reject(listName: name, seq: mutate.seq, code: code, message: message)), to: connection)
             events.mutationRejected(code: code.rawValue)
         } else {
-            send(.error(ErrorMessage(code: code, message: message, listName: name, closesConnection: false)), to: connection)
+            send(
+                .error(ErrorMessage(code: code, message: message, listName: name, closesConnection: false)),
+                to: connection)
         }
     }
 
@@ -219,7 +243,8 @@ extension Server {
     /// it runs at most every quarter of the idle time (and at most once per sweep).
     func unloadIdleLists() {
         guard storage.loadsOnDemand, configuration.idleUnloadMilliseconds > 0, storageFailure == nil,
-              !lifecycle.isShuttingDown else { return }
+            !lifecycle.isShuttingDown
+        else { return }
         let now = loop.now
         let idle = UInt64(configuration.idleUnloadMilliseconds)
         guard now >= housekeeping.lastIdleScan + max(100, idle / 4) else { return }
@@ -253,8 +278,9 @@ extension Server {
     /// the other rooms hold for it in cluster mode: a batch committing, a forwarded
     /// write waiting for its owner.
     private func isUnloadable(_ list: ListHost, now: UInt64, idle: UInt64) -> Bool {
-        list.isIdle(now: now, idleFor: idle,
-                    busyElsewhere: commits.gate.hasPendingCommit(of: list.name) || relay.forwarded.hasWaiting(for: list.name))
+        list.isIdle(
+            now: now, idleFor: idle,
+            busyElsewhere: commits.gate.hasPendingCommit(of: list.name) || relay.forwarded.hasWaiting(for: list.name))
     }
 
     /// Every second, from the sweep: enforces `[history] total_max_bytes`, samples the
@@ -290,7 +316,8 @@ extension Server {
         }
         metrics.historyBytes.record(historyBytes)
         metrics.listsLoading.record(lists.loadingCount)
-        guard let (store, loader) = storage.onDemand, !housekeeping.countingStoredLists, !lifecycle.isShuttingDown else { return }
+        guard let (store, loader) = storage.onDemand, !housekeeping.countingStoredLists, !lifecycle.isShuttingDown
+        else { return }
         housekeeping.countingStoredLists = true
         offloadsOutstanding += 1
         loader.run(store.storedListCounter(), on: loop) { [weak self] count in
@@ -310,13 +337,19 @@ extension Server {
     /// started, a refreshed token may no longer grant it, the connection may be full).
     func recheckDeferredSubscribe(_ name: String, _ connection: Connection) -> ErrorMessage? {
         if connection.machine.flow(of: name) != nil {
-            return ErrorMessage(code: .alreadySubscribed, message: "already subscribed to \"\(name)\"", listName: name, closesConnection: false)
+            return ErrorMessage(
+                code: .alreadySubscribed, message: "already subscribed to \"\(name)\"", listName: name,
+                closesConnection: false)
         }
         if connection.machine.session?.grant.mayRead(name) == false {
-            return ErrorMessage(code: .forbidden, message: "the token does not grant reading \"\(name)\"", listName: name, closesConnection: false)
+            return ErrorMessage(
+                code: .forbidden, message: "the token does not grant reading \"\(name)\"", listName: name,
+                closesConnection: false)
         }
         if connection.machine.subscribedLists.count >= configuration.maxListsPerConnection {
-            return ErrorMessage(code: .tooManyLists, message: "at most \(configuration.maxListsPerConnection) lists per connection", listName: name, closesConnection: false)
+            return ErrorMessage(
+                code: .tooManyLists, message: "at most \(configuration.maxListsPerConnection) lists per connection",
+                listName: name, closesConnection: false)
         }
         return nil
     }

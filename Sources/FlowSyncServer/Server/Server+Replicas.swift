@@ -26,7 +26,9 @@ extension Server {
             // No owner (released at a clean stop, or never claimed): the preferred node
             // claims it now — from its replica, or by loading it. The others wait; a
             // write of theirs takes it over when overdue if the preferred node does not.
-            guard let self, store.isPreferredOwner(of: name), storageFailure == nil, !lifecycle.isShuttingDown else { return }
+            guard let self, store.isPreferredOwner(of: name), storageFailure == nil, !lifecycle.isShuttingDown else {
+                return
+            }
             if store.isReplica(name) {
                 tryTakeOver(name, forwardAgain: false)
             } else {
@@ -48,7 +50,9 @@ extension Server {
             do {
                 try list.replicate(batch.commit)
             } catch {
-                logger.error("cluster: a replicated batch does not apply; list dropped", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
+                logger.error(
+                    "cluster: a replicated batch does not apply; list dropped",
+                    metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
                 listLost(list, closing: [])
                 return
             }
@@ -134,7 +138,8 @@ extension Server {
                 list?.lastForwardedAgain = loop.now
                 for pending in relay.forwarded.waiting(of: name) { store.forward(pending.mutate) }
             case .failed(let error):
-                logger.warning("cluster: taking over a list failed", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
+                logger.warning(
+                    "cluster: taking over a list failed", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
             }
         }
     }
@@ -147,8 +152,11 @@ extension Server {
         for pending in taken.resubmit {
             guard let connection = connections[pending.connection], !connection.isClosing else { continue }
             let mutate = pending.mutate
-            list.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: connection.id,
-                        now: outbox.clock())
+            list.submit(
+                MutationRequest(
+                    clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations),
+                tag: connection.id,
+                now: outbox.clock())
             outbox.dirtyLists.insert(name)
         }
     }
@@ -165,8 +173,11 @@ extension Server {
             let tag = relay.remoteTag()
             list.remoteWrites[tag] = write
             let mutate = write.mutate
-            list.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: tag,
-                        now: outbox.clock())
+            list.submit(
+                MutationRequest(
+                    clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations),
+                tag: tag,
+                now: outbox.clock())
         }
         outbox.dirtyLists.insert(name)
     }
@@ -185,7 +196,10 @@ extension Server {
                 let (code, message) = ListHost.wire(rejection)
                 result = .rejected(code, message)
             }
-            answers.append(WriteAnswer(origin: write.origin, list: list.name, clientID: write.mutate.clientID, seq: write.mutate.seq, result: result))
+            answers.append(
+                WriteAnswer(
+                    origin: write.origin, list: list.name, clientID: write.mutate.clientID, seq: write.mutate.seq,
+                    result: result))
         }
         return answers
     }

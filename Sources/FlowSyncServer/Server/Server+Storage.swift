@@ -17,8 +17,9 @@ extension Server {
     @discardableResult
     public func recover(repair: Bool = false) throws(StoreError) -> RecoveryReport {
         precondition(!lifecycle.hasRecovered, "Internal inconsistency in Server: recover() called twice")
-        let options = RecoveryOptions(directorLimits: configuration.director, historyLimits: configuration.historyLimits,
-                                      dedupeLimits: configuration.dedupeLimits, repair: repair)
+        let options = RecoveryOptions(
+            directorLimits: configuration.director, historyLimits: configuration.historyLimits,
+            dedupeLimits: configuration.dedupeLimits, repair: repair)
         let started = MonotonicClock.nanoseconds()
         let report: RecoveryReport
         switch storage.kind {
@@ -40,8 +41,13 @@ extension Server {
         logLifecycle()
         recordListGauges()
         if !report.lists.isEmpty || report.truncatedBytes > 0 {
-            logger.info("recovered", metadata: ["lists": "\(report.lists.count)", "batches": "\(report.replayedBatches)",
-                                                "truncatedBytes": "\(report.truncatedBytes)", "ms": "\((MonotonicClock.nanoseconds() - started) / 1_000_000)"])
+            logger.info(
+                "recovered",
+                metadata: [
+                    "lists": "\(report.lists.count)", "batches": "\(report.replayedBatches)",
+                    "truncatedBytes": "\(report.truncatedBytes)",
+                    "ms": "\((MonotonicClock.nanoseconds() - started) / 1_000_000)",
+                ])
         }
         return report
     }
@@ -106,7 +112,9 @@ extension Server {
         if let list, lists.lose(list) {
             toClose.formUnion(list.subscribers.map(\.id))
             metrics.listsFenced.increment()
-            logger.warning("list fenced by the store: dropped here, its subscribers closed", metadata: ["flowsync.list": "\(list.name)", "subscribers": "\(list.subscribers.count)"])
+            logger.warning(
+                "list fenced by the store: dropped here, its subscribers closed",
+                metadata: ["flowsync.list": "\(list.name)", "subscribers": "\(list.subscribers.count)"])
             recordListGauges()
         }
         let name = list?.name ?? name ?? "?"

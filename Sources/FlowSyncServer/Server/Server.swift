@@ -57,7 +57,6 @@ public final class Server {
     /// What the sweep remembers between runs (``Housekeeping``).
     var housekeeping = Housekeeping()
 
-
     // MARK: Connections
 
     /// Open connections by ID.
@@ -120,14 +119,17 @@ public final class Server {
     ///
     /// `clock` (monotonic nanoseconds) times the flush's slices and the seals' pacing;
     /// tests may drive it.
-    public init(configuration: ServerConfiguration, loop: EventLoop, logger: Logger, store: ListStore? = nil,
-                clock: @escaping () -> UInt64 = MonotonicClock.nanoseconds) {
+    public init(
+        configuration: ServerConfiguration, loop: EventLoop, logger: Logger, store: ListStore? = nil,
+        clock: @escaping () -> UInt64 = MonotonicClock.nanoseconds
+    ) {
         self.configuration = configuration
         self.outbox = Outbox(budgets: configuration.flushBudgets, clock: clock)
         self.loop = loop
         self.logger = logger
         self.encoder = FrameEncoder(configuration: configuration.frameCompression)
-        self.storage = StorageMode(store: store ?? configuration.makeStore(loop: loop, logger: logger), configuration: configuration)
+        self.storage = StorageMode(
+            store: store ?? configuration.makeStore(loop: loop, logger: logger), configuration: configuration)
     }
 
     /// Where committed batches go (docs/STORAGE.md), behind its protocol.
@@ -156,8 +158,10 @@ public final class Server {
         // A fresh random epoch: a list that is not in the store is a new history, and a
         // client holding a position of an older list of that name must resync.
         defer { recordListGauges() }
-        let list = ListHost(name: name, epoch: UInt64.random(in: 1...UInt64.max), limits: configuration.director, history: configuration.historyLimits,
-                            dedupe: configuration.dedupeLimits, declared: declared)
+        let list = ListHost(
+            name: name, epoch: UInt64.random(in: 1...UInt64.max), limits: configuration.director,
+            history: configuration.historyLimits,
+            dedupe: configuration.dedupeLimits, declared: declared)
         lists.host(list)
         logger.debug("list created", metadata: ["flowsync.list": "\(name)"])
         return list

@@ -19,7 +19,9 @@ public struct ServerStartError: Error, CustomStringConvertible, Sendable {
     private let base: Base
 
     static func recovery(_ error: StoreError) -> ServerStartError { ServerStartError(base: .recovery(error)) }
-    static func auth(key: String, problem: String, host: String) -> ServerStartError { ServerStartError(base: .auth(key: key, problem: problem, host: host)) }
+    static func auth(key: String, problem: String, host: String) -> ServerStartError {
+        ServerStartError(base: .auth(key: key, problem: problem, host: host))
+    }
     static func authKeys(_ reason: String) -> ServerStartError { ServerStartError(base: .authKeys(reason)) }
     static func listen(_ error: UVError) -> ServerStartError { ServerStartError(base: .listen(error)) }
 

@@ -95,7 +95,10 @@ public struct StoredSnapshot: Sendable {
     /// The idempotency window as of ``position``.
     public var dedupe: [DedupeWindow.ClientRecord]
 
-    public init(listName: String, position: ListVersion, digest: StateDigest, sections: [Section], dedupe: [DedupeWindow.ClientRecord]) {
+    public init(
+        listName: String, position: ListVersion, digest: StateDigest, sections: [Section],
+        dedupe: [DedupeWindow.ClientRecord]
+    ) {
         self.listName = listName
         self.position = position
         self.digest = digest
@@ -112,8 +115,10 @@ public struct RecoveryOptions: Sendable {
     /// Keep the valid prefix of a damaged log instead of refusing to start.
     public var repair: Bool
 
-    public init(directorLimits: DirectorLimits = DirectorLimits(), historyLimits: Sequencer.HistoryLimits = .init(),
-                dedupeLimits: DedupeWindow.Limits = .init(), repair: Bool = false) {
+    public init(
+        directorLimits: DirectorLimits = DirectorLimits(), historyLimits: Sequencer.HistoryLimits = .init(),
+        dedupeLimits: DedupeWindow.Limits = .init(), repair: Bool = false
+    ) {
         self.directorLimits = directorLimits
         self.historyLimits = historyLimits
         self.dedupeLimits = dedupeLimits
@@ -173,10 +178,12 @@ struct ListRebuilder {
             throw Sequencer.ReplayError(description: "snapshot of \(snapshot.position) does not load: \(error)")
         }
         guard director.digest == snapshot.digest else {
-            throw Sequencer.ReplayError(description: "snapshot of \(snapshot.position): digest \(director.digest), \(snapshot.digest) recorded")
+            throw Sequencer.ReplayError(
+                description: "snapshot of \(snapshot.position): digest \(director.digest), \(snapshot.digest) recorded")
         }
-        sequencer = Sequencer(director: director, position: snapshot.position, historyLimits: options.historyLimits,
-                              dedupeLimits: options.dedupeLimits, restoring: snapshot.dedupe)
+        sequencer = Sequencer(
+            director: director, position: snapshot.position, historyLimits: options.historyLimits,
+            dedupeLimits: options.dedupeLimits, restoring: snapshot.dedupe)
         sequencer.setDirectorLimits(options.directorLimits)
     }
 
@@ -184,8 +191,9 @@ struct ListRebuilder {
     init(epoch: UInt64, options: RecoveryOptions) {
         var director = Director(limits: .unlimited)
         director.limits = options.directorLimits
-        sequencer = Sequencer(director: director, position: ListVersion(epoch: epoch, version: 0), historyLimits: options.historyLimits,
-                              dedupeLimits: options.dedupeLimits)
+        sequencer = Sequencer(
+            director: director, position: ListVersion(epoch: epoch, version: 0), historyLimits: options.historyLimits,
+            dedupeLimits: options.dedupeLimits)
     }
 
     mutating func replay(_ commit: Sequencer.Commit) throws(Sequencer.ReplayError) {
@@ -195,8 +203,9 @@ struct ListRebuilder {
 
 extension DirectorLimits {
     /// No limit at all: for loading stored data.
-    static let unlimited = DirectorLimits(maxIDBytes: .max, maxKindBytes: .max, maxPayloadBytes: .max, maxSections: .max,
-                                          maxRows: .max, maxOpsPerMutation: .max)
+    static let unlimited = DirectorLimits(
+        maxIDBytes: .max, maxKindBytes: .max, maxPayloadBytes: .max, maxSections: .max,
+        maxRows: .max, maxOpsPerMutation: .max)
 }
 
 /// A store that commits a batch later than its append returns (cluster mode: a

@@ -43,7 +43,8 @@ struct StorageMode {
         } else if let appending = store as? DirectorStore {
             kind = .appending(appending)
         } else {
-            preconditionFailure("Internal inconsistency in StorageMode: a store that neither appends nor commits (\(type(of: store)))")
+            preconditionFailure(
+                "Internal inconsistency in StorageMode: a store that neither appends nor commits (\(type(of: store)))")
         }
         stagedCompaction = store as? StagedCompactionStore
         logCatchUp = store as? LogCatchUpStore
