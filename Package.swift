@@ -106,11 +106,15 @@ let package = Package(
         ),
 
         // MARK: The daemon
+        // The io_uring send ring (`[server] write_path`): sockets and buffers, nothing of
+        // lists; the only Swift module over CURing.
+        .target(name: "FlowSyncRing", dependencies: ["CURing", "FlowSyncLoop"]),
+        .testTarget(name: "FlowSyncRingTests", dependencies: ["FlowSyncRing"]),
         .target(
             name: "FlowSyncServer",
             dependencies: [
                 // FlowSyncPostgres: cluster mode's store (ClusterStore, issue #18).
-                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncPostgres", "CURing",
+                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncPostgres", "FlowSyncRing",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
@@ -177,9 +181,15 @@ let package = Package(
         ),
 
         // MARK: Test support and tests
+        // The pure half (seeded generators, the UIKit batch simulator, offThePool,
+        // Shared): the core's tests build without the server, libpq or liburing.
+        .target(name: "FlowSyncCoreTestSupport", dependencies: ["FlowSyncCore"]),
+        // The rest (embedded server, test client, fault injection, …); it re-exports
+        // the pure half.
         .target(
             name: "FlowSyncTestSupport",
             dependencies: [
+                "FlowSyncCoreTestSupport",
                 "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncServer", "FlowSyncProcess",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -187,17 +197,24 @@ let package = Package(
         ),
         .testTarget(
             name: "FlowSyncCoreTests",
-            dependencies: ["FlowSyncCore", "FlowSyncTestSupport"],
+            dependencies: ["FlowSyncCore", "FlowSyncCoreTestSupport"],
             exclude: ["Vectors/digest_reference.py"]
         ),
-        .testTarget(name: "FlowSyncPostgresTests", dependencies: ["FlowSyncPostgres", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncTestSupport",
-                                                          "FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncClient"]),
+        .testTarget(
+            name: "FlowSyncPostgresTests",
+            dependencies: [
+                "FlowSyncPostgres", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncTestSupport",
+                "FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncClient",
+            ]),
         .testTarget(name: "PlatformTests", dependencies: ["CLibUV", "CZlib"]),
         .testTarget(name: "FlowSyncProcessTests", dependencies: ["FlowSyncProcess"]),
         .testTarget(name: "FlowSyncLoopTests", dependencies: ["FlowSyncLoop"]),
         .testTarget(
             name: "FlowSyncClientTests",
-            dependencies: ["FlowSyncClient", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncTestSupport"]
+            dependencies: [
+                "FlowSyncClient", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncLoop", "FlowSyncProcess",
+                "FlowSyncTestSupport",
+            ]
         ),
         .testTarget(
             name: "FlowSyncUITests",
@@ -205,21 +222,31 @@ let package = Package(
         ),
         .testTarget(
             name: "FlowSyncStoreTests",
-            dependencies: ["FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncProcess", "FlowSyncTestSupport"]
+            dependencies: [
+                "FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncProcess", "FlowSyncTestSupport",
+            ]
         ),
         .testTarget(
             name: "FlowSyncLoadTests",
-            dependencies: ["FlowSyncLoad", "FlowSyncCore", "FlowSyncProtocol", "FlowSyncProcess", "FlowSyncTestSupport"]
+            dependencies: [
+                "FlowSyncLoad", "FlowSyncCore", "FlowSyncProtocol", "FlowSyncProcess", "FlowSyncTestSupport",
+            ]
         ),
         .testTarget(
             name: "FlowSyncServerTests",
-            dependencies: ["FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncTestSupport"]
+            dependencies: [
+                "FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncLoop", "FlowSyncProcess",
+                "FlowSyncTestSupport",
+            ]
         ),
 
         // MARK: Benchmarks (release-mode executable; figures go to docs/BENCHMARKS.md)
         .executableTarget(
             name: "flowsync-server-bench",
-            dependencies: ["FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncServer", "FlowSyncTestSupport", "CURing", "CLibUV"],
+            dependencies: [
+                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncServer",
+                "FlowSyncTestSupport", "CURing", "CLibUV",
+            ],
             path: "Benchmarks/ServerBench"
         ),
         .executableTarget(

@@ -2,6 +2,7 @@ import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncServer
 import Logging
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,7 +24,7 @@ public final class EmbeddedServer: Sendable {
         case file(directory: String, io: (@Sendable () -> FileIO)? = nil)
         /// The store built by `make` on the loop thread — e.g. one ``InMemoryStore``
         /// handed from one server to the next to simulate a restart.
-        case custom(@Sendable () -> DirectorStore)
+        case custom(@Sendable () -> ListStore)
         /// The store the configuration names, as `flowsyncd` builds it
         /// (`ServerConfiguration.makeStore`): cluster mode's store with `[cluster]`.
         case configured
@@ -38,8 +39,10 @@ public final class EmbeddedServer: Sendable {
 
     /// Starts a server with `configuration` (host and port are forced to 127.0.0.1:0)
     /// over `storage`; recovery runs first (`repair` as `flowsyncd --repair`).
-    public init(configuration: ServerConfiguration = ServerConfiguration(), storage: Storage = .memory, repair: Bool = false,
-                logLevel: Logger.Level = .warning) async throws {
+    public init(
+        configuration: ServerConfiguration = ServerConfiguration(), storage: Storage = .memory, repair: Bool = false,
+        logLevel: Logger.Level = .warning
+    ) async throws {
         var configuration = configuration
         configuration.host = "127.0.0.1"
         configuration.port = 0
@@ -51,11 +54,12 @@ public final class EmbeddedServer: Sendable {
         thread.loop.execute { [configuration] in
             var logger = Logger(label: "flowsyncd-test")
             logger.logLevel = logLevel
-            let store: DirectorStore?
+            let store: ListStore?
             switch storage {
             case .memory: store = InMemoryStore(snapshotEveryBatches: configuration.snapshotEveryBatches)
             case .file(let directory, let io):
-                store = FileStore(directory: directory, options: configuration.fileStoreOptions, io: io?() ?? PosixFileIO())
+                store = FileStore(
+                    directory: directory, options: configuration.fileStoreOptions, io: io?() ?? PosixFileIO())
             case .custom(let make): store = make()
             case .configured: store = nil
             }

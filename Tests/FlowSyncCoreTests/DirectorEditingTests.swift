@@ -1,5 +1,5 @@
 import FlowSyncCore
-import FlowSyncTestSupport
+import FlowSyncCoreTestSupport
 import Testing
 
 /// Each FlowKit-style edit, its changeset, and each kind of refusal.

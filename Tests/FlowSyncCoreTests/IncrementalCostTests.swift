@@ -1,5 +1,5 @@
 import FlowSyncCore
-import FlowSyncTestSupport
+import FlowSyncCoreTestSupport
 import Testing
 
 /// Structural checks that small batches on big lists take the incremental path (the

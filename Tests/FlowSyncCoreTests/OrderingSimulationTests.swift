@@ -1,5 +1,5 @@
 import FlowSyncCore
-import FlowSyncTestSupport
+import FlowSyncCoreTestSupport
 import Testing
 
 /// N writers, each holding a replica fed by the server's commits through a delayed,

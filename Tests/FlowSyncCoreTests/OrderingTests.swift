@@ -1,5 +1,5 @@
 import FlowSyncCore
-import FlowSyncTestSupport
+import FlowSyncCoreTestSupport
 import Testing
 
 /// The ordering layer's named intention cases: two writers at the same base, one

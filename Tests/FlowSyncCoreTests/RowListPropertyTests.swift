@@ -1,5 +1,5 @@
 import FlowSyncCore
-import FlowSyncTestSupport
+import FlowSyncCoreTestSupport
 import Testing
 
 /// The row store against a plain `[Row]` oracle: seeded random edits at random

@@ -1,5 +1,5 @@
 @testable import FlowSyncCore
-import FlowSyncTestSupport
+import FlowSyncCoreTestSupport
 import Testing
 
 /// The sharded map against a `Dictionary` oracle, with copies held across edits (the

@@ -1,7 +1,7 @@
 import FlowSyncCore
 import FlowSyncLoop
-import Logging
 import FlowSyncProtocol
+import Logging
 
 /// What the other layers need, derived from the configuration in one place: the
 /// decoder's limits before and after the handshake, the limits announced in `Welcome`,
@@ -12,12 +12,18 @@ import FlowSyncProtocol
 extension ServerConfiguration {
     /// Watermarks on a connection's queued bytes (`[backpressure]`).
     var backpressure: BackpressurePolicy {
-        BackpressurePolicy(lowWatermark: lowWatermarkBytes, highWatermark: highWatermarkBytes, hardLimit: hardLimitBytes)
+        BackpressurePolicy(
+            lowWatermark: lowWatermarkBytes, highWatermark: highWatermarkBytes, hardLimit: hardLimitBytes)
     }
 
     /// What each list's sequencer keeps for resume and catch-up (`[history]`).
     var historyLimits: Sequencer.HistoryLimits {
         Sequencer.HistoryLimits(maxBatches: historyMaxBatches, maxBytes: historyMaxBytes)
+    }
+
+    /// The end of the turn's budgets (`[server] flush_slice_us`, `seal_wait_us`).
+    var flushBudgets: FlushPacer.Budgets {
+        FlushPacer.Budgets(sliceMicroseconds: flushSliceMicroseconds, sealWaitMicroseconds: sealWaitMicroseconds)
     }
 
     /// Each list's idempotency window (`[ordering]`).
@@ -58,8 +64,9 @@ extension ServerConfiguration {
     /// The connection machine's part of the configuration (`verifiesTokens` from the
     /// effective auth mode, which depends on the address really bound).
     func connectionConfiguration(verifiesTokens: Bool) -> ConnectionStateMachine.Configuration {
-        ConnectionStateMachine.Configuration(maxListsPerConnection: maxListsPerConnection, maxListNameBytes: maxListNameBytes,
-                                             verifiesTokens: verifiesTokens, heartbeatMilliseconds: UInt64(heartbeatMilliseconds))
+        ConnectionStateMachine.Configuration(
+            maxListsPerConnection: maxListsPerConnection, maxListNameBytes: maxListNameBytes,
+            verifiesTokens: verifiesTokens, heartbeatMilliseconds: UInt64(heartbeatMilliseconds))
     }
 
     /// The frame encoder's compression. Level 0 means "never compress" (zlib's own level
@@ -69,15 +76,18 @@ extension ServerConfiguration {
         if compressionLevel == 0 {
             return CompressionConfiguration(threshold: .max, level: 1, dictionary: .standard)
         }
-        return CompressionConfiguration(threshold: compressionThresholdBytes, level: Int32(compressionLevel), dictionary: .standard)
+        return CompressionConfiguration(
+            threshold: compressionThresholdBytes, level: Int32(compressionLevel), dictionary: .standard)
     }
 
     /// The store `[storage]` names: a ``FileStore`` in the data directory by default.
-    func makeStore(loop: EventLoop, logger: Logger) -> DirectorStore {
+    func makeStore(loop: EventLoop, logger: Logger) -> ListStore {
         if let postgres = cluster.postgres {
-            return ClusterStore(options: ClusterStore.Options(conninfo: postgres, node: cluster.node, leaseMilliseconds: cluster.leaseMilliseconds,
-                                                              snapshotEveryBatches: snapshotEveryBatches, snapshotEveryBytes: snapshotEveryBytes),
-                                loop: loop, logger: logger)
+            return ClusterStore(
+                options: ClusterStore.Options(
+                    conninfo: postgres, node: cluster.node, leaseMilliseconds: cluster.leaseMilliseconds,
+                    snapshotEveryBatches: snapshotEveryBatches, snapshotEveryBytes: snapshotEveryBytes),
+                loop: loop, logger: logger)
         }
         switch storageEngine {
         case .file: return FileStore(directory: dataDirectory, options: fileStoreOptions)

@@ -31,3 +31,60 @@ extension ServerConfiguration {
         return (applied, ignored)
     }
 }
+
+// MARK: The reload's report
+
+extension ServerConfiguration {
+    /// Every key a reload applies, by its name in the config file, with how to read it
+    /// (issue #30: the report was a hand-written list that had missed five of them —
+    /// `lists.idle_unload_ms`, `lists.max_waiting_per_list`, `server.flush_slice_us`,
+    /// `server.seal_wait_us` and `limits.max_connections`).
+    /// `ConfigurationReloadReportTests` changes each key and checks the report names
+    /// it. Not here: the restart-only groups (``reloaded(to:)``), `server.lists`
+    /// (declared lists are created at start) and `[auth]`, which the server reports
+    /// itself (new keys make a new verifier, which may be refused).
+    static let reloadableKeys: [(key: String, value: @Sendable (ServerConfiguration) -> String)] = [
+        ("server.auto_create_lists", { "\($0.autoCreateLists)" }),
+        ("server.shutdown_grace_ms", { "\($0.shutdownGraceMilliseconds)" }),
+        ("server.name", { $0.serverName }),
+        ("server.flush_slice_us", { "\($0.flushSliceMicroseconds)" }),
+        ("server.seal_wait_us", { "\($0.sealWaitMicroseconds)" }),
+        ("limits.max_frame_bytes", { "\($0.maxFrameBytes)" }),
+        ("limits.max_inflated_bytes", { "\($0.maxInflatedBytes)" }),
+        ("limits.pre_auth_max_frame_bytes", { "\($0.limits.preAuthMaxFrameBytes)" }),
+        ("limits.handshake_timeout_ms", { "\($0.limits.handshakeTimeoutMilliseconds)" }),
+        ("limits.heartbeat_ms", { "\($0.limits.heartbeatMilliseconds)" }),
+        ("limits.tcp_keepalive_s", { "\($0.limits.tcpKeepaliveSeconds)" }),
+        ("limits.max_lists_per_connection", { "\($0.maxListsPerConnection)" }),
+        ("limits.max_list_name_bytes", { "\($0.limits.maxListNameBytes)" }),
+        ("limits.max_connections", { "\($0.limits.maxConnections)" }),
+        // The director's six limits (max_ops_per_mutation, max_id_bytes, max_kind_bytes,
+        // max_payload_bytes, max_sections, max_rows) as one entry, as the report always
+        // named them.
+        ("limits.director", { "\($0.director)" }),
+        ("backpressure.low_watermark_bytes", { "\($0.lowWatermarkBytes)" }),
+        ("backpressure.high_watermark_bytes", { "\($0.highWatermarkBytes)" }),
+        ("backpressure.hard_limit_bytes", { "\($0.hardLimitBytes)" }),
+        ("backpressure.write_deadline_ms", { "\($0.writeDeadlineMilliseconds)" }),
+        ("lists.idle_unload_ms", { "\($0.idleUnloadMilliseconds)" }),
+        ("lists.max_waiting_per_list", { "\($0.maxWaitingPerList)" }),
+        ("history.max_batches", { "\($0.historyMaxBatches)" }),
+        ("history.max_bytes", { "\($0.historyMaxBytes)" }),
+        ("history.total_max_bytes", { "\($0.historyTotalMaxBytes)" }),
+        ("ordering.dedupe_per_client", { "\($0.dedupePerClient)" }),
+        ("ordering.dedupe_clients", { "\($0.dedupeClients)" }),
+        ("compression.level", { "\($0.compressionLevel)" }),
+        ("compression.threshold_bytes", { "\($0.compressionThresholdBytes)" }),
+        ("compression.offload_snapshot_rows", { "\($0.offloadSnapshotRows)" }),
+        ("logging.level", { $0.logLevel }),
+    ]
+
+    /// What a reload to `new` changes, one `key: old → new` line per reloadable key that
+    /// differs, in the order of ``reloadableKeys``.
+    func reloadReport(to new: ServerConfiguration) -> [String] {
+        Self.reloadableKeys.compactMap { key, value in
+            let (old, now) = (value(self), value(new))
+            return old == now ? nil : "\(key): \(old) → \(now)"
+        }
+    }
+}

@@ -1,6 +1,7 @@
 import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProtocol
+import FlowSyncRing
 import Logging
 
 /// The I/O shell of one client connection: the socket, its incremental decoder, its
@@ -29,7 +30,10 @@ final class Connection {
     /// skips it.
     var isForgotten = false
 
-    init(id: Int, tcp: TCPConnection, machine: ConnectionStateMachine, decoder: FrameDecoder, verifier: TokenVerifier?, logger: Logger) {
+    init(
+        id: Int, tcp: TCPConnection, machine: ConnectionStateMachine, decoder: FrameDecoder, verifier: TokenVerifier?,
+        logger: Logger
+    ) {
         self.id = id
         self.verifier = verifier
         self.tcp = tcp
@@ -91,7 +95,9 @@ final class Connection {
     /// Decides, with `machine`, the route of this turn's frames: through the ring, or
     /// libuv (bytes queued in libuv must not be overtaken, see ``RingSendStateMachine``).
     func startRingFlush(_ machine: inout RingSendStateMachine, maxFrames: Int) -> RingSendStateMachine.FlushAction {
-        machine.flushStarted(frameSizes: outbound.frames.lazy.map(\.count), libuvQueuedBytes: tcp.queuedBytes, socketClosing: tcp.isClosing, maxFrames: maxFrames)
+        machine.flushStarted(
+            frameSizes: outbound.frames.lazy.map(\.count), libuvQueuedBytes: tcp.queuedBytes,
+            socketClosing: tcp.isClosing, maxFrames: maxFrames)
     }
 
     /// Queues one send of the first `frames` queued frames on `ring`. The frames stay in
@@ -113,7 +119,9 @@ final class Connection {
             // Only now may the queue change: the completion was collected, the kernel
             // no longer reads these bytes. libuv tries them at once and queues the rest
             // (copied) behind nothing, since it held nothing (the route's condition).
-            return writeThenClear(now: now) { () throws(UVError) in try tcp.write(outbound.frames[from.frame...], skipping: from.offset) }
+            return writeThenClear(now: now) { () throws(UVError) in
+                try tcp.write(outbound.frames[from.frame...], skipping: from.offset)
+            }
         case .fail(let errno):
             outbound.clearAfterWrite()
             // libuv's codes are the negative errno on Linux: one error type.

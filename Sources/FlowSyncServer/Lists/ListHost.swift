@@ -16,16 +16,58 @@ final class ListHost {
     /// here (lists on demand).
     var lastActive: UInt64 = 0
 
+    // MARK: The turn's and the cluster's flags of this list (issue #30: in its entry,
+    // not in collections of the server keyed by its name, so a list that leaves the
+    // registry takes all of them with it)
+
+    /// Where the list's snapshot of the log (compaction) is.
+    enum CompactionPhase: Equatable {
+        case idle
+        /// Asked for this turn; started after the flush (``ListTable/compactionsDue``).
+        case due
+        /// Being written off the loop; one at a time (a second would race the
+        /// first's install). A "due" meanwhile is dropped: the store says due again.
+        case running
+    }
+
+    var compaction: CompactionPhase = .idle
+    /// A take-over of this replica list is in flight (cluster mode): its forwarded
+    /// writes wait for the claim's outcome.
+    var takingOver = false
+    /// Loop time its waiting forwarded writes were last forwarded again (at most every
+    /// half lease; cluster mode).
+    var lastForwardedAgain: UInt64 = 0
+    /// Writes other nodes forwarded to this list (owned here), by the negative tag
+    /// their mutation was submitted with, until sealed. Dropped with the list: their
+    /// nodes forward them again when overdue.
+    var remoteWrites: [Int: ForwardedWrite] = [:]
+
+    /// Whether the list may be unloaded: idle for `idleFor` ms at loop time `now`, and
+    /// nothing of it in flight — no subscriber, no mutation waiting for the seal (a
+    /// dirty list always has one, or its seal is a no-op), no compaction (its install
+    /// needs the list's files), no frame built off the loop (it serves the list's
+    /// subscribers), no take-over. `busyElsewhere` is what other rooms hold for it (a
+    /// commit in the gate, a write forwarded to its owner).
+    func isIdle(now: UInt64, idleFor: UInt64, busyElsewhere: Bool) -> Bool {
+        !declared && subscribers.isEmpty && now >= lastActive + idleFor && !hasPending && !hasPendingFrames
+            && compaction == .idle && !takingOver && remoteWrites.isEmpty && !busyElsewhere
+    }
+
     /// Encoded snapshot frames of ``cachedVersion``, one per reason (the reason is part
     /// of the frame). Why cache: every joiner at one version shares one encoding and
     /// one deflate, which for a large list is most of the cost of a subscribe.
     private var cachedSnapshots: [Snapshot.Reason: [UInt8]] = [:]
     private var cachedVersion: ListVersion?
 
-    init(name: String, epoch: UInt64, limits: DirectorLimits, history: Sequencer.HistoryLimits, dedupe: DedupeWindow.Limits, declared: Bool) {
+    init(
+        name: String, epoch: UInt64, limits: DirectorLimits, history: Sequencer.HistoryLimits,
+        dedupe: DedupeWindow.Limits, declared: Bool
+    ) {
         self.name = name
         self.declared = declared
-        sequencer = Sequencer(director: Director(limits: limits), position: ListVersion(epoch: epoch, version: 0), historyLimits: history, dedupeLimits: dedupe)
+        sequencer = Sequencer(
+            director: Director(limits: limits), position: ListVersion(epoch: epoch, version: 0), historyLimits: history,
+            dedupeLimits: dedupe)
     }
 
     /// Recovered from the store: never dropped, even at version 0 of a new epoch (its
@@ -78,7 +120,11 @@ final class ListHost {
     /// Removes `connection` (if subscribed), keeping the others' order.
     /// - Complexity: O(subscribers), as an unsubscribe or a close always was.
     func removeSubscriber(_ connection: Connection) {
-        guard let k = subscribers.firstIndex(where: { $0.connection.toOpaque() == Unmanaged.passUnretained(connection).toOpaque() }) else { return }
+        guard
+            let k = subscribers.firstIndex(where: {
+                $0.connection.toOpaque() == Unmanaged.passUnretained(connection).toOpaque()
+            })
+        else { return }
         let removed = subscribers.remove(at: k)
         removed.connection.release()
     }
@@ -123,8 +169,12 @@ final class ListHost {
 
     /// The snapshot frame of `sequencer`'s current state. Pure: runs on a worker thread
     /// too, with the worker's own encoder.
-    static func snapshotFrame(name: String, sequencer: Sequencer, reason: Snapshot.Reason, encoder: FrameEncoder) -> [UInt8] {
-        let snapshot = Snapshot(listName: name, position: sequencer.position, digest: sequencer.director.digest, reason: reason, sections: sequencer.director.sections)
+    static func snapshotFrame(
+        name: String, sequencer: Sequencer, reason: Snapshot.Reason, encoder: FrameEncoder
+    ) -> [UInt8] {
+        let snapshot = Snapshot(
+            listName: name, position: sequencer.position, digest: sequencer.director.digest, reason: reason,
+            sections: sequencer.director.sections)
         return encoder.encode(.snapshot(snapshot))
     }
 
@@ -133,13 +183,16 @@ final class ListHost {
     /// Whether mutations wait for the turn's seal.
     var hasPending: Bool { sequencer.hasPending }
 
-    /// When the oldest mutation waiting for the seal arrived (`nil`: none waits). The
-    /// seal's pacing bounds that wait (``Server/sealDirtyLists(force:)``).
-    private(set) var pendingSince: ContinuousClock.Instant?
+    /// When the oldest mutation waiting for the seal arrived (`nil`: none waits), in
+    /// the outbox clock's nanoseconds. The seal's pacing bounds that wait
+    /// (``FlushPacer``, rule 1).
+    private(set) var pendingSince: UInt64?
 
-    /// Queues a mutation for this turn's seal; `tag` names the writer's connection.
-    func submit(_ request: MutationRequest, tag: Int) {
-        if pendingSince == nil { pendingSince = .now }
+    /// Queues a mutation for this turn's seal; `tag` names the writer's connection and
+    /// `now` is the time on the server's outbox clock (``Outbox/clock``); the default
+    /// reads the monotonic clock, for callers outside a server.
+    func submit(_ request: MutationRequest, tag: Int, now: UInt64 = MonotonicClock.nanoseconds()) {
+        if pendingSince == nil { pendingSince = now }
         sequencer.submit(request, tag: tag)
     }
 
@@ -176,8 +229,9 @@ final class ListHost {
         pendingSince = nil
         let sealed = sequencer.seal()
         guard let commit = sealed.commit else { return (nil, sealed.outcomes) }
-        let diff = Diff(listName: name, epoch: commit.to.epoch, fromVersion: commit.from.version, toVersion: commit.to.version,
-                        digest: commit.digest, changeset: commit.changeset, mutations: commit.mutations)
+        let diff = Diff(
+            listName: name, epoch: commit.to.epoch, fromVersion: commit.from.version, toVersion: commit.to.version,
+            digest: commit.digest, changeset: commit.changeset, mutations: commit.mutations)
         return (SealedBatch(commit: commit, frame: encoder.encode(.diff(diff))), sealed.outcomes)
     }
 
@@ -235,7 +289,9 @@ final class ListHost {
             return .upToDate
         }
         // In the future, or older than the history: the same answers Sequencer.catchUp gives.
-        if from.version > position.version || from.version < sequencer.oldestResumable.version { return .snapshot(.resumeTooOld) }
+        if from.version > position.version || from.version < sequencer.oldestResumable.version {
+            return .snapshot(.resumeTooOld)
+        }
         return .catchUp
     }
 
@@ -243,9 +299,12 @@ final class ListHost {
     /// exactly `from`, or a snapshot when the position is unusable, when `digest` shows
     /// the subscriber's replica drifted, or when the snapshot is the smaller frame.
     /// On the loop thread; uses (and fills) the snapshot cache.
-    func catchUpFrame(from: ListVersion, digest: StateDigest?, encoder: FrameEncoder) -> (frame: [UInt8], isSnapshot: Bool, encodedSnapshot: Bool) {
+    func catchUpFrame(
+        from: ListVersion, digest: StateDigest?, encoder: FrameEncoder
+    ) -> (frame: [UInt8], isSnapshot: Bool, encodedSnapshot: Bool) {
         var encodedSnapshot = false
-        let built = Self.catchUpFrame(name: name, sequencer: sequencer, from: from, digest: digest, encoder: encoder) { reason in
+        let built = Self.catchUpFrame(name: name, sequencer: sequencer, from: from, digest: digest, encoder: encoder) {
+            reason in
             let snapshot = snapshotFrame(reason: reason, encoder: encoder)
             encodedSnapshot = encodedSnapshot || snapshot.encoded
             return snapshot.frame
@@ -255,8 +314,10 @@ final class ListHost {
 
     /// ``catchUpFrame(from:digest:encoder:)`` over a copy of the sequencer. Pure (the
     /// snapshot comes from `snapshot`), so it runs on a worker thread too.
-    static func catchUpFrame(name: String, sequencer: Sequencer, from: ListVersion, digest: StateDigest?, encoder: FrameEncoder,
-                             snapshot: (Snapshot.Reason) -> [UInt8]) -> (frame: [UInt8], isSnapshot: Bool) {
+    static func catchUpFrame(
+        name: String, sequencer: Sequencer, from: ListVersion, digest: StateDigest?, encoder: FrameEncoder,
+        snapshot: (Snapshot.Reason) -> [UInt8]
+    ) -> (frame: [UInt8], isSnapshot: Bool) {
         switch sequencer.catchUp(from: from) {
         case .snapshot(let reason):
             let wire: Snapshot.Reason = reason == .epochChanged ? .epochChanged : .resumeTooOld
@@ -265,7 +326,9 @@ final class ListHost {
             if let digest, digest != sequencer.director.digest {
                 return (snapshot(.resyncRequested), true)
             }
-            return (diffFrame(name: name, sequencer: sequencer, from: from, changeset: Changeset(), encoder: encoder), false)
+            return (
+                diffFrame(name: name, sequencer: sequencer, from: from, changeset: Changeset(), encoder: encoder), false
+            )
         case .changeset(let changeset):
             if let digest, let past = sequencer.state(at: from), past.digest != digest {
                 return (snapshot(.resyncRequested), true)
@@ -281,9 +344,12 @@ final class ListHost {
         }
     }
 
-    private static func diffFrame(name: String, sequencer: Sequencer, from: ListVersion, changeset: Changeset, encoder: FrameEncoder) -> [UInt8] {
-        let diff = Diff(listName: name, epoch: from.epoch, fromVersion: from.version, toVersion: sequencer.position.version,
-                        digest: sequencer.director.digest, changeset: changeset, mutations: [])
+    private static func diffFrame(
+        name: String, sequencer: Sequencer, from: ListVersion, changeset: Changeset, encoder: FrameEncoder
+    ) -> [UInt8] {
+        let diff = Diff(
+            listName: name, epoch: from.epoch, fromVersion: from.version, toVersion: sequencer.position.version,
+            digest: sequencer.director.digest, changeset: changeset, mutations: [])
         return encoder.encode(.diff(diff))
     }
 }

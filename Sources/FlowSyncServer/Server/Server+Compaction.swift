@@ -23,11 +23,10 @@ extension Server {
     /// no ack waits for it): the state at the oldest version the history still holds, so
     /// every batch resumable now stays resumable after a restart.
     func compactDueLists() {
-        let names = compactionsDue
-        compactionsDue = []
-        for name in names.sorted() {
-            // One in flight per list; the store keeps saying "due" until it is installed.
-            guard storageFailure == nil, !compactionsInFlight.contains(name), let list = lists[name] else { continue }
+        // One in flight per list (ListTable.compactionDue); the store keeps saying
+        // "due" until it is installed.
+        for list in lists.takeDueCompactions() {
+            guard storageFailure == nil else { return }
             startCompaction(of: list)
         }
     }
@@ -41,44 +40,50 @@ extension Server {
         let name = list.name
         let stager: SnapshotStager?
         do {
-            stager = try (store as? StagedCompactionStore)?.stageCompaction(of: name)
+            stager = try storage.stagedCompaction?.stageCompaction(of: name)
         } catch {
             storageFailed(error)
             return
         }
         let encodesOffLoop = committingStore != nil
-        compactionsInFlight.insert(name)
+        list.compaction = .running
         offloadsOutstanding += 1
-        loop.offload(work: { () -> CompactionOutcome in
-            let started = MonotonicClock.nanoseconds()
-            guard let state = sequencer.state(at: base) else {
-                preconditionFailure("Internal inconsistency in Server: the oldest resumable version \(base) is out of the history's reach")
-            }
-            let snapshot = StoredSnapshot(listName: name, position: base, digest: state.digest, sections: state.sections,
-                                          dedupe: sequencer.dedupeRecords(through: base))
-            if encodesOffLoop {
-                let bytes = StoreFormat.encode(snapshot, encoder: FrameEncoder(configuration: StoreFormat.compression))
-                return .encoded(base, bytes, nanoseconds: MonotonicClock.nanoseconds() - started)
-            }
-            guard let stager else { return .built(snapshot, nanoseconds: MonotonicClock.nanoseconds() - started) }
-            do throws(StoreError) {
-                return .staged(try stager.write(snapshot), nanoseconds: MonotonicClock.nanoseconds() - started)
-            } catch {
-                return .failed(error)
-            }
-        }, then: { [weak self] outcome in
-            guard let self else { return }
-            offloadsOutstanding -= 1
-            compactionFinished(name, outcome)
-            // A shutdown waits for this completion before it closes the store.
-            finishShutdownIfDone()
-        })
+        loop.offload(
+            work: { () -> CompactionOutcome in
+                let started = MonotonicClock.nanoseconds()
+                guard let state = sequencer.state(at: base) else {
+                    preconditionFailure(
+                        "Internal inconsistency in Server: the oldest resumable version \(base) is out of the history's reach"
+                    )
+                }
+                let snapshot = StoredSnapshot(
+                    listName: name, position: base, digest: state.digest, sections: state.sections,
+                    dedupe: sequencer.dedupeRecords(through: base))
+                if encodesOffLoop {
+                    let bytes = StoreFormat.encode(
+                        snapshot, encoder: FrameEncoder(configuration: StoreFormat.compression))
+                    return .encoded(base, bytes, nanoseconds: MonotonicClock.nanoseconds() - started)
+                }
+                guard let stager else { return .built(snapshot, nanoseconds: MonotonicClock.nanoseconds() - started) }
+                do throws(StoreError) {
+                    return .staged(try stager.write(snapshot), nanoseconds: MonotonicClock.nanoseconds() - started)
+                } catch {
+                    return .failed(error)
+                }
+            },
+            then: { [weak self] outcome in
+                guard let self else { return }
+                offloadsOutstanding -= 1
+                if list.compaction == .running { list.compaction = .idle }
+                compactionFinished(name, outcome)
+                // A shutdown waits for this completion before it closes the store.
+                finishShutdownIfDone()
+            })
     }
 
     /// Loop thread: the cheap half. Batches appended meanwhile went to the log and stay
     /// there (the store keeps every segment that ends after `base`).
     private func compactionFinished(_ name: String, _ outcome: CompactionOutcome) {
-        compactionsInFlight.remove(name)
         let started = MonotonicClock.nanoseconds()
         let workNanoseconds: UInt64
         let base: ListVersion
@@ -87,9 +92,9 @@ extension Server {
             case .failed(let error):
                 throw error
             case .staged(let staged, let nanoseconds):
-                guard storageFailure == nil, let staging = store as? StagedCompactionStore else {
+                guard storageFailure == nil, let staging = storage.stagedCompaction else {
                     // After a storage failure nothing more is written.
-                    (store as? StagedCompactionStore)?.discardCompaction(staged)
+                    storage.stagedCompaction?.discardCompaction(staged)
                     return
                 }
                 try staging.installCompaction(staged)
@@ -109,9 +114,12 @@ extension Server {
             return
         }
         let loopNanoseconds = MonotonicClock.nanoseconds() - started
-        statistics.storeSnapshots += 1
-        metrics.storeSnapshot.recordNanoseconds(Int64(workNanoseconds + loopNanoseconds))
-        logger.debug("snapshot written", metadata: ["flowsync.list": "\(name)", "at": "\(base)", "worker_ms": "\(workNanoseconds / 1_000_000)",
-                                                    "loop_ms": "\(loopNanoseconds / 1_000_000)"])
+        events.snapshotStored(nanoseconds: workNanoseconds + loopNanoseconds)
+        logger.debug(
+            "snapshot written",
+            metadata: [
+                "flowsync.list": "\(name)", "at": "\(base)", "worker_ms": "\(workNanoseconds / 1_000_000)",
+                "loop_ms": "\(loopNanoseconds / 1_000_000)",
+            ])
     }
 }

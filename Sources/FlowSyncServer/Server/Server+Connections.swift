@@ -10,10 +10,10 @@ import Logging
 extension Server {
     func accept(_ tcp: TCPConnection) {
         guard !lifecycle.isShuttingDown, connections.count < configuration.maxConnections,
-              pendingHandshakes.count < configuration.auth.maxPendingHandshakes else {
-            statistics.connectionsRefused += 1
-            metrics.connectionsRefused.increment()
-            if pendingHandshakes.count >= configuration.auth.maxPendingHandshakes { metrics.handshakeBudgetExhausted.increment() }
+            pendingHandshakes.count < configuration.auth.maxPendingHandshakes
+        else {
+            events.connectionRefused(
+                budgetExhausted: pendingHandshakes.count >= configuration.auth.maxPendingHandshakes)
             tcp.close()
             return
         }
@@ -25,14 +25,12 @@ extension Server {
             handshakeTimeout: UInt64(configuration.handshakeTimeoutMilliseconds),
             configuration: configuration.connectionConfiguration(verifiesTokens: verifier != nil)
         )
-        let connection = Connection(id: id, tcp: tcp, machine: machine, decoder: FrameDecoder(limits: configuration.preAuthDecoderLimits),
-                                    verifier: verifier, logger: logger)
+        let connection = Connection(
+            id: id, tcp: tcp, machine: machine, decoder: FrameDecoder(limits: configuration.preAuthDecoderLimits),
+            verifier: verifier, logger: logger)
         connections[id] = connection
         pendingHandshakes.insert(id)
-        statistics.connectionsAccepted += 1
-        statistics.connectionsCurrent = connections.count
-        metrics.connectionsAccepted.increment()
-        metrics.connectionsOpen.record(connections.count)
+        events.connectionAccepted(open: connections.count)
         tcp.onRead = { [weak self, weak connection] bytes in
             guard let self, let connection else { return }
             received(bytes, on: connection)
@@ -84,7 +82,8 @@ extension Server {
             // Synchronous (the keys are loaded; jwt-kit's verify does not block), so the
             // answer comes back before the connection's next message is decoded.
             guard let verifier = connection.verifier else {
-                preconditionFailure("Internal inconsistency in Server: a machine that verifies tokens without a verifier")
+                preconditionFailure(
+                    "Internal inconsistency in Server: a machine that verifies tokens without a verifier")
             }
             perform(connection.machine.tokenVerified(verifier.verify(token), now: loop.now), on: connection)
         case .welcome(let version):
@@ -94,8 +93,18 @@ extension Server {
             pendingHandshakes.remove(connection.id)
             connection.decoder.limits = configuration.readyDecoderLimits
             connection.decoder.dictionary = dictionary
-            send(.welcome(Welcome(version: version, serverName: configuration.serverName, limits: configuration.welcomeLimits, heartbeatMilliseconds: UInt32(configuration.heartbeatMilliseconds), dictionary: dictionary?.bytes ?? [])), to: connection)
-            connection.logger.debug("handshake", metadata: ["client": "\(connection.machine.session?.clientName ?? "")", "clientID": "\(connection.machine.session?.clientID ?? "")"])
+            send(
+                .welcome(
+                    Welcome(
+                        version: version, serverName: configuration.serverName, limits: configuration.welcomeLimits,
+                        heartbeatMilliseconds: UInt32(configuration.heartbeatMilliseconds),
+                        dictionary: dictionary?.bytes ?? [])), to: connection)
+            connection.logger.debug(
+                "handshake",
+                metadata: [
+                    "client": "\(connection.machine.session?.clientName ?? "")",
+                    "clientID": "\(connection.machine.session?.clientID ?? "")",
+                ])
         case .subscribe(let request):
             if listLoaded, let refusal = recheckDeferredSubscribe(request.listName, connection) {
                 send(.error(refusal), to: connection)
@@ -105,33 +114,47 @@ extension Server {
         case .refreshed(let dropped):
             for name in dropped {
                 leave(name, connection)
-                send(.error(ErrorMessage(code: .forbidden, message: "the refreshed token does not grant reading \"\(name)\"", listName: name, closesConnection: false)), to: connection)
+                send(
+                    .error(
+                        ErrorMessage(
+                            code: .forbidden, message: "the refreshed token does not grant reading \"\(name)\"",
+                            listName: name, closesConnection: false)), to: connection)
             }
             connection.logger.debug("token refreshed", metadata: ["dropped": "\(dropped)"])
         case .reject(let reject):
             send(.reject(reject), to: connection)
-            statistics.mutationsRejected += 1
-            metrics.mutationRejected(code: reject.code.rawValue)
+            events.mutationRejected(code: reject.code.rawValue)
         case .unsubscribe(let name):
             leave(name, connection)
         case .mutate(let mutate):
             guard let list = host(for: mutate.listName, create: configuration.autoCreateLists) else {
-                send(.reject(Reject(listName: mutate.listName, seq: mutate.seq, code: .unknownList, message: "no list \"\(mutate.listName)\"")), to: connection)
-                statistics.mutationsRejected += 1
-                metrics.mutationRejected(code: ErrorCode.unknownList.rawValue)
+                send(
+                    .reject(
+                        Reject(
+                            listName: mutate.listName, seq: mutate.seq, code: .unknownList,
+                            message: "no list \"\(mutate.listName)\"")), to: connection)
+                events.mutationRejected(code: ErrorCode.unknownList.rawValue)
                 return
             }
             list.lastActive = loop.now
-            if let replicating = replicatingStore, replicating.isReplica(list.name) {
+            if let replicating = clusterNode, replicating.isReplica(list.name) {
                 forward(mutate, from: connection, to: replicating)
                 return
             }
-            list.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: connection.id)
-            dirtyLists.insert(list.name)
+            list.submit(
+                MutationRequest(
+                    clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations),
+                tag: connection.id,
+                now: outbox.clock())
+            outbox.dirtyLists.insert(list.name)
         case .pong(let nonce):
             send(.pong(Pong(nonce: nonce)), to: connection)
         case .stats(let request, let grant):
-            send(.statsReply(StatsReply(requestID: request.requestID, entries: statsEntries(list: request.listName, grant: grant))), to: connection)
+            send(
+                .statsReply(
+                    StatsReply(
+                        requestID: request.requestID, entries: statsEntries(list: request.listName, grant: grant))),
+                to: connection)
         case .backup(let request):
             backup(request, for: connection)
         case .sendBackupReply(let reply):
@@ -152,8 +175,9 @@ extension Server {
         // Seal first, so the subscriber starts exactly at a committed version and the
         // mutations already queued this turn arrive as a normal diff.
         if list.hasPending { seal(list) }
-        let first = firstFrame(for: connection, of: list, from: request.resumeFrom, digest: request.digest,
-                               cause: request.resumeFrom == nil ? .subscribe : .resume)
+        let first = firstFrame(
+            for: connection, of: list, from: request.resumeFrom, digest: request.digest,
+            cause: request.resumeFrom == nil ? .subscribe : .resume)
         // The flow first, then the frame: a frame that passes the hard limit closes a
         // connection whose subscription is already recorded (and so is left with it).
         let slot = connection.machine.subscriptionStarted(list.name, flow: first.flow)
@@ -195,18 +219,16 @@ extension Server {
         // this (through `peerEnded`) with no reference of its own, so the table's may
         // be the last one — removed first, the connection was freed under this call
         // (a use after free, seen as a SIGSEGV in a test's shutdown).
-        if connection.isQueuedForFlush || flushDepth > 0 { retiredConnections.append(connection) }
+        outbox.retire(connection)
         connections.removeValue(forKey: connection.id)
         connection.isForgotten = true
-        if !commitGate.isIdle { commitGate.forget(connection.id) }
+        if !commits.gate.isIdle { commits.gate.forget(connection.id) }
         pendingHandshakes.remove(connection.id)
         laggingConnections.remove(connection.id)
-        if !forwardedWrites.isEmpty { forwardedWrites.connectionClosed(connection.id) }
+        if !relay.forwarded.isEmpty { relay.forwarded.connectionClosed(connection.id) }
         for name in leaving { leave(name, connection) }
-        statistics.connectionsCurrent = connections.count
         let reason = connection.machine.closing?.reason
-        metrics.connectionsOpen.record(connections.count)
-        metrics.connectionClosed(code: reason?.rawValue)
+        events.connectionClosed(open: connections.count, code: reason?.rawValue)
         recordListGauges()
         connection.logger.debug("closed", metadata: ["reason": "\(reason.map { "\($0)" } ?? "peer")"])
         onStatusChange?()
@@ -227,9 +249,9 @@ extension Server {
     func enqueue(_ frame: [UInt8], to connection: Connection, about list: String? = nil) {
         guard storageFailure == nil else { return }
         // A synchronous store leaves the gate idle: one check, no allocation.
-        if !commitGate.isIdle {
+        if !commits.gate.isIdle {
             guard !connection.isClosing else { return }
-            guard case .sendNow = commitGate.route(frame, to: connection.id, about: list) else { return }
+            guard case .sendNow = commits.gate.route(frame, to: connection.id, about: list) else { return }
         }
         enqueueNow(frame, to: connection)
     }
@@ -239,8 +261,7 @@ extension Server {
         guard connection.enqueue(frame) else { return }
         queueForFlush(connection)
         if connection.queuedBytes > configuration.hardLimitBytes {
-            statistics.slowConsumerEvents += 1
-            metrics.slowConsumerEvents.increment()
+            events.slowConsumer()
             close(connection, code: .slowConsumer, message: "more than \(configuration.hardLimitBytes) bytes queued")
         }
     }
@@ -255,13 +276,16 @@ extension Server {
     /// already closing (so nothing more is queued), the connection leaves its lists, and
     /// the error is its last frame.
     private func closeNow(_ connection: Connection, with error: ErrorMessage, leaving: [String]) {
-        statistics.closedByReason[error.code.rawValue, default: 0] += 1
+        events.closing(code: error.code.rawValue)
         if error.code == .slowConsumer || error.code == .writeTimeout {
             // Its queue is what is wrong: drop this turn's frames so the error is next.
             connection.discardPending()
-            connection.logger.warning("closing slow consumer", metadata: ["code": "\(error.code.rawValue)", "queued": "\(connection.socketQueuedBytes)"])
+            connection.logger.warning(
+                "closing slow consumer",
+                metadata: ["code": "\(error.code.rawValue)", "queued": "\(connection.socketQueuedBytes)"])
         } else {
-            connection.logger.info("closing connection", metadata: ["code": "\(error.code.rawValue)", "reason": "\(error.message)"])
+            connection.logger.info(
+                "closing connection", metadata: ["code": "\(error.code.rawValue)", "reason": "\(error.message)"])
         }
         // No more list traffic for it (the list stays even when disposable: the close
         // of the socket, at the turn's end, forgets the connection).
@@ -277,9 +301,7 @@ extension Server {
     /// Lists the connection for this turn's flush, once.
     @inline(__always)
     func queueForFlush(_ connection: Connection) {
-        guard !connection.isQueuedForFlush else { return }
-        connection.isQueuedForFlush = true
-        toFlush.append(.passUnretained(connection))
+        outbox.add(connection)
     }
 
     // MARK: The sweep
@@ -288,10 +310,13 @@ extension Server {
     /// shutdown grace.
     func sweepConnections() {
         let now = loop.now
-        if !forwardedWrites.isEmpty { takeOverOverdueLists(now: now) }
+        if !relay.forwarded.isEmpty { takeOverOverdueLists(now: now) }
         // The timer is due every 100 ms; anything later is time the loop spent elsewhere.
-        if lastSweep != 0 { metrics.loopLag.recordMilliseconds(Int64(now > lastSweep + 100 ? now - lastSweep - 100 : 0)) }
-        lastSweep = now
+        if housekeeping.lastSweep != 0 {
+            metrics.loopLag.recordMilliseconds(
+                Int64(now > housekeeping.lastSweep + 100 ? now - housekeeping.lastSweep - 100 : 0))
+        }
+        housekeeping.lastSweep = now
         var largest = 0
         let writeDeadline = UInt64(configuration.writeDeadlineMilliseconds)
         let shutdownDeadline = lifecycle.shutdownDeadline

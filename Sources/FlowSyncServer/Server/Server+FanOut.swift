@@ -11,7 +11,7 @@ extension Server {
     func endOfTurn() {
         // A sliced flush left connections to write, or a paced list waits for its
         // seal: the next turn polls without sleeping, reads what arrived, and goes on.
-        defer { flushIdle?.setActive(storageFailure == nil && !(toFlush.isEmpty && dirtyLists.isEmpty)) }
+        defer { outbox.idle?.setActive(outbox.keepsIdleOn(failed: storageFailure != nil)) }
         if storageFailure != nil {
             closeEverythingAfterStorageFailure()
             return
@@ -26,7 +26,7 @@ extension Server {
             caughtUp = catchUpLaggingFlows(of: connection) || caughtUp
         }
         if caughtUp { flushAll() }
-        if !compactionsDue.isEmpty { compactDueLists() }
+        if !lists.compactionsDue.isEmpty { compactDueLists() }
         if storageFailure != nil { closeEverythingAfterStorageFailure() }
     }
 
@@ -41,20 +41,21 @@ extension Server {
     /// latency at about one sweep. With no flush under way nothing waits. `force`
     /// (shutdown) seals everything.
     func sealDirtyLists(force: Bool = false) {
-        guard !dirtyLists.isEmpty, storageFailure == nil else { return }
-        let wait = configuration.sealWaitMicroseconds
-        let now: ContinuousClock.Instant? = !force && wait > 0 && flushUnfinished ? .now : nil
-        let names = dirtyLists
-        dirtyLists = []
-        for name in names {
+        guard !outbox.dirtyLists.isEmpty, storageFailure == nil else { return }
+        // The pacer decides (``FlushPacer``, rule 1); the clock is read only to pace.
+        let pacer = outbox.pacer
+        let now = pacer.pacesSeals(force: force) ? outbox.clock() : nil
+        var dirty: [(name: ListHost, pendingSince: UInt64?)] = []
+        for name in outbox.dirtyLists {
             guard let list = lists[name] else { continue }
-            if let now, let since = list.pendingSince, now - since < .microseconds(wait) {
-                // Still dirty: a later turn seals it (the idle handle keeps turns coming).
-                dirtyLists.insert(name)
-                continue
-            }
-            seal(list)
+            dirty.append((list, list.pendingSince))
         }
+        outbox.dirtyLists = []
+        let plan = pacer.plan(dirty, now: now, force: force)
+        // Held lists stay dirty: a later turn seals them (the idle handle keeps turns
+        // coming).
+        for list in plan.hold { outbox.dirtyLists.insert(list.name) }
+        for list in plan.seal { seal(list) }
     }
 
     /// Seals a list's pending mutations into one batch and queues its frames: the diff
@@ -64,21 +65,20 @@ extension Server {
         let sealed = list.seal(encoder: encoder)
         // Writes forwarded by other nodes are answered through the store, once their
         // batch committed (Server+Replicas.swift).
-        let remote = remoteWrites.isEmpty ? [] : takeRemoteOutcomes(sealed.outcomes, of: list)
+        let remote = list.remoteWrites.isEmpty ? [] : takeRemoteOutcomes(sealed.outcomes, of: list)
         if let batch = sealed.batch {
-            statistics.batchesCommitted += 1
-            metrics.batches.increment()
+            events.batchCommitted()
             let stored = StoredBatch(listName: list.name, commit: batch.commit, encodedDiff: batch.frame)
             if let committingStore {
                 // Committed later: the frames routed below wait in the commit gate
                 // until the completion says committed. A completion that runs inside
                 // submit is carried out after it, here: nothing is routed yet, so the
                 // gate could neither hold nor drop this batch's frames.
-                let ticket = commitGate.begin(list: list.name)
+                let ticket = commits.gate.begin(list: list.name)
                 var inline: CommitOutcome?
                 var submitting = true
                 committingStore.submit(stored) { [weak self, weak list] outcome in
-                    if case .committed = outcome, !remote.isEmpty { self?.replicatingStore?.answer(remote) }
+                    if case .committed = outcome, !remote.isEmpty { self?.clusterNode?.answer(remote) }
                     if submitting {
                         inline = outcome
                     } else {
@@ -86,7 +86,7 @@ extension Server {
                     }
                 }
                 submitting = false
-                if committingStore.snapshotDue(of: list.name) { compactionsDue.insert(list.name) }
+                if committingStore.snapshotDue(of: list.name) { lists.compactionDue(list) }
                 if let inline {
                     commitCompleted(ticket, inline, of: list)
                     if case .fenced = inline {
@@ -100,9 +100,12 @@ extension Server {
             } else {
                 // Into the store before anything is queued; the frames queued below leave
                 // only after flushAll() has synced it (fsync = always).
+                guard let store = storage.appending else {
+                    preconditionFailure("Internal inconsistency in Server: a store that neither commits nor appends")
+                }
                 do {
                     if try store.append(stored) {
-                        compactionsDue.insert(list.name)
+                        lists.compactionDue(list)
                     }
                 } catch {
                     storageFailed(error)
@@ -111,20 +114,22 @@ extension Server {
             }
             fanOut(batch, of: list)
         } else if !remote.isEmpty {
-            replicatingStore?.answer(remote)
+            clusterNode?.answer(remote)
         }
         for outcome in sealed.outcomes {
             guard let connection = connections[outcome.tag] else { continue }
             switch outcome.result {
             case .success(let version):
-                statistics.mutationsCommitted += 1
-                metrics.mutationsCommitted.increment()
-                send(.ack(Ack(listName: list.name, seq: outcome.id.seq, committed: version)), to: connection, about: list.name)
+                events.mutationCommitted()
+                send(
+                    .ack(Ack(listName: list.name, seq: outcome.id.seq, committed: version)), to: connection,
+                    about: list.name)
             case .failure(let rejection):
-                statistics.mutationsRejected += 1
                 let (code, message) = ListHost.wire(rejection)
-                metrics.mutationRejected(code: code.rawValue)
-                send(.reject(Reject(listName: list.name, seq: outcome.id.seq, code: code, message: message)), to: connection, about: list.name)
+                events.mutationRejected(code: code.rawValue)
+                send(
+                    .reject(Reject(listName: list.name, seq: outcome.id.seq, code: code, message: message)),
+                    to: connection, about: list.name)
             }
         }
     }
@@ -156,7 +161,10 @@ extension Server {
             subscriber.connection._withUnsafeGuaranteedRef { connection in
                 let queued = connection.queuedBytes
                 let decided = connection.machine.updateFlow(inSlot: subscriber.slot, of: name) { flow in
-                    (wasLive: flow.state == .live, decision: flow.batchCommitted(from: commit.from, to: commit.to, queued: queued, policy: policy))
+                    (
+                        wasLive: flow.state == .live,
+                        decision: flow.batchCommitted(from: commit.from, to: commit.to, queued: queued, policy: policy)
+                    )
                 }
                 guard let decided else { return }
                 switch decided.decision {
@@ -167,9 +175,10 @@ extension Server {
                 case .skip:
                     if decided.wasLive {
                         laggingConnections.insert(connection.id)
-                        statistics.slowConsumerEvents += 1
-                        metrics.slowConsumerEvents.increment()
-                        connection.logger.info("subscriber lagging: per-batch frames paused", metadata: ["flowsync.list": "\(name)", "queued": "\(queued)"])
+                        events.slowConsumer()
+                        connection.logger.info(
+                            "subscriber lagging: per-batch frames paused",
+                            metadata: ["flowsync.list": "\(name)", "queued": "\(queued)"])
                     }
                 }
             }
@@ -187,8 +196,10 @@ extension Server {
             guard !connection.isClosing else { break }
             let policy = configuration.backpressure
             let bytes = connection.queuedBytes
-            guard let list = lists[name], connection.machine.updateFlow(of: name, { $0.queueShrank(to: bytes, policy: policy) }) == true,
-                  let delivered = connection.machine.flow(of: name)?.delivered else { continue }
+            guard let list = lists[name],
+                connection.machine.updateFlow(of: name, { $0.queueShrank(to: bytes, policy: policy) }) == true,
+                let delivered = connection.machine.flow(of: name)?.delivered
+            else { continue }
             // Inline for a small list; a large list's catch-up is built off the loop and
             // the flow waits for it (holding the batches committed meanwhile).
             let first = firstFrame(for: connection, of: list, from: delivered, digest: nil, cause: .lag)
@@ -225,73 +236,20 @@ extension Server {
     /// connections no flush lists any more.
     func flushAll(sliced: Bool = true) {
         guard storageFailure == nil else { return }
-        if configuration.fsyncPolicy == .always && store.hasUnsyncedWrites {
+        if configuration.fsyncPolicy == .always, storage.appending?.hasUnsyncedWrites == true {
             syncStore()
             guard storageFailure == nil else { return }
         }
-        let now = loop.now
-        // This turn's list, swapped with last turn's emptied storage: frames queued
-        // while it is written (a callback's) go to the fresh `toFlush`.
-        var queued = flushSpare
-        flushSpare = []
-        swap(&queued, &toFlush)
-        flushDepth += 1
         let framesBefore = statistics.framesSent
         let bytesBefore = statistics.bytesSent
-        let slice = configuration.flushSliceMicroseconds
-        let deadline: ContinuousClock.Instant? = sliced && slice > 0 ? .now + .microseconds(slice) : nil
-        var written = 0
-        if let ring = sendRing {
-            // The ring's rules hold per call (every send collected before it returns),
-            // so a slice ends between two calls of `ringSlice` connections each.
-            while written < queued.count {
-                let upTo = deadline == nil ? queued.count : min(queued.count, written + Self.ringSlice)
-                flushThroughRing(queued[written..<upTo], ring: ring, now: now)
-                written = upTo
-                if let deadline, ContinuousClock.now >= deadline { break }
-            }
-        } else {
-            while written < queued.count {
-                queued[written]._withUnsafeGuaranteedRef { connection in
-                    connection.isQueuedForFlush = false
-                    guard !connection.isForgotten else { return }
-                    let frames = connection.outbound.frames.count
-                    let bytes = connection.outbound.bytes
-                    finishFlush(of: connection, frames: frames, bytes: bytes, error: connection.flush(now: now))
-                }
-                written += 1
-                // The clock is read every few connections: a write call costs µs, a
-                // clock read tens of ns.
-                if let deadline, written % Self.flushSliceCheckEvery == 0, ContinuousClock.now >= deadline { break }
-            }
+        // The outbox walks its list under its lifetime rule; each connection written
+        // comes back here (it may end the connection, which may flush again).
+        let report = outbox.flush(now: loop.now, sliced: sliced) { connection, frames, bytes, error in
+            finishFlush(of: connection, frames: frames, bytes: bytes, error: error)
         }
-        flushDepth -= 1
-        if flushDepth == 0 { flushUnfinished = written < queued.count }
-        if written < queued.count {
-            // The rest goes first next turn, ahead of what was queued during this walk
-            // (no connection is in both: a listed one is not listed again).
-            statistics.flushesSliced += 1
-            metrics.flushesSliced.increment()
-            queued.removeSubrange(..<written)
-            queued.append(contentsOf: toFlush)
-            toFlush.removeAll(keepingCapacity: true)
-            swap(&queued, &toFlush)
-        }
-        queued.removeAll(keepingCapacity: true)
-        if flushSpare.capacity < queued.capacity { flushSpare = queued }
-        // Counted once per flush, not per connection (two counter updates each).
-        if flushDepth == 0 {
-            metrics.framesSent.increment(by: Int64(statistics.framesSent - framesBefore))
-            metrics.bytesSent.increment(by: Int64(statistics.bytesSent - bytesBefore))
-            if !retiredConnections.isEmpty { retiredConnections.removeAll { !$0.isQueuedForFlush } }
-        }
+        let (frames, bytes) = (statistics.framesSent - framesBefore, statistics.bytesSent - bytesBefore)
+        events.flushed(report, frames: frames, bytes: bytes)
     }
-
-    /// How many connections a sliced flush writes between two reads of the clock.
-    static let flushSliceCheckEvery = 16
-    /// How many connections a sliced flush through io_uring submits in one call
-    /// (about 0.2 ms of sends at 3.5 µs each): the slice is checked between calls.
-    static let ringSlice = 64
 
     /// After a connection's frames were handed to the socket (`error`: it is broken):
     /// counts them, and shuts a closing connection down behind them.
@@ -301,8 +259,7 @@ extension Server {
             return
         }
         // The metrics counters follow at the end of the flush (``flushAll()``).
-        statistics.framesSent += frames
-        statistics.bytesSent += bytes
+        events.written(frames: frames, bytes: bytes)
         if connection.isClosing {
             connection.shutdownAfterWrites { [weak self, weak connection] in
                 guard let self, let connection else { return }

@@ -23,7 +23,9 @@ extension Server {
     /// from its position. The caller records the flow, then queues the frame — in that
     /// order, so a queue that passes the hard limit closes a connection whose flow is
     /// already recorded (and so is cleaned up with it).
-    func firstFrame(for connection: Connection, of list: ListHost, from: ListVersion?, digest: StateDigest?, cause: FirstFrameCause) -> FirstFrame {
+    func firstFrame(
+        for connection: Connection, of list: ListHost, from: ListVersion?, digest: StateDigest?, cause: FirstFrameCause
+    ) -> FirstFrame {
         let plan = from.map { list.resumePlan(from: $0, digest: digest) } ?? .snapshot(.freshSubscribe)
         // Small lists stay inline: their encode costs less than the hand-off's extra turn.
         let inline = list.size < configuration.offloadSnapshotRows
@@ -31,7 +33,9 @@ extension Server {
         case .snapshot(let reason):
             // Older than the history in memory: the log on disk may still have it
             // (read on a worker); a snapshot only when it does not.
-            if reason == .resumeTooOld, let from, let pending = startLogCatchUpBuild(for: list, from: from, digest: digest, cause: cause) {
+            if reason == .resumeTooOld, let from,
+                let pending = startLogCatchUpBuild(for: list, from: from, digest: digest, cause: cause)
+            {
                 pending.join(connection.id)
                 return FirstFrame(flow: SubscriptionFlow(awaiting: pending.id, at: pending.position), frame: nil)
             }
@@ -41,7 +45,7 @@ extension Server {
             }
             if inline {
                 let (frame, encoded) = list.snapshotFrame(reason: reason, encoder: encoder)
-                if encoded { statistics.snapshotsEncoded += 1 }
+                if encoded { events.snapshotsEncoded() }
                 return FirstFrame(flow: SubscriptionFlow(deliveredUpTo: list.position), frame: frame)
             }
             // Joiners for one reason share one build (and so one encode), even after
@@ -52,7 +56,7 @@ extension Server {
         case .upToDate, .catchUp:
             guard case .catchUp = plan, !inline, let from else {
                 let frame = list.catchUpFrame(from: from!, digest: digest, encoder: encoder)
-                if frame.encodedSnapshot { statistics.snapshotsEncoded += 1 }
+                if frame.encodedSnapshot { events.snapshotsEncoded() }
                 countFirstFrame(isSnapshot: frame.isSnapshot, cause: cause)
                 return FirstFrame(flow: SubscriptionFlow(deliveredUpTo: list.position), frame: frame.frame)
             }
@@ -68,10 +72,9 @@ extension Server {
     func countFirstFrame(isSnapshot: Bool, cause: FirstFrameCause) {
         switch cause {
         case .subscribe:
-            statistics.snapshotsSent += 1
+            events.snapshotSent()
         case .resume, .lag:
-            if isSnapshot { statistics.catchUpSnapshots += 1 } else { statistics.catchUpDiffs += 1 }
-            metrics.catchUp(outcome: isSnapshot ? "snapshot" : "diff", cause: cause.rawValue)
+            events.caughtUp(snapshot: isSnapshot, cause: cause.rawValue)
         }
     }
 
@@ -84,17 +87,22 @@ extension Server {
         let sequencer = list.sequencer
         let name = list.name
         return startBuild(for: list, sharedReason: reason, cause: nil) { encoder in
-            BuiltFrame.Parts(frame: ListHost.snapshotFrame(name: name, sequencer: sequencer, reason: reason, encoder: encoder),
-                             isSnapshot: true, encodedSnapshots: 1)
+            BuiltFrame.Parts(
+                frame: ListHost.snapshotFrame(name: name, sequencer: sequencer, reason: reason, encoder: encoder),
+                isSnapshot: true, encodedSnapshots: 1)
         }
     }
 
-    private func startCatchUpBuild(for list: ListHost, from: ListVersion, digest: StateDigest?, cause: FirstFrameCause) -> PendingFrame {
+    private func startCatchUpBuild(
+        for list: ListHost, from: ListVersion, digest: StateDigest?, cause: FirstFrameCause
+    ) -> PendingFrame {
         let sequencer = list.sequencer
         let name = list.name
         return startBuild(for: list, sharedReason: nil, cause: cause) { encoder in
             var encoded = 0
-            let built = ListHost.catchUpFrame(name: name, sequencer: sequencer, from: from, digest: digest, encoder: encoder) { reason in
+            let built = ListHost.catchUpFrame(
+                name: name, sequencer: sequencer, from: from, digest: digest, encoder: encoder
+            ) { reason in
                 encoded += 1
                 return ListHost.snapshotFrame(name: name, sequencer: sequencer, reason: reason, encoder: encoder)
             }
@@ -108,18 +116,24 @@ extension Server {
     /// the store's log does not reach `from` (then the caller sends a snapshot at once).
     /// Should the files change under the worker (a compaction), it falls back to a
     /// snapshot of the state it was handed.
-    private func startLogCatchUpBuild(for list: ListHost, from: ListVersion, digest: StateDigest?, cause: FirstFrameCause) -> PendingFrame? {
+    private func startLogCatchUpBuild(
+        for list: ListHost, from: ListVersion, digest: StateDigest?, cause: FirstFrameCause
+    ) -> PendingFrame? {
         guard from.epoch == list.position.epoch, from.version < list.position.version,
-              let plan = (store as? LogCatchUpStore)?.logReadPlan(for: list.name, from: from, to: list.position) else { return nil }
+            let plan = storage.logCatchUp?.logReadPlan(for: list.name, from: from, to: list.position)
+        else { return nil }
         let sequencer = list.sequencer
         let name = list.name
-        let options = RecoveryOptions(directorLimits: configuration.director, historyLimits: configuration.historyLimits, dedupeLimits: configuration.dedupeLimits)
-        statistics.catchUpsFromLog += 1
-        metrics.catchUpsFromLog.increment()
+        let options = RecoveryOptions(
+            directorLimits: configuration.director, historyLimits: configuration.historyLimits,
+            dedupeLimits: configuration.dedupeLimits)
+        events.catchUpFromLog()
         return startBuild(for: list, sharedReason: nil, cause: cause) { encoder in
             var encoded = 0
             let source = plan.read(options: options) ?? sequencer
-            let built = ListHost.catchUpFrame(name: name, sequencer: source, from: from, digest: digest, encoder: encoder) { reason in
+            let built = ListHost.catchUpFrame(
+                name: name, sequencer: source, from: from, digest: digest, encoder: encoder
+            ) { reason in
                 encoded += 1
                 return ListHost.snapshotFrame(name: name, sequencer: source, reason: reason, encoder: encoder)
             }
@@ -129,30 +143,36 @@ extension Server {
 
     /// Registers a build at the list's current version and hands `work` to the thread
     /// pool; the result comes back in ``pendingFrameBuilt(_:of:_:cause:)`` on the loop.
-    private func startBuild(for list: ListHost, sharedReason: Snapshot.Reason?, cause: FirstFrameCause?,
-                            work: @escaping @Sendable (FrameEncoder) -> BuiltFrame.Parts) -> PendingFrame {
-        let pending = PendingFrame(id: nextPendingFrameID, position: list.position, sharedReason: sharedReason,
-                                   maxHeldBytes: configuration.hardLimitBytes)
+    private func startBuild(
+        for list: ListHost, sharedReason: Snapshot.Reason?, cause: FirstFrameCause?,
+        work: @escaping @Sendable (FrameEncoder) -> BuiltFrame.Parts
+    ) -> PendingFrame {
+        let pending = PendingFrame(
+            id: nextPendingFrameID, position: list.position, sharedReason: sharedReason,
+            maxHeldBytes: configuration.hardLimitBytes)
         nextPendingFrameID += 1
         list.addPendingFrame(pending)
-        statistics.framesBuiltOffLoop += 1
+        events.frameBuiltOffLoop()
         offloadsOutstanding += 1
         let compression = encoder.configuration
-        loop.offload(work: {
-            let started = MonotonicClock.nanoseconds()
-            // A FrameEncoder (its deflate stream) is not Sendable: one per job. Encoding is
-            // deterministic, so the bytes equal what the loop's encoder would produce.
-            let parts = work(FrameEncoder(configuration: compression))
-            return BuiltFrame(frame: parts.frame, isSnapshot: parts.isSnapshot, encodedSnapshots: parts.encodedSnapshots,
-                              nanoseconds: MonotonicClock.nanoseconds() - started)
-        }, then: { [weak self, weak list] built in
-            // Loop thread, a later turn. Weak: the server or the list may be gone.
-            guard let self else { return }
-            offloadsOutstanding -= 1
-            if let list { pendingFrameBuilt(pending, of: list, built, cause: cause) }
-            // A shutdown waits for outstanding work (see finishShutdownIfDone).
-            finishShutdownIfDone()
-        })
+        loop.offload(
+            work: {
+                let started = MonotonicClock.nanoseconds()
+                // A FrameEncoder (its deflate stream) is not Sendable: one per job. Encoding is
+                // deterministic, so the bytes equal what the loop's encoder would produce.
+                let parts = work(FrameEncoder(configuration: compression))
+                return BuiltFrame(
+                    frame: parts.frame, isSnapshot: parts.isSnapshot, encodedSnapshots: parts.encodedSnapshots,
+                    nanoseconds: MonotonicClock.nanoseconds() - started)
+            },
+            then: { [weak self, weak list] built in
+                // Loop thread, a later turn. Weak: the server or the list may be gone.
+                guard let self else { return }
+                offloadsOutstanding -= 1
+                if let list { pendingFrameBuilt(pending, of: list, built, cause: cause) }
+                // A shutdown waits for outstanding work (see finishShutdownIfDone).
+                finishShutdownIfDone()
+            })
         return pending
     }
 
@@ -160,9 +180,11 @@ extension Server {
     /// batch held since — through its flow, so back-pressure applies as for any batch.
     /// The frames leave with this turn's flush (which syncs the store first, rule 1 of
     /// "Storage"; the held batches were synced in their own turns anyway).
-    private func pendingFrameBuilt(_ pending: PendingFrame, of list: ListHost, _ built: BuiltFrame, cause: FirstFrameCause?) {
+    private func pendingFrameBuilt(
+        _ pending: PendingFrame, of list: ListHost, _ built: BuiltFrame, cause: FirstFrameCause?
+    ) {
         list.removePendingFrame(pending.id)
-        statistics.snapshotsEncoded += built.encodedSnapshots
+        events.snapshotsEncoded(built.encodedSnapshots)
         // A list dropped (nobody left) or a failed store: nobody is served.
         guard storageFailure == nil, lists[list.name] === list else { return }
         if built.isSnapshot, let reason = pending.sharedReason {
@@ -174,7 +196,8 @@ extension Server {
             // unsubscribed, or subscribed again (then it waits for another build, or for
             // this one and appears twice in `waiting`: served once).
             guard let connection = connections[id],
-                  connection.machine.flow(of: list.name)?.state == .awaitingFrame(pending.id) else { continue }
+                connection.machine.flow(of: list.name)?.state == .awaitingFrame(pending.id)
+            else { continue }
             if let cause { countFirstFrame(isSnapshot: built.isSnapshot, cause: cause) }
             var frames = [built.frame]
             var queued = connection.queuedBytes + built.frame.count
@@ -204,8 +227,7 @@ extension Server {
                 return flow.state == .lagging
             }
             for _ in 0..<paused {
-                statistics.slowConsumerEvents += 1
-                metrics.slowConsumerEvents.increment()
+                events.slowConsumer()
             }
             if lagging == true { laggingConnections.insert(connection.id) }
             for frame in frames { enqueue(frame, to: connection, about: list.name) }

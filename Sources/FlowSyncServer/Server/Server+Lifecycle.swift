@@ -8,13 +8,15 @@ extension Server {
     /// Binds the configured address (or adopts `descriptor`, a listening socket handed
     /// over by systemd) and starts serving. Returns the bound port.
     @discardableResult
-    public func start(adoptingDescriptor descriptor: Int32? = nil) throws(UVError) -> Int {
+    /// - Throws: ``ServerStartError``: the store could not be recovered, the `[auth]`
+    ///   settings do not fit the address, or the listener could not be bound.
+    public func start(adoptingDescriptor descriptor: Int32? = nil) throws(ServerStartError) -> Int {
         if !lifecycle.hasRecovered {
             // Callers that want the recovery report (and --repair) call recover() first.
             do {
                 try recover()
             } catch {
-                throw UVError(code: -5, operation: "store recovery: \(error)")
+                throw .recovery(error)
             }
         }
         // A socket handed over by systemd may listen elsewhere than server.host: judge
@@ -22,27 +24,33 @@ extension Server {
         var listenHost = configuration.host
         if let descriptor { listenHost = AuthConfiguration.boundHost(ofDescriptor: descriptor) ?? "unknown address" }
         if let (key, problem) = configuration.auth.validate(host: listenHost) {
-            throw UVError(code: -22, operation: "\(key): \(problem) (listening on \(listenHost))")
+            throw .auth(key: key, problem: problem, host: listenHost)
         }
         switch configuration.auth.effectiveMode(host: listenHost) {
         case .required:
             do {
                 verifier = try TokenVerifier(configuration: configuration.auth)
             } catch {
-                throw UVError(code: -22, operation: "auth keys: \(error)")
+                throw .authKeys("\(error)")
             }
         case .off:
             verifier = nil
             if !AuthConfiguration.isLoopback(listenHost) {
-                logger.warning("auth is OFF on a non-loopback address (auth.allow_off_beyond_loopback): anyone who reaches the port can read and write every list",
-                               metadata: ["host": "\(listenHost)"])
+                logger.warning(
+                    "auth is OFF on a non-loopback address (auth.allow_off_beyond_loopback): anyone who reaches the port can read and write every list",
+                    metadata: ["host": "\(listenHost)"])
             }
         }
         let listener: TCPListener
-        if let descriptor {
-            listener = try TCPListener(loop: loop, adoptingDescriptor: descriptor)
-        } else {
-            listener = try TCPListener(loop: loop, address: SocketAddress(host: configuration.host, port: configuration.port))
+        do throws(UVError) {
+            if let descriptor {
+                listener = try TCPListener(loop: loop, adoptingDescriptor: descriptor)
+            } else {
+                listener = try TCPListener(
+                    loop: loop, address: SocketAddress(host: configuration.host, port: configuration.port))
+            }
+        } catch {
+            throw .listen(error)
         }
         // Handle callbacks capture weakly: a handle's callbacks may outlive the objects
         // they talk to (a close callback after the peer's EOF already forgot the
@@ -51,22 +59,24 @@ extension Server {
         listener.onAcceptError = { [weak self] error in
             self?.logger.warning("accept failed", metadata: ["error": "\(error)"])
         }
-        self.listener = listener
+        handles.listener = listener
         if let path = configuration.unixSocketPath {
             let unix: UnixListener
             do throws(UVError) {
                 unix = try UnixListener(loop: loop, path: path, mode: configuration.unixSocketMode)
             } catch {
                 listener.close()
-                self.listener = nil
-                throw error
+                handles.listener = nil
+                throw .listen(error)
             }
             unix.onConnection = { [weak self] connection in self?.accept(connection) }
             unix.onAcceptError = { [weak self] error in
                 self?.logger.warning("accept failed", metadata: ["error": "\(error)"])
             }
-            unixListener = unix
-            logger.info("listening", metadata: ["unix_socket": "\(path)", "mode": "\(String(configuration.unixSocketMode, radix: 8))"])
+            handles.unixListener = unix
+            logger.info(
+                "listening",
+                metadata: ["unix_socket": "\(path)", "mode": "\(String(configuration.unixSocketMode, radix: 8))"])
         }
         lifecycle.started(now: loop.now)
         logLifecycle()
@@ -74,31 +84,33 @@ extension Server {
         // write a new history over the damaged one.
         // In cluster mode a list exists here only once this node claimed it: declared
         // lists load on first use like every other (Server+Loading.swift).
-        if loopLoadingStore == nil {
-            for name in configuration.declaredLists where refusedLists[name] == nil { _ = host(for: name, create: true, declared: true) }
+        if storage.cluster == nil {
+            for name in configuration.declaredLists where lists.refusal(of: name) == nil {
+                _ = host(for: name, create: true, declared: true)
+            }
         }
         // Before the hook: the first end of turn already writes through the chosen path.
         startWritePath()
-        hook = LoopHook(loop: loop, kind: .check) { [weak self] in self?.endOfTurn() }
-        flushIdle = LoopIdle(loop: loop)
+        handles.hook = LoopHook(loop: loop, kind: .check) { [weak self] in self?.endOfTurn() }
+        outbox.idle = LoopIdle(loop: loop)
         let sweep = LoopTimer(loop: loop)
         sweep.start(after: 100, repeat: 100) { [weak self] in self?.sweepConnections() }
         sweep.unref()
-        self.sweep = sweep
+        handles.sweep = sweep
         if configuration.fsyncPolicy == .interval {
             // Acks leave at once; this timer bounds what an OS crash can lose.
             let timer = LoopTimer(loop: loop)
             let interval = UInt64(configuration.fsyncIntervalMilliseconds)
             timer.start(after: interval, repeat: interval) { [weak self] in self?.syncStore() }
             timer.unref()
-            syncTimer = timer
+            handles.syncTimer = timer
         }
         logger.info("listening", metadata: ["address": "\(configuration.host):\(listener.port)"])
         return listener.port
     }
 
     /// The port the listener is bound to (0 before ``start(adoptingDescriptor:)``).
-    public var port: Int { listener?.port ?? 0 }
+    public var port: Int { handles.listener?.port ?? 0 }
 
     /// Graceful shutdown: stop accepting, seal pending mutations, send every client a
     /// `Notice` (shutting down) and flush, then close. Connections that have not
@@ -106,7 +118,9 @@ extension Server {
     /// connection is closed and the server's own handles are closed too (at once when
     /// the server has already stopped; not at all when a shutdown is in progress).
     public func shutdown(_ completion: @escaping () -> Void) {
-        switch lifecycle.shutdownRequested(now: loop.now, grace: UInt64(configuration.shutdownGraceMilliseconds), completion: completion) {
+        switch lifecycle.shutdownRequested(
+            now: loop.now, grace: UInt64(configuration.shutdownGraceMilliseconds), completion: completion)
+        {
         case .none:
             return
         case .completeNow:
@@ -116,16 +130,13 @@ extension Server {
             break
         }
         logLifecycle()
-        listener?.close()
-        listener = nil
-        unixListener?.close()
-        unixListener = nil
+        handles.closeListeners()
         logger.info("shutting down", metadata: ["connections": "\(connections.count)"])
         sealDirtyLists(force: true)
-        if commitGate.pendingCount > 0 {
+        if commits.gate.pendingCount > 0 {
             // Batches are committing (a CommittingStore): their Acks and Diffs go out
             // first, then the notices (``commitCompleted``); the grace period bounds it.
-            closesAfterCommits = true
+            commits.closeConnectionsWhenDrained = true
         } else {
             closeConnectionsForShutdown()
         }
@@ -133,12 +144,13 @@ extension Server {
         flushAll(sliced: false)
         finishShutdownIfDone()
         // The sweep timer must keep the loop alive until the grace period ends.
-        sweep?.ref()
+        handles.sweep?.ref()
     }
 
     /// Every connection gets the shutting-down notice and is closed.
     func closeConnectionsForShutdown() {
-        let notice = encoder.encode(.notice(Notice(kind: .shuttingDown, message: "server is shutting down", delayMilliseconds: 0)))
+        let notice = encoder.encode(
+            .notice(Notice(kind: .shuttingDown, message: "server is shutting down", delayMilliseconds: 0)))
         for connection in connections.values {
             connection.enqueue(notice)
             close(connection, code: .serverShuttingDown, message: "server is shutting down")
@@ -149,16 +161,14 @@ extension Server {
     /// (its completion may install a compaction, so the store must still be open, or
     /// serve subscribers). Called wherever one of the two may have reached zero.
     func finishShutdownIfDone() {
-        guard let finish = lifecycle.drained(connections: connections.count, offloads: offloadsOutstanding + commitGate.pendingCount) else { return }
-        hook?.close()
-        flushIdle?.close()
-        sweep?.close()
-        syncTimer?.close()
-        hook = nil
-        flushIdle = nil
-        sweep = nil
-        syncTimer = nil
-        if finish.closeStore, storageFailure == nil, let replicating = replicatingStore {
+        guard
+            let finish = lifecycle.drained(
+                connections: connections.count, offloads: offloadsOutstanding + commits.gate.pendingCount)
+        else { return }
+        handles.closeTimers()
+        outbox.idle?.close()
+        outbox.idle = nil
+        if finish.closeStore, storageFailure == nil, let replicating = clusterNode {
             // Cluster mode: this node's lists and lease are given up first, so the
             // nodes with writes waiting for them take them over now, not after a lease
             // (bounded by the store).
@@ -192,21 +202,8 @@ extension Server {
     /// listen address and the data directory need a restart. Returns what changed.
     @discardableResult
     public func reload(_ new: ServerConfiguration) -> [String] {
-        var changes: [String] = []
-        func note<T: Equatable>(_ key: String, _ old: T, _ new: T) {
-            if old != new { changes.append("\(key): \(old) → \(new)") }
-        }
-        note("logging.level", configuration.logLevel, new.logLevel)
-        note("limits.max_frame_bytes", configuration.maxFrameBytes, new.maxFrameBytes)
-        note("limits.max_inflated_bytes", configuration.maxInflatedBytes, new.maxInflatedBytes)
-        note("limits.director", configuration.director, new.director)
-        note("limits.max_lists_per_connection", configuration.maxListsPerConnection, new.maxListsPerConnection)
-        note("backpressure", [configuration.lowWatermarkBytes, configuration.highWatermarkBytes, configuration.hardLimitBytes, configuration.writeDeadlineMilliseconds],
-             [new.lowWatermarkBytes, new.highWatermarkBytes, new.hardLimitBytes, new.writeDeadlineMilliseconds])
-        note("history", [configuration.historyMaxBatches, configuration.historyMaxBytes, configuration.historyTotalMaxBytes],
-             [new.historyMaxBatches, new.historyMaxBytes, new.historyTotalMaxBytes])
-        note("compression", [configuration.compressionLevel, configuration.compressionThresholdBytes], [new.compressionLevel, new.compressionThresholdBytes])
-        note("compression.offload_snapshot_rows", configuration.offloadSnapshotRows, new.offloadSnapshotRows)
+        // Every reloadable key, by its config name (ServerConfiguration+Reload.swift).
+        var changes = configuration.reloadReport(to: new)
         // What needs a restart is kept as whole groups (ServerConfiguration+Reload.swift).
         let reloaded = configuration.reloaded(to: new)
         var applied = reloaded.applied
@@ -230,14 +227,16 @@ extension Server {
         }
         configuration = applied
         encoder = FrameEncoder(configuration: applied.frameCompression)
-        for list in lists.values {
+        for list in lists.hosts {
             list.apply(history: applied.historyLimits, director: applied.director)
         }
         for connection in connections.values where connection.machine.isReady {
             connection.decoder.limits = applied.readyDecoderLimits
         }
         if !ignored.isEmpty {
-            logger.warning("reload: these settings need a restart and were not changed", metadata: ["keys": "\(ignored.joined(separator: ", "))"])
+            logger.warning(
+                "reload: these settings need a restart and were not changed",
+                metadata: ["keys": "\(ignored.joined(separator: ", "))"])
         }
         return changes
     }

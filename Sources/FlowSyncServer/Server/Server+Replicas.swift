@@ -8,8 +8,7 @@ import Logging
 /// have its Diff (``ForwardedWrites``); a replica whose owner stopped answering is taken
 /// over.
 extension Server {
-    func followReplicas(_ store: ReplicatingStore) {
-        replicatingStore = store
+    func followReplicas(_ store: ClusterNode) {
         store.onReplicated = { [weak self] name, batches in self?.replicated(name, batches) }
         store.onForwarded = { [weak self] name, writes in self?.received(writes, for: name) }
         store.onAnswers = { [weak self] answers in self?.answered(answers) }
@@ -27,7 +26,9 @@ extension Server {
             // No owner (released at a clean stop, or never claimed): the preferred node
             // claims it now — from its replica, or by loading it. The others wait; a
             // write of theirs takes it over when overdue if the preferred node does not.
-            guard let self, store.isPreferredOwner(of: name), storageFailure == nil, !lifecycle.isShuttingDown else { return }
+            guard let self, store.isPreferredOwner(of: name), storageFailure == nil, !lifecycle.isShuttingDown else {
+                return
+            }
             if store.isReplica(name) {
                 tryTakeOver(name, forwardAgain: false)
             } else {
@@ -49,23 +50,23 @@ extension Server {
             do {
                 try list.replicate(batch.commit)
             } catch {
-                logger.error("cluster: a replicated batch does not apply; list dropped", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
+                logger.error(
+                    "cluster: a replicated batch does not apply; list dropped",
+                    metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
                 listLost(list, closing: [])
                 return
             }
-            statistics.batchesReplicated += 1
-            metrics.batchesReplicated.increment()
+            events.batchReplicated()
             fanOut(ListHost.SealedBatch(commit: batch.commit, frame: batch.frame), of: list)
         }
-        carryOut(forwardedWrites.replicaAdvanced(name, to: list.position))
+        carryOut(relay.forwarded.replicaAdvanced(name, to: list.position))
     }
 
     // MARK: Writes on a replica (this node forwards)
 
-    func forward(_ mutate: Mutate, from connection: Connection, to store: ReplicatingStore) {
-        forwardedWrites.forwarded(mutate, connection: connection.id, now: loop.now)
-        statistics.mutationsForwarded += 1
-        metrics.mutationsForwarded.increment()
+    func forward(_ mutate: Mutate, from connection: Connection, to store: ClusterNode) {
+        relay.forwarded.forwarded(mutate, connection: connection.id, now: loop.now)
+        events.mutationForwarded()
         store.forward(mutate)
     }
 
@@ -73,7 +74,7 @@ extension Server {
     private func answered(_ answers: [WriteAnswer]) {
         for answer in answers {
             let key = ForwardedWrites.Key(list: answer.list, clientID: answer.clientID, seq: answer.seq)
-            carryOut(forwardedWrites.answered(key, result: answer.result, replica: lists[answer.list]?.position))
+            carryOut(relay.forwarded.answered(key, result: answer.result, replica: lists[answer.list]?.position))
         }
     }
 
@@ -82,13 +83,11 @@ extension Server {
             switch answer {
             case .ack(let id, let ack):
                 guard let connection = connections[id], !connection.isClosing else { continue }
-                statistics.mutationsCommitted += 1
-                metrics.mutationsCommitted.increment()
+                events.mutationCommitted()
                 send(.ack(ack), to: connection, about: ack.listName)
             case .reject(let id, let reject):
                 guard let connection = connections[id], !connection.isClosing else { continue }
-                statistics.mutationsRejected += 1
-                metrics.mutationRejected(code: reject.code.rawValue)
+                events.mutationRejected(code: reject.code.rawValue)
                 send(.reject(reject), to: connection, about: reject.listName)
             }
         }
@@ -101,20 +100,20 @@ extension Server {
     /// (the owner's idempotency window answers a copy it had committed with the same
     /// version).
     func takeOverOverdueLists(now: UInt64) {
-        guard let store = replicatingStore, storageFailure == nil, !lifecycle.isShuttingDown else { return }
+        guard let store = clusterNode, storageFailure == nil, !lifecycle.isShuttingDown else { return }
         let deadline = UInt64(store.forwardDeadlineMilliseconds)
-        for name in forwardedWrites.overdue(now: now, after: deadline) where !takeOvers.contains(name) {
+        for name in relay.forwarded.overdue(now: now, after: deadline) where lists[name]?.takingOver != true {
             // The next try in 250 ms, unless this one succeeds.
-            forwardedWrites.retried(name, now: now - deadline + min(deadline, 250))
-            tryTakeOver(name, forwardAgain: now >= (lastForwardedAgain[name] ?? 0) + deadline)
+            relay.forwarded.retried(name, now: now - deadline + min(deadline, 250))
+            tryTakeOver(name, forwardAgain: now >= (lists[name]?.lastForwardedAgain ?? 0) + deadline)
         }
     }
 
     /// Claims replica list `name` (writes wait for it); on success its waiting writes
     /// are sequenced here, else they are forwarded again if `forwardAgain`.
     func tryTakeOver(_ name: String, forwardAgain: Bool) {
-        guard let store = replicatingStore, !takeOvers.contains(name) else { return }
-        guard store.isReplica(name), lists[name] != nil else {
+        guard let store = clusterNode, lists[name]?.takingOver != true else { return }
+        guard store.isReplica(name), let list = lists[name] else {
             if lists[name] == nil {
                 // Dropped here meanwhile (fenced, or its replica broke): load it again;
                 // the next overdue tick finds it a replica (forwarded again) or owned.
@@ -125,61 +124,70 @@ extension Server {
             }
             return
         }
-        takeOvers.insert(name)
-        store.takeOver(name) { [weak self] outcome in
+        list.takingOver = true
+        store.takeOver(name) { [weak self, weak list] outcome in
             guard let self else { return }
-            takeOvers.remove(name)
+            // The flag is the list's own: a list dropped meanwhile took it with it.
+            list?.takingOver = false
             switch outcome {
             case .owned:
-                lastForwardedAgain[name] = nil
+                list?.lastForwardedAgain = 0
                 resubmitForwarded(name)
             case .ownedElsewhere:
                 guard forwardAgain else { return }
-                lastForwardedAgain[name] = loop.now
-                for (key, pending) in forwardedWrites.waiting where key.list == name { store.forward(pending.mutate) }
+                list?.lastForwardedAgain = loop.now
+                for pending in relay.forwarded.waiting(of: name) { store.forward(pending.mutate) }
             case .failed(let error):
-                logger.warning("cluster: taking over a list failed", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
+                logger.warning(
+                    "cluster: taking over a list failed", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
             }
         }
     }
 
     /// This node owns `name` now: its forwarded writes are sequenced here.
     private func resubmitForwarded(_ name: String) {
-        guard let list = lists[name], replicatingStore?.isReplica(name) == false else { return }
-        let taken = forwardedWrites.takeAll(list: name)
+        guard let list = lists[name], clusterNode?.isReplica(name) == false else { return }
+        let taken = relay.forwarded.takeAll(list: name)
         carryOut(taken.acks)
         for pending in taken.resubmit {
             guard let connection = connections[pending.connection], !connection.isClosing else { continue }
             let mutate = pending.mutate
-            list.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: connection.id)
-            dirtyLists.insert(name)
+            list.submit(
+                MutationRequest(
+                    clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations),
+                tag: connection.id,
+                now: outbox.clock())
+            outbox.dirtyLists.insert(name)
         }
     }
 
     // MARK: Writes other nodes forwarded (this node owns the list)
 
     private func received(_ writes: [ForwardedWrite], for name: String) {
-        guard let list = lists[name], replicatingStore?.isReplica(name) == false, storageFailure == nil else {
+        guard let list = lists[name], clusterNode?.isReplica(name) == false, storageFailure == nil else {
             // Not here any more: the origin forwards them again when they are overdue.
             return
         }
         list.lastActive = loop.now
         for write in writes {
-            let tag = nextRemoteTag
-            nextRemoteTag = nextRemoteTag == Int.min ? -1 : nextRemoteTag - 1
-            remoteWrites[tag] = write
+            let tag = relay.remoteTag()
+            list.remoteWrites[tag] = write
             let mutate = write.mutate
-            list.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: tag)
+            list.submit(
+                MutationRequest(
+                    clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations),
+                tag: tag,
+                now: outbox.clock())
         }
-        dirtyLists.insert(name)
+        outbox.dirtyLists.insert(name)
     }
 
     /// The answers to the forwarded writes among a sealed batch's outcomes (their tags
-    /// are negative), taken out of `remoteWrites`.
+    /// are negative), taken out of the list's ``ListHost/remoteWrites``.
     func takeRemoteOutcomes(_ outcomes: [Sequencer.Outcome], of list: ListHost) -> [WriteAnswer] {
         var answers: [WriteAnswer] = []
         for outcome in outcomes where outcome.tag < 0 {
-            guard let write = remoteWrites.removeValue(forKey: outcome.tag) else { continue }
+            guard let write = list.remoteWrites.removeValue(forKey: outcome.tag) else { continue }
             let result: WriteAnswer.Result
             switch outcome.result {
             case .success(let version):
@@ -188,7 +196,10 @@ extension Server {
                 let (code, message) = ListHost.wire(rejection)
                 result = .rejected(code, message)
             }
-            answers.append(WriteAnswer(origin: write.origin, list: list.name, clientID: write.mutate.clientID, seq: write.mutate.seq, result: result))
+            answers.append(
+                WriteAnswer(
+                    origin: write.origin, list: list.name, clientID: write.mutate.clientID, seq: write.mutate.seq,
+                    result: result))
         }
         return answers
     }

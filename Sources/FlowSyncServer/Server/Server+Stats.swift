@@ -12,7 +12,7 @@ extension Server {
             ("connections", Int64(connections.count)),
             ("connections.accepted", Int64(statistics.connectionsAccepted)),
             ("connections.refused", Int64(statistics.connectionsRefused)),
-            ("lists", Int64(lists.count)),
+            ("lists", Int64(lists.hostedCount)),
             ("subscriptions", Int64(subscriptionCount)),
             ("batches", Int64(statistics.batchesCommitted)),
             ("mutations.committed", Int64(statistics.mutationsCommitted)),
@@ -29,14 +29,14 @@ extension Server {
             ("frames.offloaded", Int64(statistics.framesBuiltOffLoop)),
             ("lists.loads", Int64(statistics.listLoads)),
             ("lists.unloads", Int64(statistics.listUnloads)),
-            ("lists.loading", Int64(loads.count)),
-            ("lists.refused", Int64(refusedLists.count)),
+            ("lists.loading", Int64(lists.loadingCount)),
+            ("lists.refused", Int64(lists.refusedCount)),
             ("catchup.from_log", Int64(statistics.catchUpsFromLog)),
         ]
         // Each hosted list by name with its version (`flowsync lists`), the first
         // `maxListedInStats` by name: a bounded reply whatever the server holds.
         // Only the lists the token may read are named (auth off: all of them).
-        for name in lists.keys.sorted().lazy.filter({ grant.mayRead($0) }).prefix(Self.maxListedInStats) {
+        for name in lists.hostedNames.sorted().lazy.filter({ grant.mayRead($0) }).prefix(Self.maxListedInStats) {
             entries.append(("list:" + name, Int64(lists[name]!.position.version)))
         }
         if let name, let list = lists[name] {
@@ -56,12 +56,12 @@ extension Server {
     static let maxListedInStats = 1_000
 
     /// The names of the lists currently hosted (for tests and the CLI).
-    public var listNames: [String] { lists.keys.sorted() }
+    public var listNames: [String] { lists.hostedNames.sorted() }
 
     /// With lists on demand: the lists being loaded, loads and unloads so far, the
     /// lists refused as damaged (for tests and tools).
-    public var listsLoading: Int { loads.count }
-    public var refusedListNames: [String] { refusedLists.keys.sorted() }
+    public var listsLoading: Int { lists.loadingCount }
+    public var refusedListNames: [String] { lists.refusedNames }
 
     /// The history bytes `list` holds in memory (`nil` when it is not loaded).
     public func historyBytes(of list: String) -> Int? { lists[list]?.sequencer.historyByteCount }

@@ -17,21 +17,22 @@ extension Server {
     @discardableResult
     public func recover(repair: Bool = false) throws(StoreError) -> RecoveryReport {
         precondition(!lifecycle.hasRecovered, "Internal inconsistency in Server: recover() called twice")
-        let options = RecoveryOptions(directorLimits: configuration.director, historyLimits: configuration.historyLimits,
-                                      dedupeLimits: configuration.dedupeLimits, repair: repair)
+        let options = RecoveryOptions(
+            directorLimits: configuration.director, historyLimits: configuration.historyLimits,
+            dedupeLimits: configuration.dedupeLimits, repair: repair)
         let started = MonotonicClock.nanoseconds()
         let report: RecoveryReport
-        if let loopLoading = store as? LoopLoadingStore {
+        switch storage.kind {
+        case .cluster(let cluster, let node):
             // Cluster mode: every list loads on first use, from the store, on the loop.
-            report = try store.recover(options)
-            loopLoading.onFailure = { [weak self] error in self?.storageFailed(error) }
-            loopLoadingStore = loopLoading
-            if let replicating = loopLoading as? ReplicatingStore { followReplicas(replicating) }
-        } else if configuration.listsOnDemand, let onDemand = store as? OnDemandStore {
+            report = try cluster.recover(options)
+            cluster.onFailure = { [weak self] error in self?.storageFailed(error) }
+            followReplicas(node)
+        case .onDemand(let onDemand, _):
             // Lists on demand: nothing is read now but the declared lists; each list is
             // recovered by the same rules when it is first used (Server+Loading.swift).
             report = try openOnDemand(onDemand, options)
-        } else {
+        case .appending, .committing:
             report = try store.recover(options)
             for list in report.lists { try adopt(list) }
         }
@@ -40,15 +41,20 @@ extension Server {
         logLifecycle()
         recordListGauges()
         if !report.lists.isEmpty || report.truncatedBytes > 0 {
-            logger.info("recovered", metadata: ["lists": "\(report.lists.count)", "batches": "\(report.replayedBatches)",
-                                                "truncatedBytes": "\(report.truncatedBytes)", "ms": "\((MonotonicClock.nanoseconds() - started) / 1_000_000)"])
+            logger.info(
+                "recovered",
+                metadata: [
+                    "lists": "\(report.lists.count)", "batches": "\(report.replayedBatches)",
+                    "truncatedBytes": "\(report.truncatedBytes)",
+                    "ms": "\((MonotonicClock.nanoseconds() - started) / 1_000_000)",
+                ])
         }
         return report
     }
 
     /// Syncs what the store wrote (group commit under `always`, the timer under `interval`).
     func syncStore() {
-        guard storageFailure == nil, store.hasUnsyncedWrites else { return }
+        guard storageFailure == nil, let store = storage.appending, store.hasUnsyncedWrites else { return }
         let started = MonotonicClock.nanoseconds()
         do {
             try store.sync()
@@ -56,8 +62,7 @@ extension Server {
             storageFailed(error)
             return
         }
-        statistics.storeSyncs += 1
-        metrics.storeSync.recordNanoseconds(Int64(MonotonicClock.nanoseconds() - started))
+        events.storeSynced(nanoseconds: MonotonicClock.nanoseconds() - started)
     }
 
     /// An asynchronous commit (``CommittingStore``) returned, on the loop thread: its
@@ -67,18 +72,18 @@ extension Server {
     func commitCompleted(_ ticket: CommitGate<Int, [UInt8]>.Ticket, _ outcome: CommitOutcome, of list: ListHost?) {
         switch outcome {
         case .committed:
-            release(commitGate.complete(ticket, .committed))
+            release(commits.gate.complete(ticket, .committed))
         case .fenced:
-            let completion = commitGate.complete(ticket, .failed)
+            let completion = commits.gate.complete(ticket, .failed)
             release(completion)
             listLost(list, closing: completion.dropped)
         case .failed(let error):
-            _ = commitGate.complete(ticket, .failed)
+            _ = commits.gate.complete(ticket, .failed)
             storageFailed(error)
         }
         // A shutdown may have been waiting for this commit.
-        if closesAfterCommits && commitGate.pendingCount == 0 && storageFailure == nil {
-            closesAfterCommits = false
+        if commits.closeConnectionsWhenDrained && commits.gate.pendingCount == 0 && storageFailure == nil {
+            commits.closeConnectionsWhenDrained = false
             closeConnectionsForShutdown()
         }
         finishShutdownIfDone()
@@ -100,16 +105,16 @@ extension Server {
     /// the fenced completions of its later batches find it gone, or a newer load.
     func listLost(_ list: ListHost?, closing dropped: [Int], name: String? = nil) {
         var toClose = Set(dropped)
-        if let list, lists[list.name] === list {
-            lists[list.name] = nil
-            dirtyLists.remove(list.name)
-            compactionsDue.remove(list.name)
-            // Writes other nodes forwarded to it and not sealed yet are never answered
-            // from here: their nodes forward them again when overdue.
-            if !remoteWrites.isEmpty { remoteWrites = remoteWrites.filter { $0.value.mutate.listName != list.name } }
+        // One step forgets all of it (ListTable.lose): its turn flags, its compaction,
+        // and the writes other nodes forwarded to it and not sealed yet — never answered
+        // from here: their nodes forward them again when overdue. A dirty or due name
+        // left in the turn's work lists finds no host and is skipped.
+        if let list, lists.lose(list) {
             toClose.formUnion(list.subscribers.map(\.id))
             metrics.listsFenced.increment()
-            logger.warning("list fenced by the store: dropped here, its subscribers closed", metadata: ["flowsync.list": "\(list.name)", "subscribers": "\(list.subscribers.count)"])
+            logger.warning(
+                "list fenced by the store: dropped here, its subscribers closed",
+                metadata: ["flowsync.list": "\(list.name)", "subscribers": "\(list.subscribers.count)"])
             recordListGauges()
         }
         let name = list?.name ?? name ?? "?"
@@ -127,12 +132,9 @@ extension Server {
         logLifecycle()
         metrics.storeFailed.record(1)
         logger.critical("storage failed; no further acknowledgement will be sent", metadata: ["error": "\(error)"])
-        for queued in toFlush { queued._withUnsafeGuaranteedRef { $0.isQueuedForFlush = false } }
-        toFlush.removeAll()
-        // No flush runs after a failure: nothing else would let these go (outside a
-        // flush only; inside one, its loop may still be using one of them).
-        if flushDepth == 0 { retiredConnections.removeAll() }
-        commitGate.dropHeldFrames()
+        // No flush runs after a failure (Outbox, lifetime rule 3).
+        outbox.discardAll()
+        commits.gate.dropHeldFrames()
         for connection in connections.values { connection.discardPending() }
         onFatalStorageError?(error)
     }
@@ -141,8 +143,8 @@ extension Server {
     /// once.
     func closeEverythingAfterStorageFailure() {
         guard lifecycle.closeAfterFailure() else { return }
-        listener?.close()
-        listener = nil
+        handles.listener?.close()
+        handles.listener = nil
         for connection in Array(connections.values) { peerEnded(connection, nil) }
     }
 }

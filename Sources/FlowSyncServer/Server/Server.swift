@@ -38,34 +38,24 @@ import Logging
 ///    (``flushIdle``), and lists are then paced (`seal_wait_us`) — and connections
 ///    marked for closing are shut down, never in the middle of their own callbacks.
 public final class Server {
-    public internal(set) var configuration: ServerConfiguration
+    public internal(set) var configuration: ServerConfiguration {
+        // The pacer's budgets follow every change (a reload, a test's).
+        didSet { outbox.pacer.budgets = configuration.flushBudgets }
+    }
     public let loop: EventLoop
     public var logger: Logger
-    public internal(set) var statistics = ServerStatistics()
-    /// The same events for a metrics backend (swift-metrics; a no-op when none).
-    let metrics = ServerMetrics()
+    /// What the server counts: statistics and metrics, updated together
+    /// (``ServerEvents``).
+    var events = ServerEvents()
     /// Where the server is in its life; every transition is logged.
     var lifecycle = ServerLifecycle()
 
     // MARK: Handles (closed at the end of a shutdown)
 
-    var listener: TCPListener?
-    /// The Unix-domain listener (`server.unix_socket`), when configured.
-    var unixListener: UnixListener?
-    /// The check hook: the end of every loop turn (``endOfTurn()``).
-    var hook: LoopHook?
-    /// Active while a sliced flush left connections to write (``flushAll(sliced:)``):
-    /// the loop's next poll does not sleep.
-    var flushIdle: LoopIdle?
-    /// The last outermost flush stopped at its slice with connections left: a fan-out
-    /// is under way, and dirty lists are paced (``sealDirtyLists(force:)``).
-    var flushUnfinished = false
-    /// Every 100 ms: deadlines and the shutdown's grace period.
-    var sweep: LoopTimer?
-    /// The `fsync = "interval"` timer.
-    var syncTimer: LoopTimer?
-    /// Loop time of the previous sweep (loop lag is measured against it).
-    var lastSweep: UInt64 = 0
+    /// The listeners, the end-of-turn hook and the timers (``ServerHandles``).
+    var handles = ServerHandles()
+    /// What the sweep remembers between runs (``Housekeeping``).
+    var housekeeping = Housekeeping()
 
     // MARK: Connections
 
@@ -75,31 +65,9 @@ public final class Server {
     /// Connections that have not completed the handshake (capped by
     /// `auth.max_pending_handshakes`: excess connections are closed at accept).
     var pendingHandshakes: Set<Int> = []
-    /// Connections with frames queued this turn, each once (``Connection/isQueuedForFlush``),
-    /// unretained: an array append per connection per turn, no hashing, no reference
-    /// counting. Lifetime: a listed connection is in ``connections``, or, once
-    /// forgotten, in ``retiredConnections`` until no flush lists it
-    /// (`Server+FanOut.swift`, ``flushAll()``).
-    var toFlush: [Unmanaged<Connection>] = []
-    /// The previous turn's `toFlush` storage, kept for the next turn (no allocation).
-    var flushSpare: [Unmanaged<Connection>] = []
-    /// Connections removed from the table while a flush may still list them: kept alive
-    /// here until the end of the outermost ``flushAll()`` that no longer lists them.
-    var retiredConnections: [Connection] = []
-    /// ``flushAll()`` is running (it may be entered again from a callback it causes).
-    var flushDepth = 0
-    /// The io_uring of the end-of-turn flush (`[server] write_path`), created at start;
-    /// `nil`: every connection is written through libuv (`Server+RingFlush.swift`).
-    var sendRing: SendRing?
-    /// The ring's size (sends, buffers per submission); tests ask for more than the
-    /// kernel allows (`EINVAL`) to see the fallback to libuv.
-    var ringSize = (sends: Server.ringSends, buffers: Server.ringBuffers)
-    /// This turn's sends in the ring, indexed by their completion tag; the storage is
-    /// kept between turns (no allocation per delivery).
-    var ringBatch: [RingFlushEntry] = []
-    /// This turn's connections that go through libuv while the ring is in use, written
-    /// after the ring's sends were collected (see `flushThroughRing`).
-    var libuvRoute: [Connection] = []
+    /// The end of the turn: this turn's connections to write and their lifetime rule,
+    /// the write route, the dirty lists and the pacer (``Outbox``).
+    let outbox: Outbox
     /// Connections with at least one lagging subscription. The end of every turn looks
     /// only at these: scanning every connection's flows per turn would cost
     /// O(connections) even when nobody lags.
@@ -112,59 +80,18 @@ public final class Server {
 
     // MARK: Lists
 
-    /// Hosted lists by name.
-    var lists: [String: ListHost] = [:]
-    /// Lists with mutations queued this turn (sealed in the check hook).
-    var dirtyLists: Set<String> = []
-    /// Lists that asked for a snapshot (compaction) this turn; done after the flush, so
-    /// no ack waits for it.
-    var compactionsDue: Set<String> = []
-    /// Lists whose compaction snapshot is being written off the loop (one at a time per
-    /// list: a second would race the first's install).
-    var compactionsInFlight: Set<String> = []
+    /// Every list by name, one ``ListSlot`` each: loading, refused or hosted, with the
+    /// per-list flags in the hosted entry (``ListTable``).
+    var lists = ListTable()
     /// Work handed to the thread pool whose completion has not run: snapshot builds and
     /// compactions. A shutdown completes only at 0 — the completions touch the server
     /// and the store, which must still be open.
     var offloadsOutstanding = 0
-    // MARK: Lists on demand (Server+Loading.swift)
-
-    /// The store, when lists load on demand (`lists.on_demand` and a store that can).
-    var onDemandStore: OnDemandStore?
-    /// The store, when it loads lists on the loop itself (cluster mode: always on
-    /// demand).
-    var loopLoadingStore: LoopLoadingStore?
-    /// The store, when some lists are replicas of another node's (cluster mode;
-    /// `Server+Replicas.swift`).
-    var replicatingStore: ReplicatingStore?
-    /// Writes forwarded to the owners of replica lists, until answered.
-    var forwardedWrites = ForwardedWrites()
-    /// Writes other nodes forwarded to lists owned here, by the (negative) tag their
-    /// mutation was submitted with, until sealed.
-    var remoteWrites: [Int: ForwardedWrite] = [:]
-    var nextRemoteTag = -1
-    /// Replica lists being taken over (their forwarded writes are overdue).
-    var takeOvers: Set<String> = []
-    /// When a list's waiting writes were last forwarded again (at most every half lease).
-    var lastForwardedAgain: [String: UInt64] = [:]
-    /// Lists being read on a worker, with the requests that wait for them.
-    var loads: [String: ListLoad] = [:]
-    /// Lists whose stored data is damaged: refused with their error until a restart.
-    var refusedLists: [String: StoreError] = [:]
-    /// The workers that read cold lists.
-    let listLoader = ListLoader()
-    /// Loop time of the last idle scan, and of the last sample of the list gauges.
-    var lastIdleScan: UInt64 = 0
-    var lastListSample: UInt64 = 0
-    /// A count of the stored lists is running on a worker.
-    var countingStoredLists = false
-    /// The stored lists at the last count (on demand; -1 before the first).
-    var storedListCount = -1
+    /// Writes that cross nodes in cluster mode (``ClusterRelay``).
+    var relay = ClusterRelay()
     /// The backup being written off the loop, if any (`Server+Backup.swift`).
-    var backupInFlight: BackupInFlight?
-    /// Lists a backup reads from disk per worker job, with lists on demand: what it
-    /// holds in memory at once, and the longest a load of one of them waits. Tests make
-    /// it small to interleave more loads with the reads.
-    var backupChunkSize = 256
+    var backups = Backups()
+
     /// The next ``PendingFrame`` ID.
     var nextPendingFrameID: UInt64 = 1
 
@@ -172,17 +99,12 @@ public final class Server {
     /// `STATUS=` lines in systemd); optional.
     public var onStatusChange: (() -> Void)?
 
-    /// Where committed batches go (docs/STORAGE.md), behind its protocol.
-    public let store: DirectorStore
-    /// The store when it commits later than its append returns (cluster mode), else
-    /// `nil`: then ``commitGate`` stays idle and frames go straight to connections.
-    let committingStore: CommittingStore?
-    /// The frames of batches whose asynchronous commit has not returned
-    /// (docs/ARCHITECTURE.md, "Storage", rule 7).
-    var commitGate = CommitGate<Int, [UInt8]>()
-    /// A graceful shutdown waits for pending commits before it closes the connections,
-    /// so the frames of the last batches are not dropped.
-    var closesAfterCommits = false
+    /// How batches are stored and lists come back, decided once at init
+    /// (``StorageMode``: appending, on demand, committing later, or cluster).
+    let storage: StorageMode
+    /// Batches whose asynchronous commit has not returned, and their frames
+    /// (``PendingCommits``).
+    var commits = PendingCommits()
     /// Set once the store failed a write or an fsync: from then on nothing is sent.
     public var storageFailure: StoreError? { lifecycle.storageFailure }
     /// Called once, on the loop thread, when the store fails a write or an fsync. The
@@ -194,15 +116,32 @@ public final class Server {
 
     /// A server over `store`, or over the store `configuration` names (`[storage]`:
     /// a ``FileStore`` in the data directory by default).
-    public init(configuration: ServerConfiguration, loop: EventLoop, logger: Logger, store: DirectorStore? = nil) {
+    ///
+    /// `clock` (monotonic nanoseconds) times the flush's slices and the seals' pacing;
+    /// tests may drive it.
+    public init(
+        configuration: ServerConfiguration, loop: EventLoop, logger: Logger, store: ListStore? = nil,
+        clock: @escaping () -> UInt64 = MonotonicClock.nanoseconds
+    ) {
         self.configuration = configuration
+        self.outbox = Outbox(budgets: configuration.flushBudgets, clock: clock)
         self.loop = loop
         self.logger = logger
         self.encoder = FrameEncoder(configuration: configuration.frameCompression)
-        let store = store ?? configuration.makeStore(loop: loop, logger: logger)
-        self.store = store
-        self.committingStore = store as? CommittingStore
+        self.storage = StorageMode(
+            store: store ?? configuration.makeStore(loop: loop, logger: logger), configuration: configuration)
     }
+
+    /// Where committed batches go (docs/STORAGE.md), behind its protocol.
+    public var store: ListStore { storage.store }
+    /// The store when it commits later (a committing store, cluster mode), else `nil`:
+    /// then ``commitGate`` stays idle and frames go straight to connections.
+    var committingStore: CommittingStore? { storage.committing }
+    /// The store when lists load on demand, on workers (`lists.on_demand`).
+    var onDemandStore: OnDemandStore? { storage.onDemand?.store }
+    /// The cluster node (cluster mode): replicas, forwarded writes, take-overs
+    /// (`Server+Replicas.swift`).
+    var clusterNode: ClusterNode? { storage.node }
 
     // MARK: The registries
 
@@ -213,20 +152,24 @@ public final class Server {
             if declared { list.declared = true }
             return list
         }
-        guard create else { return nil }
+        // A list loading or refused is never created over (the shell waits for the
+        // load, or answers the refusal, before it asks).
+        guard create, lists.slot(name) == nil else { return nil }
         // A fresh random epoch: a list that is not in the store is a new history, and a
         // client holding a position of an older list of that name must resync.
         defer { recordListGauges() }
-        let list = ListHost(name: name, epoch: UInt64.random(in: 1...UInt64.max), limits: configuration.director, history: configuration.historyLimits,
-                            dedupe: configuration.dedupeLimits, declared: declared)
-        lists[name] = list
+        let list = ListHost(
+            name: name, epoch: UInt64.random(in: 1...UInt64.max), limits: configuration.director,
+            history: configuration.historyLimits,
+            dedupe: configuration.dedupeLimits, declared: declared)
+        lists.host(list)
         logger.debug("list created", metadata: ["flowsync.list": "\(name)"])
         return list
     }
 
     /// Forgets a list nobody needs any more (``ListHost/isDisposable``).
     func dropIfDisposable(_ list: ListHost) {
-        if list.isDisposable { lists[list.name] = nil }
+        lists.drop(list)
         recordListGauges()
     }
 
@@ -235,10 +178,63 @@ public final class Server {
     /// summed here it made each subscribe O(lists loaded) — a millisecond per subscribe
     /// with 100,000 lists loaded, found with `perf` in the lists-on-demand bench.
     func recordListGauges() {
-        metrics.lists.record(lists.count)
+        metrics.lists.record(lists.hostedCount)
     }
 
     /// Subscriptions over all lists. O(lists loaded): for the once-a-second sample and
     /// stats requests, never per subscribe.
-    var subscriptionCount: Int { lists.values.reduce(0) { $0 + $1.subscribers.count } }
+    var subscriptionCount: Int { lists.hosts.reduce(0) { $0 + $1.subscribers.count } }
+}
+
+// MARK: The outbox's state under the names the end of the turn's tests use
+
+extension Server {
+    /// The commit gate (``PendingCommits/gate``).
+    var commitGate: CommitGate<Int, [UInt8]> {
+        get { commits.gate }
+        _modify { yield &commits.gate }
+    }
+
+    /// Lists a backup reads from disk per worker job (``Backups/chunkSize``).
+    var backupChunkSize: Int {
+        get { backups.chunkSize }
+        set { backups.chunkSize = newValue }
+    }
+
+    /// The server's counters (``ServerEvents/statistics``).
+    public var statistics: ServerStatistics { events.statistics }
+    /// The swift-metrics handles, for the gauges the sweep samples.
+    var metrics: ServerMetrics { events.metrics }
+
+    /// Lists with mutations queued this turn (``Outbox/dirtyLists``).
+    var dirtyLists: Set<String> {
+        get { outbox.dirtyLists }
+        _modify { yield &outbox.dirtyLists }
+    }
+
+    /// Whether the last outermost flush stopped at its slice (``FlushPacer``).
+    var flushUnfinished: Bool {
+        get { outbox.pacer.lastFlushUnfinished }
+        set { outbox.pacer.lastFlushUnfinished = newValue }
+    }
+
+    /// The idle handle the outbox keeps on while work waits.
+    var flushIdle: LoopIdle? { outbox.idle }
+
+    /// This turn's connections to write (``Outbox/queued``).
+    var toFlush: [Unmanaged<Connection>] { outbox.queued }
+
+    /// The io_uring's size, before ``start(adoptingDescriptor:)``.
+    var ringSize: (sends: Int, buffers: Int) {
+        get { outbox.ringSize }
+        set { outbox.ringSize = newValue }
+    }
+
+    /// Creates the ring `write_path` asks for (``Outbox/startWritePath(_:logger:)``).
+    func startWritePath() {
+        outbox.startWritePath(configuration.writePath, logger: logger)
+    }
+
+    /// The write path in use: `io_uring` once its ring exists, else `libuv`.
+    public var activeWritePath: WritePath { outbox.ring == nil ? .libuv : .ioUring }
 }

@@ -1,35 +1,16 @@
 import FlowSyncCore
 
-/// Where committed batches go so that an acknowledged write survives a crash, and where
-/// they come back from at start. Two implementations share one conformance suite
-/// (`Tests/FlowSyncStoreTests`): ``InMemoryStore`` (tests, and `engine = "memory"`) and
-/// ``FileStore`` (the default: logs and snapshots in the data directory,
-/// docs/STORAGE.md).
-///
-/// Loop-confined like the server that drives it. The contract, per loop turn:
-/// 1. ``append(_:)`` each list's sealed batch (a write, no fsync);
-/// 2. ``sync()`` once, before any ack or diff of those batches leaves (fsync policy
-///    `always`; under `interval` a timer calls it, under `never` nobody does);
-/// 3. when ``append(_:)`` said a snapshot is due, ``compact(_:)`` after the flush.
-///
-/// Any error from 1–3 is fatal for the daemon: the batch must not be acknowledged, and
-/// the in-memory state is now ahead of the disk.
-public protocol DirectorStore: AnyObject {
+/// What every store of lists does, however it commits: recover at start, store a
+/// snapshot, start an epoch (or refuse to), close. A store commits either by
+/// appending (``DirectorStore``: a write now, a sync before the flush) or later
+/// (``CommittingStore``: a completion on the loop); the server finds out which once, at
+/// init (``StorageMode``), and never asks a store for what it does not do (issue #30:
+/// the cluster's store used to refuse `append` with a trap).
+public protocol ListStore: AnyObject {
     /// Reads every stored list back: the newest valid snapshot, then the log replayed
-    /// over it, with the history (for resume) and the idempotency window rebuilt.
-    /// Call once, before the first append.
+    /// over it, with the history (for resume) and the idempotency window rebuilt (a
+    /// store that loads lists on demand only opens here). Call once, first.
     func recover(_ options: RecoveryOptions) throws(StoreError) -> RecoveryReport
-
-    /// Appends a committed batch; returns true when the list is due a snapshot.
-    /// Not durable before ``sync()``.
-    func append(_ batch: StoredBatch) throws(StoreError) -> Bool
-
-    /// True when appended batches wait for ``sync()``.
-    var hasUnsyncedWrites: Bool { get }
-
-    /// Makes every batch appended so far durable — one call covers every list written
-    /// this turn (group commit).
-    func sync() throws(StoreError)
 
     /// Writes `snapshot` (the state of its list at `snapshot.position`, which is at
     /// most the current version) and drops the log wholly before it. Batches after the
@@ -37,7 +18,8 @@ public protocol DirectorStore: AnyObject {
     func compact(_ snapshot: StoredSnapshot) throws(StoreError)
 
     /// Replaces everything stored for the list with `snapshot`, the first state of a
-    /// new epoch (after a repair or a lost history).
+    /// new epoch (after a repair or a lost history). A store may refuse (cluster mode:
+    /// not built).
     func startEpoch(_ snapshot: StoredSnapshot) throws(StoreError)
 
     /// Syncs and releases files; marks a clean shutdown (``FileStore``: records what it
@@ -48,6 +30,33 @@ public protocol DirectorStore: AnyObject {
     /// process leaves behind. Called instead of ``close()`` after a fatal storage error
     /// (the state in memory is ahead of the disk, so a clean-stop mark would lie).
     func abandon()
+}
+
+/// Where committed batches go so that an acknowledged write survives a crash, and where
+/// they come back from at start, by appending. Two implementations share one
+/// conformance suite (`Tests/FlowSyncStoreTests`): ``InMemoryStore`` (tests, and
+/// `engine = "memory"`) and ``FileStore`` (the default: logs and snapshots in the data
+/// directory, docs/STORAGE.md).
+///
+/// Loop-confined like the server that drives it. The contract, per loop turn:
+/// 1. ``append(_:)`` each list's sealed batch (a write, no fsync);
+/// 2. ``sync()`` once, before any ack or diff of those batches leaves (fsync policy
+///    `always`; under `interval` a timer calls it, under `never` nobody does);
+/// 3. when ``append(_:)`` said a snapshot is due, ``compact(_:)`` after the flush.
+///
+/// Any error from 1–3 is fatal for the daemon: the batch must not be acknowledged, and
+/// the in-memory state is now ahead of the disk.
+public protocol DirectorStore: ListStore {
+    /// Appends a committed batch; returns true when the list is due a snapshot.
+    /// Not durable before ``sync()``.
+    func append(_ batch: StoredBatch) throws(StoreError) -> Bool
+
+    /// True when appended batches wait for ``sync()``.
+    var hasUnsyncedWrites: Bool { get }
+
+    /// Makes every batch appended so far durable — one call covers every list written
+    /// this turn (group commit).
+    func sync() throws(StoreError)
 }
 
 /// fsync policy: when appended batches reach the disk (`[storage] fsync`).
@@ -86,7 +95,10 @@ public struct StoredSnapshot: Sendable {
     /// The idempotency window as of ``position``.
     public var dedupe: [DedupeWindow.ClientRecord]
 
-    public init(listName: String, position: ListVersion, digest: StateDigest, sections: [Section], dedupe: [DedupeWindow.ClientRecord]) {
+    public init(
+        listName: String, position: ListVersion, digest: StateDigest, sections: [Section],
+        dedupe: [DedupeWindow.ClientRecord]
+    ) {
         self.listName = listName
         self.position = position
         self.digest = digest
@@ -103,8 +115,10 @@ public struct RecoveryOptions: Sendable {
     /// Keep the valid prefix of a damaged log instead of refusing to start.
     public var repair: Bool
 
-    public init(directorLimits: DirectorLimits = DirectorLimits(), historyLimits: Sequencer.HistoryLimits = .init(),
-                dedupeLimits: DedupeWindow.Limits = .init(), repair: Bool = false) {
+    public init(
+        directorLimits: DirectorLimits = DirectorLimits(), historyLimits: Sequencer.HistoryLimits = .init(),
+        dedupeLimits: DedupeWindow.Limits = .init(), repair: Bool = false
+    ) {
         self.directorLimits = directorLimits
         self.historyLimits = historyLimits
         self.dedupeLimits = dedupeLimits
@@ -164,10 +178,12 @@ struct ListRebuilder {
             throw Sequencer.ReplayError(description: "snapshot of \(snapshot.position) does not load: \(error)")
         }
         guard director.digest == snapshot.digest else {
-            throw Sequencer.ReplayError(description: "snapshot of \(snapshot.position): digest \(director.digest), \(snapshot.digest) recorded")
+            throw Sequencer.ReplayError(
+                description: "snapshot of \(snapshot.position): digest \(director.digest), \(snapshot.digest) recorded")
         }
-        sequencer = Sequencer(director: director, position: snapshot.position, historyLimits: options.historyLimits,
-                              dedupeLimits: options.dedupeLimits, restoring: snapshot.dedupe)
+        sequencer = Sequencer(
+            director: director, position: snapshot.position, historyLimits: options.historyLimits,
+            dedupeLimits: options.dedupeLimits, restoring: snapshot.dedupe)
         sequencer.setDirectorLimits(options.directorLimits)
     }
 
@@ -175,8 +191,9 @@ struct ListRebuilder {
     init(epoch: UInt64, options: RecoveryOptions) {
         var director = Director(limits: .unlimited)
         director.limits = options.directorLimits
-        sequencer = Sequencer(director: director, position: ListVersion(epoch: epoch, version: 0), historyLimits: options.historyLimits,
-                              dedupeLimits: options.dedupeLimits)
+        sequencer = Sequencer(
+            director: director, position: ListVersion(epoch: epoch, version: 0), historyLimits: options.historyLimits,
+            dedupeLimits: options.dedupeLimits)
     }
 
     mutating func replay(_ commit: Sequencer.Commit) throws(Sequencer.ReplayError) {
@@ -186,8 +203,9 @@ struct ListRebuilder {
 
 extension DirectorLimits {
     /// No limit at all: for loading stored data.
-    static let unlimited = DirectorLimits(maxIDBytes: .max, maxKindBytes: .max, maxPayloadBytes: .max, maxSections: .max,
-                                          maxRows: .max, maxOpsPerMutation: .max)
+    static let unlimited = DirectorLimits(
+        maxIDBytes: .max, maxKindBytes: .max, maxPayloadBytes: .max, maxSections: .max,
+        maxRows: .max, maxOpsPerMutation: .max)
 }
 
 /// A store that commits a batch later than its append returns (cluster mode: a
@@ -198,9 +216,8 @@ extension DirectorLimits {
 ///
 /// ``FileStore`` and ``InMemoryStore`` do not conform: their batches are durable after
 /// ``DirectorStore/sync()`` in the same turn, and the server keeps its synchronous path
-/// for them. A conforming store's ``DirectorStore/append(_:)`` is not called by the
-/// server, and its ``DirectorStore/hasUnsyncedWrites`` should stay false.
-public protocol CommittingStore: DirectorStore {
+/// for them. A committing store is not a ``DirectorStore``: it has no `append`.
+public protocol CommittingStore: ListStore {
     /// Starts committing `batch`. `completion` runs exactly once, on the loop thread —
     /// possibly before this call returns — with how the commit ended. The server
     /// submits one list's batches in version order; a store completes them in that

@@ -5,6 +5,12 @@ import Dispatch
 import FlowSyncCore
 import FlowSyncProtocol
 
+// Why this file is over 450 lines: it is the class and the private state that
+// appending, syncing, closing and abandoning share (the descriptors, the dirty lists,
+// the failure latch, the lock). Recovery, compaction, the clean stop, lists on demand
+// and backups are in `FileStore+*.swift`; moving the rest out would make that state
+// visible to the whole module.
+
 /// The default ``DirectorStore``: per list, append-only log segments of committed
 /// batches (a length and a CRC-32C per record) plus periodic snapshots, in
 /// `<data_dir>/lists/<list>/`. Format, fsync policies, recovery, repair and compaction:

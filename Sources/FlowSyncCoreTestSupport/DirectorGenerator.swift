@@ -50,7 +50,10 @@ public struct DirectorGenerator {
         if let section = a.sections.first, random.chance(0.7) {
             var shared = section
             shared.header = header()
-            _ = try? b.apply([.insertSections([Section(id: shared.id, header: shared.header, rows: shared.rows.shuffled(using: &random))], at: 0)])
+            _ = try? b.apply([
+                .insertSections(
+                    [Section(id: shared.id, header: shared.header, rows: shared.rows.shuffled(using: &random))], at: 0)
+            ])
         }
         return (a, b)
     }
@@ -116,11 +119,14 @@ public struct DirectorGenerator {
         case 7:
             if random.chance(0.3) { return .removeAllRows(in: sectionRef(d, s)) }
             var rows = d.sections[s].rows.filter { _ in random.chance(0.7) }.shuffled(using: &random)
-            for k in rows.indices where random.chance(0.3) { rows[k] = Row(id: rows[k].id, kind: rows[k].kind, payload: payload()) }
+            for k in rows.indices where random.chance(0.3) {
+                rows[k] = Row(id: rows[k].id, kind: rows[k].kind, payload: payload())
+            }
             rows.insert(contentsOf: (0..<random.int(0...2)).map { _ in row() }, at: random.int(0...rows.count))
             return .setRows(rows, in: sectionRef(d, s))
         case 8, 9, 10:
-            return .insertRows((0..<random.int(1...3)).map { _ in row() }, in: sectionRef(d, s), at: random.int(0...count))
+            return .insertRows(
+                (0..<random.int(1...3)).map { _ in row() }, in: sectionRef(d, s), at: random.int(0...count))
         case 11, 12:
             guard let ref = rowRef(d) else { return .insertRows([row()], in: sectionRef(d, s), at: 0) }
             if random.chance(0.3), let other = rowRef(d), other != ref { return .removeRows([ref, other]) }
@@ -138,7 +144,9 @@ public struct DirectorGenerator {
             let capacity = d.sections[target].rows.count - (target == from.section ? 1 : 0)
             return .moveRow(ref, toSection: sectionRef(d, target), at: random.int(0...capacity))
         default:
-            guard let a = rowRef(d), let b = rowRef(d) else { return .insertRows([row()], in: sectionRef(d, s), at: count) }
+            guard let a = rowRef(d), let b = rowRef(d) else {
+                return .insertRows([row()], in: sectionRef(d, s), at: count)
+            }
             return .swapRows(a, b)
         }
     }

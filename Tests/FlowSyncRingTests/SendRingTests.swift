@@ -1,4 +1,4 @@
-@testable import FlowSyncServer
+@testable import FlowSyncRing
 import Testing
 #if canImport(Glibc)
 import Glibc

@@ -21,7 +21,9 @@ public final class LoopConfined<T>: @unchecked Sendable {
 /// for seconds. Hangs are caught by the suites' time limits and the run's watchdog.
 /// Runs on the caller's actor (`#isolation`), so a condition that reads actor-isolated
 /// state — a main-actor global in an executable, say — is evaluated where it may be.
-public func eventually(timeout: Double = 30, isolation: isolated (any Actor)? = #isolation, _ condition: () -> Bool) async -> Bool {
+public func eventually(
+    timeout: Double = 30, isolation: isolated (any Actor)? = #isolation, _ condition: () -> Bool
+) async -> Bool {
     for _ in 0..<Int(timeout * 200) {
         if condition() { return true }
         try? await Task.sleep(for: .milliseconds(5))

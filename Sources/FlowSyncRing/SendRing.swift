@@ -19,12 +19,15 @@ import FlowSyncLoop
 ///    caller hands the rest to libuv, in order. `MSG_NOSIGNAL`: a closed peer is `-EPIPE`.
 /// 5. Never use it on a socket while libuv holds queued writes for it: the ring's bytes
 ///    would overtake libuv's (the caller checks `TCPConnection.queuedBytes == 0`).
-final class SendRing {
+///
+/// Its own module (issue #30): it knows sockets and buffers, nothing of lists or
+/// connections, and only the daemon and the benchmarks link liburing through it.
+public final class SendRing {
     private let ring: UnsafeMutableRawPointer
     /// Sends per submission.
-    let sendCapacity: Int
+    public let sendCapacity: Int
     /// Buffers (iovecs) per submission, over all its sends.
-    let bufferCapacity: Int
+    public let bufferCapacity: Int
     private var tags: [UInt64]
     private var results: [Int32]
 
@@ -33,8 +36,9 @@ final class SendRing {
     /// - Throws: The kernel's refusal (`io_uring_queue_init`) as a ``UVError``: `ENOSYS`
     ///   on a kernel without io_uring, `EPERM` where a sandbox forbids it, `ENOMEM`
     ///   past the locked-memory limit. The caller falls back to libuv.
-    init(sends: Int, buffers: Int) throws(UVError) {
-        precondition(sends > 0 && buffers >= sends, "Internal inconsistency in SendRing: \(sends) sends, \(buffers) buffers")
+    public init(sends: Int, buffers: Int) throws(UVError) {
+        precondition(
+            sends > 0 && buffers >= sends, "Internal inconsistency in SendRing: \(sends) sends, \(buffers) buffers")
         var error: Int32 = 0
         guard let ring = flowsync_send_ring_create(UInt32(sends), UInt32(buffers), &error) else {
             // libuv's UV_E* codes are the negative errno on Linux: one error type.
@@ -53,20 +57,25 @@ final class SendRing {
     }
 
     /// Sends that still fit in this submission.
-    var freeSends: Int { Int(flowsync_send_ring_free_sends(ring)) }
+    public var freeSends: Int { Int(flowsync_send_ring_free_sends(ring)) }
     /// Buffers that still fit in this submission.
-    var freeBuffers: Int { Int(flowsync_send_ring_free_buffers(ring)) }
+    public var freeBuffers: Int { Int(flowsync_send_ring_free_buffers(ring)) }
 
     /// Queues one send of `chunks` on `fd`, the first `skipping` bytes left out, as one
     /// gathered write; its completion will carry `tag`. Empty chunks are left out.
     ///
     /// - Precondition: the chunks fit (``freeSends`` ≥ 1, ``freeBuffers`` ≥
     ///   `chunks.count`) and hold more than `skipping` bytes. Rule 3 holds for them.
-    func queueSend(fd: Int32, chunks: ArraySlice<[UInt8]>, skipping: Int = 0, tag: UInt64) {
-        precondition(freeSends >= 1 && freeBuffers >= chunks.count, "Internal inconsistency in SendRing: a send that does not fit")
+    public func queueSend(fd: Int32, chunks: ArraySlice<[UInt8]>, skipping: Int = 0, tag: UInt64) {
+        precondition(
+            freeSends >= 1 && freeBuffers >= chunks.count,
+            "Internal inconsistency in SendRing: a send that does not fit")
         var skip = skipping
         for chunk in chunks {
-            if skip >= chunk.count { skip -= chunk.count; continue }
+            if skip >= chunk.count {
+                skip -= chunk.count
+                continue
+            }
             // The pointer outlives the closure on purpose (rule 3): the array is kept
             // alive and unmutated by the caller until the send is collected.
             chunk.withUnsafeBytes { bytes in
@@ -82,7 +91,7 @@ final class SendRing {
     /// calls `body` with each completion's tag and result (bytes sent, or a negative
     /// errno such as `-EAGAIN` or `-EPIPE`), in completion order. The ring is empty
     /// afterwards and the borrowed buffers are free again.
-    func submitAndCollect(_ body: (_ tag: UInt64, _ result: Int32) -> Void) {
+    public func submitAndCollect(_ body: (_ tag: UInt64, _ result: Int32) -> Void) {
         let count = tags.withUnsafeMutableBufferPointer { tags in
             results.withUnsafeMutableBufferPointer { results in
                 flowsync_send_ring_submit_and_collect(ring, tags.baseAddress!, results.baseAddress!)
@@ -91,7 +100,9 @@ final class SendRing {
         // A ring that fails as a whole may leave sends in flight on borrowed buffers:
         // there is no safe way on (rule 3), so this is an invariant violation.
         guard count >= 0 else {
-            preconditionFailure("Internal inconsistency in SendRing: io_uring_submit_and_wait failed: \(UVError(code: count, operation: "io_uring_submit_and_wait"))")
+            preconditionFailure(
+                "Internal inconsistency in SendRing: io_uring_submit_and_wait failed: \(UVError(code: count, operation: "io_uring_submit_and_wait"))"
+            )
         }
         for k in 0..<Int(count) { body(tags[k], results[k]) }
     }

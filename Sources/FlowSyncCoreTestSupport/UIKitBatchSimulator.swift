@@ -41,12 +41,14 @@ public enum UIKitBatchSimulator {
     /// `stage` carries the rows the view would ask the data source for (inserted and
     /// reloaded cells, inserted sections, headers).
     /// - Returns: `nil` when the batch holds, else what UIKit would raise.
-    public static func performBatch(_ stage: ChangesetStage, displayed: inout Director, dataSource: Director) -> String? {
+    public static func performBatch(_ stage: ChangesetStage, displayed: inout Director, dataSource: Director) -> String?
+    {
         let before = displayed.rowCounts
         do {
             try BatchValidator.validate(stage, before: before, after: dataSource.rowCounts)
         } catch {
-            return "Invalid update: \(error) (view had \(before), data source reports \(dataSource.rowCounts))\nstage: \(stage)"
+            return
+                "Invalid update: \(error) (view had \(before), data source reports \(dataSource.rowCounts))\nstage: \(stage)"
         }
         do {
             try stage.apply(to: &displayed)
@@ -65,7 +67,9 @@ public enum UIKitBatchSimulator {
         d.sections.prefix(20).map { s in
             let header = s.header.map { "h=" + String(decoding: $0, as: UTF8.self) } ?? ""
             let footer = s.footer.map { "f=" + String(decoding: $0, as: UTF8.self) } ?? ""
-            let rows = s.rows.prefix(20).map { "\($0.id)(\(String(decoding: $0.payload, as: UTF8.self)))" }.joined(separator: " ")
+            let rows =
+                s.rows.prefix(20).map { "\($0.id)(\(String(decoding: $0.payload, as: UTF8.self)))" }.joined(
+                    separator: " ")
                 + (s.rows.count > 20 ? " … (\(s.rows.count) rows)" : "")
             return "  \(s.id) \(header) \(footer): \(rows)"
         }.joined(separator: "\n")

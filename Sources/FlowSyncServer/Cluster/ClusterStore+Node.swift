@@ -15,7 +15,7 @@ import FlowSyncProtocol
 /// notified batch; every node is notified of every list's batches and ignores the
 /// lists it does not follow.
 extension ClusterStore {
-    public func isReplica(_ name: String) -> Bool { replicas[name] != nil }
+    public func isReplica(_ name: String) -> Bool { lists[name].isReplica }
 
     /// Half a lease: a dead owner's lease lapses at most one lease after its last
     /// renewal, so a take-over is tried about twice before it can work.
@@ -23,7 +23,9 @@ extension ClusterStore {
 
     /// Decodes the log's record bodies after `version`, checking that each is the next
     /// Diff of `name` at `epoch`.
-    func decode(_ name: String, epoch: Int64, after version: Int64, _ batches: [(version: Int64, body: [UInt8])]) throws(StoreError) -> [ReplicatedBatch] {
+    func decode(
+        _ name: String, epoch: Int64, after version: Int64, _ batches: [(version: Int64, body: [UInt8])]
+    ) throws(StoreError) -> [ReplicatedBatch] {
         let path = "postgres:fs_batches/\(name)"
         let decoder = FrameDecoder(limits: StoreFormat.decoderLimits, dictionary: .standard)
         var decoded: [ReplicatedBatch] = []
@@ -35,12 +37,17 @@ extension ClusterStore {
                 throw .corrupt(path, offset: Int(batch.version), "batch \(batch.version) does not decode: \(error)")
             }
             guard case .diff(let diff)? = message, decoder.bufferedByteCount == 0,
-                  diff.listName == name, diff.epoch == UInt64(epoch), diff.toVersion == UInt64(batch.version),
-                  batch.version == version + Int64(index + 1) else {
-                throw .corrupt(path, offset: Int(batch.version), "batch \(batch.version) is not the next diff of \"\(name)\"")
+                diff.listName == name, diff.epoch == UInt64(epoch), diff.toVersion == UInt64(batch.version),
+                batch.version == version + Int64(index + 1)
+            else {
+                throw .corrupt(
+                    path, offset: Int(batch.version), "batch \(batch.version) is not the next diff of \"\(name)\"")
             }
-            decoded.append(ReplicatedBatch(commit: Sequencer.Commit(from: diff.from, to: diff.to, changeset: diff.changeset, digest: diff.digest,
-                                                                    mutations: diff.mutations), frame: batch.body))
+            decoded.append(
+                ReplicatedBatch(
+                    commit: Sequencer.Commit(
+                        from: diff.from, to: diff.to, changeset: diff.changeset, digest: diff.digest,
+                        mutations: diff.mutations), frame: batch.body))
         }
         return decoded
     }
@@ -50,40 +57,48 @@ extension ClusterStore {
     /// Loads `name` as a replica: its row (for the epoch), then every batch of the
     /// epoch. Batches committed after that read are notified (this session listens
     /// since it connected) and read by ``catchUp(_:)``.
-    func loadReplica(_ name: String, _ log: ClusterLog, _ completion: @escaping (Result<RecoveredList?, StoreError>) -> Void) {
+    func loadReplica(
+        _ name: String, _ log: ClusterLog, _ completion: @escaping (Result<RecoveredList?, StoreError>) -> Void
+    ) {
         log.head(list: name) { [weak self] result in
             guard let self else { return }
             switch result {
             case .failure(let error):
-                completion(.failure(.unusable("PostgreSQL: reading list \"\(name)\": \(error)")))
+                loadFailed(name, .unusable("PostgreSQL: reading list \"\(name)\": \(error)"), completion)
             case .success(nil):
-                completion(.failure(.unusable("list \"\(name)\" vanished from fs_lists")))
+                loadFailed(name, .unusable("list \"\(name)\" vanished from fs_lists"), completion)
             case .success(let row?):
                 log.load(list: name, epoch: row.epoch) { [weak self] result in
                     guard let self else { return }
                     switch result {
                     case .failure(let error):
-                        completion(.failure(.unusable("PostgreSQL: reading the log of \"\(name)\": \(error)")))
+                        loadFailed(name, .unusable("PostgreSQL: reading the log of \"\(name)\": \(error)"), completion)
                     case .success(let stored):
                         let rebuilt: (sequencer: Sequencer, head: Int64, snapshotVersion: Int64)
                         do throws(StoreError) {
                             rebuilt = try rebuildList(name, epoch: row.epoch, stored)
                         } catch {
-                            completion(.failure(error))
+                            loadFailed(name, error, completion)
                             return
                         }
-                        replicas[name] = Replica(epoch: row.epoch, head: rebuilt.head)
+                        lists.update(name) { $0.following(epoch: row.epoch, head: rebuilt.head) }
                         // A free list (no owner, or its lease lapsed): ask its preferred
                         // node, as the live nodes are now, to claim it — possibly this
                         // one (the nudge then takes the replica over). If nobody does, a
                         // write here takes it over when overdue.
                         if row.owner == nil || !row.ownerAlive {
                             withFreshLiveNodes { [weak self] in
-                                guard let self, replicas[name] != nil, let preferred = Placement.owner(of: name, among: liveNodes) else { return }
+                                guard let self, lists[name].isReplica,
+                                    let preferred = Placement.owner(of: name, among: liveNodes)
+                                else { return }
                                 withLog { log in log.nudge(owner: preferred, list: name) }
                             }
                         }
-                        logger.debug("cluster: following list as a replica", metadata: ["flowsync.list": "\(name)", "owner": "\(row.owner ?? "")", "head": "\(rebuilt.head)"])
+                        logger.debug(
+                            "cluster: following list as a replica",
+                            metadata: [
+                                "flowsync.list": "\(name)", "owner": "\(row.owner ?? "")", "head": "\(rebuilt.head)",
+                            ])
                         completion(.success(RecoveredList(name: name, sequencer: rebuilt.sequencer)))
                         // A batch committed between the claim and the read above was
                         // notified before this list was followed: read once more.
@@ -98,7 +113,9 @@ extension ClusterStore {
     func notified(_ channel: String, _ payload: String) {
         switch channel {
         case ClusterLog.batchesChannel:
-            guard let (list, version) = ClusterLog.parseBatchNotification(payload), let replica = replicas[list], version > replica.head else { return }
+            guard let (list, version) = ClusterLog.parseBatchNotification(payload), let replica = lists[list].following,
+                version > replica.head
+            else { return }
             catchUp(list)
         case ClusterLog.inboxChannel:
             guard let (owner, list) = ClusterLog.parseInboxNotification(payload) else { return }
@@ -107,7 +124,7 @@ extension ClusterStore {
                 return
             }
             guard owner == options.node else { return }
-            if owned[list] != nil {
+            if lists[list].owned != nil {
                 withLog { [weak self] log in self?.takeInbox(list, log) }
             } else {
                 // Writes were forwarded to a list this node owns in PostgreSQL but has
@@ -147,27 +164,25 @@ extension ClusterStore {
     /// Reads the replica's batches after its head and delivers them; one read at a
     /// time per list (a notification meanwhile asks for one more).
     func catchUp(_ name: String) {
-        guard var replica = replicas[name] else { return }
-        if replica.fetching {
-            replicas[name]?.again = true
-            return
-        }
-        replica.fetching = true
-        replica.again = false
-        replicas[name] = replica
+        // One read at a time (ListOwnership, rule 3).
+        guard let replica = lists.update(name, { $0.fetchWanted() }) else { return }
         withLog { [weak self] log in
             log.batches(list: name, epoch: replica.epoch, after: replica.head) { [weak self] result in
-                guard let self, replicas[name] != nil else { return }
-                replicas[name]?.fetching = false
+                guard let self, lists[name].isReplica else { return }
+                let again = lists.update(name) { $0.fetchEnded() }
                 switch result {
                 case .failure(let error):
                     // A lost connection reads every replica again when it is back.
-                    if !error.outcomeUnknown { logger.error("cluster: reading a replica's batches failed", metadata: ["flowsync.list": "\(name)", "error": "\(error)"]) }
+                    if !error.outcomeUnknown {
+                        logger.error(
+                            "cluster: reading a replica's batches failed",
+                            metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
+                    }
                     return
                 case .success(let rows):
                     deliver(name, rows)
                 }
-                if replicas[name]?.again == true { catchUp(name) }
+                if again { catchUp(name) }
             }
         }
     }
@@ -175,18 +190,20 @@ extension ClusterStore {
     /// Delivers the rows read after some head: only those after the replica's head now
     /// (two reads may overlap: a catch-up and a take-over), each once, in order.
     func deliver(_ name: String, _ rows: [(version: Int64, body: [UInt8])]) {
-        guard let replica = replicas[name] else { return }
+        guard let replica = lists[name].following else { return }
         let fresh = rows.filter { $0.version > replica.head }
         guard !fresh.isEmpty else { return }
         do throws(StoreError) {
             let batches = try decode(name, epoch: replica.epoch, after: replica.head, fresh)
-            replicas[name]?.head = fresh.last!.version
+            lists.update(name) { $0.delivered(upTo: fresh.last!.version) }
             onReplicated?(name, batches)
         } catch {
             // Not the next batches: the replica cannot go on. Forgotten here; the
             // server drops the list, and its next use loads it again.
-            logger.error("cluster: a replica's batches do not follow on", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
-            replicas[name] = nil
+            logger.error(
+                "cluster: a replica's batches do not follow on",
+                metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
+            lists.update(name) { $0.broken() }
             onReplicaBroken?(name)
         }
     }
@@ -194,76 +211,9 @@ extension ClusterStore {
     /// After a (re)connection: every replica reads what it missed, every owned list
     /// takes the writes forwarded to it, and this node takes its answers.
     func resynchronise(_ log: ClusterLog) {
-        for name in replicas.keys { catchUp(name) }
-        for name in owned.keys { takeInbox(name, log) }
+        for name in lists.replicaNames { catchUp(name) }
+        for name in lists.ownedNames { takeInbox(name, log) }
         takeOutbox(log)
-    }
-
-    // MARK: Forwarded writes
-
-    public func forward(_ mutate: Mutate) {
-        let body = encoder.encode(.mutate(mutate))
-        withLog { [weak self] log in
-            log.forward(list: mutate.listName, body: body) { [weak self] result in
-                // A failed forward is tried again when the write is overdue.
-                if case .failure(let error) = result, !error.outcomeUnknown {
-                    self?.logger.error("cluster: forwarding a write failed", metadata: ["flowsync.list": "\(mutate.listName)", "error": "\(error)"])
-                }
-            }
-        }
-    }
-
-    /// Takes the writes forwarded to `name` (only while this node owns it at its term)
-    /// and hands them to the server.
-    func takeInbox(_ name: String, _ log: ClusterLog) {
-        guard let ownership = owned[name] else { return }
-        log.takeInbox(list: name, term: ownership.term) { [weak self] result in
-            guard let self else { return }
-            switch result {
-            case .failure(let error):
-                if !error.outcomeUnknown { logger.error("cluster: taking forwarded writes failed", metadata: ["flowsync.list": "\(name)", "error": "\(error)"]) }
-            case .success(let entries):
-                guard !entries.isEmpty else { return }
-                var writes: [ForwardedWrite] = []
-                for entry in entries {
-                    let decoder = FrameDecoder(limits: StoreFormat.decoderLimits, dictionary: .standard)
-                    decoder.feed(entry.body)
-                    guard case .mutate(let mutate)? = try? decoder.next(), mutate.listName == name, decoder.bufferedByteCount == 0 else {
-                        logger.error("cluster: a forwarded write does not decode; dropped", metadata: ["flowsync.list": "\(name)", "origin": "\(entry.origin)"])
-                        continue
-                    }
-                    writes.append(ForwardedWrite(origin: entry.origin, mutate: mutate))
-                }
-                if !writes.isEmpty { onForwarded?(name, writes) }
-            }
-        }
-    }
-
-    public func answer(_ answers: [WriteAnswer]) {
-        guard !answers.isEmpty else { return }
-        withLog { log in
-            for answer in answers {
-                let (epoch, version, code, message): (Int64, Int64, Int, String)
-                switch answer.result {
-                case .committed(let position): (epoch, version, code, message) = (Int64(position.epoch), Int64(position.version), 0, "")
-                case .rejected(let wire, let text): (epoch, version, code, message) = (0, 0, Int(wire.rawValue), text)
-                }
-                log.answer(ClusterLog.Answer(origin: answer.origin, list: answer.list, clientID: answer.clientID, seq: Int64(answer.seq),
-                                             epoch: epoch, version: version, code: code, message: message)) { _ in }
-            }
-        }
-    }
-
-    func takeOutbox(_ log: ClusterLog) {
-        log.takeOutbox { [weak self] result in
-            guard let self, case .success(let rows) = result, !rows.isEmpty else { return }
-            onAnswers?(rows.map { row in
-                let result: WriteAnswer.Result = row.code == 0
-                    ? .committed(ListVersion(epoch: UInt64(row.epoch), version: UInt64(row.version)))
-                    : .rejected(ErrorCode(rawValue: UInt16(clamping: row.code)), row.message)
-                return WriteAnswer(origin: row.origin, list: row.list, clientID: row.clientID, seq: UInt64(row.seq), result: result)
-            })
-        }
     }
 
     // MARK: Releasing and taking over
@@ -285,17 +235,19 @@ extension ClusterStore {
             self?.logger.warning("cluster: releasing the lists timed out; they move when the lease lapses")
             finish()
         }
-        let owned = owned.count
+        let owned = lists.ownedNames.count
         log.release { [weak self] result in
             timer.close()
             switch result {
             case .success(let released):
-                self?.logger.info("cluster: lists and lease released", metadata: ["lists": "\(released)", "owned": "\(owned)"])
+                self?.logger.info(
+                    "cluster: lists and lease released", metadata: ["lists": "\(released)", "owned": "\(owned)"])
             case .failure(let error):
-                self?.logger.warning("cluster: releasing the lists failed; they move when the lease lapses", metadata: ["error": "\(error)"])
+                self?.logger.warning(
+                    "cluster: releasing the lists failed; they move when the lease lapses",
+                    metadata: ["error": "\(error)"])
             }
-            self?.owned = [:]
-            self?.sinceSnapshot = [:]
+            self?.lists.releaseAll()
             finish()
         }
     }
@@ -303,43 +255,54 @@ extension ClusterStore {
     /// Claims replica `name` if it is free (its owner released it, or its lease lapsed),
     /// whatever placement prefers: the fallback when the preferred node does not.
     public func takeOver(_ name: String, completion: @escaping (TakeOverOutcome) -> Void) {
-        guard let replica = replicas[name] else {
-            completion(owned[name] != nil ? .owned : .failed(.unusable("list \"\(name)\" is not followed here")))
+        guard let replica = lists[name].following, lists.update(name, { $0.takeOverStarted() }) else {
+            completion(lists[name].owned != nil ? .owned : .failed(.unusable("list \"\(name)\" is not followed here")))
             return
+        }
+        // Every way out ends the take-over in the machine: owned, or following again.
+        let ended: (TakeOverOutcome, ClusterLog.Ownership?) -> Void = { [weak self] outcome, ownership in
+            self?.lists.update(name) { $0.takeOverEnded(ownership) }
+            completion(outcome)
         }
         withLog { [weak self] log in
             log.claim(list: name, epoch: replica.epoch) { [weak self] result in
                 guard let self else { return }
                 switch result {
                 case .failure(let error):
-                    completion(.failed(.unusable("PostgreSQL: claiming list \"\(name)\": \(error)")))
+                    ended(.failed(.unusable("PostgreSQL: claiming list \"\(name)\": \(error)")), nil)
                 case .success(nil):
-                    completion(.ownedElsewhere)
+                    ended(.ownedElsewhere, nil)
                 case .success(let ownership?):
                     guard ownership.epoch == replica.epoch else {
-                        completion(.failed(.unusable("list \"\(name)\" changed epoch under its replica")))
+                        ended(.failed(.unusable("list \"\(name)\" changed epoch under its replica")), nil)
                         return
                     }
                     // Batches the replica has not delivered yet come first: the list
                     // here must be at `head` before it sequences anything.
-                    let from = replicas[name]?.head ?? replica.head
+                    let from = lists[name].following?.head ?? replica.head
                     log.batches(list: name, epoch: ownership.epoch, after: from) { [weak self] result in
                         guard let self else { return }
                         switch result {
                         case .failure(let error):
-                            completion(.failed(.unusable("PostgreSQL: reading the log of \"\(name)\": \(error)")))
+                            ended(.failed(.unusable("PostgreSQL: reading the log of \"\(name)\": \(error)")), nil)
                         case .success(let rows):
                             deliver(name, rows)
-                            guard let now = replicas[name], now.head == ownership.head else {
-                                completion(.failed(.unusable("list \"\(name)\": the replica did not reach head \(ownership.head)")))
+                            guard let now = lists[name].following, now.head == ownership.head else {
+                                ended(
+                                    .failed(
+                                        .unusable("list \"\(name)\": the replica did not reach head \(ownership.head)")),
+                                    nil)
                                 return
                             }
-                            replicas[name] = nil
-                            owned[name] = ownership
-                            // Unknown since when: the next snapshot comes one full interval
-                            // from now (at most two intervals of batches to replay).
-                            sinceSnapshot[name] = SinceSnapshot()
-                            logger.info("cluster: took over list", metadata: ["flowsync.list": "\(name)", "term": "\(ownership.term)", "head": "\(ownership.head)"])
+                            // Owned now; the next snapshot comes one full interval from
+                            // now (at most two intervals of batches to replay).
+                            lists.update(name) { $0.takeOverEnded(ownership) }
+                            logger.info(
+                                "cluster: took over list",
+                                metadata: [
+                                    "flowsync.list": "\(name)", "term": "\(ownership.term)",
+                                    "head": "\(ownership.head)",
+                                ])
                             completion(.owned)
                             takeInbox(name, log)
                         }
@@ -352,24 +315,14 @@ extension ClusterStore {
     // MARK: Unloading
 
     public func unload(_ name: String) -> Bool {
-        if let replica = replicas[name] {
-            guard !replica.fetching else { return false }
-            replicas[name] = nil
-            return true
-        }
-        guard owned[name] != nil else { return true }
-        guard sinceSnapshot[name]?.writing != true, !unresolved.contains(where: { $0.list == name }) else { return false }
-        owned[name] = nil
-        sinceSnapshot[name] = nil
-        return true
+        let unresolved = unresolved.contains { $0.list == name }
+        return lists.update(name) { $0.unloaded(unresolved: unresolved) }
     }
 
     // MARK: Snapshots in PostgreSQL
 
     public func snapshotDue(of name: String) -> Bool {
-        guard owned[name] != nil, let since = sinceSnapshot[name], !since.writing else { return false }
-        return (options.snapshotEveryBatches > 0 && since.batches >= options.snapshotEveryBatches)
-            || (options.snapshotEveryBytes > 0 && since.bytes >= options.snapshotEveryBytes)
+        lists[name].snapshotDue(everyBatches: options.snapshotEveryBatches, everyBytes: options.snapshotEveryBytes)
     }
 
     /// Stores `encoded` (built off the loop) as the list's state at `position` — if this
@@ -377,32 +330,38 @@ extension ClusterStore {
     /// the previous snapshot. A failure is logged, not fatal: the next load replays
     /// more batches, nothing is lost.
     public func compact(list name: String, at position: ListVersion, encoded: [UInt8]) {
-        guard let ownership = owned[name], UInt64(ownership.epoch) == position.epoch, Int64(position.version) <= ownership.head else { return }
-        let counted = sinceSnapshot[name]
+        guard let ownership = lists[name].owned?.ownership, UInt64(ownership.epoch) == position.epoch,
+            Int64(position.version) <= ownership.head
+        else { return }
         guard position.version > 0 else {
-            // The history still reaches version 0: nothing to store yet. Counted as
-            // done, so the next try comes one interval later, not at every batch.
-            sinceSnapshot[name]?.batches = 0
-            sinceSnapshot[name]?.bytes = 0
+            // The history still reaches version 0: nothing to store yet.
+            lists.update(name) { $0.snapshotSkipped() }
             return
         }
-        sinceSnapshot[name]?.writing = true
+        let counted = lists.update(name) { $0.snapshotStarted() }
         withLog { [weak self] log in
-            log.putSnapshot(list: name, ownership: ownership, version: Int64(position.version), body: encoded) { [weak self] result in
+            log.putSnapshot(list: name, ownership: ownership, version: Int64(position.version), body: encoded) {
+                [weak self] result in
                 guard let self else { return }
-                sinceSnapshot[name]?.writing = false
                 switch result {
                 case .success(true):
                     // What was appended since the count was taken stays counted.
-                    if let counted, sinceSnapshot[name] != nil {
-                        sinceSnapshot[name]!.batches = max(0, sinceSnapshot[name]!.batches - counted.batches)
-                        sinceSnapshot[name]!.bytes = max(0, sinceSnapshot[name]!.bytes - counted.bytes)
-                    }
-                    logger.debug("cluster: snapshot stored", metadata: ["flowsync.list": "\(name)", "version": "\(position.version)", "bytes": "\(encoded.count)"])
+                    lists.update(name) { $0.snapshotEnded(stored: counted) }
+                    logger.debug(
+                        "cluster: snapshot stored",
+                        metadata: [
+                            "flowsync.list": "\(name)", "version": "\(position.version)", "bytes": "\(encoded.count)",
+                        ])
                 case .success(false):
-                    logger.warning("cluster: snapshot not stored (the list is no longer this node's)", metadata: ["flowsync.list": "\(name)"])
+                    lists.update(name) { $0.snapshotEnded(stored: nil) }
+                    logger.warning(
+                        "cluster: snapshot not stored (the list is no longer this node's)",
+                        metadata: ["flowsync.list": "\(name)"])
                 case .failure(let error):
-                    logger.warning("cluster: storing a snapshot failed; loads replay more of the log", metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
+                    lists.update(name) { $0.snapshotEnded(stored: nil) }
+                    logger.warning(
+                        "cluster: storing a snapshot failed; loads replay more of the log",
+                        metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
                 }
             }
         }

@@ -47,7 +47,7 @@ public struct WriteAnswer: Sendable {
     }
 }
 
-/// How ``ReplicatingStore/takeOver(_:completion:)`` ended.
+/// How ``ClusterNode/takeOver(_:completion:)`` ended.
 public enum TakeOverOutcome: Sendable {
     /// This node owns the list now; every batch committed before was delivered first.
     case owned
@@ -56,8 +56,11 @@ public enum TakeOverOutcome: Sendable {
     case failed(StoreError)
 }
 
-/// A store whose lists are either owned here or replicas of another node's (cluster
-/// mode; docs/CLUSTER.md, "Replicas"). Every callback runs on the loop thread.
+/// A cluster node's coordination with the others (cluster mode; docs/CLUSTER.md,
+/// "Replicas") — not storage: the node's store commits and loads
+/// (``CommittingStore``, ``LoopLoadingStore``); this is what the server asks of the node
+/// about lists owned elsewhere (issue #30: it was `ReplicatingStore`, a kind of store).
+/// ``ClusterStore`` is both. Every callback runs on the loop thread.
 ///
 /// - A replica follows its owner's batches: ``onReplicated`` hands them over in
 ///   version order, each once; the server replays them and fans their frames out.
@@ -66,7 +69,7 @@ public enum TakeOverOutcome: Sendable {
 ///   back through ``onAnswers`` on the node it came from.
 /// - ``takeOver(_:completion:)`` makes a replica this node's when its owner's lease
 ///   has lapsed.
-public protocol ReplicatingStore: LoopLoadingStore {
+public protocol ClusterNode: AnyObject {
     var onReplicated: ((String, [ReplicatedBatch]) -> Void)? { get set }
     var onForwarded: ((String, [ForwardedWrite]) -> Void)? { get set }
     var onAnswers: (([WriteAnswer]) -> Void)? { get set }

@@ -1,4 +1,5 @@
 import FlowSyncLoop
+import FlowSyncRing
 import Logging
 
 /// One connection's send in this turn's ring batch: the connection (kept alive, with
@@ -28,7 +29,7 @@ struct RingFlushEntry {
 /// 3. A connection's ring send and its libuv remainder never overlap: the remainder is
 ///    handed to libuv after the completion, and a connection is routed to the ring
 ///    only while libuv holds nothing for it.
-extension Server {
+extension Outbox {
     /// Most frames (iovecs) in one connection's send; the rest follow through libuv
     /// after it, in order. A subscriber under load gets one or two frames a turn, a
     /// catch-up burst more.
@@ -38,32 +39,35 @@ extension Server {
     /// Buffers per submission (4 frames a send on average before an early submit).
     static let ringBuffers = 4_096
 
-    /// Creates the ring `write_path` asks for, or logs why the flush stays on libuv.
-    func startWritePath() {
-        let wanted = configuration.writePath
+    /// Creates the ring `wanted` asks for, or logs why the flush stays on libuv.
+    func startWritePath(_ wanted: WritePath, logger: Logger) {
         guard wanted != .libuv else {
             logger.info("write path: libuv")
             return
         }
         do {
-            sendRing = try SendRing(sends: ringSize.sends, buffers: ringSize.buffers)
+            ring = try SendRing(sends: ringSize.sends, buffers: ringSize.buffers)
             logger.info("write path: io_uring", metadata: ["sends_per_submit": "\(ringSize.sends)"])
         } catch {
             // A kernel without io_uring (ENOSYS), a sandbox that forbids it (EPERM), or
             // the locked-memory limit (ENOMEM): libuv writes everything, as before.
             let level: Logger.Level = wanted == .ioUring ? .warning : .info
-            logger.log(level: level, "write path: io_uring unavailable, writing with libuv", metadata: ["error": "\(error)", "write_path": "\(wanted.rawValue)"])
+            logger.log(
+                level: level, "write path: io_uring unavailable, writing with libuv",
+                metadata: ["error": "\(error)", "write_path": "\(wanted.rawValue)"])
         }
     }
 
-    /// The write path in use: `io_uring` once its ring exists, else `libuv`.
-    public var activeWritePath: WritePath { sendRing == nil ? .libuv : .ioUring }
-
     /// Writes the connections `queued` once each: through `ring` where the machine says
     /// so, through libuv otherwise, in the order of the rules above. `queued` is
-    /// ``flushAll()``'s list (unretained; its lifetime rule is there).
-    func flushThroughRing(_ queued: ArraySlice<Unmanaged<Connection>>, ring: SendRing, now: UInt64) {
-        precondition(ringBatch.isEmpty && libuvRoute.isEmpty, "Internal inconsistency in Server: a ring flush inside a ring flush")
+    /// ``flush(now:sliced:finish:)``'s list (unretained; its lifetime rule is there).
+    func flushThroughRing(
+        _ queued: ArraySlice<Unmanaged<Connection>>, ring: SendRing, now: UInt64, report: inout FlushReport,
+        finish: (Connection, Int, Int, UVError?) -> Void
+    ) {
+        precondition(
+            ringBatch.isEmpty && libuvRoute.isEmpty,
+            "Internal inconsistency in Outbox: a ring flush inside a ring flush")
         for entry in queued {
             let connection = entry.takeUnretainedValue()
             connection.isQueuedForFlush = false
@@ -75,44 +79,55 @@ extension Server {
                 libuvRoute.append(connection)
             case .submit(let frames, _):
                 if ring.freeSends == 0 || ring.freeBuffers < frames {
-                    collect(ring, now: now)
+                    collect(ring, now: now, report: &report, finish: finish)
                 }
                 connection.queueRingSend(frames: frames, on: ring, tag: UInt64(ringBatch.count))
-                ringBatch.append(RingFlushEntry(connection: connection, machine: machine, frames: connection.outbound.frames.count, bytes: connection.outbound.bytes))
+                ringBatch.append(
+                    RingFlushEntry(
+                        connection: connection, machine: machine, frames: connection.outbound.frames.count,
+                        bytes: connection.outbound.bytes))
             }
         }
-        if !ringBatch.isEmpty { collect(ring, now: now) }
+        if !ringBatch.isEmpty { collect(ring, now: now, report: &report, finish: finish) }
         for connection in libuvRoute {
             // A connection ended by a completion above is gone from the table.
             guard !connection.isForgotten else { continue }
             let frames = connection.outbound.frames.count
             let bytes = connection.outbound.bytes
-            finishFlush(of: connection, frames: frames, bytes: bytes, error: connection.flush(now: now))
+            finish(connection, frames, bytes, connection.flush(now: now))
         }
         libuvRoute.removeAll(keepingCapacity: true)
     }
 
     /// Submits the queued sends, collects every completion, and only then carries each
     /// out (rule 1): the remainder to libuv, or the end of a broken connection.
-    private func collect(_ ring: SendRing, now: UInt64) {
-        statistics.ringSubmissions += 1
-        statistics.ringSends += ringBatch.count
+    private func collect(
+        _ ring: SendRing, now: UInt64, report: inout FlushReport, finish: (Connection, Int, Int, UVError?) -> Void
+    ) {
+        report.ringSubmissions += 1
+        report.ringSends += ringBatch.count
         ring.submitAndCollect { tag, result in
             // Only the results are recorded here; nothing may act yet (rule 1).
             let k = Int(tag)
-            precondition(k < ringBatch.count && ringBatch[k].result == nil, "Internal inconsistency in Server: an unexpected completion (tag \(tag) of \(ringBatch.count))")
+            precondition(
+                k < ringBatch.count && ringBatch[k].result == nil,
+                "Internal inconsistency in Outbox: an unexpected completion (tag \(tag) of \(ringBatch.count))")
             ringBatch[k].result = result
         }
         for k in ringBatch.indices {
             guard let result = ringBatch[k].result else {
-                preconditionFailure("Internal inconsistency in Server: a ring send without its completion")
+                preconditionFailure("Internal inconsistency in Outbox: a ring send without its completion")
             }
             let connection = ringBatch[k].connection
             // Short, EAGAIN, frames past one send's limit, or a broken socket.
-            if result != Int32(ringBatch[k].bytes) { statistics.ringRemaindersToLibuv += 1 }
+            if result != Int32(ringBatch[k].bytes) { report.ringRemaindersToLibuv += 1 }
             let error = connection.ringSendCompleted(&ringBatch[k].machine, result: result, now: now)
-            finishFlush(of: connection, frames: ringBatch[k].frames, bytes: ringBatch[k].bytes, error: error)
+            finish(connection, ringBatch[k].frames, ringBatch[k].bytes, error)
         }
         ringBatch.removeAll(keepingCapacity: true)
     }
 }
+
+/// The ring (module `FlowSyncRing`, which knows nothing of lists) under the name the
+/// server's code and its tests use.
+typealias SendRing = FlowSyncRing.SendRing
