@@ -1,3 +1,5 @@
+// Why this file is over 450 lines: the negative token suite and the authorization matrix
+// are tables of cases against one daemon; they share its secret, keys and helpers.
 import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProtocol

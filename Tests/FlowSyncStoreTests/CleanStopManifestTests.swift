@@ -1,3 +1,6 @@
+// Why this file is over 450 lines: one case per way a clean-stop manifest can be wrong
+// (missing, emptied, short, zeroed, longer, damaged, reserved bits), each a few lines of
+// setup the next one reads beside; split, the matrix would no longer read as one table.
 import FlowSyncCore
 @testable import FlowSyncServer
 import FlowSyncTestSupport

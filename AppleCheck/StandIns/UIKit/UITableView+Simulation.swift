@@ -1,3 +1,5 @@
+// Why this file is over 450 lines: rules T1-T8 below share the table's presentation state
+// and cite each other; the collection view's model reuses them from ListPresentation.
 import Foundation
 
 // The simulated UITableView: how it asks its data source and delegate, and the drivers a

@@ -1,3 +1,6 @@
+// Why this file is over 450 lines: it transcribes UITableView's declared API, one
+// declaration and its documentation path at a time; the behaviour lives in
+// UITableView+Simulation.swift.
 import Foundation
 
 // /documentation/UIKit/UITableView (iOS 2.0+)

@@ -1,6 +1,3 @@
-// Past ~400 lines on purpose: the store's write path (append, sync, snapshot install,
-// descriptor cache) shares one set of invariants on the open files; recovery,
-// compaction and the clean stop are in their own FileStore+*.swift files.
 import Dispatch
 import FlowSyncCore
 import FlowSyncProtocol
