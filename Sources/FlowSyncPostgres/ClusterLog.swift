@@ -143,13 +143,20 @@ public final class ClusterLog {
         // a new list's row (one statement's CTEs share a snapshot).
         connection.send("INSERT INTO fs_lists (list, epoch, head, owner, term) VALUES ($1, $2::bigint, 0, NULL, 0) ON CONFLICT (list) DO NOTHING",
                         [.text(list), .text("\(epoch)")]) { _ in }
+        // A claim notifies ``claimsChannel`` in the same statement (so only when it
+        // commits): the nodes with writes waiting for the list send them to the new
+        // owner at once. Claims are rare (a load, a take-over), never per batch: the
+        // notification's server-wide lock stays out of the appends' path.
         connection.send("""
-            UPDATE fs_lists SET owner = $2, term = term + 1
-            WHERE list = $1
-              AND (owner = $2 OR ($3::boolean AND (owner IS NULL
-                   OR NOT EXISTS (SELECT 1 FROM fs_leases l WHERE l.node = fs_lists.owner AND l.expires_at > clock_timestamp()))))
-              AND EXISTS (SELECT 1 FROM fs_leases l WHERE l.node = $2 AND l.expires_at > clock_timestamp())
-            RETURNING term, epoch, head
+            WITH claimed AS (
+                UPDATE fs_lists SET owner = $2, term = term + 1
+                WHERE list = $1
+                  AND (owner = $2 OR ($3::boolean AND (owner IS NULL
+                       OR NOT EXISTS (SELECT 1 FROM fs_leases l WHERE l.node = fs_lists.owner AND l.expires_at > clock_timestamp()))))
+                  AND EXISTS (SELECT 1 FROM fs_leases l WHERE l.node = $2 AND l.expires_at > clock_timestamp())
+                RETURNING term, epoch, head, list)
+            SELECT term, epoch, head, pg_notify('\(Self.claimsChannel)', term::text || ' ' || octet_length($2)::text || ' ' || $2 || list)
+            FROM claimed
             """, [.text(list), .text(node), .text(takeFree ? "true" : "false")]) { result in
             completion(result.map { rows in
                 guard rows.rows.count == 1, let term = rows.int(0, 0), let epoch = rows.int(0, 1), let head = rows.int(0, 2) else { return nil }
@@ -237,11 +244,13 @@ public final class ClusterLog {
     /// Notified when an owner answers a forwarded write: payload the origin node.
     public static let outboxChannel = "fs_outbox"
 
-    /// `LISTEN`s to every channel a node follows: batches, its inbox, its outbox.
+    /// `LISTEN`s to every channel a node follows: batches, its inbox, its outbox, claims
+    /// and node arrivals.
     public func listen(_ completion: @escaping (Result<Void, PostgresError>) -> Void) {
-        var remaining = 3
+        let channels = [Self.batchesChannel, Self.inboxChannel, Self.outboxChannel, Self.claimsChannel, Self.nodesChannel]
+        var remaining = channels.count
         var failed = false
-        for channel in [Self.batchesChannel, Self.inboxChannel, Self.outboxChannel] {
+        for channel in channels {
             connection.send("LISTEN \(channel)") { result in
                 guard !failed else { return }
                 switch result {

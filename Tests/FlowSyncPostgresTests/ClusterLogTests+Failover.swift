@@ -45,7 +45,7 @@ extension ClusterLogTests {
         let both = "host=127.0.0.1,127.0.0.1 port=\(primary.port),\(standby.port) dbname=postgres user=flowsync connect_timeout=2 target_session_attrs=read-write"
         // The lease outlasts the failover: a node that cannot reach PostgreSQL for a
         // whole lease stops (exit 74).
-        options.configText = "[cluster]\npostgres = \"\(both)\"\nnode = \"a\"\nlease_ms = 15000\n"
+        options.configText = Self.clusterConfigText(conninfo: both, node: "a", leaseMilliseconds: 15_000)
         options.logLevel = "info"
         let node = try await DaemonProcess.start(options)
         let writer = try await Self.connectClient(node, clients, "writer")

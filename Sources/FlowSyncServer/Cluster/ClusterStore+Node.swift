@@ -137,6 +137,13 @@ extension ClusterStore {
         case ClusterLog.outboxChannel:
             guard payload == options.node else { return }
             withLog { [weak self] log in self?.takeOutbox(log) }
+        case ClusterLog.claimsChannel:
+            guard let claim = ClusterLog.parseClaimNotification(payload) else { return }
+            claimed(claim)
+        case ClusterLog.nodesChannel:
+            guard payload != options.node else { return }
+            // A node took its lease: read the live nodes now (placement, moves).
+            withFreshLiveNodes {}
         default:
             return
         }
@@ -153,7 +160,7 @@ extension ClusterStore {
         withLog { [weak self] log in
             log.liveNodes { [weak self] result in
                 guard let self else { return }
-                if case .success(let nodes) = result { liveNodes = Set(nodes).union([options.node]) }
+                if case .success(let nodes) = result { liveNodesRead(nodes) }
                 let actions = afterLiveNodes
                 afterLiveNodes = []
                 for action in actions { action() }

@@ -100,6 +100,9 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
     public var onReplicaBroken: ((String) -> Void)?
     public var onInboxForUnloadedList: ((String) -> Void)?
     public var onOrphanedList: ((String) -> Void)?
+    public var onListClaimed: ((String, String) -> Void)?
+    public var onSessionStarted: (() -> Void)?
+    public var onMisplacedLists: (([String]) -> Void)?
     var recoveryOptions = RecoveryOptions()
     private var leaseTimer: LoopTimer?
     private var retryTimer: LoopTimer?
@@ -211,7 +214,7 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
                         // Placement needs the live nodes before the first load.
                         log.liveNodes { [weak self] result in
                             guard let self else { return }
-                            if case .success(let nodes) = result { liveNodes = Set(nodes).union([options.node]) }
+                            if case .success(let nodes) = result { liveNodesRead(nodes) }
                             ready(log, initial: initial)
                         }
                     }
@@ -250,6 +253,10 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
         // would have said (also at the first connection, for answers posted to a node
         // of this name before it restarted — nobody waits for those now).
         resynchronise(log)
+        // Then tell the others this node is here (they read the live nodes again), and
+        // claim the lists whose forwarded writes waited for it (issue #33).
+        arrived(log)
+        onSessionStarted?()
     }
 
     private func renewLease() {
@@ -265,7 +272,7 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
     func refreshLiveNodes(_ log: ClusterLog) {
         log.liveNodes { [weak self] result in
             guard let self, case .success(let nodes) = result else { return }
-            liveNodes = Set(nodes).union([options.node])
+            liveNodesRead(nodes)
         }
     }
 
