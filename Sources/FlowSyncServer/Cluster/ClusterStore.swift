@@ -26,10 +26,11 @@ import Logging
 ///   version is not next) is ``CommitOutcome/fenced``: the list is no longer this
 ///   node's, and every later batch of it fails the same way.
 /// - **Unknown outcome.** A lost connection leaves the appends in flight unknown. The
-///   store reconnects (every 250 ms, for up to `lease_ms`; then it fails for good) and
+///   store reconnects — after 250 ms, backing off to 2 s, for as long as it takes
+///   (``Reconnection``; issue #33: it used to fail for good after `lease_ms`) — and
 ///   reads each list's row back: `head` at or past the version, under this node and
 ///   term, is committed; anything else is fenced. Statements asked for meanwhile wait
-///   for the new connection.
+///   for the new connection, so writes are not acknowledged until it is back.
 ///
 /// Not built (docs/CLUSTER.md, "Not built yet"): new epochs (``startEpoch(_:)``
 /// refuses), rebalancing running lists, peer links.
@@ -59,8 +60,9 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
     }
 
     enum State {
-        /// Opening or reopening the connection; the work waits.
-        case connecting(since: UInt64)
+        /// Opening or reopening the connection, for as long as it takes; the work waits
+        /// (``Reconnection``).
+        case connecting(Reconnection)
         case ready(ClusterLog)
         case closed
     }
@@ -116,7 +118,7 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
         self.options = options
         self.loop = loop
         self.logger = logger
-        self.state = .connecting(since: loop.now)
+        self.state = .connecting(Reconnection(since: loop.now))
     }
 
     /// The lists this node owns now (for tests and stats).
@@ -168,13 +170,13 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
     private func connect(initial: Bool) {
         PostgresConnection.connect(loop: loop, conninfo: options.conninfo) { [weak self] result in
             guard let self else { return }
-            guard case .connecting(let since) = state else {
+            guard case .connecting = state else {
                 if case .success(let connection) = result { connection.close() }
                 return
             }
             switch result {
             case .failure(let error):
-                retry(since: since, error)
+                retry(error)
             case .success(let connection):
                 let log = ClusterLog(connection: connection, node: options.node)
                 connection.onLost = { [weak self] error in self?.connectionLost(error) }
@@ -206,10 +208,10 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
                         fail(.unusable("PostgreSQL: taking the lease failed: \(error)"))
                     case .failure(let error):
                         // Lost before it was ready (connectionLost ignores that state):
-                        // try again, within the same deadline.
-                        guard case .connecting(let since) = state else { return }
+                        // try again.
+                        guard case .connecting = state else { return }
                         connection.close()
-                        retry(since: since, error)
+                        retry(error)
                     case .success:
                         // Placement needs the live nodes before the first load.
                         log.liveNodes { [weak self] result in
@@ -226,7 +228,7 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
     /// PostgreSQL answered with the lease taken: the waiting work runs, in order —
     /// first the appends whose outcome is unknown are resolved.
     private func ready(_ log: ClusterLog, initial: Bool) {
-        guard case .connecting = state else { return }
+        guard case .connecting(let reconnection) = state else { return }
         state = .ready(log)
         retryTimer?.close()
         retryTimer = nil
@@ -235,7 +237,11 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
                 "cluster: connected", metadata: ["node": "\(options.node)", "lease_ms": "\(options.leaseMilliseconds)"])
         } else {
             logger.info(
-                "cluster: reconnected", metadata: ["node": "\(options.node)", "unresolved": "\(unresolved.count)"])
+                "cluster: reconnected",
+                metadata: [
+                    "node": "\(options.node)", "unresolved": "\(unresolved.count)",
+                    "down_ms": "\(loop.now - reconnection.since)",
+                ])
         }
         if leaseTimer == nil {
             let timer = LoopTimer(loop: loop)
@@ -283,19 +289,34 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
 
     private func connectionLost(_ error: PostgresError) {
         guard case .ready = state else { return }
-        logger.warning("cluster: PostgreSQL connection lost, reconnecting", metadata: ["error": "\(error)"])
-        state = .connecting(since: loop.now)
+        logger.warning(
+            "cluster: PostgreSQL connection lost, reconnecting; writes wait unacknowledged meanwhile",
+            metadata: ["error": "\(error)"])
+        state = .connecting(Reconnection(since: loop.now))
         connect(initial: false)
     }
 
-    private func retry(since: UInt64, _ error: PostgresError) {
-        guard loop.now - since < UInt64(options.leaseMilliseconds) else {
-            fail(.unusable("PostgreSQL unreachable for \(options.leaseMilliseconds) ms: \(error)"))
-            return
+    /// An attempt failed: the next one comes after the machine's wait, however long
+    /// PostgreSQL stays away (``Reconnection``, rules 1–3).
+    private func retry(_ error: PostgresError) {
+        guard case .connecting(var reconnection) = state else { return }
+        let (delay, report) = reconnection.failed(
+            now: loop.now, leaseMilliseconds: options.leaseMilliseconds, random: Double.random(in: 0..<1))
+        state = .connecting(reconnection)
+        switch report {
+        case .none: break
+        case .leaseLapsed(let down):
+            logger.warning(
+                "cluster: PostgreSQL unreachable for longer than the lease; still reconnecting. Writes wait unacknowledged, subscribers are served what this node has, other nodes may claim its lists",
+                metadata: ["down_ms": "\(down)", "lease_ms": "\(options.leaseMilliseconds)", "error": "\(error)"])
+        case .stillUnreachable(let down):
+            logger.warning(
+                "cluster: PostgreSQL still unreachable; reconnecting",
+                metadata: ["down_ms": "\(down)", "attempts": "\(reconnection.attempts)", "error": "\(error)"])
         }
         let timer = retryTimer ?? LoopTimer(loop: loop)
         retryTimer = timer
-        timer.start(after: 250) { [weak self] in
+        timer.start(after: delay) { [weak self] in
             guard let self, case .connecting = state else { return }
             connect(initial: false)
         }
