@@ -15,9 +15,22 @@ import FlowSyncLoop
 /// - `fs_inbox`: writes a node forwards to a list's owner (the encoded `Mutate`), and
 ///   `fs_outbox`: the owner's answers to them, for the node they came from.
 ///
-/// **Notifications** (`LISTEN`/`NOTIFY`, sent by the same statement, so only when it
-/// commits): ``batchesChannel`` for every append, ``inboxChannel`` for a forwarded write
-/// (payload: the owner), ``outboxChannel`` for an answer (payload: the origin node).
+/// **Notifications** (`LISTEN`/`NOTIFY`): ``batchesChannel`` for committed appends, sent
+/// by ``announce(_:_:)`` *after* the appends committed, in a statement that writes no WAL
+/// (issue #33: PostgreSQL holds one server-wide lock from a notifying commit's queueing
+/// through its WAL flush and its wait for the synchronous standby, so an append that
+/// notified serialized every commit of the cluster); ``inboxChannel`` for a forwarded
+/// write (payload: the owner) and ``outboxChannel`` for an answer (payload: the origin
+/// node), each sent by the statement that inserts into an **unlogged** table, so it too
+/// neither flushes WAL nor waits for the standby; ``claimsChannel`` and
+/// ``nodesChannel`` for the rare claims and arrivals.
+///
+/// `fs_inbox` and `fs_outbox` are `UNLOGGED` (issue #33): a forwarded write and its
+/// answer are not acknowledged to anyone until the origin node reads the answer, and a
+/// node sends its waiting writes again at every new session and at every claim of
+/// their list, so losing these rows in a crash or a failover (PostgreSQL empties
+/// unlogged tables then, and a standby never has them) loses no acknowledged write; the
+/// idempotency window answers a write sent again that had committed.
 ///
 /// **The fence.** An append advances `head` only where `owner = me`, `term = t`,
 /// `epoch = e` and `head = v - 1`, and inserts the batch in the same statement. Zero rows
@@ -88,11 +101,36 @@ public final class ClusterLog {
             list text NOT NULL, epoch bigint NOT NULL, version bigint NOT NULL, body bytea NOT NULL,
             PRIMARY KEY (list, epoch, version))
         """,
-        "CREATE TABLE IF NOT EXISTS fs_inbox (id bigserial PRIMARY KEY, list text NOT NULL, origin text NOT NULL, body bytea NOT NULL)",
+        "CREATE UNLOGGED TABLE IF NOT EXISTS fs_inbox (id bigserial PRIMARY KEY, list text NOT NULL, origin text NOT NULL, body bytea NOT NULL)",
         """
-        CREATE TABLE IF NOT EXISTS fs_outbox (
+        CREATE UNLOGGED TABLE IF NOT EXISTS fs_outbox (
             id bigserial PRIMARY KEY, origin text NOT NULL, list text NOT NULL, client_id text NOT NULL, seq bigint NOT NULL,
             epoch bigint NOT NULL, version bigint NOT NULL, code integer NOT NULL, message text NOT NULL)
+        """,
+        // Tables made by a build before issue #33 were logged: made unlogged once (the
+        // ALTER rewrites the table, so only when needed). Their id sequences stay
+        // logged: PostgreSQL 15 (15.18 here) makes a serial column's sequence unlogged
+        // with its table, and such a sequence on a promoted standby fails every
+        // `nextval` with "bad magic number in sequence" (seen in the failover test). A
+        // logged sequence writes WAL once per 32 values, so 1 forward in 32 waits for a
+        // flush. `EXECUTE`, so that a server before 15 (no unlogged sequences) never
+        // parses `ALTER SEQUENCE … SET LOGGED`.
+        """
+        DO $$
+        DECLARE
+            name text;
+        BEGIN
+            FOREACH name IN ARRAY ARRAY['fs_inbox', 'fs_outbox'] LOOP
+                IF EXISTS (SELECT 1 FROM pg_class WHERE relname = name AND relpersistence = 'p'
+                           AND relnamespace = current_schema()::regnamespace) THEN
+                    EXECUTE format('ALTER TABLE %I SET UNLOGGED', name);
+                END IF;
+                IF EXISTS (SELECT 1 FROM pg_class WHERE relname = name || '_id_seq' AND relpersistence = 'u'
+                           AND relnamespace = current_schema()::regnamespace) THEN
+                    EXECUTE format('ALTER SEQUENCE %I SET LOGGED', name || '_id_seq');
+                END IF;
+            END LOOP;
+        END $$
         """,
     ]
 
@@ -166,7 +204,8 @@ public final class ClusterLog {
     }
 
     /// Appends batch `version` of `list` under `ownership`: the fenced statement (see the
-    /// type's notes). Acknowledge the batch's writes only after `.appended`.
+    /// type's notes). Acknowledge the batch's writes only after `.appended`. It notifies
+    /// nobody: announce it with ``announce(_:_:)`` once it committed.
     public func append(list: String, ownership: Ownership, version: Int64, body: [UInt8],
                        _ completion: @escaping (Result<AppendOutcome, PostgresError>) -> Void) {
         connection.send("""
@@ -177,15 +216,41 @@ public final class ClusterLog {
             inserted AS (
                 INSERT INTO fs_batches (list, epoch, version, body) SELECT $1, $4::bigint, $5::bigint, $6::bytea FROM advanced
                 RETURNING version)
-            SELECT pg_notify('\(Self.batchesChannel)', $5::bigint::text || ' ' || $1) FROM inserted
+            SELECT version FROM inserted
             """, [.text(list), .text(node), .text("\(ownership.term)"), .text("\(ownership.epoch)"), .text("\(version)"), .bytes(body)]) { result in
             completion(result.map { $0.rows.count == 1 ? .appended : .fenced })
         }
     }
 
-    /// The channel every append notifies, in the same statement (so only when it
-    /// commits, and in commit order): payload `"<version> <list>"`. Replicas `LISTEN`.
+    /// The channel committed appends are announced on: payload `"<version> <list>"`.
+    /// Replicas `LISTEN`.
     public static let batchesChannel = "fs_batches"
+
+    /// Notifies ``batchesChannel`` of each committed (list, version), in one statement
+    /// that writes no WAL, so its commit holds PostgreSQL's notification lock only
+    /// briefly (no flush, no wait for the standby). Call it only for appends that
+    /// returned `.appended`: a follower reads what it is told of.
+    public func announce(_ batches: [(list: String, version: Int64)], _ completion: @escaping (Result<Void, PostgresError>) -> Void) {
+        connection.send("SELECT pg_notify('\(Self.batchesChannel)', p) FROM unnest($1::text[]) AS p",
+                        [.text(Self.arrayLiteral(batches.map { "\($0.version) \($0.list)" }))]) { result in
+            completion(result.map { _ in () })
+        }
+    }
+
+    /// A PostgreSQL `text[]` literal: every element double-quoted, `"` and `\` escaped.
+    static func arrayLiteral(_ elements: [String]) -> String {
+        var literal = "{"
+        for (index, element) in elements.enumerated() {
+            if index > 0 { literal += "," }
+            literal += "\""
+            for character in element.unicodeScalars {
+                if character == "\"" || character == "\\" { literal += "\\" }
+                literal.unicodeScalars.append(character)
+            }
+            literal += "\""
+        }
+        return literal + "}"
+    }
 
     /// Parses a ``batchesChannel`` payload; `nil` when it is not one.
     public static func parseBatchNotification(_ payload: String) -> (list: String, version: Int64)? {

@@ -1,4 +1,4 @@
-import FlowSyncPostgres
+@testable import FlowSyncPostgres
 import Testing
 
 /// The payloads of the cluster's notifications, parsed without PostgreSQL (issue #33:
@@ -21,5 +21,15 @@ import Testing
         #expect(ClusterLog.parseBatchNotification("5 tasks")! == ("tasks", 5))
         #expect(ClusterLog.parseInboxNotification(" tasks")! == ("", "tasks"), "no owner: a released list")
         #expect(ClusterLog.parseInboxNotification("n2 tasks")! == ("n2", "tasks"))
+    }
+}
+
+/// The `text[]` literal an announcement sends (issue #33): names with quotes,
+/// backslashes, commas, braces and spaces survive.
+@Suite(.timeLimit(.minutes(1))) struct ClusterAnnouncementLiteralTests {
+    @Test func elementsAreQuotedAndEscaped() {
+        #expect(ClusterLog.arrayLiteral([]) == "{}")
+        #expect(ClusterLog.arrayLiteral(["5 a", "7 b,c"]) == #"{"5 a","7 b,c"}"#)
+        #expect(ClusterLog.arrayLiteral([#"1 q"u\o{}"#]) == #"{"1 q\"u\\o{}"}"#)
     }
 }

@@ -172,6 +172,7 @@ extension ClusterStore {
                 case .success(.appended):
                     lists.update(name) { $0.committed(term: ownership.term, version: version, bytes: body.count) }
                     completion(.committed)
+                    perform(announcements.committed(list: name, version: version))
                 case .success(.fenced):
                     lose(name, term: ownership.term, "the append was fenced: another node owns the list")
                     completion(.fenced(.claimedElsewhere(owner: nil)))
@@ -199,6 +200,7 @@ extension ClusterStore {
                 && row.epoch == append.ownership.epoch && row.head >= append.version:
                 lists.update(append.list) { $0.resolvedCommitted(term: append.ownership.term, version: append.version) }
                 append.completion(.committed)
+                perform(announcements.committed(list: append.list, version: append.version))
             case .success(let row):
                 // Not committed. Still this node's (same owner; a later claim of its own
                 // or the same term): the list reloads here. Anyone else's: it moved.
@@ -215,6 +217,29 @@ extension ClusterStore {
             case .failure(let error):
                 append.completion(.failed(.unusable("PostgreSQL: reading back \"\(append.list)\" failed: \(error)")))
             }
+        }
+    }
+
+    /// Sends an announcement of committed batches (``BatchAnnouncements``), after them
+    /// in the pipeline, so after their commits.
+    func perform(_ action: BatchAnnouncements.Action) {
+        guard case .announce(let id, let batch) = action else { return }
+        guard let log = readyLog else {
+            // No session (the machine thinks there is one only until sessionLost runs).
+            perform(announcements.announced(id, lost: true))
+            return
+        }
+        log.announce(batch.map { (list: $0.list, version: $0.version) }) { [weak self] result in
+            guard let self else { return }
+            var lost = false
+            if case .failure(let error) = result {
+                if error.outcomeUnknown {
+                    lost = true
+                } else {
+                    logger.warning("cluster: announcing committed batches failed", metadata: ["error": "\(error)"])
+                }
+            }
+            perform(announcements.announced(id, lost: lost))
         }
     }
 

@@ -87,6 +87,8 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
     /// Work that waits for a connection, in order.
     private var waiting: [(ClusterLog) -> Void] = []
     var unresolved: [Unresolved] = []
+    /// Committed batches not yet announced to the followers (``BatchAnnouncements``).
+    var announcements = BatchAnnouncements()
     /// Every list this node claims, owns (at its term, with its head and the batches
     /// since its snapshot) or follows as a replica: one ownership machine each
     /// (``ListOwnership``).
@@ -252,6 +254,7 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
         let toResolve = unresolved
         unresolved = []
         for append in toResolve { resolve(append, with: log) }
+        perform(announcements.sessionReady())
         let work = waiting
         waiting = []
         for job in work { job(log) }
@@ -293,6 +296,7 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
             "cluster: PostgreSQL connection lost, reconnecting; writes wait unacknowledged meanwhile",
             metadata: ["error": "\(error)"])
         state = .connecting(Reconnection(since: loop.now))
+        announcements.sessionLost()
         connect(initial: false)
     }
 
