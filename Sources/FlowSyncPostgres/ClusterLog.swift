@@ -20,9 +20,10 @@ import FlowSyncLoop
 /// (issue #33: PostgreSQL holds one server-wide lock from a notifying commit's queueing
 /// through its WAL flush and its wait for the synchronous standby, so an append that
 /// notified serialized every commit of the cluster); ``inboxChannel`` for a forwarded
-/// write (payload: the owner) and ``outboxChannel`` for an answer (payload: the origin
-/// node), each sent by the statement that inserts into an **unlogged** table, so it too
-/// neither flushes WAL nor waits for the standby; ``claimsChannel`` and
+/// write (payload: the owner), sent by the statement that inserts into an **unlogged**
+/// table, so it too neither flushes WAL nor waits for the standby; ``answersChannel``
+/// for an answer, carried in the payload (``outboxChannel`` and an unlogged `fs_outbox`
+/// row only for an answer too long for a payload); ``claimsChannel`` and
 /// ``nodesChannel`` for the rare claims and arrivals.
 ///
 /// `fs_inbox` and `fs_outbox` are `UNLOGGED` (issue #33): a forwarded write and its
@@ -107,6 +108,11 @@ public final class ClusterLog {
             id bigserial PRIMARY KEY, origin text NOT NULL, list text NOT NULL, client_id text NOT NULL, seq bigint NOT NULL,
             epoch bigint NOT NULL, version bigint NOT NULL, code integer NOT NULL, message text NOT NULL)
         """,
+        // Issue #33: a forward says whether its origin node reads answers from their
+        // notification (``answersChannel``); a node of an older build inserts without
+        // it (false), and is answered through `fs_outbox` as before. Instant (a
+        // constant default) and idempotent.
+        "ALTER TABLE fs_inbox ADD COLUMN IF NOT EXISTS answer_by_notification boolean NOT NULL DEFAULT false",
         // Tables made by a build before issue #33 were logged: made unlogged once (the
         // ALTER rewrites the table, so only when needed). Their id sequences stay
         // logged: PostgreSQL 15 (15.18 here) makes a serial column's sequence unlogged
@@ -312,7 +318,7 @@ public final class ClusterLog {
     /// `LISTEN`s to every channel a node follows: batches, its inbox, its outbox, claims
     /// and node arrivals.
     public func listen(_ completion: @escaping (Result<Void, PostgresError>) -> Void) {
-        let channels = [Self.batchesChannel, Self.inboxChannel, Self.outboxChannel, Self.claimsChannel, Self.nodesChannel]
+        let channels = [Self.batchesChannel, Self.inboxChannel, Self.outboxChannel, Self.answersChannel, Self.claimsChannel, Self.nodesChannel]
         var remaining = channels.count
         var failed = false
         for channel in channels {
@@ -337,7 +343,7 @@ public final class ClusterLog {
     /// notifies it — in one statement.
     public func forward(list: String, body: [UInt8], _ completion: @escaping (Result<Void, PostgresError>) -> Void) {
         connection.send("""
-            WITH queued AS (INSERT INTO fs_inbox (list, origin, body) VALUES ($1, $2, $3::bytea) RETURNING list)
+            WITH queued AS (INSERT INTO fs_inbox (list, origin, body, answer_by_notification) VALUES ($1, $2, $3::bytea, true) RETURNING list)
             SELECT pg_notify('\(Self.inboxChannel)', coalesce(l.owner, '') || ' ' || l.list) FROM fs_lists l JOIN queued q ON l.list = q.list
             """, [.text(list), .text(node), .bytes(body)]) { result in completion(result.map { _ in () }) }
     }
@@ -347,6 +353,9 @@ public final class ClusterLog {
         public var id: Int64
         public var origin: String
         public var body: [UInt8]
+        /// Whether the origin reads its answer from the notification (``answersChannel``);
+        /// false for a node of a build before issue #33 (answer through `fs_outbox`).
+        public var answerByNotification: Bool
     }
 
     /// Takes (deletes and returns, in the order they were forwarded) the writes
@@ -356,12 +365,12 @@ public final class ClusterLog {
         connection.send("""
             DELETE FROM fs_inbox WHERE list = $1
               AND EXISTS (SELECT 1 FROM fs_lists WHERE list = $1 AND owner = $2 AND term = $3::bigint)
-            RETURNING id, origin, body
+            RETURNING id, origin, body, answer_by_notification
             """, [.text(list), .text(node), .text("\(term)")]) { result in
             completion(result.map { rows in
                 (0..<rows.rows.count).compactMap { r -> InboxEntry? in
                     guard let id = rows.int(r, 0), let origin = rows.rows[r][1], let body = rows.bytes(r, 2) else { return nil }
-                    return InboxEntry(id: id, origin: origin, body: body)
+                    return InboxEntry(id: id, origin: origin, body: body, answerByNotification: rows.rows[r][3] == "t")
                 }.sorted { $0.id < $1.id }
             })
         }
@@ -379,6 +388,14 @@ public final class ClusterLog {
         public var code: Int
         public var message: String
 
+        /// The ``ClusterLog/answersChannel`` payload: the eight fields in order (origin,
+        /// list, client ID, seq, epoch, version, code, message), each as its UTF-8 byte
+        /// count, a colon and the field (so any byte may appear in a field).
+        public var notificationPayload: String {
+            [origin, list, clientID, "\(seq)", "\(epoch)", "\(version)", "\(code)", message]
+                .map { "\($0.utf8.count):\($0)" }.joined()
+        }
+
         public init(origin: String, list: String, clientID: String, seq: Int64, epoch: Int64, version: Int64, code: Int, message: String) {
             self.origin = origin
             self.list = list
@@ -391,8 +408,31 @@ public final class ClusterLog {
         }
     }
 
-    /// Posts an answer for its origin node and notifies it.
-    public func answer(_ answer: Answer, _ completion: @escaping (Result<Void, PostgresError>) -> Void) {
+    /// Notified with an owner's answer itself (issue #33): payload
+    /// ``Answer/notificationPayload``, so the origin node needs no read of `fs_outbox`.
+    public static let answersChannel = "fs_answers"
+
+    /// The longest ``answersChannel`` payload sent (PostgreSQL refuses 8,000 bytes and
+    /// more); a longer answer (a long Reject message) goes through `fs_outbox`.
+    public static let answerPayloadLimit = 7_900
+
+    /// Answers the origin node of a forwarded write: a notification on
+    /// ``answersChannel`` carrying the answer (no table, no WAL: nothing to flush, no
+    /// round trip for the origin), or, when it does not fit, a row in `fs_outbox` and
+    /// a notification naming the origin. A notification the origin misses (its session
+    /// was cut) is not lost for good: the origin sends its waiting writes again at its
+    /// next session, and the owner's idempotency window answers them again.
+    ///
+    /// `byNotification` false (the origin runs a build before issue #33, which does not
+    /// listen on ``answersChannel``): always through `fs_outbox`.
+    public func answer(_ answer: Answer, byNotification: Bool, _ completion: @escaping (Result<Void, PostgresError>) -> Void) {
+        let payload = answer.notificationPayload
+        if byNotification && payload.utf8.count <= Self.answerPayloadLimit {
+            connection.send("SELECT pg_notify('\(Self.answersChannel)', $1)", [.text(payload)]) { result in
+                completion(result.map { _ in () })
+            }
+            return
+        }
         connection.send("""
             WITH posted AS (
                 INSERT INTO fs_outbox (origin, list, client_id, seq, epoch, version, code, message)
@@ -400,6 +440,25 @@ public final class ClusterLog {
             SELECT pg_notify('\(Self.outboxChannel)', origin) FROM posted
             """, [.text(answer.origin), .text(answer.list), .text(answer.clientID), .text("\(answer.seq)"), .text("\(answer.epoch)"),
                   .text("\(answer.version)"), .text("\(answer.code)"), .text(answer.message)]) { result in completion(result.map { _ in () }) }
+    }
+
+    /// Parses an ``answersChannel`` payload; `nil` when it is not one.
+    public static func parseAnswerNotification(_ payload: String) -> Answer? {
+        let bytes = Array(payload.utf8)
+        var fields: [String] = []
+        var at = 0
+        while at < bytes.count && fields.count < 8 {
+            guard let colon = bytes[at...].firstIndex(of: UInt8(ascii: ":")), colon > at, colon - at <= 5,
+                  let count = Int(String(decoding: bytes[at..<colon], as: UTF8.self)), count >= 0,
+                  count <= bytes.count - (colon + 1)
+            else { return nil }
+            fields.append(String(decoding: bytes[(colon + 1)..<(colon + 1 + count)], as: UTF8.self))
+            at = colon + 1 + count
+        }
+        guard at == bytes.count else { return nil }
+        guard fields.count == 8, !fields[0].isEmpty, !fields[1].isEmpty, let seq = Int64(fields[3]), let epoch = Int64(fields[4]),
+              let version = Int64(fields[5]), let code = Int(fields[6]) else { return nil }
+        return Answer(origin: fields[0], list: fields[1], clientID: fields[2], seq: seq, epoch: epoch, version: version, code: code, message: fields[7])
     }
 
     /// Takes (deletes and returns) every answer posted for this node.

@@ -33,3 +33,27 @@ import Testing
         #expect(ClusterLog.arrayLiteral([#"1 q"u\o{}"#]) == #"{"1 q\"u\\o{}"}"#)
     }
 }
+
+/// An owner's answer carried in its notification (issue #33): every field survives,
+/// whatever bytes it holds; malformed payloads are refused.
+@Suite(.timeLimit(.minutes(1))) struct ClusterAnswerPayloadTests {
+    @Test func answersRoundTripThroughTheirPayload() {
+        let answers = [
+            ClusterLog.Answer(origin: "n2", list: "tasks", clientID: "c-1", seq: 7, epoch: 0, version: 42, code: 0, message: ""),
+            ClusterLog.Answer(origin: "node: two", list: "a:b 3:c", clientID: "ü:1", seq: Int64.max, epoch: 3, version: 0, code: 4012,
+                              message: "unknown list \"a:b\"; 12:colons: and ünïcödé"),
+        ]
+        for answer in answers {
+            #expect(ClusterLog.parseAnswerNotification(answer.notificationPayload) == answer, "\(answer.notificationPayload)")
+        }
+        #expect(answers[0].notificationPayload == "2:n25:tasks3:c-11:71:02:421:00:")
+    }
+
+    @Test func malformedAnswerPayloadsAreRefused() {
+        let good = ClusterLog.Answer(origin: "n2", list: "tasks", clientID: "c", seq: 1, epoch: 0, version: 2, code: 0, message: "m").notificationPayload
+        for payload in ["", "n2", String(good.dropLast()), good + "x", good + "1:x", "2:n25:tasks1:c1:x1:01:21:01:m", "0:5:tasks1:c1:11:01:21:01:m",
+                        "999999:n2", "-1:n2", "2:n2"] {
+            #expect(ClusterLog.parseAnswerNotification(payload) == nil, "\(payload)")
+        }
+    }
+}

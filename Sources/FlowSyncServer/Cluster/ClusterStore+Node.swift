@@ -137,6 +137,8 @@ extension ClusterStore {
         case ClusterLog.outboxChannel:
             guard payload == options.node else { return }
             withLog { [weak self] log in self?.takeOutbox(log) }
+        case ClusterLog.answersChannel:
+            answerNotified(payload)
         case ClusterLog.claimsChannel:
             guard let claim = ClusterLog.parseClaimNotification(payload) else { return }
             claimed(claim)

@@ -89,6 +89,10 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
     var unresolved: [Unresolved] = []
     /// Committed batches not yet announced to the followers (``BatchAnnouncements``).
     var announcements = BatchAnnouncements()
+    /// The origin nodes whose last forwarded write said they read answers from their
+    /// notification (a build with issue #33); the others are answered through
+    /// `fs_outbox`, so nodes of both builds can run side by side.
+    var originsAnsweredByNotification: Set<String> = []
     /// Every list this node claims, owns (at its term, with its head and the batches
     /// since its snapshot) or follows as a replica: one ownership machine each
     /// (``ListOwnership``).
