@@ -236,11 +236,79 @@ public final class ClusterLog {
     /// that writes no WAL, so its commit holds PostgreSQL's notification lock only
     /// briefly (no flush, no wait for the standby). Call it only for appends that
     /// returned `.appended`: a follower reads what it is told of.
-    public func announce(_ batches: [(list: String, version: Int64)], _ completion: @escaping (Result<Void, PostgresError>) -> Void) {
-        connection.send("SELECT pg_notify('\(Self.batchesChannel)', p) FROM unnest($1::text[]) AS p",
-                        [.text(Self.arrayLiteral(batches.map { "\($0.version) \($0.list)" }))]) { result in
+    ///
+    /// A batch given with its frame (the record body `fs_batches` holds) small enough
+    /// for a payload is also notified on ``framesChannel``, before its
+    /// ``batchesChannel`` notification: a follower at the version before applies it
+    /// without reading `fs_batches` (issue #33). Nodes of an older build listen only on
+    /// ``batchesChannel``, which is why both are sent.
+    public func announce(_ batches: [(list: String, version: Int64, frame: [UInt8]?)],
+                         _ completion: @escaping (Result<Void, PostgresError>) -> Void) {
+        var channels: [String] = []
+        var payloads: [String] = []
+        for batch in batches {
+            if let frame = batch.frame, let payload = Self.framePayload(list: batch.list, version: batch.version, frame: frame) {
+                channels.append(Self.framesChannel)
+                payloads.append(payload)
+            }
+            channels.append(Self.batchesChannel)
+            payloads.append("\(batch.version) \(batch.list)")
+        }
+        // unnest yields the pairs in order, and notifications are delivered in the
+        // order a transaction sent them.
+        connection.send("SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS t(c, p)",
+                        [.text(Self.arrayLiteral(channels)), .text(Self.arrayLiteral(payloads))]) { result in
             completion(result.map { _ in () })
         }
+    }
+
+    /// The channel a committed batch is announced on with its frame:
+    /// ``framePayload(list:version:frame:)``.
+    public static let framesChannel = "fs_frames"
+
+    /// `"<version> <list bytes>:<list><frame in hex>"`, or `nil` when it would not fit
+    /// a notification (PostgreSQL refuses payloads of 8,000 bytes and more).
+    public static func framePayload(list: String, version: Int64, frame: [UInt8]) -> String? {
+        let head = "\(version) \(list.utf8.count):\(list)"
+        guard head.utf8.count + 2 * frame.count <= 7_900 else { return nil }
+        let digits = Array("0123456789abcdef".utf8)
+        var hex: [UInt8] = []
+        hex.reserveCapacity(2 * frame.count)
+        for byte in frame {
+            hex.append(digits[Int(byte >> 4)])
+            hex.append(digits[Int(byte & 0x0F)])
+        }
+        return head + String(decoding: hex, as: UTF8.self)
+    }
+
+    /// Parses a ``framesChannel`` payload; `nil` when it is not one.
+    public static func parseFrameNotification(_ payload: String) -> (list: String, version: Int64, frame: [UInt8])? {
+        let bytes = Array(payload.utf8)
+        guard let space = bytes.firstIndex(of: UInt8(ascii: " ")), space > 0,
+              let version = Int64(String(decoding: bytes[..<space], as: UTF8.self)), version > 0,
+              let colon = bytes[(space + 1)...].firstIndex(of: UInt8(ascii: ":")), colon > space + 1, colon - space <= 6,
+              let count = Int(String(decoding: bytes[(space + 1)..<colon], as: UTF8.self)), count > 0,
+              count <= bytes.count - (colon + 1)
+        else { return nil }
+        let list = String(decoding: bytes[(colon + 1)..<(colon + 1 + count)], as: UTF8.self)
+        let hex = bytes[(colon + 1 + count)...]
+        guard !hex.isEmpty, hex.count % 2 == 0 else { return nil }
+        func value(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
+            default: return nil
+            }
+        }
+        var frame: [UInt8] = []
+        frame.reserveCapacity(hex.count / 2)
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            guard let high = value(hex[index]), let low = value(hex[index + 1]) else { return nil }
+            frame.append(high << 4 | low)
+            index += 2
+        }
+        return (list, version, frame)
     }
 
     /// A PostgreSQL `text[]` literal: every element double-quoted, `"` and `\` escaped.
@@ -318,7 +386,7 @@ public final class ClusterLog {
     /// `LISTEN`s to every channel a node follows: batches, its inbox, its outbox, claims
     /// and node arrivals.
     public func listen(_ completion: @escaping (Result<Void, PostgresError>) -> Void) {
-        let channels = [Self.batchesChannel, Self.inboxChannel, Self.outboxChannel, Self.answersChannel, Self.claimsChannel, Self.nodesChannel]
+        let channels = [Self.batchesChannel, Self.framesChannel, Self.inboxChannel, Self.outboxChannel, Self.answersChannel, Self.claimsChannel, Self.nodesChannel]
         var remaining = channels.count
         var failed = false
         for channel in channels {

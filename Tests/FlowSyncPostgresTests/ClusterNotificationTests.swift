@@ -57,3 +57,26 @@ import Testing
         }
     }
 }
+
+/// A committed batch announced with its frame (issue #33): the frame's bytes, the list
+/// (any bytes) and the version survive; too large a frame is not sent this way;
+/// malformed payloads are refused.
+@Suite(.timeLimit(.minutes(1))) struct ClusterFramePayloadTests {
+    @Test func framesRoundTripThroughTheirPayload() throws {
+        let frame = (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 37) }
+        for list in ["tasks", "a b:c", "ünï 12:x"] {
+            let payload = try #require(ClusterLog.framePayload(list: list, version: 42, frame: frame))
+            let parsed = try #require(ClusterLog.parseFrameNotification(payload))
+            #expect(parsed.list == list && parsed.version == 42 && parsed.frame == frame, "\(list)")
+        }
+        #expect(ClusterLog.framePayload(list: "t", version: 1, frame: [0x00, 0xff, 0x1a]) == "1 1:t00ff1a")
+        #expect(ClusterLog.framePayload(list: "t", version: 1, frame: Array(repeating: 7, count: 3_947)) != nil)
+        #expect(ClusterLog.framePayload(list: "t", version: 1, frame: Array(repeating: 7, count: 3_949)) == nil, "over 7,900 bytes")
+    }
+
+    @Test func malformedFramePayloadsAreRefused() {
+        for payload in ["", "1 1:t", "1 1:t0", "1 1:t0g", "0 1:t00", "x 1:t00", "1 0:00", "1 9:t00", "1 t00", "1 1:tFF", "-1 1:t00"] {
+            #expect(ClusterLog.parseFrameNotification(payload) == nil, "\(payload)")
+        }
+    }
+}

@@ -23,6 +23,17 @@ import Testing
         #expect(machine.committed(list: "c", version: 9) == .announce(id: 3, [A(list: "c", version: 9)]), "idle again: at once")
     }
 
+    @Test func theNewestVersionKeepsItsFrame() {
+        var machine = BatchAnnouncements()
+        _ = machine.sessionReady()
+        #expect(machine.committed(list: "a", version: 1, frame: [1]) == .announce(id: 1, [A(list: "a", version: 1, frame: [1])]))
+        #expect(machine.committed(list: "a", version: 2, frame: [2]) == .none)
+        #expect(machine.committed(list: "a", version: 3, frame: [3]) == .none)
+        #expect(machine.announced(1, lost: false) == .announce(id: 2, [A(list: "a", version: 3, frame: [3])]), "followers at 2 apply it, others read")
+        machine.sessionLost()
+        #expect(machine.sessionReady() == .announce(id: 3, [A(list: "a", version: 3, frame: [3])]), "the frame survives a lost session")
+    }
+
     @Test func aLostSessionKeepsEverythingForTheNextOne() {
         var machine = BatchAnnouncements()
         _ = machine.sessionReady()

@@ -21,7 +21,9 @@
 ///    An idle node announces a batch at once (no timer, no added wait).
 /// 3. **The newest version per list is enough.** A follower notified of version v of a
 ///    list reads every batch after its own head (``ClusterStore`` `catchUp`), so the
-///    announcements of older versions of that list add nothing.
+///    announcements of older versions of that list add nothing. The newest one carries
+///    its frame: a follower at the version before applies it without a read; one
+///    further behind reads.
 /// 4. **Nothing is dropped by a lost connection.** An announcement whose statement
 ///    failed goes back with what waits, and all of it is sent once the next session
 ///    is ready.
@@ -41,10 +43,15 @@ struct BatchAnnouncements {
     struct Announcement: Equatable {
         var list: String
         var version: Int64
+        /// The batch's frame, when the store has it (a follower at the version before
+        /// applies it without a read); `nil` for a batch resolved after a lost
+        /// connection, or when the frame is large.
+        var frame: [UInt8]? = nil
     }
 
-    /// The newest committed version per list not announced yet (rule 3).
-    private var waiting: [String: Int64] = [:]
+    /// The newest committed version per list not announced yet, with its frame
+    /// (rule 3).
+    private var waiting: [String: (version: Int64, frame: [UInt8]?)] = [:]
     /// The announcement in flight, if any (rule 2).
     private var inFlight: (id: UInt64, batch: [Announcement])?
     private var lastID: UInt64 = 0
@@ -68,13 +75,13 @@ struct BatchAnnouncements {
         connected = false
         if let lost = inFlight {
             inFlight = nil
-            for announcement in lost.batch { remember(announcement.list, announcement.version) }
+            for announcement in lost.batch { remember(announcement.list, announcement.version, announcement.frame) }
         }
     }
 
     /// Version `version` of `list` committed (rule 1).
-    mutating func committed(list: String, version: Int64) -> Action {
-        remember(list, version)
+    mutating func committed(list: String, version: Int64, frame: [UInt8]? = nil) -> Action {
+        remember(list, version, frame)
         return sendIfIdle()
     }
 
@@ -89,20 +96,21 @@ struct BatchAnnouncements {
         inFlight = nil
         if lost {
             connected = false
-            for announcement in sent.batch { remember(announcement.list, announcement.version) }
+            for announcement in sent.batch { remember(announcement.list, announcement.version, announcement.frame) }
             return .none
         }
         return sendIfIdle()
     }
 
-    private mutating func remember(_ list: String, _ version: Int64) {
-        if let known = waiting[list], known >= version { return }
-        waiting[list] = version
+    private mutating func remember(_ list: String, _ version: Int64, _ frame: [UInt8]?) {
+        if let known = waiting[list], known.version >= version { return }
+        waiting[list] = (version, frame)
     }
 
     private mutating func sendIfIdle() -> Action {
         guard connected, inFlight == nil, !waiting.isEmpty else { return .none }
-        let batch = waiting.map { Announcement(list: $0.key, version: $0.value) }.sorted { $0.list < $1.list }
+        let batch = waiting.map { Announcement(list: $0.key, version: $0.value.version, frame: $0.value.frame) }
+            .sorted { $0.list < $1.list }
         waiting = [:]
         lastID += 1
         inFlight = (lastID, batch)

@@ -172,7 +172,7 @@ extension ClusterStore {
                 case .success(.appended):
                     lists.update(name) { $0.committed(term: ownership.term, version: version, bytes: body.count) }
                     completion(.committed)
-                    perform(announcements.committed(list: name, version: version))
+                    perform(announcements.committed(list: name, version: version, frame: body))
                 case .success(.fenced):
                     lose(name, term: ownership.term, "the append was fenced: another node owns the list")
                     completion(.fenced(.claimedElsewhere(owner: nil)))
@@ -229,7 +229,7 @@ extension ClusterStore {
             perform(announcements.announced(id, lost: true))
             return
         }
-        log.announce(batch.map { (list: $0.list, version: $0.version) }) { [weak self] result in
+        log.announce(batch.map { (list: $0.list, version: $0.version, frame: $0.frame) }) { [weak self] result in
             guard let self else { return }
             var lost = false
             if case .failure(let error) = result {

@@ -65,8 +65,10 @@ extension ClusterStore {
 
     public func answer(_ answers: [WriteAnswer]) {
         guard !answers.isEmpty else { return }
-        withLog { [self] log in
-            for answer in answers {
+        // Decided now, per origin: whether it reads answers from their notification.
+        let byNotification = answers.map { originsAnsweredByNotification.contains($0.origin) }
+        withLog { log in
+            for (answer, notify) in zip(answers, byNotification) {
                 let (epoch, version, code, message): (Int64, Int64, Int, String)
                 switch answer.result {
                 case .committed(let position):
@@ -77,7 +79,7 @@ extension ClusterStore {
                     ClusterLog.Answer(
                         origin: answer.origin, list: answer.list, clientID: answer.clientID, seq: Int64(answer.seq),
                         epoch: epoch, version: version, code: code, message: message),
-                    byNotification: self.originsAnsweredByNotification.contains(answer.origin)
+                    byNotification: notify
                 ) { _ in }
             }
         }

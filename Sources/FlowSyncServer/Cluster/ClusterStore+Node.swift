@@ -117,6 +117,18 @@ extension ClusterStore {
                 version > replica.head
             else { return }
             catchUp(list)
+        case ClusterLog.framesChannel:
+            // A committed batch with its frame: the next one applies without a read;
+            // one past a gap reads what is missing (its batches notification, sent
+            // right after, would too).
+            guard let (list, version, frame) = ClusterLog.parseFrameNotification(payload), let replica = lists[list].following,
+                version > replica.head
+            else { return }
+            if version == replica.head + 1 {
+                deliverAnnounced(list, version: version, frame: frame)
+            } else {
+                catchUp(list)
+            }
         case ClusterLog.inboxChannel:
             guard let (owner, list) = ClusterLog.parseInboxNotification(payload) else { return }
             if owner.isEmpty {
@@ -214,6 +226,22 @@ extension ClusterStore {
                 metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
             lists.update(name) { $0.broken() }
             onReplicaBroken?(name)
+        }
+    }
+
+    /// Applies an announced frame that is the replica's next batch; a frame that does
+    /// not decode as that (it cannot, short of a bug) is left to a read of the log.
+    func deliverAnnounced(_ name: String, version: Int64, frame: [UInt8]) {
+        guard let replica = lists[name].following, version == replica.head + 1 else { return }
+        do throws(StoreError) {
+            let batches = try decode(name, epoch: replica.epoch, after: replica.head, [(version: version, body: frame)])
+            lists.update(name) { $0.delivered(upTo: version) }
+            onReplicated?(name, batches)
+        } catch {
+            logger.warning(
+                "cluster: an announced frame is not the next batch; reading the log",
+                metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
+            catchUp(name)
         }
     }
 
