@@ -4,16 +4,19 @@ import FlowSyncPostgres
 import FlowSyncProtocol
 
 /// Replicas and forwarded writes (docs/CLUSTER.md, "Replicas"): a node that does not own
-/// a list follows its batches through PostgreSQL — `LISTEN fs_batches`, then a read of
-/// the batches after the last one it has — and forwards writes to the owner through
-/// `fs_inbox`; the owner answers through `fs_outbox`.
+/// a list follows its batches through PostgreSQL — `LISTEN fs_batches` (and
+/// `fs_frames`: the next batch's frame, applied without a read), then a read of the
+/// batches after the last one it has — and forwards writes to the owner through
+/// `fs_inbox`; the owner answers in a notification (`fs_answers`; `fs_outbox` for a
+/// long answer or an origin of an older build).
 ///
 /// Why through PostgreSQL rather than a peer link to the owner: every batch is there
-/// already (a replica reads exactly what was committed, so it can never show a write
-/// the log does not hold), it needs no node addresses or peer credentials, and a dead
-/// owner changes nothing for a replica. The price is one round trip to PostgreSQL per
-/// notified batch; every node is notified of every list's batches and ignores the
-/// lists it does not follow.
+/// already (a replica applies only what was announced after its commit, or reads it,
+/// so it can never show a write the log does not hold), it needs no node addresses or
+/// peer credentials, and a dead owner changes nothing for a replica. The price is a
+/// round trip to PostgreSQL per batch that does not come with its frame; every node is
+/// notified of every list's batches and ignores the lists it does not follow. Peer
+/// links are designed, not built (docs/CLUSTER.md, "Not built yet").
 extension ClusterStore {
     public func isReplica(_ name: String) -> Bool { lists[name].isReplica }
 
