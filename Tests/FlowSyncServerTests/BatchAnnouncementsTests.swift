@@ -17,21 +17,30 @@ import Testing
         #expect(machine.committed(list: "a", version: 2) == .none)
         #expect(machine.committed(list: "a", version: 3) == .none)
         #expect(machine.committed(list: "b", version: 3) == .none, "an older version adds nothing")
-        #expect(machine.announced(1, lost: false) == .announce(id: 2, [A(list: "a", version: 3), A(list: "b", version: 4)]))
+        #expect(
+            machine.announced(1, lost: false) == .announce(id: 2, [A(list: "a", version: 3), A(list: "b", version: 4)]))
         #expect(machine.announced(2, lost: false) == .none)
         #expect(!machine.isAnnouncing && machine.waitingCount == 0)
-        #expect(machine.committed(list: "c", version: 9) == .announce(id: 3, [A(list: "c", version: 9)]), "idle again: at once")
+        #expect(
+            machine.committed(list: "c", version: 9) == .announce(id: 3, [A(list: "c", version: 9)]),
+            "idle again: at once")
     }
 
     @Test func theNewestVersionKeepsItsFrame() {
         var machine = BatchAnnouncements()
         _ = machine.sessionReady()
-        #expect(machine.committed(list: "a", version: 1, frame: [1]) == .announce(id: 1, [A(list: "a", version: 1, frame: [1])]))
+        #expect(
+            machine.committed(list: "a", version: 1, frame: [1])
+                == .announce(id: 1, [A(list: "a", version: 1, frame: [1])]))
         #expect(machine.committed(list: "a", version: 2, frame: [2]) == .none)
         #expect(machine.committed(list: "a", version: 3, frame: [3]) == .none)
-        #expect(machine.announced(1, lost: false) == .announce(id: 2, [A(list: "a", version: 3, frame: [3])]), "followers at 2 apply it, others read")
+        #expect(
+            machine.announced(1, lost: false) == .announce(id: 2, [A(list: "a", version: 3, frame: [3])]),
+            "followers at 2 apply it, others read")
         machine.sessionLost()
-        #expect(machine.sessionReady() == .announce(id: 3, [A(list: "a", version: 3, frame: [3])]), "the frame survives a lost session")
+        #expect(
+            machine.sessionReady() == .announce(id: 3, [A(list: "a", version: 3, frame: [3])]),
+            "the frame survives a lost session")
     }
 
     @Test func aLostSessionKeepsEverythingForTheNextOne() {
@@ -47,7 +56,9 @@ import Testing
         #expect(machine.announced(2, lost: true) == .none, "not sent again on a dead session")
         #expect(machine.committed(list: "c", version: 1) == .none)
         machine.sessionLost()
-        #expect(machine.sessionReady() == .announce(id: 3, [A(list: "a", version: 2), A(list: "b", version: 1), A(list: "c", version: 1)]))
+        #expect(
+            machine.sessionReady()
+                == .announce(id: 3, [A(list: "a", version: 2), A(list: "b", version: 1), A(list: "c", version: 1)]))
         #expect(machine.announced(2, lost: false) == .none, "a stale id changes nothing")
         #expect(machine.isAnnouncing)
     }
@@ -81,17 +92,29 @@ import Testing
                     guard let sent = inFlight else { continue }
                     inFlight = nil
                     let lost = random.next() % 4 == 0
-                    if !lost { for a in sent.batch { announcedUpTo[a.list] = max(announcedUpTo[a.list] ?? 0, a.version) } }
+                    if !lost {
+                        for a in sent.batch { announcedUpTo[a.list] = max(announcedUpTo[a.list] ?? 0, a.version) }
+                    }
                     if lost { connected = false }
                     take(machine.announced(sent.id, lost: lost))
                 case 8:
-                    if connected { connected = false; inFlight = nil; machine.sessionLost() }
+                    if connected {
+                        connected = false
+                        inFlight = nil
+                        machine.sessionLost()
+                    }
                 default:
-                    if !connected { connected = true; take(machine.sessionReady()) }
+                    if !connected {
+                        connected = true
+                        take(machine.sessionReady())
+                    }
                 }
             }
             // Settle: a session, every announcement answered.
-            if !connected { connected = true; take(machine.sessionReady()) }
+            if !connected {
+                connected = true
+                take(machine.sessionReady())
+            }
             var rounds = 0
             while let sent = inFlight, rounds < 100 {
                 rounds += 1

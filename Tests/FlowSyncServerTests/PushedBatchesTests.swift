@@ -15,11 +15,19 @@ import Testing
         var f = PushedBatches(epoch: 1, head: 4, term: 2, linked: true)
         #expect(f.pushed(epoch: 1, term: 2, version: 5, frame: [5]) == PushedBatches.Step(apply: [Self.b(5)]))
         #expect(f.pushed(epoch: 1, term: 2, version: 5, frame: [5]) == .none, "a duplicate")
-        #expect(f.pushed(epoch: 1, term: 2, version: 8, frame: [8]) == PushedBatches.Step(readAfter: 5), "a gap: read after 5")
-        #expect(f.pushed(epoch: 1, term: 2, version: 9, frame: [9]) == .none, "held; a read is out, it is asked again after")
-        #expect(f.pushed(epoch: 1, term: 2, version: 6, frame: [6]) == PushedBatches.Step(apply: [Self.b(6)]), "the next one applies even while reading")
-        #expect(f.read([Self.b(6), Self.b(7), Self.b(8)]) == PushedBatches.Step(apply: [Self.b(7), Self.b(8), Self.b(9)], readAfter: 9),
-                "the read, then what was held; a push came during the read: read again")
+        #expect(
+            f.pushed(epoch: 1, term: 2, version: 8, frame: [8]) == PushedBatches.Step(readAfter: 5),
+            "a gap: read after 5")
+        #expect(
+            f.pushed(epoch: 1, term: 2, version: 9, frame: [9]) == .none, "held; a read is out, it is asked again after"
+        )
+        #expect(
+            f.pushed(epoch: 1, term: 2, version: 6, frame: [6]) == PushedBatches.Step(apply: [Self.b(6)]),
+            "the next one applies even while reading")
+        #expect(
+            f.read([Self.b(6), Self.b(7), Self.b(8)])
+                == PushedBatches.Step(apply: [Self.b(7), Self.b(8), Self.b(9)], readAfter: 9),
+            "the read, then what was held; a push came during the read: read again")
         #expect(f.read([]) == .none)
         #expect(f.head == 9 && f.heldCount == 0)
     }
@@ -28,7 +36,9 @@ import Testing
         var f = PushedBatches(epoch: 3, head: 10, term: 5, linked: true)
         #expect(f.pushed(epoch: 3, term: 4, version: 11, frame: [1]) == .none, "from a fenced owner")
         #expect(f.pushed(epoch: 2, term: 9, version: 11, frame: [1]) == .none, "an older epoch")
-        #expect(f.pushed(epoch: 3, term: 6, version: 11, frame: [1]) == PushedBatches.Step(apply: [B(version: 11, frame: [1])]))
+        #expect(
+            f.pushed(epoch: 3, term: 6, version: 11, frame: [1])
+                == PushedBatches.Step(apply: [B(version: 11, frame: [1])]))
         #expect(f.term == 6)
         #expect(f.pushed(epoch: 4, term: 7, version: 1, frame: [1]) == PushedBatches.Step(reload: true))
     }
@@ -38,7 +48,9 @@ import Testing
         #expect(f.announced(version: 3) == .none, "linked: the pushes carry it")
         #expect(f.linkChanged(up: false) == PushedBatches.Step(readAfter: 2), "lost: read what may have been lost")
         #expect(f.announced(version: 4) == .none, "a read is out")
-        #expect(f.read([Self.b(3)]) == PushedBatches.Step(apply: [Self.b(3)], readAfter: 3), "announced meanwhile: read again")
+        #expect(
+            f.read([Self.b(3)]) == PushedBatches.Step(apply: [Self.b(3)], readAfter: 3),
+            "announced meanwhile: read again")
         #expect(f.read([Self.b(4)]) == PushedBatches.Step(apply: [Self.b(4)]))
         #expect(f.announced(version: 4) == .none, "nothing new")
         #expect(f.announced(version: 5) == PushedBatches.Step(readAfter: 4))
@@ -49,10 +61,13 @@ import Testing
     @Test func aGapTheLogCannotFillReloads() {
         var f = PushedBatches(epoch: 1, head: 2, term: 1, linked: true)
         #expect(f.pushed(epoch: 1, term: 1, version: 9, frame: [9]) == PushedBatches.Step(readAfter: 2))
-        #expect(f.read([Self.b(6), Self.b(7)]) == PushedBatches.Step(reload: true), "trimmed: the log starts past head + 1")
+        #expect(
+            f.read([Self.b(6), Self.b(7)]) == PushedBatches.Step(reload: true), "trimmed: the log starts past head + 1")
         var g = PushedBatches(epoch: 1, head: 2, term: 1, linked: true)
         _ = g.pushed(epoch: 1, term: 1, version: 9, frame: [9])
-        #expect(g.read([Self.b(3)]) == PushedBatches.Step(apply: [Self.b(3)], reload: true), "the read should have reached 9")
+        #expect(
+            g.read([Self.b(3)]) == PushedBatches.Step(apply: [Self.b(3)], reload: true),
+            "the read should have reached 9")
     }
 
     /// Seeded runs: an owner commits versions to a log and pushes each after its commit
@@ -72,7 +87,9 @@ import Testing
             func take(_ step: PushedBatches.Step) {
                 #expect(!step.reload, "seed \(seed): nothing is trimmed here")
                 for batch in step.apply {
-                    #expect(batch.version == applied + 1 && batch.version <= log, "seed \(seed): applied \(batch.version) after \(applied), log \(log)")
+                    #expect(
+                        batch.version == applied + 1 && batch.version <= log,
+                        "seed \(seed): applied \(batch.version) after \(applied), log \(log)")
                     applied = batch.version
                 }
                 if let after = step.readAfter {

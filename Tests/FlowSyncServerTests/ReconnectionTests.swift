@@ -17,7 +17,9 @@ import Testing
             now += delay
         }
         #expect(Array(ceilings.prefix(5)) == [250, 500, 1_000, 2_000, 2_000], "with random 1 the wait is the ceiling")
-        #expect(ceilings.allSatisfy { $0 <= 2_000 } && reconnection.attempts == 200, "no give-up: 200 attempts, about 400 s")
+        #expect(
+            ceilings.allSatisfy { $0 <= 2_000 } && reconnection.attempts == 200, "no give-up: 200 attempts, about 400 s"
+        )
         var low = Reconnection(since: 0)
         #expect(low.failed(now: 0, leaseMilliseconds: 5_000, random: 0).delay == 188, "3/4 of 250, rounded")
         #expect(low.failed(now: 188, leaseMilliseconds: 5_000, random: 0.5).delay == 438, "7/8 of 500")
@@ -33,7 +35,8 @@ import Testing
             now += delay
         }
         #expect(reports.map(\.0) == [5_750, 15_750, 25_750], "\(reports)")
-        #expect(reports.first?.1 == .leaseLapsed(milliseconds: reports.first?.0 ?? 0) && (reports.first?.0 ?? 0) >= 5_000)
+        #expect(
+            reports.first?.1 == .leaseLapsed(milliseconds: reports.first?.0 ?? 0) && (reports.first?.0 ?? 0) >= 5_000)
         for (a, b) in zip(reports, reports.dropFirst()) {
             #expect(b.0 - a.0 >= 10_000, "\(a.0) then \(b.0)")
             #expect(b.1 == .stillUnreachable(milliseconds: b.0))
@@ -66,7 +69,8 @@ import Testing
                     #expect(down >= UInt64(lease) && down == now - since, "seed \(seed)")
                     lastReport = now
                 case .stillUnreachable(let down):
-                    #expect(leaseReports == 1 && now >= (lastReport ?? 0) + 10_000 && down == now - since, "seed \(seed)")
+                    #expect(
+                        leaseReports == 1 && now >= (lastReport ?? 0) + 10_000 && down == now - since, "seed \(seed)")
                     lastReport = now
                 }
                 now += delay + UInt64(random.next() % 3_000)

@@ -124,8 +124,8 @@ extension ClusterStore {
             // A committed batch with its frame: the next one applies without a read;
             // one past a gap reads what is missing (its batches notification, sent
             // right after, would too).
-            guard let (list, version, frame) = ClusterLog.parseFrameNotification(payload), let replica = lists[list].following,
-                version > replica.head
+            guard let (list, version, frame) = ClusterLog.parseFrameNotification(payload),
+                let replica = lists[list].following, version > replica.head
             else { return }
             if version == replica.head + 1 {
                 deliverAnnounced(list, version: version, frame: frame)
