@@ -15,9 +15,23 @@ import FlowSyncLoop
 /// - `fs_inbox`: writes a node forwards to a list's owner (the encoded `Mutate`), and
 ///   `fs_outbox`: the owner's answers to them, for the node they came from.
 ///
-/// **Notifications** (`LISTEN`/`NOTIFY`, sent by the same statement, so only when it
-/// commits): ``batchesChannel`` for every append, ``inboxChannel`` for a forwarded write
-/// (payload: the owner), ``outboxChannel`` for an answer (payload: the origin node).
+/// **Notifications** (`LISTEN`/`NOTIFY`): ``batchesChannel`` for committed appends, sent
+/// by ``announce(_:_:)`` *after* the appends committed, in a statement that writes no WAL
+/// (issue #33: PostgreSQL holds one server-wide lock from a notifying commit's queueing
+/// through its WAL flush and its wait for the synchronous standby, so an append that
+/// notified serialized every commit of the cluster); ``inboxChannel`` for a forwarded
+/// write (payload: the owner), sent by the statement that inserts into an **unlogged**
+/// table, so it too neither flushes WAL nor waits for the standby; ``answersChannel``
+/// for an answer, carried in the payload (``outboxChannel`` and an unlogged `fs_outbox`
+/// row only for an answer too long for a payload); ``claimsChannel`` and
+/// ``nodesChannel`` for the rare claims and arrivals.
+///
+/// `fs_inbox` and `fs_outbox` are `UNLOGGED` (issue #33): a forwarded write and its
+/// answer are not acknowledged to anyone until the origin node reads the answer, and a
+/// node sends its waiting writes again at every new session and at every claim of
+/// their list, so losing these rows in a crash or a failover (PostgreSQL empties
+/// unlogged tables then, and a standby never has them) loses no acknowledged write; the
+/// idempotency window answers a write sent again that had committed.
 ///
 /// **The fence.** An append advances `head` only where `owner = me`, `term = t`,
 /// `epoch = e` and `head = v - 1`, and inserts the batch in the same statement. Zero rows
@@ -88,11 +102,41 @@ public final class ClusterLog {
             list text NOT NULL, epoch bigint NOT NULL, version bigint NOT NULL, body bytea NOT NULL,
             PRIMARY KEY (list, epoch, version))
         """,
-        "CREATE TABLE IF NOT EXISTS fs_inbox (id bigserial PRIMARY KEY, list text NOT NULL, origin text NOT NULL, body bytea NOT NULL)",
+        "CREATE UNLOGGED TABLE IF NOT EXISTS fs_inbox (id bigserial PRIMARY KEY, list text NOT NULL, origin text NOT NULL, body bytea NOT NULL)",
         """
-        CREATE TABLE IF NOT EXISTS fs_outbox (
+        CREATE UNLOGGED TABLE IF NOT EXISTS fs_outbox (
             id bigserial PRIMARY KEY, origin text NOT NULL, list text NOT NULL, client_id text NOT NULL, seq bigint NOT NULL,
             epoch bigint NOT NULL, version bigint NOT NULL, code integer NOT NULL, message text NOT NULL)
+        """,
+        // Issue #33: a forward says whether its origin node reads answers from their
+        // notification (``answersChannel``); a node of an older build inserts without
+        // it (false), and is answered through `fs_outbox` as before. Instant (a
+        // constant default) and idempotent.
+        "ALTER TABLE fs_inbox ADD COLUMN IF NOT EXISTS answer_by_notification boolean NOT NULL DEFAULT false",
+        // Tables made by a build before issue #33 were logged: made unlogged once (the
+        // ALTER rewrites the table, so only when needed). Their id sequences stay
+        // logged: PostgreSQL 15 (15.18 here) makes a serial column's sequence unlogged
+        // with its table, and such a sequence on a promoted standby fails every
+        // `nextval` with "bad magic number in sequence" (seen in the failover test). A
+        // logged sequence writes WAL once per 32 values, so 1 forward in 32 waits for a
+        // flush. `EXECUTE`, so that a server before 15 (no unlogged sequences) never
+        // parses `ALTER SEQUENCE … SET LOGGED`.
+        """
+        DO $$
+        DECLARE
+            name text;
+        BEGIN
+            FOREACH name IN ARRAY ARRAY['fs_inbox', 'fs_outbox'] LOOP
+                IF EXISTS (SELECT 1 FROM pg_class WHERE relname = name AND relpersistence = 'p'
+                           AND relnamespace = current_schema()::regnamespace) THEN
+                    EXECUTE format('ALTER TABLE %I SET UNLOGGED', name);
+                END IF;
+                IF EXISTS (SELECT 1 FROM pg_class WHERE relname = name || '_id_seq' AND relpersistence = 'u'
+                           AND relnamespace = current_schema()::regnamespace) THEN
+                    EXECUTE format('ALTER SEQUENCE %I SET LOGGED', name || '_id_seq');
+                END IF;
+            END LOOP;
+        END $$
         """,
     ]
 
@@ -143,13 +187,20 @@ public final class ClusterLog {
         // a new list's row (one statement's CTEs share a snapshot).
         connection.send("INSERT INTO fs_lists (list, epoch, head, owner, term) VALUES ($1, $2::bigint, 0, NULL, 0) ON CONFLICT (list) DO NOTHING",
                         [.text(list), .text("\(epoch)")]) { _ in }
+        // A claim notifies ``claimsChannel`` in the same statement (so only when it
+        // commits): the nodes with writes waiting for the list send them to the new
+        // owner at once. Claims are rare (a load, a take-over), never per batch: the
+        // notification's server-wide lock stays out of the appends' path.
         connection.send("""
-            UPDATE fs_lists SET owner = $2, term = term + 1
-            WHERE list = $1
-              AND (owner = $2 OR ($3::boolean AND (owner IS NULL
-                   OR NOT EXISTS (SELECT 1 FROM fs_leases l WHERE l.node = fs_lists.owner AND l.expires_at > clock_timestamp()))))
-              AND EXISTS (SELECT 1 FROM fs_leases l WHERE l.node = $2 AND l.expires_at > clock_timestamp())
-            RETURNING term, epoch, head
+            WITH claimed AS (
+                UPDATE fs_lists SET owner = $2, term = term + 1
+                WHERE list = $1
+                  AND (owner = $2 OR ($3::boolean AND (owner IS NULL
+                       OR NOT EXISTS (SELECT 1 FROM fs_leases l WHERE l.node = fs_lists.owner AND l.expires_at > clock_timestamp()))))
+                  AND EXISTS (SELECT 1 FROM fs_leases l WHERE l.node = $2 AND l.expires_at > clock_timestamp())
+                RETURNING term, epoch, head, list)
+            SELECT term, epoch, head, pg_notify('\(Self.claimsChannel)', term::text || ' ' || octet_length($2)::text || ' ' || $2 || list)
+            FROM claimed
             """, [.text(list), .text(node), .text(takeFree ? "true" : "false")]) { result in
             completion(result.map { rows in
                 guard rows.rows.count == 1, let term = rows.int(0, 0), let epoch = rows.int(0, 1), let head = rows.int(0, 2) else { return nil }
@@ -159,7 +210,8 @@ public final class ClusterLog {
     }
 
     /// Appends batch `version` of `list` under `ownership`: the fenced statement (see the
-    /// type's notes). Acknowledge the batch's writes only after `.appended`.
+    /// type's notes). Acknowledge the batch's writes only after `.appended`. It notifies
+    /// nobody: announce it with ``announce(_:_:)`` once it committed.
     public func append(list: String, ownership: Ownership, version: Int64, body: [UInt8],
                        _ completion: @escaping (Result<AppendOutcome, PostgresError>) -> Void) {
         connection.send("""
@@ -170,15 +222,109 @@ public final class ClusterLog {
             inserted AS (
                 INSERT INTO fs_batches (list, epoch, version, body) SELECT $1, $4::bigint, $5::bigint, $6::bytea FROM advanced
                 RETURNING version)
-            SELECT pg_notify('\(Self.batchesChannel)', $5::bigint::text || ' ' || $1) FROM inserted
+            SELECT version FROM inserted
             """, [.text(list), .text(node), .text("\(ownership.term)"), .text("\(ownership.epoch)"), .text("\(version)"), .bytes(body)]) { result in
             completion(result.map { $0.rows.count == 1 ? .appended : .fenced })
         }
     }
 
-    /// The channel every append notifies, in the same statement (so only when it
-    /// commits, and in commit order): payload `"<version> <list>"`. Replicas `LISTEN`.
+    /// The channel committed appends are announced on: payload `"<version> <list>"`.
+    /// Replicas `LISTEN`.
     public static let batchesChannel = "fs_batches"
+
+    /// Notifies ``batchesChannel`` of each committed (list, version), in one statement
+    /// that writes no WAL, so its commit holds PostgreSQL's notification lock only
+    /// briefly (no flush, no wait for the standby). Call it only for appends that
+    /// returned `.appended`: a follower reads what it is told of.
+    ///
+    /// A batch given with its frame (the record body `fs_batches` holds) small enough
+    /// for a payload is also notified on ``framesChannel``, before its
+    /// ``batchesChannel`` notification: a follower at the version before applies it
+    /// without reading `fs_batches` (issue #33). Nodes of an older build listen only on
+    /// ``batchesChannel``, which is why both are sent.
+    public func announce(_ batches: [(list: String, version: Int64, frame: [UInt8]?)],
+                         _ completion: @escaping (Result<Void, PostgresError>) -> Void) {
+        var channels: [String] = []
+        var payloads: [String] = []
+        for batch in batches {
+            if let frame = batch.frame, let payload = Self.framePayload(list: batch.list, version: batch.version, frame: frame) {
+                channels.append(Self.framesChannel)
+                payloads.append(payload)
+            }
+            channels.append(Self.batchesChannel)
+            payloads.append("\(batch.version) \(batch.list)")
+        }
+        // unnest yields the pairs in order, and notifications are delivered in the
+        // order a transaction sent them.
+        connection.send("SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS t(c, p)",
+                        [.text(Self.arrayLiteral(channels)), .text(Self.arrayLiteral(payloads))]) { result in
+            completion(result.map { _ in () })
+        }
+    }
+
+    /// The channel a committed batch is announced on with its frame:
+    /// ``framePayload(list:version:frame:)``.
+    public static let framesChannel = "fs_frames"
+
+    /// `"<version> <list bytes>:<list><frame in hex>"`, or `nil` when it would not fit
+    /// a notification (PostgreSQL refuses payloads of 8,000 bytes and more).
+    public static func framePayload(list: String, version: Int64, frame: [UInt8]) -> String? {
+        let head = "\(version) \(list.utf8.count):\(list)"
+        guard head.utf8.count + 2 * frame.count <= 7_900 else { return nil }
+        let digits = Array("0123456789abcdef".utf8)
+        var hex: [UInt8] = []
+        hex.reserveCapacity(2 * frame.count)
+        for byte in frame {
+            hex.append(digits[Int(byte >> 4)])
+            hex.append(digits[Int(byte & 0x0F)])
+        }
+        return head + String(decoding: hex, as: UTF8.self)
+    }
+
+    /// Parses a ``framesChannel`` payload; `nil` when it is not one.
+    public static func parseFrameNotification(_ payload: String) -> (list: String, version: Int64, frame: [UInt8])? {
+        let bytes = Array(payload.utf8)
+        guard let space = bytes.firstIndex(of: UInt8(ascii: " ")), space > 0,
+              let version = Int64(String(decoding: bytes[..<space], as: UTF8.self)), version > 0,
+              let colon = bytes[(space + 1)...].firstIndex(of: UInt8(ascii: ":")), colon > space + 1, colon - space <= 6,
+              let count = Int(String(decoding: bytes[(space + 1)..<colon], as: UTF8.self)), count > 0,
+              count <= bytes.count - (colon + 1)
+        else { return nil }
+        let list = String(decoding: bytes[(colon + 1)..<(colon + 1 + count)], as: UTF8.self)
+        let hex = bytes[(colon + 1 + count)...]
+        guard !hex.isEmpty, hex.count % 2 == 0 else { return nil }
+        func value(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
+            default: return nil
+            }
+        }
+        var frame: [UInt8] = []
+        frame.reserveCapacity(hex.count / 2)
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            guard let high = value(hex[index]), let low = value(hex[index + 1]) else { return nil }
+            frame.append(high << 4 | low)
+            index += 2
+        }
+        return (list, version, frame)
+    }
+
+    /// A PostgreSQL `text[]` literal: every element double-quoted, `"` and `\` escaped.
+    static func arrayLiteral(_ elements: [String]) -> String {
+        var literal = "{"
+        for (index, element) in elements.enumerated() {
+            if index > 0 { literal += "," }
+            literal += "\""
+            for character in element.unicodeScalars {
+                if character == "\"" || character == "\\" { literal += "\\" }
+                literal.unicodeScalars.append(character)
+            }
+            literal += "\""
+        }
+        return literal + "}"
+    }
 
     /// Parses a ``batchesChannel`` payload; `nil` when it is not one.
     public static func parseBatchNotification(_ payload: String) -> (list: String, version: Int64)? {
@@ -237,11 +383,13 @@ public final class ClusterLog {
     /// Notified when an owner answers a forwarded write: payload the origin node.
     public static let outboxChannel = "fs_outbox"
 
-    /// `LISTEN`s to every channel a node follows: batches, its inbox, its outbox.
+    /// `LISTEN`s to every channel a node follows: batches, its inbox, its outbox, claims
+    /// and node arrivals.
     public func listen(_ completion: @escaping (Result<Void, PostgresError>) -> Void) {
-        var remaining = 3
+        let channels = [Self.batchesChannel, Self.framesChannel, Self.inboxChannel, Self.outboxChannel, Self.answersChannel, Self.claimsChannel, Self.nodesChannel]
+        var remaining = channels.count
         var failed = false
-        for channel in [Self.batchesChannel, Self.inboxChannel, Self.outboxChannel] {
+        for channel in channels {
             connection.send("LISTEN \(channel)") { result in
                 guard !failed else { return }
                 switch result {
@@ -263,7 +411,7 @@ public final class ClusterLog {
     /// notifies it — in one statement.
     public func forward(list: String, body: [UInt8], _ completion: @escaping (Result<Void, PostgresError>) -> Void) {
         connection.send("""
-            WITH queued AS (INSERT INTO fs_inbox (list, origin, body) VALUES ($1, $2, $3::bytea) RETURNING list)
+            WITH queued AS (INSERT INTO fs_inbox (list, origin, body, answer_by_notification) VALUES ($1, $2, $3::bytea, true) RETURNING list)
             SELECT pg_notify('\(Self.inboxChannel)', coalesce(l.owner, '') || ' ' || l.list) FROM fs_lists l JOIN queued q ON l.list = q.list
             """, [.text(list), .text(node), .bytes(body)]) { result in completion(result.map { _ in () }) }
     }
@@ -273,6 +421,9 @@ public final class ClusterLog {
         public var id: Int64
         public var origin: String
         public var body: [UInt8]
+        /// Whether the origin reads its answer from the notification (``answersChannel``);
+        /// false for a node of a build before issue #33 (answer through `fs_outbox`).
+        public var answerByNotification: Bool
     }
 
     /// Takes (deletes and returns, in the order they were forwarded) the writes
@@ -282,12 +433,12 @@ public final class ClusterLog {
         connection.send("""
             DELETE FROM fs_inbox WHERE list = $1
               AND EXISTS (SELECT 1 FROM fs_lists WHERE list = $1 AND owner = $2 AND term = $3::bigint)
-            RETURNING id, origin, body
+            RETURNING id, origin, body, answer_by_notification
             """, [.text(list), .text(node), .text("\(term)")]) { result in
             completion(result.map { rows in
                 (0..<rows.rows.count).compactMap { r -> InboxEntry? in
                     guard let id = rows.int(r, 0), let origin = rows.rows[r][1], let body = rows.bytes(r, 2) else { return nil }
-                    return InboxEntry(id: id, origin: origin, body: body)
+                    return InboxEntry(id: id, origin: origin, body: body, answerByNotification: rows.rows[r][3] == "t")
                 }.sorted { $0.id < $1.id }
             })
         }
@@ -305,6 +456,14 @@ public final class ClusterLog {
         public var code: Int
         public var message: String
 
+        /// The ``ClusterLog/answersChannel`` payload: the eight fields in order (origin,
+        /// list, client ID, seq, epoch, version, code, message), each as its UTF-8 byte
+        /// count, a colon and the field (so any byte may appear in a field).
+        public var notificationPayload: String {
+            [origin, list, clientID, "\(seq)", "\(epoch)", "\(version)", "\(code)", message]
+                .map { "\($0.utf8.count):\($0)" }.joined()
+        }
+
         public init(origin: String, list: String, clientID: String, seq: Int64, epoch: Int64, version: Int64, code: Int, message: String) {
             self.origin = origin
             self.list = list
@@ -317,8 +476,31 @@ public final class ClusterLog {
         }
     }
 
-    /// Posts an answer for its origin node and notifies it.
-    public func answer(_ answer: Answer, _ completion: @escaping (Result<Void, PostgresError>) -> Void) {
+    /// Notified with an owner's answer itself (issue #33): payload
+    /// ``Answer/notificationPayload``, so the origin node needs no read of `fs_outbox`.
+    public static let answersChannel = "fs_answers"
+
+    /// The longest ``answersChannel`` payload sent (PostgreSQL refuses 8,000 bytes and
+    /// more); a longer answer (a long Reject message) goes through `fs_outbox`.
+    public static let answerPayloadLimit = 7_900
+
+    /// Answers the origin node of a forwarded write: a notification on
+    /// ``answersChannel`` carrying the answer (no table, no WAL: nothing to flush, no
+    /// round trip for the origin), or, when it does not fit, a row in `fs_outbox` and
+    /// a notification naming the origin. A notification the origin misses (its session
+    /// was cut) is not lost for good: the origin sends its waiting writes again at its
+    /// next session, and the owner's idempotency window answers them again.
+    ///
+    /// `byNotification` false (the origin runs a build before issue #33, which does not
+    /// listen on ``answersChannel``): always through `fs_outbox`.
+    public func answer(_ answer: Answer, byNotification: Bool, _ completion: @escaping (Result<Void, PostgresError>) -> Void) {
+        let payload = answer.notificationPayload
+        if byNotification && payload.utf8.count <= Self.answerPayloadLimit {
+            connection.send("SELECT pg_notify('\(Self.answersChannel)', $1)", [.text(payload)]) { result in
+                completion(result.map { _ in () })
+            }
+            return
+        }
         connection.send("""
             WITH posted AS (
                 INSERT INTO fs_outbox (origin, list, client_id, seq, epoch, version, code, message)
@@ -326,6 +508,25 @@ public final class ClusterLog {
             SELECT pg_notify('\(Self.outboxChannel)', origin) FROM posted
             """, [.text(answer.origin), .text(answer.list), .text(answer.clientID), .text("\(answer.seq)"), .text("\(answer.epoch)"),
                   .text("\(answer.version)"), .text("\(answer.code)"), .text(answer.message)]) { result in completion(result.map { _ in () }) }
+    }
+
+    /// Parses an ``answersChannel`` payload; `nil` when it is not one.
+    public static func parseAnswerNotification(_ payload: String) -> Answer? {
+        let bytes = Array(payload.utf8)
+        var fields: [String] = []
+        var at = 0
+        while at < bytes.count && fields.count < 8 {
+            guard let colon = bytes[at...].firstIndex(of: UInt8(ascii: ":")), colon > at, colon - at <= 5,
+                  let count = Int(String(decoding: bytes[at..<colon], as: UTF8.self)), count >= 0,
+                  count <= bytes.count - (colon + 1)
+            else { return nil }
+            fields.append(String(decoding: bytes[(colon + 1)..<(colon + 1 + count)], as: UTF8.self))
+            at = colon + 1 + count
+        }
+        guard at == bytes.count else { return nil }
+        guard fields.count == 8, !fields[0].isEmpty, !fields[1].isEmpty, let seq = Int64(fields[3]), let epoch = Int64(fields[4]),
+              let version = Int64(fields[5]), let code = Int(fields[6]) else { return nil }
+        return Answer(origin: fields[0], list: fields[1], clientID: fields[2], seq: seq, epoch: epoch, version: version, code: code, message: fields[7])
     }
 
     /// Takes (deletes and returns) every answer posted for this node.

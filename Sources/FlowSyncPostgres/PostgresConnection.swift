@@ -177,11 +177,47 @@ public final class PostgresConnection {
             guard let self else { return }
             switch result {
             case .failure(let error):
-                self.fail(.connection("\(error)"), notify: true)
+                self.socketFailed(error)
             case .success(let ready):
                 if ready.contains(.writable) { self.flush() }
                 if ready.contains(.readable) { self.readResults() }
             }
+        }
+    }
+
+    /// The poll reported an error on the socket. libuv says `UV_EBADF` for any
+    /// `EPOLLERR` — a reset connection (the server stopped, a failover), not a closed
+    /// descriptor (issue #33: the nodes logged "uv_poll: EBADF" at every failover). The
+    /// reason is libpq's to tell: the watcher is stopped first (libuv already did; the
+    /// close makes it final), then libpq reads the socket once more — which sets its
+    /// message ("server closed the connection unexpectedly", the server's FATAL) and
+    /// may close the descriptor itself, now that nothing watches it — and `PQfinish`
+    /// runs last, in the poll's close callback.
+    private func socketFailed(_ error: UVError) {
+        guard let conn else { return }
+        let poll = self.poll
+        self.poll = nil
+        // The close callback runs on a later turn: libpq's handle outlives the read below.
+        poll?.onClose = { PQfinish(conn) }
+        poll?.close()
+        // Bytes that arrived before the reset (a server's last notice) are read first;
+        // the read after them meets the error or the end of the stream, which libpq
+        // turns into its message. Bounded: a socket that keeps yielding data is not
+        // drained here.
+        for _ in 0..<4 {
+            if PQconsumeInput(conn) == 0 { break }
+        }
+        let reason = Self.message(conn)
+        self.conn = nil
+        if poll == nil { PQfinish(conn) }
+        let pending = ledger.drain()
+        // `error` is libuv's name for EPOLLERR, not the cause: it is not repeated.
+        _ = error
+        let failure = PostgresError.connection(reason.isEmpty ? "the server reset the connection" : reason)
+        for completion in pending { completion(.failure(failure)) }
+        if let onLost {
+            self.onLost = nil
+            onLost(failure)
         }
     }
 
@@ -279,8 +315,10 @@ public final class PostgresConnection {
         }
     }
 
+    /// libpq's last error on one line (its messages wrap with newline and tab).
     private static func message(_ conn: OpaquePointer) -> String {
         String(cString: PQerrorMessage(conn)).trimmingTrailingNewlines()
+            .split(whereSeparator: { $0 == "\n" || $0 == "\t" }).joined(separator: " ")
     }
 
     /// Calls `body` with libpq's parameter arrays: text values NUL-terminated, bytes as

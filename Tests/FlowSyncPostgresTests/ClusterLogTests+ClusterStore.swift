@@ -239,10 +239,11 @@ extension ClusterLogTests {
         }
     }
 
-    /// Runs `sql` until `condition` holds (every 20 ms, at most 30 s).
+    /// Runs `sql` until `condition` holds (every 20 ms, at most 30 s); a statement that
+    /// fails (a table the nodes have not created yet) counts as not yet.
     static func poll(_ session: SQLSession, _ sql: String, _ condition: (PostgresResult) -> Bool) async throws -> Bool {
         for _ in 0..<1_500 {
-            if condition(try await session.query(sql)) { return true }
+            if let result = try? await session.query(sql), condition(result) { return true }
             try await Task.sleep(for: .milliseconds(20))
         }
         return false

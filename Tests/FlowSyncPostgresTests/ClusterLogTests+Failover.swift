@@ -43,9 +43,9 @@ extension ClusterLogTests {
         defer { _ = clients.shutdown() }
         var options = DaemonProcess.Options(binary: try BuiltProduct.path("flowsyncd"))
         let both = "host=127.0.0.1,127.0.0.1 port=\(primary.port),\(standby.port) dbname=postgres user=flowsync connect_timeout=2 target_session_attrs=read-write"
-        // The lease outlasts the failover: a node that cannot reach PostgreSQL for a
-        // whole lease stops (exit 74).
-        options.configText = "[cluster]\npostgres = \"\(both)\"\nnode = \"a\"\nlease_ms = 15000\n"
+        // The lease outlasts the failover, so this node's lists stay its own (a longer
+        // outage costs no exit either: ClusterLogTests+Outage.swift).
+        options.configText = Self.clusterConfigText(conninfo: both, node: "a", leaseMilliseconds: 15_000)
         options.logLevel = "info"
         let node = try await DaemonProcess.start(options)
         let writer = try await Self.connectClient(node, clients, "writer")

@@ -16,10 +16,26 @@ import Glibc
 /// Part of the serialized `ClusterLogTests` suite: one PostgreSQL at a time.
 extension ClusterLogTests {
     static func daemon(_ pg: PostgresServer, node: String) async throws -> DaemonProcess {
+        try await daemon(conninfo: pg.conninfo, node: node, leaseMilliseconds: 1_000)
+    }
+
+    /// The `[cluster]` group of a test node's config file.
+    static func clusterConfigText(conninfo: String, node: String, leaseMilliseconds: Int) -> String {
+        "[cluster]\npostgres = \"\(conninfo)\"\nnode = \"\(node)\"\nlease_ms = \(leaseMilliseconds)\n"
+    }
+
+    /// A `flowsyncd` node on `conninfo`; with `connected`, started only once it logged
+    /// "cluster: connected" (its lease is taken), as `scripts/cluster.sh up` waits.
+    static func daemon(conninfo: String, node: String, leaseMilliseconds: Int, connected: Bool = false) async throws -> DaemonProcess {
         var options = DaemonProcess.Options(binary: try BuiltProduct.path("flowsyncd"))
-        options.configText = "[cluster]\npostgres = \"\(pg.conninfo)\"\nnode = \"\(node)\"\nlease_ms = 1000\n"
-        options.logLevel = "info"
-        return try await DaemonProcess.start(options)
+        options.configText = clusterConfigText(conninfo: conninfo, node: node, leaseMilliseconds: leaseMilliseconds)
+        options.logLevel = ProcessInfo.processInfo.environment["FLOWSYNC_TEST_LOG_LEVEL"] ?? "info"
+        let daemon = try await DaemonProcess.start(options)
+        if connected {
+            let up = await daemon.child.waitForLine(timeout: .seconds(30)) { $0.contains("cluster: connected") ? true : nil }
+            if up != true { Issue.record("node \(node) did not connect: \(daemon.output)") }
+        }
+        return daemon
     }
 
     /// A client of `daemon`; a refused connection records the daemon's output.

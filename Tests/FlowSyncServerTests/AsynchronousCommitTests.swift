@@ -154,11 +154,15 @@ extension EmbeddedServer {
         #expect(await writer.waitFor { isAck($0, seq: 1) } != nil)
         #expect(await subscriber.waitFor { isDiff($0, to: 1) } != nil)
 
-        await server.withServer { _ in box.value!.inlineOutcome = .fenced }
+        await server.withServer { _ in box.value!.inlineOutcome = .fenced(.claimedElsewhere(owner: "b")) }
         writer.send(.mutate(Mutate(listName: "todo", clientID: "writer", seq: 2, base: ListVersion(epoch: 0, version: 0),
                                    operations: [.insertSections([Section(id: "t")], at: 0)])))
         let draining: (Message) -> Bool = { if case .error(let e) = $0 { return e.code == .serverDraining } else { return false } }
-        #expect(await writer.waitFor(draining) != nil, "the writer of a fenced batch is closed")
+        guard case .error(let closing)? = await writer.waitFor(draining) else {
+            Issue.record("the writer of a fenced batch is not closed")
+            return
+        }
+        #expect(closing.message == "list \"todo\" is now owned by node b (another node claimed it); reconnect and resume, any node serves it")
         #expect(await subscriber.waitFor(draining) != nil, "and the list's subscriber")
         #expect(await eventually { writer.isClosed && subscriber.isClosed })
         #expect(!writer.messages.contains { isAck($0, seq: 2) })

@@ -121,6 +121,44 @@ import Testing
         #expect(table.ownedNames.isEmpty && table.replicaNames == ["b"])
     }
 
+    /// Issue #33, rule 6: a list whose preferred node appeared is handed over; nothing
+    /// commits meanwhile, and it ends a replica at the head it had, owned again, or
+    /// fenced.
+    @Test func aHandOverEndsAReplicaAtItsHeadOwnedOrFenced() {
+        var list = ListOwnership()
+        list.claimStarted()
+        list.claimed(Self.claim(term: 4, head: 7), batches: 0, bytes: 0)
+        list.preferred("c")
+        #expect(list.owned?.movingTo == "c")
+        var table = ClusterLists()
+        table.update("l") { $0 = list }
+        #expect(table.moving.map(\.list) == ["l"] && table.moving.map(\.to) == ["c"])
+        let started = list.handOverStarted()
+        #expect(started?.ownership.term == 4 && list.isHandingOver && list.name == "handingOver")
+        #expect(list.owned == nil && !list.isReplica && !list.isSettled, "nothing appends, takes the inbox or snapshots")
+        let again = list.handOverStarted()
+        #expect(again == nil, "one hand-over at a time")
+        let counted = list.committed(term: 4, version: 8, bytes: 1)
+        #expect(!counted, "nothing commits during a hand-over")
+        let unloaded = list.unloaded(unresolved: false)
+        #expect(!unloaded, "not unloaded during a hand-over")
+        list.handOverEnded(.kept)
+        #expect(list.owned?.ownership == Self.claim(term: 4, head: 7) && list.owned?.movingTo == nil, "kept: owned as before")
+        _ = list.handOverStarted()
+        list.handOverEnded(.released)
+        #expect(list.isReplica && list.following == ListOwnership.Following(epoch: 9, head: 7), "released: a replica at its head")
+        list.claimStarted()
+        list.claimed(Self.claim(term: 6, head: 7), batches: 0, bytes: 0)
+        _ = list.handOverStarted()
+        list.handOverEnded(.fenced)
+        #expect(list.name == "fenced" && list.isSettled)
+        list.claimStarted()
+        list.claimed(Self.claim(term: 7, head: 7), batches: 0, bytes: 0)
+        _ = list.handOverStarted()
+        list.released()
+        #expect(list.name == "unowned", "a clean stop releases a list being handed over too")
+    }
+
     /// Random events in random phases against a model of the phase, the term, the head
     /// and the read in flight; impossible events are not sent (they trap by design).
     @Test func seededEventsKeepThePromises() {
@@ -158,6 +196,23 @@ import Testing
                 #expect(ended == (list.name == "fenced"), "seed \(seed), step \(step)")
             case ("owned", 4):
                 list.released()
+            case ("owned", 5):
+                list.preferred(random.next() % 2 == 0 ? "c" : nil)
+            case ("owned", 6):
+                let started = list.handOverStarted()
+                #expect(started?.ownership.term == term && list.owned == nil, "seed \(seed), step \(step)")
+            case ("handingOver", 0...3):
+                let counted = list.committed(term: term, version: head + 1, bytes: 1)
+                let fenced = list.fenced(term: term)
+                #expect(!counted && !fenced, "seed \(seed), step \(step): nothing commits or fences meanwhile")
+            case ("handingOver", 4):
+                list.handOverEnded(.released)
+                fetching = false
+                #expect(list.following?.head == head, "seed \(seed), step \(step): a replica at its head")
+            case ("handingOver", 5):
+                list.handOverEnded(.kept)
+            case ("handingOver", _):
+                list.handOverEnded(.fenced)
             case ("owned", _), ("unowned", _), ("fenced", _):
                 let unloaded = list.unloaded(unresolved: random.next() % 2 == 0)
                 #expect(

@@ -56,6 +56,17 @@ public enum TakeOverOutcome: Sendable {
     case failed(StoreError)
 }
 
+/// How ``ClusterNode/handOver(_:completion:)`` ended.
+public enum HandOverOutcome: Sendable, Equatable {
+    /// Released to the node placement prefers: this node follows the list as a replica
+    /// from the head it had (its subscribers stay; its writes are forwarded).
+    case released
+    /// Not released (PostgreSQL failed): still owned here.
+    case kept
+    /// Another node had claimed it: this node may not append to it any more.
+    case fenced
+}
+
 /// A cluster node's coordination with the others (cluster mode; docs/CLUSTER.md,
 /// "Replicas") — not storage: the node's store commits and loads
 /// (``CommittingStore``, ``LoopLoadingStore``); this is what the server asks of the node
@@ -103,4 +114,23 @@ public protocol ClusterNode: AnyObject {
     func unload(_ name: String) -> Bool
     /// Claims replica `name` if its owner's lease has lapsed.
     func takeOver(_ name: String, completion: @escaping (TakeOverOutcome) -> Void)
+
+    // MARK: Placement (issue #33)
+
+    /// A node claimed `list` (PostgreSQL notified the claim; `owner` may be this node):
+    /// the writes waiting here for it are sent to its owner now, not at their deadline.
+    var onListClaimed: ((_ list: String, _ owner: String) -> Void)? { get set }
+    /// A session with PostgreSQL began (the first, or one after a lost connection):
+    /// what was notified meanwhile is lost, so the server sends every write still
+    /// waiting for an answer again (a claim it missed, a forward the cut lost).
+    var onSessionStarted: (() -> Void)? { get set }
+    /// The live nodes were read again and placement prefers another live node for these
+    /// lists owned here (a node appeared, or this node took a list over): the server
+    /// hands over those with nothing in flight; the others are offered again at the
+    /// next read (every third of a lease).
+    var onMisplacedLists: (([String]) -> Void)? { get set }
+    /// Releases owned list `name` to the node placement prefers now, which is nudged to
+    /// claim it; `completion` runs on the loop thread. Nothing of the list may be in
+    /// flight (no batch committing, nothing waiting to be sealed).
+    func handOver(_ name: String, completion: @escaping (HandOverOutcome) -> Void)
 }

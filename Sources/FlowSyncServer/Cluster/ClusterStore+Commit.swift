@@ -14,7 +14,7 @@ extension ClusterStore {
         withLog { [weak self] log in
             guard let self else { return }
             if create {
-                claim(name, log, completion)
+                claim(name, completion)
                 return
             }
             log.head(list: name) { [weak self] result in
@@ -23,19 +23,29 @@ extension ClusterStore {
                 case .failure(let error):
                     completion(.failure(.unusable("PostgreSQL: reading list \"\(name)\": \(error)")))
                 case .success(nil): completion(.success(nil))
-                case .success: withLog { [weak self] log in self?.claim(name, log, completion) }
+                case .success: claim(name, completion)
                 }
             }
         }
     }
 
-    func claim(_ name: String, _ log: ClusterLog, _ completion: @escaping (Result<RecoveredList?, StoreError>) -> Void)
-    {
+    func claim(_ name: String, _ completion: @escaping (Result<RecoveredList?, StoreError>) -> Void) {
         lists.update(name) { $0.claimStarted() }
         // A new list's epoch: random, as a single node's, within PostgreSQL's bigint.
         let epoch = Int64.random(in: 1...Int64.max)
         // A free list (new, released, or its owner's lease lapsed) is taken only by its
-        // preferred owner (placement); a list this node owns is always taken back.
+        // preferred owner (placement), judged on the live nodes read just now (issue
+        // #33: a node that started a second ago counts); a list this node owns is
+        // always taken back.
+        withFreshLiveNodes { [weak self] in
+            self?.withLog { [weak self] log in self?.claim(name, epoch: epoch, log, completion) }
+        }
+    }
+
+    private func claim(
+        _ name: String, epoch: Int64, _ log: ClusterLog,
+        _ completion: @escaping (Result<RecoveredList?, StoreError>) -> Void
+    ) {
         log.claim(list: name, epoch: epoch, takeFree: isPreferredOwner(of: name)) { [weak self] result in
             guard let self else { return }
             switch result {
@@ -141,7 +151,8 @@ extension ClusterStore {
     public func submit(_ batch: StoredBatch, completion: @escaping (CommitOutcome) -> Void) {
         let name = batch.listName
         guard let ownership = lists[name].owned?.ownership, batch.commit.to.epoch == UInt64(ownership.epoch) else {
-            completion(.fenced)
+            // Not owned here (any more): fenced earlier, or handed over.
+            completion(.fenced(.claimedElsewhere(owner: nil)))
             return
         }
         let commit = batch.commit
@@ -161,9 +172,10 @@ extension ClusterStore {
                 case .success(.appended):
                     lists.update(name) { $0.committed(term: ownership.term, version: version, bytes: body.count) }
                     completion(.committed)
+                    perform(announcements.committed(list: name, version: version, frame: body))
                 case .success(.fenced):
                     lose(name, term: ownership.term, "the append was fenced: another node owns the list")
-                    completion(.fenced)
+                    completion(.fenced(.claimedElsewhere(owner: nil)))
                 case .failure(let error) where error.outcomeUnknown:
                     let append = Unresolved(list: name, ownership: ownership, version: version, completion: completion)
                     if case .ready(let current) = state, current !== log {
@@ -188,15 +200,46 @@ extension ClusterStore {
                 && row.epoch == append.ownership.epoch && row.head >= append.version:
                 lists.update(append.list) { $0.resolvedCommitted(term: append.ownership.term, version: append.version) }
                 append.completion(.committed)
-            case .success:
+                perform(announcements.committed(list: append.list, version: append.version))
+            case .success(let row):
+                // Not committed. Still this node's (same owner; a later claim of its own
+                // or the same term): the list reloads here. Anyone else's: it moved.
+                let reason: FenceReason =
+                    row?.owner == options.node ? .notCommitted : .claimedElsewhere(owner: row?.owner)
                 lose(
-                    append.list, term: append.ownership.term, "an append cut off by the lost connection did not commit")
-                append.completion(.fenced)
+                    append.list, term: append.ownership.term,
+                    reason == .notCommitted
+                        ? "an append cut off by the lost connection did not commit; the list reloads here"
+                        : "an append cut off by the lost connection did not commit, and another node owns the list")
+                append.completion(.fenced(reason))
             case .failure(let error) where error.outcomeUnknown:
                 unresolved.append(append)
             case .failure(let error):
                 append.completion(.failed(.unusable("PostgreSQL: reading back \"\(append.list)\" failed: \(error)")))
             }
+        }
+    }
+
+    /// Sends an announcement of committed batches (``BatchAnnouncements``), after them
+    /// in the pipeline, so after their commits.
+    func perform(_ action: BatchAnnouncements.Action) {
+        guard case .announce(let id, let batch) = action else { return }
+        guard let log = readyLog else {
+            // No session (the machine thinks there is one only until sessionLost runs).
+            perform(announcements.announced(id, lost: true))
+            return
+        }
+        log.announce(batch.map { (list: $0.list, version: $0.version, frame: $0.frame) }) { [weak self] result in
+            guard let self else { return }
+            var lost = false
+            if case .failure(let error) = result {
+                if error.outcomeUnknown {
+                    lost = true
+                } else {
+                    logger.warning("cluster: announcing committed batches failed", metadata: ["error": "\(error)"])
+                }
+            }
+            perform(announcements.announced(id, lost: lost))
         }
     }
 

@@ -5,8 +5,9 @@ import FlowSyncProtocol
 
 /// Writes that cross nodes through PostgreSQL (docs/CLUSTER.md, "Writes on a
 /// replica"): a node forwards a write to its list's owner through `fs_inbox`; the owner
-/// takes it (only while it owns the list at its term), sequences it, and answers through
-/// `fs_outbox`; the answers go back to the node the write came from.
+/// takes it (only while it owns the list at its term), sequences it, and answers in a
+/// notification (`fs_answers`; `fs_outbox` when too long for one); the answers go back
+/// to the node the write came from.
 extension ClusterStore {
     public func forward(_ mutate: Mutate) {
         let body = encoder.encode(.mutate(mutate))
@@ -39,6 +40,12 @@ extension ClusterStore {
                 guard !entries.isEmpty else { return }
                 var writes: [ForwardedWrite] = []
                 for entry in entries {
+                    // Whether the origin's build reads answers from their notification.
+                    if entry.answerByNotification {
+                        originsAnsweredByNotification.insert(entry.origin)
+                    } else {
+                        originsAnsweredByNotification.remove(entry.origin)
+                    }
                     let decoder = FrameDecoder(limits: StoreFormat.decoderLimits, dictionary: .standard)
                     decoder.feed(entry.body)
                     guard case .mutate(let mutate)? = try? decoder.next(), mutate.listName == name,
@@ -58,8 +65,10 @@ extension ClusterStore {
 
     public func answer(_ answers: [WriteAnswer]) {
         guard !answers.isEmpty else { return }
+        // Decided now, per origin: whether it reads answers from their notification.
+        let byNotification = answers.map { originsAnsweredByNotification.contains($0.origin) }
         withLog { log in
-            for answer in answers {
+            for (answer, notify) in zip(answers, byNotification) {
                 let (epoch, version, code, message): (Int64, Int64, Int, String)
                 switch answer.result {
                 case .committed(let position):
@@ -69,7 +78,8 @@ extension ClusterStore {
                 log.answer(
                     ClusterLog.Answer(
                         origin: answer.origin, list: answer.list, clientID: answer.clientID, seq: Int64(answer.seq),
-                        epoch: epoch, version: version, code: code, message: message)
+                        epoch: epoch, version: version, code: code, message: message),
+                    byNotification: notify
                 ) { _ in }
             }
         }
@@ -78,16 +88,23 @@ extension ClusterStore {
     func takeOutbox(_ log: ClusterLog) {
         log.takeOutbox { [weak self] result in
             guard let self, case .success(let rows) = result, !rows.isEmpty else { return }
-            onAnswers?(
-                rows.map { row in
-                    let result: WriteAnswer.Result =
-                        row.code == 0
-                        ? .committed(ListVersion(epoch: UInt64(row.epoch), version: UInt64(row.version)))
-                        : .rejected(ErrorCode(rawValue: UInt16(clamping: row.code)), row.message)
-                    return WriteAnswer(
-                        origin: row.origin, list: row.list, clientID: row.clientID, seq: UInt64(row.seq), result: result
-                    )
-                })
+            onAnswers?(rows.map(Self.writeAnswer))
         }
+    }
+
+    /// An answer notified with its content (``ClusterLog/answersChannel``), for this
+    /// node or another.
+    func answerNotified(_ payload: String) {
+        guard let row = ClusterLog.parseAnswerNotification(payload), row.origin == options.node else { return }
+        onAnswers?([Self.writeAnswer(row)])
+    }
+
+    static func writeAnswer(_ row: ClusterLog.Answer) -> WriteAnswer {
+        let result: WriteAnswer.Result =
+            row.code == 0
+            ? .committed(ListVersion(epoch: UInt64(row.epoch), version: UInt64(row.version)))
+            : .rejected(ErrorCode(rawValue: UInt16(clamping: row.code)), row.message)
+        return WriteAnswer(
+            origin: row.origin, list: row.list, clientID: row.clientID, seq: UInt64(row.seq), result: result)
     }
 }

@@ -4,16 +4,19 @@ import FlowSyncPostgres
 import FlowSyncProtocol
 
 /// Replicas and forwarded writes (docs/CLUSTER.md, "Replicas"): a node that does not own
-/// a list follows its batches through PostgreSQL — `LISTEN fs_batches`, then a read of
-/// the batches after the last one it has — and forwards writes to the owner through
-/// `fs_inbox`; the owner answers through `fs_outbox`.
+/// a list follows its batches through PostgreSQL — `LISTEN fs_batches` (and
+/// `fs_frames`: the next batch's frame, applied without a read), then a read of the
+/// batches after the last one it has — and forwards writes to the owner through
+/// `fs_inbox`; the owner answers in a notification (`fs_answers`; `fs_outbox` for a
+/// long answer or an origin of an older build).
 ///
 /// Why through PostgreSQL rather than a peer link to the owner: every batch is there
-/// already (a replica reads exactly what was committed, so it can never show a write
-/// the log does not hold), it needs no node addresses or peer credentials, and a dead
-/// owner changes nothing for a replica. The price is one round trip to PostgreSQL per
-/// notified batch; every node is notified of every list's batches and ignores the
-/// lists it does not follow.
+/// already (a replica applies only what was announced after its commit, or reads it,
+/// so it can never show a write the log does not hold), it needs no node addresses or
+/// peer credentials, and a dead owner changes nothing for a replica. The price is a
+/// round trip to PostgreSQL per batch that does not come with its frame; every node is
+/// notified of every list's batches and ignores the lists it does not follow. Peer
+/// links are designed, not built (docs/CLUSTER.md, "Not built yet").
 extension ClusterStore {
     public func isReplica(_ name: String) -> Bool { lists[name].isReplica }
 
@@ -117,6 +120,18 @@ extension ClusterStore {
                 version > replica.head
             else { return }
             catchUp(list)
+        case ClusterLog.framesChannel:
+            // A committed batch with its frame: the next one applies without a read;
+            // one past a gap reads what is missing (its batches notification, sent
+            // right after, would too).
+            guard let (list, version, frame) = ClusterLog.parseFrameNotification(payload),
+                let replica = lists[list].following, version > replica.head
+            else { return }
+            if version == replica.head + 1 {
+                deliverAnnounced(list, version: version, frame: frame)
+            } else {
+                catchUp(list)
+            }
         case ClusterLog.inboxChannel:
             guard let (owner, list) = ClusterLog.parseInboxNotification(payload) else { return }
             if owner.isEmpty {
@@ -137,6 +152,15 @@ extension ClusterStore {
         case ClusterLog.outboxChannel:
             guard payload == options.node else { return }
             withLog { [weak self] log in self?.takeOutbox(log) }
+        case ClusterLog.answersChannel:
+            answerNotified(payload)
+        case ClusterLog.claimsChannel:
+            guard let claim = ClusterLog.parseClaimNotification(payload) else { return }
+            claimed(claim)
+        case ClusterLog.nodesChannel:
+            guard payload != options.node else { return }
+            // A node took its lease: read the live nodes now (placement, moves).
+            withFreshLiveNodes {}
         default:
             return
         }
@@ -153,7 +177,7 @@ extension ClusterStore {
         withLog { [weak self] log in
             log.liveNodes { [weak self] result in
                 guard let self else { return }
-                if case .success(let nodes) = result { liveNodes = Set(nodes).union([options.node]) }
+                if case .success(let nodes) = result { liveNodesRead(nodes) }
                 let actions = afterLiveNodes
                 afterLiveNodes = []
                 for action in actions { action() }
@@ -205,6 +229,22 @@ extension ClusterStore {
                 metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
             lists.update(name) { $0.broken() }
             onReplicaBroken?(name)
+        }
+    }
+
+    /// Applies an announced frame that is the replica's next batch; a frame that does
+    /// not decode as that (it cannot, short of a bug) is left to a read of the log.
+    func deliverAnnounced(_ name: String, version: Int64, frame: [UInt8]) {
+        guard let replica = lists[name].following, version == replica.head + 1 else { return }
+        do throws(StoreError) {
+            let batches = try decode(name, epoch: replica.epoch, after: replica.head, [(version: version, body: frame)])
+            lists.update(name) { $0.delivered(upTo: version) }
+            onReplicated?(name, batches)
+        } catch {
+            logger.warning(
+                "cluster: an announced frame is not the next batch; reading the log",
+                metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
+            catchUp(name)
         }
     }
 

@@ -26,10 +26,11 @@ import Logging
 ///   version is not next) is ``CommitOutcome/fenced``: the list is no longer this
 ///   node's, and every later batch of it fails the same way.
 /// - **Unknown outcome.** A lost connection leaves the appends in flight unknown. The
-///   store reconnects (every 250 ms, for up to `lease_ms`; then it fails for good) and
+///   store reconnects — after 250 ms, backing off to 2 s, for as long as it takes
+///   (``Reconnection``; issue #33: it used to fail for good after `lease_ms`) — and
 ///   reads each list's row back: `head` at or past the version, under this node and
 ///   term, is committed; anything else is fenced. Statements asked for meanwhile wait
-///   for the new connection.
+///   for the new connection, so writes are not acknowledged until it is back.
 ///
 /// Not built (docs/CLUSTER.md, "Not built yet"): new epochs (``startEpoch(_:)``
 /// refuses), rebalancing running lists, peer links.
@@ -59,8 +60,9 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
     }
 
     enum State {
-        /// Opening or reopening the connection; the work waits.
-        case connecting(since: UInt64)
+        /// Opening or reopening the connection, for as long as it takes; the work waits
+        /// (``Reconnection``).
+        case connecting(Reconnection)
         case ready(ClusterLog)
         case closed
     }
@@ -85,6 +87,12 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
     /// Work that waits for a connection, in order.
     private var waiting: [(ClusterLog) -> Void] = []
     var unresolved: [Unresolved] = []
+    /// Committed batches not yet announced to the followers (``BatchAnnouncements``).
+    var announcements = BatchAnnouncements()
+    /// The origin nodes whose last forwarded write said they read answers from their
+    /// notification (a build with issue #33); the others are answered through
+    /// `fs_outbox`, so nodes of both builds can run side by side.
+    var originsAnsweredByNotification: Set<String> = []
     /// Every list this node claims, owns (at its term, with its head and the batches
     /// since its snapshot) or follows as a replica: one ownership machine each
     /// (``ListOwnership``).
@@ -100,6 +108,9 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
     public var onReplicaBroken: ((String) -> Void)?
     public var onInboxForUnloadedList: ((String) -> Void)?
     public var onOrphanedList: ((String) -> Void)?
+    public var onListClaimed: ((String, String) -> Void)?
+    public var onSessionStarted: (() -> Void)?
+    public var onMisplacedLists: (([String]) -> Void)?
     var recoveryOptions = RecoveryOptions()
     private var leaseTimer: LoopTimer?
     private var retryTimer: LoopTimer?
@@ -113,7 +124,7 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
         self.options = options
         self.loop = loop
         self.logger = logger
-        self.state = .connecting(since: loop.now)
+        self.state = .connecting(Reconnection(since: loop.now))
     }
 
     /// The lists this node owns now (for tests and stats).
@@ -165,13 +176,13 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
     private func connect(initial: Bool) {
         PostgresConnection.connect(loop: loop, conninfo: options.conninfo) { [weak self] result in
             guard let self else { return }
-            guard case .connecting(let since) = state else {
+            guard case .connecting = state else {
                 if case .success(let connection) = result { connection.close() }
                 return
             }
             switch result {
             case .failure(let error):
-                retry(since: since, error)
+                retry(error)
             case .success(let connection):
                 let log = ClusterLog(connection: connection, node: options.node)
                 connection.onLost = { [weak self] error in self?.connectionLost(error) }
@@ -203,15 +214,15 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
                         fail(.unusable("PostgreSQL: taking the lease failed: \(error)"))
                     case .failure(let error):
                         // Lost before it was ready (connectionLost ignores that state):
-                        // try again, within the same deadline.
-                        guard case .connecting(let since) = state else { return }
+                        // try again.
+                        guard case .connecting = state else { return }
                         connection.close()
-                        retry(since: since, error)
+                        retry(error)
                     case .success:
                         // Placement needs the live nodes before the first load.
                         log.liveNodes { [weak self] result in
                             guard let self else { return }
-                            if case .success(let nodes) = result { liveNodes = Set(nodes).union([options.node]) }
+                            if case .success(let nodes) = result { liveNodesRead(nodes) }
                             ready(log, initial: initial)
                         }
                     }
@@ -223,7 +234,7 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
     /// PostgreSQL answered with the lease taken: the waiting work runs, in order —
     /// first the appends whose outcome is unknown are resolved.
     private func ready(_ log: ClusterLog, initial: Bool) {
-        guard case .connecting = state else { return }
+        guard case .connecting(let reconnection) = state else { return }
         state = .ready(log)
         retryTimer?.close()
         retryTimer = nil
@@ -232,7 +243,11 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
                 "cluster: connected", metadata: ["node": "\(options.node)", "lease_ms": "\(options.leaseMilliseconds)"])
         } else {
             logger.info(
-                "cluster: reconnected", metadata: ["node": "\(options.node)", "unresolved": "\(unresolved.count)"])
+                "cluster: reconnected",
+                metadata: [
+                    "node": "\(options.node)", "unresolved": "\(unresolved.count)",
+                    "down_ms": "\(loop.now - reconnection.since)",
+                ])
         }
         if leaseTimer == nil {
             let timer = LoopTimer(loop: loop)
@@ -243,6 +258,7 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
         let toResolve = unresolved
         unresolved = []
         for append in toResolve { resolve(append, with: log) }
+        perform(announcements.sessionReady())
         let work = waiting
         waiting = []
         for job in work { job(log) }
@@ -250,6 +266,10 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
         // would have said (also at the first connection, for answers posted to a node
         // of this name before it restarted — nobody waits for those now).
         resynchronise(log)
+        // Then tell the others this node is here (they read the live nodes again), and
+        // claim the lists whose forwarded writes waited for it (issue #33).
+        arrived(log)
+        onSessionStarted?()
     }
 
     private func renewLease() {
@@ -265,7 +285,7 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
     func refreshLiveNodes(_ log: ClusterLog) {
         log.liveNodes { [weak self] result in
             guard let self, case .success(let nodes) = result else { return }
-            liveNodes = Set(nodes).union([options.node])
+            liveNodesRead(nodes)
         }
     }
 
@@ -276,19 +296,35 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
 
     private func connectionLost(_ error: PostgresError) {
         guard case .ready = state else { return }
-        logger.warning("cluster: PostgreSQL connection lost, reconnecting", metadata: ["error": "\(error)"])
-        state = .connecting(since: loop.now)
+        logger.warning(
+            "cluster: PostgreSQL connection lost, reconnecting; writes wait unacknowledged meanwhile",
+            metadata: ["error": "\(error)"])
+        state = .connecting(Reconnection(since: loop.now))
+        announcements.sessionLost()
         connect(initial: false)
     }
 
-    private func retry(since: UInt64, _ error: PostgresError) {
-        guard loop.now - since < UInt64(options.leaseMilliseconds) else {
-            fail(.unusable("PostgreSQL unreachable for \(options.leaseMilliseconds) ms: \(error)"))
-            return
+    /// An attempt failed: the next one comes after the machine's wait, however long
+    /// PostgreSQL stays away (``Reconnection``, rules 1–3).
+    private func retry(_ error: PostgresError) {
+        guard case .connecting(var reconnection) = state else { return }
+        let (delay, report) = reconnection.failed(
+            now: loop.now, leaseMilliseconds: options.leaseMilliseconds, random: Double.random(in: 0..<1))
+        state = .connecting(reconnection)
+        switch report {
+        case .none: break
+        case .leaseLapsed(let down):
+            logger.warning(
+                "cluster: PostgreSQL unreachable for longer than the lease; still reconnecting. Writes wait unacknowledged, subscribers are served what this node has, other nodes may claim its lists",
+                metadata: ["down_ms": "\(down)", "lease_ms": "\(options.leaseMilliseconds)", "error": "\(error)"])
+        case .stillUnreachable(let down):
+            logger.warning(
+                "cluster: PostgreSQL still unreachable; reconnecting",
+                metadata: ["down_ms": "\(down)", "attempts": "\(reconnection.attempts)", "error": "\(error)"])
         }
         let timer = retryTimer ?? LoopTimer(loop: loop)
         retryTimer = timer
-        timer.start(after: 250) { [weak self] in
+        timer.start(after: delay) { [weak self] in
             guard let self, case .connecting = state else { return }
             connect(initial: false)
         }

@@ -13,6 +13,9 @@ import FlowSyncPostgres
 ///     │                                                       ▲   │                          │ │
 ///     └──────────────────────────unloaded / broken────────────┘   └────◀──takeOverEnded(nil)─┘ │
 ///                                                      owned(term) ◀──takeOverEnded(term)──────┘
+///  owned(term) ──handOverStarted──▶ handingOver(term) ──handOverEnded(.released)──▶ replica
+///                                        │ └──handOverEnded(.kept)──▶ owned(term)
+///                                        └──handOverEnded(.fenced)──▶ fenced
 /// ```
 ///
 /// Rules, each with its reason:
@@ -27,6 +30,11 @@ import FlowSyncPostgres
 /// 4. **Nothing in flight is unloaded**: a replica's read, an owned list's snapshot.
 /// 5. **Snapshot counts survive the write**: what was appended while a snapshot was
 ///    written stays counted after it.
+/// 6. **A hand-over starts only from owned, and nothing commits while it runs**
+///    (issue #33: a list whose preferred node appeared moves there). `owned` is `nil`
+///    meanwhile, so an append, the inbox and a snapshot are refused; it ends owned
+///    (not released: PostgreSQL failed), a replica at the head it had (released), or
+///    fenced (another node had claimed it).
 ///
 /// Not guaranteed: that PostgreSQL agrees — a node that believes it owns a list learns
 /// otherwise only from a fenced append. `unowned` and `fenced` entries are forgotten
@@ -38,6 +46,9 @@ struct ListOwnership {
         var batchesSinceSnapshot = 0
         var bytesSinceSnapshot = 0
         var writingSnapshot = false
+        /// The node placement prefers for the list since it appeared (rule 6): the list
+        /// is handed over to it once nothing of it is in flight.
+        var movingTo: String?
     }
 
     /// What a followed list carries: the owner's epoch, the last version delivered,
@@ -59,6 +70,8 @@ struct ListOwnership {
         case replica(Following)
         /// A replica whose claim is in flight; it keeps following meanwhile.
         case takingOver(Following)
+        /// Owned, being released to the node placement prefers (rule 6).
+        case handingOver(Owned)
     }
 
     private var state: State = .unowned
@@ -102,6 +115,7 @@ struct ListOwnership {
         case .fenced: return "fenced"
         case .replica: return "replica"
         case .takingOver: return "takingOver"
+        case .handingOver: return "handingOver"
         }
     }
 
@@ -171,7 +185,10 @@ struct ListOwnership {
 
     /// A clean stop released every list of this node.
     mutating func released() {
-        if case .owned = state { state = .unowned }
+        switch state {
+        case .owned, .handingOver: state = .unowned
+        default: break
+        }
     }
 
     // MARK: Following (rule 3)
@@ -243,6 +260,55 @@ struct ListOwnership {
         }
     }
 
+    // MARK: Handing over (rule 6)
+
+    /// How a hand-over ended.
+    enum HandOverEnd {
+        /// PostgreSQL released the list: this node follows it from the head it had.
+        case released
+        /// Not released (the statement failed): this node still owns it.
+        case kept
+        /// This node no longer owned it at its term: another node claimed it.
+        case fenced
+    }
+
+    /// Node `node` appeared and placement prefers it for the list (`nil`: nobody else
+    /// is preferred any more): the list moves there when it is quiet.
+    mutating func preferred(_ node: String?) {
+        guard case .owned(var owned) = state, owned.movingTo != node else { return }
+        owned.movingTo = node
+        state = .owned(owned)
+    }
+
+    /// A hand-over starts. Returns the claim to release, or `nil` when the list is not
+    /// owned here (one hand-over at a time).
+    mutating func handOverStarted() -> Owned? {
+        guard case .owned(let owned) = state else { return nil }
+        state = .handingOver(owned)
+        return owned
+    }
+
+    /// Whether a hand-over is in flight.
+    var isHandingOver: Bool {
+        if case .handingOver = state { return true }
+        return false
+    }
+
+    /// The hand-over ended (rule 6).
+    mutating func handOverEnded(_ end: HandOverEnd) {
+        guard case .handingOver(let owned) = state else { return }
+        switch end {
+        case .released:
+            state = .replica(Following(epoch: owned.ownership.epoch, head: owned.ownership.head))
+        case .kept:
+            var kept = owned
+            kept.movingTo = nil
+            state = .owned(kept)
+        case .fenced:
+            state = .fenced(term: owned.ownership.term)
+        }
+    }
+
     // MARK: Unloading (rule 4)
 
     /// The server unloads the idle list. Returns `false` when something of it is in
@@ -253,7 +319,7 @@ struct ListOwnership {
             guard !following.fetching else { return false }
         case .owned(let owned):
             guard !owned.writingSnapshot, !unresolved else { return false }
-        case .takingOver, .claiming:
+        case .takingOver, .claiming, .handingOver:
             return false
         case .unowned, .fenced:
             return true
@@ -329,6 +395,11 @@ struct ClusterLists {
 
     /// The names of the lists owned here.
     var ownedNames: [String] { machines.compactMap { $0.value.owned == nil ? nil : $0.key } }
+
+    /// The lists owned here that are to move, and where (rule 6).
+    var moving: [(list: String, to: String)] {
+        machines.compactMap { name, machine in machine.owned?.movingTo.map { (name, $0) } }
+    }
 
     /// Every list owned here is released (a clean stop).
     mutating func releaseAll() {

@@ -47,6 +47,9 @@ struct ForwardedWrites {
 
     var isEmpty: Bool { waiting.isEmpty && held.isEmpty }
 
+    /// The lists with writes waiting for their owner's answer. O(lists).
+    var listsWaiting: [String] { Array(keysByList.keys) }
+
     /// Whether a write of `list` waits for its owner's answer. O(1).
     func hasWaiting(for list: String) -> Bool { keysByList[list] != nil }
 

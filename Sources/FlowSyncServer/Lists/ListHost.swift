@@ -37,6 +37,9 @@ final class ListHost {
     /// Loop time its waiting forwarded writes were last forwarded again (at most every
     /// half lease; cluster mode).
     var lastForwardedAgain: UInt64 = 0
+    /// A hand-over of this owned list to the node placement prefers is in flight
+    /// (cluster mode, issue #33): its writes wait, parked, for the outcome.
+    var handingOver = false
     /// Writes other nodes forwarded to this list (owned here), by the negative tag
     /// their mutation was submitted with, until sealed. Dropped with the list: their
     /// nodes forward them again when overdue.
@@ -50,7 +53,7 @@ final class ListHost {
     /// commit in the gate, a write forwarded to its owner).
     func isIdle(now: UInt64, idleFor: UInt64, busyElsewhere: Bool) -> Bool {
         !declared && subscribers.isEmpty && now >= lastActive + idleFor && !hasPending && !hasPendingFrames
-            && compaction == .idle && !takingOver && remoteWrites.isEmpty && !busyElsewhere
+            && compaction == .idle && !takingOver && !handingOver && remoteWrites.isEmpty && !busyElsewhere
     }
 
     /// Encoded snapshot frames of ``cachedVersion``, one per reason (the reason is part

@@ -141,6 +141,11 @@ extension Server {
                 forward(mutate, from: connection, to: replicating)
                 return
             }
+            if list.handingOver {
+                // Neither sequenced here nor forwarded yet: the outcome decides.
+                park(mutate, from: connection)
+                return
+            }
             list.submit(
                 MutationRequest(
                     clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations),

@@ -89,10 +89,10 @@ extension Server {
                 if committingStore.snapshotDue(of: list.name) { lists.compactionDue(list) }
                 if let inline {
                     commitCompleted(ticket, inline, of: list)
-                    if case .fenced = inline {
+                    if case .fenced(let reason) = inline {
                         // Not one frame of the batch leaves; its writers will never get
                         // their Ack or Reject, so they are closed like its subscribers.
-                        listLost(nil, closing: sealed.outcomes.map(\.tag), name: list.name)
+                        listLost(nil, closing: sealed.outcomes.map(\.tag), name: list.name, .fenced(reason))
                         return
                     }
                 }

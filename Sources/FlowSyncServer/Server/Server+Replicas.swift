@@ -35,9 +35,12 @@ extension Server {
                 loadWithoutRequest(name)
             }
         }
+        store.onListClaimed = { [weak self] name, owner in self?.listClaimed(name, by: owner) }
+        store.onSessionStarted = { [weak self] in self?.forwardWaitingWritesAgain() }
+        store.onMisplacedLists = { [weak self] names in self?.handOver(names) }
         store.onReplicaBroken = { [weak self] name in
             guard let self, let list = lists[name] else { return }
-            listLost(list, closing: [])
+            listLost(list, closing: [], .replicaBroken)
         }
     }
 
@@ -53,7 +56,7 @@ extension Server {
                 logger.error(
                     "cluster: a replicated batch does not apply; list dropped",
                     metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
-                listLost(list, closing: [])
+                listLost(list, closing: [], .replicaBroken)
                 return
             }
             events.batchReplicated()
@@ -145,7 +148,7 @@ extension Server {
     }
 
     /// This node owns `name` now: its forwarded writes are sequenced here.
-    private func resubmitForwarded(_ name: String) {
+    func resubmitForwarded(_ name: String) {
         guard let list = lists[name], clusterNode?.isReplica(name) == false else { return }
         let taken = relay.forwarded.takeAll(list: name)
         carryOut(taken.acks)

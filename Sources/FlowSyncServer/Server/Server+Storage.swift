@@ -73,10 +73,10 @@ extension Server {
         switch outcome {
         case .committed:
             release(commits.gate.complete(ticket, .committed))
-        case .fenced:
+        case .fenced(let reason):
             let completion = commits.gate.complete(ticket, .failed)
             release(completion)
-            listLost(list, closing: completion.dropped)
+            listLost(list, closing: completion.dropped, .fenced(reason))
         case .failed(let error):
             _ = commits.gate.complete(ticket, .failed)
             storageFailed(error)
@@ -96,31 +96,60 @@ extension Server {
         }
     }
 
-    /// The store fenced a batch of `list` (cluster mode: another node owns it now). The
-    /// list is dropped here — its state in memory is ahead of what was committed — and
-    /// its subscribers, and every connection that lost a frame (an Ack it will never
-    /// get), are closed with `server-draining` (5001): they reconnect and find the list
-    /// where it lives now. A later use of the name loads it again (and claims it, if
-    /// its owner's lease has lapsed). Only the host the batch was sealed on is dropped:
-    /// the fenced completions of its later batches find it gone, or a newer load.
-    func listLost(_ list: ListHost?, closing dropped: [Int], name: String? = nil) {
+    /// Why a list left this node abruptly (cluster mode), for its clients and the log.
+    enum ListLoss: Equatable {
+        /// The store fenced one of its batches (``FenceReason``).
+        case fenced(FenceReason)
+        /// Its replica could not follow the owner's log (a batch that does not decode
+        /// or apply): it loads again at its next use.
+        case replicaBroken
+
+        /// What the list's clients are told after "list "name"".
+        var explanation: String {
+            switch self {
+            case .fenced(let reason): return reason.explanation
+            case .replicaBroken:
+                return
+                    "could not follow its owner's log on this node and loads again at its next use; reconnect and resume"
+            }
+        }
+    }
+
+    /// The store fenced a batch of `list` (cluster mode), or its replica broke. The list
+    /// is dropped here — its state in memory is ahead of what was committed, or behind
+    /// what can be followed — and its subscribers, and every connection that lost a
+    /// frame (an Ack it will never get), are closed with `server-draining` (5001) and a
+    /// message saying what happened: they reconnect and resume where the list lives
+    /// now. Only the host the batch was sealed on is dropped: the fenced completions of
+    /// its later batches find it gone, or a newer load.
+    ///
+    /// After ``FenceReason/notCommitted`` the list is still this node's: it loads again
+    /// at once (the claim's notification then brings the writes other nodes had
+    /// forwarded to it back, issue #33), rather than at its next use.
+    func listLost(_ list: ListHost?, closing dropped: [Int], name: String? = nil, _ loss: ListLoss) {
         var toClose = Set(dropped)
         // One step forgets all of it (ListTable.lose): its turn flags, its compaction,
         // and the writes other nodes forwarded to it and not sealed yet — never answered
-        // from here: their nodes forward them again when overdue. A dirty or due name
-        // left in the turn's work lists finds no host and is skipped.
+        // from here: their nodes send them again when the list is claimed next.
+        var dropped = false
         if let list, lists.lose(list) {
+            dropped = true
             toClose.formUnion(list.subscribers.map(\.id))
-            metrics.listsFenced.increment()
+            if case .fenced = loss { metrics.listsFenced.increment() }
             logger.warning(
-                "list fenced by the store: dropped here, its subscribers closed",
+                "list dropped here, its clients closed with 5001: it \(loss.explanation)",
                 metadata: ["flowsync.list": "\(list.name)", "subscribers": "\(list.subscribers.count)"])
             recordListGauges()
         }
         let name = list?.name ?? name ?? "?"
         for id in toClose {
             guard let connection = connections[id], !connection.isClosing else { continue }
-            close(connection, code: .serverDraining, message: "list \"\(name)\" moved to another node; reconnect")
+            close(connection, code: .serverDraining, message: "list \"\(name)\" \(loss.explanation)")
+        }
+        if dropped, loss == .fenced(.notCommitted), storage.cluster != nil, storageFailure == nil,
+            !lifecycle.isShuttingDown
+        {
+            loadWithoutRequest(name)
         }
     }
 

@@ -236,16 +236,42 @@ extension CommittingStore {
     public func compact(list: String, at position: ListVersion, encoded: [UInt8]) {}
 }
 
+/// Why a store fenced a batch (``CommitOutcome/fenced(_:)``, cluster mode).
+public enum FenceReason: Sendable, Equatable {
+    /// Another node claimed the list (its name, when the store read it): the list now
+    /// lives there, and this node serves it as a replica at its next use.
+    case claimedElsewhere(owner: String?)
+    /// An append was cut off by a lost PostgreSQL connection and, read back, had not
+    /// committed; this node still owns the list. Its state in memory is ahead of the
+    /// log, so the server drops it and loads it again from PostgreSQL at once — on this
+    /// node (issue #33: the clients were told it had moved to another node).
+    case notCommitted
+
+    /// What the list's clients are told, after "list "name"".
+    public var explanation: String {
+        switch self {
+        case .claimedElsewhere(let owner?):
+            return "is now owned by node \(owner) (another node claimed it); reconnect and resume, any node serves it"
+        case .claimedElsewhere(nil):
+            return "is now owned by another node (it claimed the list); reconnect and resume, any node serves it"
+        case .notCommitted:
+            return
+                "lost an unconfirmed write when the connection to PostgreSQL was cut (it did not commit) and reloads from PostgreSQL on this node; reconnect and resume"
+        }
+    }
+}
+
 /// How an asynchronous commit (``CommittingStore/submit(_:completion:)``) ended.
 public enum CommitOutcome: Sendable {
     /// The batch is durable: its frames may leave.
     case committed
-    /// The store refused the batch because this node no longer owns the list (cluster
-    /// mode: another node claimed it). Nothing of the batch leaves; the server drops
-    /// the list and closes the connections that lost a frame of it, and its
-    /// subscribers, with `server-draining` (5001). Every later batch of the list that
-    /// was submitted ends the same way.
-    case fenced
+    /// The store refused the batch because this node may no longer append to the list
+    /// (cluster mode: another node claimed it, or an append was cut off and did not
+    /// commit — `reason` says which). Nothing of the batch leaves; the server drops the
+    /// list and closes the connections that lost a frame of it, and its subscribers,
+    /// with `server-draining` (5001) and a message that says what happened. Every later
+    /// batch of the list that was submitted ends the same way.
+    case fenced(FenceReason)
     /// The commit failed: nothing of the batch leaves, and the server takes the
     /// storage-failure path (the fatal handler, every connection closed).
     case failed(StoreError)
