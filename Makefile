@@ -7,7 +7,7 @@
 
 SHELL        := /bin/bash
 SWIFT        ?= swift
-APT_PACKAGES := libuv1-dev zlib1g-dev pkg-config python3 systemd stunnel4 openssl liburing-dev postgresql libpq-dev
+APT_PACKAGES := libuv1-dev zlib1g-dev pkg-config python3 systemd stunnel4 openssl libssl-dev liburing-dev postgresql libpq-dev
 # For `make test` (issue #20): promtool (Debian ships it in `prometheus`, with the server
 # and its unit; under systemd apt also enables and starts that server on :9090) checks
 # config/prometheus; headless `chromium` renders flowsync-load's HTML report in a test.

@@ -154,6 +154,9 @@ let package = Package(
             dependencies: [
                 "FlowSyncCore", "FlowSyncProtocol",
                 .target(name: "FlowSyncLoop", condition: .when(platforms: [.linux])),
+                // TLS for the libuv transport (OpenSSL; issue #32). Apple platforms get
+                // Network.framework's instead.
+                .target(name: "FlowSyncTLS", condition: .when(platforms: [.linux])),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -3,7 +3,8 @@
 // on Linux. NEVER COMPILED on the project's Linux machines (no Apple SDK): reviewed line
 // by line against Apple's documentation of NWConnection, NWProtocolTLS.Options,
 // sec_protocol_options_set_verify_block, sec_trust_copy_ref, SecTrustEvaluateWithError,
-// SecTrustCopyCertificateChain (iOS 15 / macOS 12) and CryptoKit's SHA256.
+// SecTrustCopyCertificateChain (iOS 15 / macOS 12), SecTrustSetAnchorCertificates,
+// SecTrustSetAnchorCertificatesOnly, SecCertificateCreateWithData and CryptoKit's SHA256.
 #if canImport(Network)
 import CryptoKit
 import Dispatch
@@ -42,6 +43,12 @@ public final class NetworkTransport: ClientTransport, @unchecked Sendable {
             dropConnection()
             guard let nwPort = NWEndpoint.Port(rawValue: UInt16(clamping: port)), port > 0, port <= 65535 else {
                 handler(.closed(reason: "invalid port \(port)"))
+                return
+            }
+            if tls.usesTLS(host: host), tls.clientIdentity != nil {
+                // Fail closed rather than connect without the certificate the app asked
+                // for: Network.framework takes a keychain identity (not done, docs/SDK.md).
+                handler(.closed(reason: "TLSPolicy.clientIdentity is not supported by NetworkTransport"))
                 return
             }
             let parameters = tls.usesTLS(host: host) ? tlsParameters(host: host) : NWParameters.tcp
@@ -154,6 +161,13 @@ public final class NetworkTransport: ClientTransport, @unchecked Sendable {
             let secTrust = sec_trust_copy_ref(trust).takeRetainedValue()
             // The system's verdict for this name (the SSL policy is set for `name`).
             SecTrustSetPolicies(secTrust, SecPolicyCreateSSL(true, name as CFString))
+            if !policy.additionalTrustedRoots.isEmpty {
+                // A private CA: its roots count as anchors beside the system's ones
+                // (`AnchorCertificatesOnly(false)`), as in LibUVTransport.
+                let anchors = policy.additionalTrustedRoots.compactMap { SecCertificateCreateWithData(nil, Data($0) as CFData) }
+                SecTrustSetAnchorCertificates(secTrust, anchors as CFArray)
+                SecTrustSetAnchorCertificatesOnly(secTrust, false)
+            }
             let systemTrusted = SecTrustEvaluateWithError(secTrust, nil)
             let chain = (SecTrustCopyCertificateChain(secTrust) as? [SecCertificate]) ?? []
             let digests = chain.map { Array(SHA256.hash(data: SecCertificateCopyData($0) as Data)) }
