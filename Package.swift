@@ -184,7 +184,7 @@ let package = Package(
         .target(
             name: "FlowSyncLoad",
             dependencies: [
-                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncProcess",
+                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncTLS",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),

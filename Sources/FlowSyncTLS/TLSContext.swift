@@ -73,6 +73,8 @@ public final class TLSContext: @unchecked Sendable {
         public var usesSystemTrustStore = true
         /// More roots to trust (a private CA), each a DER certificate.
         public var additionalTrustedRoots: [[UInt8]] = []
+        /// More roots to trust, from a PEM file (the load tester's `--cacert`).
+        public var additionalTrustedRootsFile: String?
         /// ALPN offered. Default `["flowsync"]`; a server may answer none (a TLS proxy
         /// such as stunnel), but never another protocol.
         public var applicationProtocols = ["flowsync"]
@@ -205,6 +207,9 @@ public final class TLSContext: @unchecked Sendable {
                     throw .drainingErrorQueue("cannot add a trusted root", fallback: .configuration)
                 }
             }
+        }
+        if let file = options.additionalTrustedRootsFile, SSL_CTX_load_verify_locations(ctx, file, nil) != 1 {
+            throw .file(key: "trusted roots", path: file, drainingErrorQueue: "cannot load the CA certificates")
         }
         if let chain = options.certificateChainFile {
             guard let key = options.privateKeyFile else { throw .setting("a client certificate needs its private key") }

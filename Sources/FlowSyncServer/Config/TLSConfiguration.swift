@@ -117,6 +117,19 @@ public struct TLSConfiguration: Hashable, Sendable {
         return nil
     }
 
+    /// Reads the certificate pair (and the client CAs) as a start would, for
+    /// `flowsyncd --check-config`: `nil` when they load or TLS is off on `host`, else the
+    /// problem, naming the key and the file.
+    public func checkFiles(host: String) -> String? {
+        guard effectiveMode(host: host) == .required, let options = serverOptions else { return nil }
+        do {
+            _ = try TLSContext.server(options)
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
     /// Reads one `[tls]` key from the TOML parser.
     mutating func parse(key: String, value: ConfigValue) throws(ConfigurationError) {
         switch key {
