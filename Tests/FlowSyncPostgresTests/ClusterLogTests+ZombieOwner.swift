@@ -15,9 +15,9 @@ import Glibc
 /// append changes nothing, and it sends no Ack and no Diff for it.
 /// Part of the serialized `ClusterLogTests` suite: one PostgreSQL at a time.
 extension ClusterLogTests {
-    static func daemon(_ pg: PostgresServer, node: String) async throws -> DaemonProcess {
+    static func daemon(_ pg: PostgresServer, node: String, extra: String = "") async throws -> DaemonProcess {
         var options = DaemonProcess.Options(binary: try BuiltProduct.path("flowsyncd"))
-        options.configText = "[cluster]\npostgres = \"\(pg.conninfo)\"\nnode = \"\(node)\"\nlease_ms = 1000\n"
+        options.configText = "[cluster]\npostgres = \"\(pg.conninfo)\"\nnode = \"\(node)\"\nlease_ms = 1000\n" + extra
         options.logLevel = "info"
         return try await DaemonProcess.start(options)
     }
