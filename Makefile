@@ -31,7 +31,7 @@ STEP_TIMEOUT := timeout --kill-after=10s 300
 # `make soak`: this many full `swift test` runs in a row from one build.
 SOAK_RUNS ?= 10
 
-.PHONY: all deps build release test soak run bench bench-quick bench-client bench-server bench-stall tls-test fuzz test-asan install uninstall clean load compare-redis cluster cluster-down cluster-smoke
+.PHONY: all deps build release test apple-check soak run bench bench-quick bench-client bench-server bench-stall tls-test fuzz test-asan install uninstall clean load compare-redis cluster cluster-down cluster-smoke
 
 all: build
 
@@ -59,6 +59,7 @@ test: deps
 	@mkdir -p .build
 	scripts/check-portability.sh   # the SDK needs no libuv/Glibc on Apple platforms (issue 17)
 	$(SWIFT) build   # every product, so the tests can run the flowsyncd binary
+	scripts/apple-check.sh   # the Apple-only code against stand-ins of Apple's API (issue #29); needs the debug flowsyncd
 	$(SWIFT) build --build-tests
 	scripts/run-tests.sh .build/test-output.txt $(TEST_BUDGET_SECONDS)
 	$(SWIFT) build -c release --product flowsync-bench
@@ -84,6 +85,13 @@ test: deps
 	  FLOWSYNC_CLUSTER_DIR="$$d/state" $(STEP_TIMEOUT) scripts/cluster.sh smoke; rc=$$?; rm -rf "$$d"; exit $$rc
 	$(STEP_TIMEOUT) scripts/fuzz.sh $(TEST_FUZZ_SECONDS)
 	@scripts/test-summary.sh .build/test-output.txt
+
+# The project's Apple-only code (NetworkTransport, the Darwin branches, FlowSyncUI's UIKit
+# and SwiftUI code, the examples) compiled and tested on Linux against stand-ins of Apple's
+# modules: AppleCheck/, docs/TESTING.md "Apple's API on Linux". Bounded; ends with a plain
+# "N passed, N failed" line. Builds the debug flowsyncd first if it is missing.
+apple-check: deps
+	scripts/apple-check.sh
 
 # N full test runs in a row with a tally of failures and hangs (docs/TESTING.md).
 soak: deps

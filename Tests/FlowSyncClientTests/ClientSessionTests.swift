@@ -114,7 +114,10 @@ import Testing
         let changesBefore = h.changes.count
         let (echo, _) = Self.diff(from: h.replica.confirmed, version: 1, mutate.operations, mutations: [mutate.id])
         h.receive(echo)
-        #expect(h.changes.count == changesBefore, "the server agreeing with the optimistic view shows nothing")
+        // The server agreeing with the optimistic view moves no row: one empty change, which
+        // carries the pending count down to 0 (a "saving…" badge must not lag).
+        #expect(h.changes.count == changesBefore + 1)
+        #expect(h.changes.last?.changeset.isEmpty == true && h.changes.last?.cause == .remote)
         #expect(h.completions[seq] == .success(ListVersion(epoch: Self.epoch, version: 2)))
         h.receive(.ack(Ack(listName: Self.list, seq: seq, committed: ListVersion(epoch: Self.epoch, version: 2))))
         #expect(h.replica.pending.isEmpty && h.replica.view == h.replica.confirmed)

@@ -29,8 +29,7 @@ import Testing
         }
 
         let changes = Shared(0)
-        contacts.observe { change in
-            // applier.apply(change)   // a ListUpdateApplier(target: TableViewUpdateTarget(tableView))
+        contacts.observe { change in print(change.cause, change.changeset.changeCount)
             changes.update { $0 += 1 }
         }
         let friends = try contacts.section(at: 0)!.models(as: Contact.self)

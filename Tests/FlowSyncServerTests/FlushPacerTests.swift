@@ -6,7 +6,7 @@ import Testing
 /// The end of the turn's timing (issue #30: pacing and slicing, once read inline from
 /// `ContinuousClock`), event by event and by a seeded simulation of turns with an
 /// injected clock. No server, no socket.
-@Suite(.timeLimit(.minutes(1))) struct FlushPacerTests {
+@Suite(.timeLimit(.minutes(2))) struct FlushPacerTests {
     static let budgets = FlushPacer.Budgets(sliceMicroseconds: 1_000, sealWaitMicroseconds: 2_000)
 
     @Test func aFinishedFlushSealsEverythingAtOnce() {

@@ -7,7 +7,7 @@ import Testing
 /// A list's ownership on a cluster node (issue #30), event by event and by a seeded
 /// simulation against a model — without PostgreSQL, as `PipelineLedgerTests` test the
 /// pipeline's ledger.
-@Suite(.timeLimit(.minutes(1))) struct ListOwnershipTests {
+@Suite(.timeLimit(.minutes(2))) struct ListOwnershipTests {
     static func claim(term: Int64, head: Int64 = 0) -> ClusterLog.Ownership {
         ClusterLog.Ownership(term: term, epoch: 9, head: head)
     }

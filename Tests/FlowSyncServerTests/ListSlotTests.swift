@@ -6,7 +6,7 @@ import Testing
 
 /// A list's one entry in the server (issue #30), event by event and by a seeded
 /// simulation against a model, without a socket or a store.
-@Suite(.timeLimit(.minutes(1))) struct ListSlotTests {
+@Suite(.timeLimit(.minutes(2))) struct ListSlotTests {
     static let configuration = ServerConfiguration()
 
     static func host(_ name: String, declared: Bool = false) -> ListHost {

@@ -61,7 +61,7 @@ import Testing
         for stage in change.changeset.stages {
             view.performBatchUpdates {
                 view.issueChanges(of: stage)
-                for update in stage.supplementaryUpdates { view.reloadSupplementary(update.element, inSections: [update.section]) }
+                view.refreshSupplementaries(SupplementaryRefresh.grouping(stage.supplementaryUpdates))
             }
         }
         return view.problems

@@ -7,7 +7,7 @@ import Observation
 import Testing
 
 /// The SwiftUI model: Observation tracks its snapshot on Linux as on Apple platforms.
-@Suite(.timeLimit(.minutes(2))) @MainActor struct ListModelTests {
+@Suite(.timeLimit(.minutes(1))) @MainActor struct ListModelTests {
     final class Flag: @unchecked Sendable {
         // Set from the onChange callback, which runs synchronously inside `apply`.
         var fired = 0

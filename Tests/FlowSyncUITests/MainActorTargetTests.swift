@@ -26,8 +26,8 @@ import Testing
     func insertRows(at paths: [RowPath]) { view.calls.append("insertRows \(paths)") }
     func moveRow(at path: RowPath, to newPath: RowPath) { view.calls.append("moveRow \(path) \(newPath)") }
     func reloadRows(at paths: [RowPath]) { view.calls.append("reloadRows \(paths)") }
-    func reloadSupplementary(_ element: SupplementaryUpdate.Element, inSections sections: [Int]) {
-        view.calls.append("reload \(element) \(sections)")
+    func refreshSupplementaries(_ refreshes: [SupplementaryRefresh]) {
+        view.calls.append("refresh \(refreshes)")
     }
 }
 
@@ -41,7 +41,7 @@ import Testing
                                 changeset: Changeset.diff(from: old, to: new), snapshot: ListSnapshot(name: "l", director: new))
         guard case .animated(let batches) = applier.apply(change) else { Issue.record("not animated"); return }
         #expect(view.calls.filter { $0 == "begin" }.count == batches)
-        #expect(view.calls.contains("reload header [0]"))
+        #expect(view.calls.contains("refresh [section 0 header±]"))   // the header appears
         #expect(applier.snapshot.director == new)
         view.inWindow = false
         #expect(applier.apply(ListChange(cause: .remote, previous: ListSnapshot(name: "l", director: new),

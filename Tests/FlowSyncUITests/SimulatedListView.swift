@@ -27,6 +27,7 @@ final class SimulatedListView: ListUpdateTarget {
         var rowMoves: [RowMove] = []
         var rowReloads: [RowPath] = []
         var supplementary: [(SupplementaryUpdate.Element, Int)] = []
+        var refreshedSections: [Int] = []
     }
 
     init(displaying director: Director) {
@@ -46,6 +47,9 @@ final class SimulatedListView: ListUpdateTarget {
         let calls = recording!
         recording = nil
         let source = dataSource()
+        if Set(calls.refreshedSections).count != calls.refreshedSections.count {
+            return fail("a section refreshed twice in one batch: \(calls.refreshedSections)")
+        }
         // The stage UIKit would run, with the cells and headers it would ask the data
         // source for.
         var stage = ChangesetStage()
@@ -78,6 +82,17 @@ final class SimulatedListView: ListUpdateTarget {
         }
     }
 
+    /// The user dragged a row, as UIKit's reorder does: the view moves the cell itself,
+    /// with no batch, before telling its data source (`to` is an index path after the
+    /// move).
+    func userMoved(from: RowPath, to: RowPath) {
+        do {
+            _ = try displayed.apply([.moveRow(.index(from.row, in: .index(from.section)), toSection: .index(to.section), at: to.row)])
+        } catch {
+            problems.append("the user cannot drag \(from) to \(to): \(error)")
+        }
+    }
+
     private func fail(_ problem: String) {
         problems.append("batch \(batches): \(problem)")
         displayed = dataSource()   // as if the app survived; later batches are checked from there
@@ -99,7 +114,13 @@ final class SimulatedListView: ListUpdateTarget {
     func insertRows(at paths: [RowPath]) { record { $0.rowInserts += paths } }
     func moveRow(at path: RowPath, to newPath: RowPath) { record { $0.rowMoves.append(RowMove(from: path, to: newPath)) } }
     func reloadRows(at paths: [RowPath]) { record { $0.rowReloads += paths } }
-    func reloadSupplementary(_ element: SupplementaryUpdate.Element, inSections sections: [Int]) {
-        record { $0.supplementary += sections.map { (element, $0) } }
+    func refreshSupplementaries(_ refreshes: [SupplementaryRefresh]) {
+        record { recording in
+            for refresh in refreshes {
+                recording.refreshedSections.append(refresh.section)
+                if refresh.header { recording.supplementary.append((.header, refresh.section)) }
+                if refresh.footer { recording.supplementary.append((.footer, refresh.section)) }
+            }
+        }
     }
 }

@@ -69,7 +69,8 @@ public final class DirectorBatch {
     }
 
     /// Adds models at the end of the last section, first creating a section with ID
-    /// `newSectionID` when there is none (FlowKit's `add(models:)`).
+    /// `newSectionID` when there is none. (FlowKit's `add(models:)` always makes a new
+    /// section: use `add(section:at:)` for that.)
     public func add(models: [any FlowModel], newSectionID: String = "default") throws(FlowSyncError) {
         var rows: [Row] = []
         for model in models { rows.append(try ModelCoding.row(any: model)) }

@@ -91,12 +91,14 @@ public final class ListDirector: Sendable {
         // typed-throws parameter, so a typed signature would make every caller spell
         // out `batch throws(FlowSyncError) in`.
         let base = snapshot.director
-        let operations = try { () throws -> [Operation] in
-            let batch = DirectorBatch(working: base)
-            try body(batch)
-            return batch.operations
-        }()
-        return try submit(operations, withoutNotifying: [], basedOn: base)
+        return try submit(Self.operations(on: base, body), withoutNotifying: [], basedOn: base)
+    }
+
+    /// What `body` does to a batch working on `base`, as operations.
+    private static func operations(on base: Director, _ body: (DirectorBatch) throws -> Void) throws -> [Operation] {
+        let batch = DirectorBatch(working: base)
+        try body(batch)
+        return batch.operations
     }
 
     /// ``perform(_:)`` whose change is not delivered to `observers`: see
@@ -104,12 +106,28 @@ public final class ListDirector: Sendable {
     @discardableResult
     public func perform(withoutNotifying observers: [ObservationToken], _ body: (DirectorBatch) throws -> Void) throws -> WriteTicket {
         let base = snapshot.director
-        let operations = try { () throws -> [Operation] in
-            let batch = DirectorBatch(working: base)
-            try body(batch)
-            return batch.operations
-        }()
-        return try submit(operations, withoutNotifying: observers, basedOn: base)
+        return try submit(Self.operations(on: base, body), withoutNotifying: observers, basedOn: base)
+    }
+
+    /// ``perform(_:)`` for edits the app built on `shown`: the list as its UI shows it,
+    /// which may be behind the replica (a change can be queued for the main thread when
+    /// the user touches a row). Indices in `body` mean `shown`; the edits are anchored
+    /// there by identity and re-expressed in the replica as it is, so "move row 2"
+    /// moves the row the user saw at 2, whatever arrived meanwhile. FlowSyncUI's table
+    /// and collection directors write every touch this way.
+    ///
+    /// - Throws: The first edit that does not apply to `shown`, or a conflict with what
+    ///   the replica holds now (the row was deleted meanwhile); nothing is shown or sent.
+    @discardableResult
+    public func perform(on shown: ListSnapshot, _ body: (DirectorBatch) throws -> Void) throws -> WriteTicket {
+        let base = shown.director
+        return try submit(Self.operations(on: base, body), withoutNotifying: [], basedOn: base)
+    }
+
+    /// Sends `operations`, written against `shown` (see ``perform(on:_:)``), as one write.
+    @discardableResult
+    public func submit(_ operations: [Operation], on shown: ListSnapshot) throws(FlowSyncError) -> WriteTicket {
+        try submit(operations, withoutNotifying: [], basedOn: shown.director)
     }
 
     /// Stops following the list: the server is told (Unsubscribe), observers and
@@ -191,7 +209,8 @@ public final class ListDirector: Sendable {
     }
 
     /// Adds models at the end of the last section, first creating a section with ID
-    /// `newSectionID` when the list has none (FlowKit's `add(models:)`).
+    /// `newSectionID` when the list has none. (FlowKit's `add(models:)` always makes a new
+    /// section: use `add(section:at:)` for that.)
     @discardableResult
     public func add(models: [any FlowModel], newSectionID: String = "default") throws(FlowSyncError) -> WriteTicket {
         try edit { batch throws(FlowSyncError) in try batch.add(models: models, newSectionID: newSectionID) }

@@ -36,6 +36,15 @@ public struct ListSnapshot: Sendable, CustomStringConvertible {
         self.init(name: name, director: director, version: version, pendingWrites: pendingWrites, registry: ModelRegistry())
     }
 
+    /// This snapshot with another state of the list: the same name, version, pending
+    /// count, origin and registered model types. For a UI that shows the list with an
+    /// edit of its own on top (a row the user dragged, FlowSyncUI's
+    /// `ListUpdateApplier.beginViewEdit`), so typed reads keep working on it.
+    public func replacing(director: Director) -> ListSnapshot {
+        ListSnapshot(name: name, director: director, version: version, pendingWrites: pendingWrites,
+                     isFromDisk: isFromDisk, registry: registry)
+    }
+
     /// True once the server's first snapshot of the list arrived.
     public var isLoaded: Bool { version != nil }
     /// The number of sections.

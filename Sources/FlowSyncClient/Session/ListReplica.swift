@@ -41,6 +41,12 @@ final class ListReplica: @unchecked Sendable {
     var view = Director(limits: limits)
     /// Writes not contained in ``confirmed``, oldest first.
     var pending: [PendingWrite] = []
+    /// What the last delivered change said of the list beyond its rows: the pending count
+    /// and whether it was the stored copy. A change with no rows to show is still
+    /// delivered when these move (a write committed as shown, a resume with nothing
+    /// new), so a "saving…" or "offline copy" badge never lags.
+    var deliveredPending = 0
+    var deliveredRestored = false
     /// The seq of the Mutate in flight (sent, not yet answered nor seen in a Diff).
     var inFlight: UInt64?
     /// Writes already completed because a Diff showed them committed, whose Ack is

@@ -69,6 +69,8 @@ extension ListReplica {
         let changeset = Self.change(from: old, to: view)
         if !changeset.isEmpty || cause == .initial {
             actions.append(deliver(cause, changeset))
+        } else {
+            actions += metadataChange(cause)
         }
         return actions + sendNext(context)
     }
@@ -83,8 +85,9 @@ extension ListReplica {
         phase = .live
         isRestored = false
         if diff.from == diff.to {
-            // The resume answer for a replica that is current: nothing to apply.
-            return sendNext(context)
+            // The resume answer for a replica that is current: nothing to apply (but a
+            // stored copy is now known to be current).
+            return metadataChange(.remote) + sendNext(context)
         }
         let viewWasConfirmed = viewIsConfirmed
         do {
@@ -211,11 +214,20 @@ extension ListReplica {
     func rebuildViewChange(_ cause: ListChange.Cause) -> [SessionAction] {
         let old = rebuildView()
         let changeset = Self.change(from: old, to: view)
-        return changeset.isEmpty ? [] : [deliver(cause, changeset)]
+        return changeset.isEmpty ? metadataChange(cause) : [deliver(cause, changeset)]
+    }
+
+    /// A change with no rows to show, when the pending count or the stored-copy flag moved
+    /// since the last delivered change; none otherwise.
+    func metadataChange(_ cause: ListChange.Cause) -> [SessionAction] {
+        guard pending.count != deliveredPending || isRestored != deliveredRestored else { return [] }
+        return [deliver(cause, Changeset())]
     }
 
     /// The visible change `changeset`, with the view right after it.
     func deliver(_ cause: ListChange.Cause, _ changeset: Changeset) -> SessionAction {
-        .deliver(list: name, cause: cause, changeset: changeset, view: view, version: position, pending: pending.count)
+        deliveredPending = pending.count
+        deliveredRestored = isRestored
+        return .deliver(list: name, cause: cause, changeset: changeset, view: view, version: position, pending: pending.count)
     }
 }

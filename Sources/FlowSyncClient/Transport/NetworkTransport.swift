@@ -1,10 +1,12 @@
 // Apple platforms only, and kept thin: every decision it makes (TLS or not, whether a
 // certificate chain is accepted) is ``TLSPolicy``'s, which is platform-neutral and tested
-// on Linux. NEVER COMPILED on the project's Linux machines (no Apple SDK): reviewed line
-// by line against Apple's documentation of NWConnection, NWProtocolTLS.Options,
-// sec_protocol_options_set_verify_block, sec_trust_copy_ref, SecTrustEvaluateWithError,
-// SecTrustCopyCertificateChain (iOS 15 / macOS 12), SecTrustSetAnchorCertificates,
-// SecTrustSetAnchorCertificatesOnly, SecCertificateCreateWithData and CryptoKit's SHA256.
+// on Linux. Compiled on Linux by `make apple-check` against stand-ins of Network,
+// Security and CryptoKit transcribed from Apple's documentation (AppleCheck/), where it
+// is the client's default transport and runs against a real daemon over the stand-in's
+// NWConnection (a real TCP socket); its TLS verify block runs there on a test
+// certificate (SecTrustSetAnchorCertificates and SecTrustSetAnchorCertificatesOnly
+// included, for TLSPolicy.additionalTrustedRoots). Not yet built with an Apple SDK, nor
+// run through a real TLS handshake.
 #if canImport(Network)
 import CryptoKit
 import Dispatch

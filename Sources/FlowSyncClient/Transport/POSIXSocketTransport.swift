@@ -222,7 +222,11 @@ public final class POSIXSocketTransport: ClientTransport, @unchecked Sendable {
     private static func startConnecting(host: String, port: Int) throws(SocketError) -> Int32 {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
-        #if canImport(Glibc)
+        // Darwin first, like the imports at the top: `make apple-check` compiles this file
+        // where both Darwin (a stand-in) and Glibc can be imported.
+        #if canImport(Darwin)
+        hints.ai_socktype = SOCK_STREAM
+        #elseif canImport(Glibc)
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)   // an enum in Glibc only
         #else
         hints.ai_socktype = SOCK_STREAM

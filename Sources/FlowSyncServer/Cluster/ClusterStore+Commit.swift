@@ -40,8 +40,7 @@ extension ClusterStore {
             guard let self else { return }
             switch result {
             case .failure(let error):
-                lists.update(name) { $0.loadFailed() }
-                completion(.failure(.unusable("PostgreSQL: claiming list \"\(name)\": \(error)")))
+                loadFailed(name, .unusable("PostgreSQL: claiming list \"\(name)\": \(error)"), completion)
             case .success(nil):
                 // Another live node owns it, or placement prefers another node for a
                 // free list: follow it as a replica.
@@ -51,8 +50,7 @@ extension ClusterStore {
                     guard let self else { return }
                     switch result {
                     case .failure(let error):
-                        lists.update(name) { $0.loadFailed() }
-                        completion(.failure(.unusable("PostgreSQL: reading the log of \"\(name)\": \(error)")))
+                        loadFailed(name, .unusable("PostgreSQL: reading the log of \"\(name)\": \(error)"), completion)
                     case .success(let stored):
                         let loaded = rebuild(name, ownership, stored)
                         completion(loaded)
@@ -127,6 +125,15 @@ extension ClusterStore {
             }
         }
         return (rebuilder.sequencer, from + Int64(stored.batches.count), from)
+    }
+
+    /// A load of `name` failed: its claim ends (``ListOwnership/loadFailed()``) and the
+    /// server gets the error (the list is refused now, tried again at its next use).
+    func loadFailed(
+        _ name: String, _ error: StoreError, _ completion: (Result<RecoveredList?, StoreError>) -> Void
+    ) {
+        lists.update(name) { $0.loadFailed() }
+        completion(.failure(error))
     }
 
     // MARK: Committing

@@ -64,25 +64,21 @@ extension ClusterStore {
             guard let self else { return }
             switch result {
             case .failure(let error):
-                lists.update(name) { $0.loadFailed() }
-                completion(.failure(.unusable("PostgreSQL: reading list \"\(name)\": \(error)")))
+                loadFailed(name, .unusable("PostgreSQL: reading list \"\(name)\": \(error)"), completion)
             case .success(nil):
-                lists.update(name) { $0.loadFailed() }
-                completion(.failure(.unusable("list \"\(name)\" vanished from fs_lists")))
+                loadFailed(name, .unusable("list \"\(name)\" vanished from fs_lists"), completion)
             case .success(let row?):
                 log.load(list: name, epoch: row.epoch) { [weak self] result in
                     guard let self else { return }
                     switch result {
                     case .failure(let error):
-                        lists.update(name) { $0.loadFailed() }
-                        completion(.failure(.unusable("PostgreSQL: reading the log of \"\(name)\": \(error)")))
+                        loadFailed(name, .unusable("PostgreSQL: reading the log of \"\(name)\": \(error)"), completion)
                     case .success(let stored):
                         let rebuilt: (sequencer: Sequencer, head: Int64, snapshotVersion: Int64)
                         do throws(StoreError) {
                             rebuilt = try rebuildList(name, epoch: row.epoch, stored)
                         } catch {
-                            lists.update(name) { $0.loadFailed() }
-                            completion(.failure(error))
+                            loadFailed(name, error, completion)
                             return
                         }
                         lists.update(name) { $0.following(epoch: row.epoch, head: rebuilt.head) }

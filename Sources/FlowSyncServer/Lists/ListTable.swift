@@ -54,28 +54,27 @@ struct ListTable {
     /// Hosts `host` under its name. The name must be free: a load ends through
     /// ``loadFinished(_:_:)``, never by hosting over it.
     mutating func host(_ host: ListHost) {
-        precondition(
-            slots[host.name] == nil,
-            "Internal inconsistency in ListTable: \"\(host.name)\" hosted over an existing slot")
-        slots[host.name] = ListSlot(hosting: host)
+        add(ListSlot(hosting: host), named: host.name)
         hostedCount += 1
     }
 
     /// Starts loading `name` (a free name).
     mutating func startLoading(_ load: ListLoad) {
-        precondition(
-            slots[load.name] == nil,
-            "Internal inconsistency in ListTable: \"\(load.name)\" loaded over an existing slot")
-        slots[load.name] = ListSlot(loading: load)
+        add(ListSlot(loading: load), named: load.name)
         loadingCount += 1
     }
 
     /// Refuses `name` (a free name) until a restart: its stored data is damaged.
     mutating func refuse(_ name: String, _ error: StoreError) {
-        precondition(
-            slots[name] == nil, "Internal inconsistency in ListTable: \"\(name)\" refused over an existing slot")
-        slots[name] = ListSlot(refusing: error)
+        add(ListSlot(refusing: error), named: name)
         refusedCount += 1
+    }
+
+    /// A new slot under a free name: a slot never replaces another (a load ends through
+    /// ``loadFinished(_:_:)``, a list leaves through its departure).
+    private mutating func add(_ slot: ListSlot, named name: String) {
+        precondition(slots[name] == nil, "Internal inconsistency in ListTable: a second slot for \"\(name)\"")
+        slots[name] = slot
     }
 
     /// The load of `name` ended; `nil` when no load of it is in flight (the shell's

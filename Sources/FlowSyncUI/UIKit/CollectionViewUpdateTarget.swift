@@ -1,14 +1,18 @@
-// Never compiled on this project's Linux CI (no UIKit here); reviewed against Apple's
-// UICollectionView documentation. Keep it thin: all logic is in ListUpdateApplier.
+// UIKit glue. Compiled on Linux by `make apple-check` against the UIKit stand-in
+// (AppleCheck/), and run there against its simulated collection view. All logic is in
+// ListUpdateApplier, which is platform-neutral.
 #if canImport(UIKit) && !os(watchOS)
 import FlowSyncCore
 import UIKit
 
-/// A `UICollectionView` as a ``ListUpdateTarget``: ``RowPath`` → `IndexPath(item:section:)`.
+/// A `UICollectionView` as a ``ListUpdateTarget``, for an app that keeps its own data
+/// source (a ``CollectionDirector`` needs none of this): ``RowPath`` →
+/// `IndexPath(item:section:)`.
 ///
-/// Headers and footers (supplementary views) are refreshed with `reloadSections`, in a
-/// batch without item changes. (Use ``ListDiffableAdapter`` instead with a diffable
-/// data source.)
+/// Headers and footers (supplementary views) are refreshed with `reloadSections`, once
+/// per section, in a batch without item changes. (Use ``ListDiffableAdapter`` instead
+/// with a diffable data source, or a ``CollectionDirector``, which refreshes them in
+/// place.)
 @MainActor
 public struct CollectionViewUpdateTarget: @preconcurrency ListUpdateTarget {
     /// The collection view.
@@ -32,8 +36,8 @@ public struct CollectionViewUpdateTarget: @preconcurrency ListUpdateTarget {
         collectionView.moveItem(at: Self.indexPath(path), to: Self.indexPath(newPath))
     }
     public func reloadRows(at paths: [RowPath]) { collectionView.reloadItems(at: paths.map(Self.indexPath)) }
-    public func reloadSupplementary(_ element: SupplementaryUpdate.Element, inSections sections: [Int]) {
-        collectionView.reloadSections(IndexSet(sections))
+    public func refreshSupplementaries(_ refreshes: [SupplementaryRefresh]) {
+        collectionView.reloadSections(IndexSet(refreshes.map(\.section)))
     }
 
     static func indexPath(_ path: RowPath) -> IndexPath { IndexPath(item: path.row, section: path.section) }

@@ -1,5 +1,5 @@
-// Never compiled on this project's Linux CI (no UIKit here); reviewed against Apple's
-// diffable data source documentation. The content it applies is DiffableListContent,
+// UIKit glue. Compiled on Linux by `make apple-check` against the UIKit stand-in
+// (AppleCheck/). The content it applies is DiffableListContent,
 // which is platform-neutral and tested on Linux.
 #if canImport(UIKit) && !os(watchOS)
 import FlowSyncClient

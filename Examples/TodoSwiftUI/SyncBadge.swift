@@ -1,0 +1,1 @@
+../TodoShared/SyncBadge.swift

@@ -1,0 +1,1 @@
+../TodoShared/TodoItem.swift
