@@ -261,7 +261,7 @@ let package = Package(
         .executableTarget(
             name: "flowsync-server-bench",
             dependencies: [
-                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncServer",
+                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncServer", "FlowSyncTLS",
                 "FlowSyncTestSupport", "CURing", "CLibUV",
             ],
             path: "Benchmarks/ServerBench"

@@ -39,6 +39,10 @@ public enum ClientCertificateMode: String, Hashable, Sendable, CaseIterable {
 /// Thread safety: OpenSSL allows one `SSL_CTX` to make sessions on several threads;
 /// nothing here changes the context after it is made.
 public final class TLSContext: @unchecked Sendable {
+    /// The OpenSSL this build runs on (`OpenSSL_version(OPENSSL_VERSION)`), e.g.
+    /// "OpenSSL 3.0.17 1 Jul 2025": for logs and benchmark reports.
+    public static var libraryVersion: String { String(cString: OpenSSL_version(OPENSSL_VERSION)) }
+
     /// A server's settings (`[tls]` of flowsyncd's configuration).
     public struct ServerOptions: Hashable, Sendable {
         /// PEM file: the server's certificate first, then its intermediates.

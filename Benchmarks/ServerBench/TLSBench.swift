@@ -1,0 +1,241 @@
+// `flowsync-server-bench --tls [--quick] [--rounds N]`: issue #32's figures, each against
+// plaintext in the same run (docs/BENCHMARKS.md, "TLS"):
+// 1. fan-out to 1,000 subscribers, TLS against plaintext, rounds interleaved (a fresh
+//    release flowsyncd per run): deliveries per daemon CPU-second and row changes/s;
+// 2. full handshakes (TLS 1.3, ECDSA P-256, X25519) per CPU-second: the engine alone in
+//    memory (the server side's thread CPU time), and through the daemon (its process
+//    CPU time per connection set up: TCP, handshake, Hello, Welcome) against plaintext
+//    set-ups (TCP, Hello, Welcome);
+// 3. daemon RSS per idle subscribed connection, TLS against plaintext.
+// The certificate is a throw-away self-signed P-256 one made with `openssl` for the run.
+import FlowSyncCore
+import FlowSyncLoop
+import FlowSyncProcess
+import FlowSyncProtocol
+import FlowSyncTLS
+import FlowSyncTestSupport
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// TLS for the bench's light subscribers: a channel per connection on `thread`, whose
+/// plaintext goes to the frame counter.
+enum BenchTLS {
+    /// One scratch for the bench's loop thread (every channel runs on it).
+    nonisolated(unsafe) static let scratch = TLSScratch()
+
+    struct IO: TLSChannelIO {
+        let counter: FrameCounter
+        let tcp: TCPConnection
+        mutating func sendCiphertext(_ bytes: UnsafeRawBufferPointer) { _ = try? tcp.write(bytes: bytes) }
+        mutating func deliverPlaintext(_ bytes: UnsafeRawBufferPointer) { counter.consume(bytes) }
+        mutating func handshakeCompleted(_ info: TLSConnectionInfo) { counter.handshakes += 1 }
+        mutating func verifyPeer(_ info: TLSConnectionInfo) -> TLSError? {
+            if case .failed(let reason, let text) = info.peerVerification { return .connection(reason, text) }
+            return nil
+        }
+        mutating func channelEnded(_ failure: TLSError?) { tcp.close() }
+    }
+
+    /// Loop thread only: wraps `tcp` in TLS and queues `first` until the handshake is done.
+    static func start(_ context: TLSContext, on tcp: TCPConnection, counter: FrameCounter, first: [[UInt8]]) {
+        guard let channel = try? TLSChannel(context: context, serverName: "localhost", scratch: scratch) else { return }
+        tcp.onRead = { bytes in
+            var io = IO(counter: counter, tcp: tcp)
+            channel.received(bytes, &io)
+        }
+        try? tcp.startReading()
+        var io = IO(counter: counter, tcp: tcp)
+        channel.start(&io)
+        channel.send(first, &io)
+    }
+}
+
+enum TLSBench {
+    static func run(quick: Bool) async throws -> Int32 {
+        let rounds = arguments.firstIndex(of: "--rounds").flatMap { Int(arguments[$0 + 1]) } ?? 3
+        let directory = NSTemporaryDirectory() + "flowsync-tls-bench-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let certificate = directory + "/cert.pem", key = directory + "/key.pem"
+        let made = try await ChildProcess.run("/usr/bin/openssl", arguments: [
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+            "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", key, "-out", certificate,
+        ])
+        guard made.status == 0 else { fatalError("openssl: \(made)") }
+        var clientOptions = TLSContext.ClientOptions()
+        clientOptions.additionalTrustedRootsFile = certificate
+        let client = try TLSContext.client(clientOptions)
+        let server = try TLSContext.server(.init(certificateChainFile: certificate, privateKeyFile: key))
+        let tlsConfig = "[tls]\nmode = \"required\"\ncertificate_file = \"\(certificate)\"\nkey_file = \"\(key)\"\n"
+        let variants: [(label: String, config: String, tls: TLSContext?)] = [("plaintext", "", nil), ("tls", tlsConfig, client)]
+
+        say("# flowsync-server-bench --tls\(quick ? " (quick)" : "")\n")
+        say("Started \(Date()) UTC; load average \(loadAverage()); \(TLSContext.libraryVersion)\n")
+
+        // 1. Fan-out.
+        let subscribersPerRun = quick ? 50 : 1_000
+        say("## Fan-out to \(subscribersPerRun) subscribers, TLS against plaintext\n")
+        say("| round | wire | subscribers | batches | batches/s | frame deliveries/s | row changes delivered/s | p50 write→ack | daemon CPU | deliveries per daemon CPU-s | CPU per delivery | of which user | checked replica |")
+        say("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        var perCPU: [String: [Double]] = [:], rows: [String: [Double]] = [:]
+        var allOK = true
+        for round in 1...rounds {
+            for variant in round % 2 == 1 ? variants : variants.reversed() {
+                let daemon = try await startDaemon(configText: variant.config)
+                do {
+                    let writer = try await TestClient.connect(port: daemon.port, on: thread, clientID: "writer-\(variant.label)-\(round)", tls: variant.tls)
+                    let row = try await fanOutRow(daemon: daemon, writer: writer, count: subscribersPerRun, list: "fan-\(variant.label)-\(round)",
+                                                  duration: quick ? 1.0 : 5.0, tls: variant.tls)
+                    say("| \(round) | \(variant.label) " + row.line)
+                    perCPU[variant.label, default: []].append(row.perCPUSecond)
+                    rows[variant.label, default: []].append(row.rowChangesPerSecond)
+                    allOK = allOK && row.ok
+                    writer.close()
+                } catch {
+                    await daemon.terminate()
+                    throw error
+                }
+                await daemon.terminate()
+                try await Task.sleep(for: .milliseconds(500))
+            }
+        }
+        for (name, figures) in [("deliveries per daemon CPU-second", perCPU), ("row changes delivered/s", rows)] {
+            let plain = figures["plaintext"] ?? [], tls = figures["tls"] ?? []
+            if let p = plain.min(), let P = plain.max(), let t = tls.min(), let T = tls.max(), p > 0 {
+                say("\nTLS ÷ plaintext, \(name): \(String(format: "%.2f", t / P))–\(String(format: "%.2f", T / p))× (worst pairing to best); medians \(format(median(plain))) vs \(format(median(tls))): \(String(format: "%.2f", median(tls) / median(plain)))×")
+            }
+        }
+
+        // 2. Handshakes.
+        say("\n## Full handshakes per CPU-second (TLS 1.3, ECDSA P-256 certificate)\n")
+        let engineCount = quick ? 200 : 4_000
+        let engine = try engineHandshakes(server: server, client: client, count: engineCount)
+        say("In memory, the engine alone (the server side's thread CPU time; client work not counted): \(engineCount) handshakes, \(String(format: "%.1f", engine.serverMicroseconds)) µs of server CPU each: **\(format(1e6 / engine.serverMicroseconds)) handshakes per CPU-second**; \(engine.version), \(engine.cipher).\n")
+        let setupCount = quick ? 200 : 3_000
+        say("Through the daemon: \(setupCount) connections set up one after another, 32 at a time (connect, then TLS or not, Hello, Welcome, close); the daemon's process CPU time per set-up:\n")
+        say("| round | wire | connections | wall | set-ups/s (wall) | daemon CPU | set-ups per daemon CPU-s |")
+        say("| --- | --- | --- | --- | --- | --- | --- |")
+        var setups: [String: [Double]] = [:]
+        for round in 1...rounds {
+            for variant in round % 2 == 1 ? variants : variants.reversed() {
+                let daemon = try await startDaemon(configText: variant.config)
+                let before = daemon.sample()?.cpuSeconds ?? 0
+                let start = now()
+                let done = await connectionSetups(setupCount, port: daemon.port, tls: variant.tls)
+                let wall = now() - start
+                let cpu = (daemon.sample()?.cpuSeconds ?? 0) - before
+                say("| \(round) | \(variant.label) | \(done) | \(String(format: "%.2f", wall)) s | \(format(Double(done) / wall)) | \(String(format: "%.2f", cpu)) s | \(cpu > 0 ? format(Double(done) / cpu) : "-") |")
+                if cpu > 0 { setups[variant.label, default: []].append(Double(done) / cpu) }
+                allOK = allOK && done == setupCount
+                await daemon.terminate()
+                try await Task.sleep(for: .milliseconds(300))
+            }
+        }
+        say("\nMedians: plaintext \(format(median(setups["plaintext"] ?? []))), TLS \(format(median(setups["tls"] ?? []))) set-ups per daemon CPU-second.")
+
+        // 3. Memory per idle connection.
+        let idle = quick ? 200 : 5_000
+        say("\n## Daemon RSS per idle subscribed connection, TLS against plaintext (\(idle) connections)\n")
+        say("| wire | connections | daemon RSS before | after | per connection |")
+        say("| --- | --- | --- | --- | --- |")
+        for variant in variants {
+            let daemon = try await startDaemon(configText: "[limits]\nmax_connections = 30000\n" + variant.config)
+            try await Task.sleep(for: .milliseconds(500))
+            let before = daemon.rssKiB
+            let counters = await subscribers(idle, port: daemon.port, list: "idle", tls: variant.tls)
+            try await Task.sleep(for: .milliseconds(1_000))
+            let after = daemon.rssKiB
+            let established = counters.filter { $0.frames >= 2 }.count
+            say("| \(variant.label) | \(established) | \(before) KiB | \(after) KiB | \(format(Double(after - before) * 1024 / Double(max(established, 1)))) bytes |")
+            allOK = allOK && established == idle
+            await daemon.terminate()
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        say("\nLoad average at the end: \(loadAverage()).")
+        _ = thread.shutdown()
+        return allOK ? 0 : 1
+    }
+
+    /// `count` full handshakes between two in-memory channels; the server side's CPU
+    /// time per handshake (CLOCK_THREAD_CPUTIME_ID around its calls only).
+    static func engineHandshakes(server: TLSContext, client: TLSContext, count: Int) throws -> (serverMicroseconds: Double, version: String, cipher: String) {
+        final class End {
+            var out: [UInt8] = []
+            var info: TLSConnectionInfo?
+        }
+        struct IO: TLSChannelIO {
+            let end: End
+            mutating func sendCiphertext(_ bytes: UnsafeRawBufferPointer) { end.out += bytes }
+            mutating func deliverPlaintext(_ bytes: UnsafeRawBufferPointer) {}
+            mutating func handshakeCompleted(_ info: TLSConnectionInfo) { end.info = info }
+            mutating func channelEnded(_ failure: TLSError?) {}
+        }
+        func threadCPU() -> Double {
+            var t = timespec()
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+            return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+        }
+        let scratch = TLSScratch()
+        var serverSeconds = 0.0
+        var last: TLSConnectionInfo?
+        for _ in 0..<count {
+            let s = End(), c = End()
+            let serverStart = threadCPU()
+            let serverChannel = try TLSChannel(context: server, scratch: scratch)
+            serverSeconds += threadCPU() - serverStart
+            let clientChannel = try TLSChannel(context: client, serverName: "localhost", scratch: scratch)
+            var cio = IO(end: c), sio = IO(end: s)
+            clientChannel.start(&cio)
+            for _ in 0..<10 where !(c.out.isEmpty && s.out.isEmpty) {
+                let toServer = c.out
+                c.out = []
+                let t0 = threadCPU()
+                toServer.withUnsafeBytes { serverChannel.received($0, &sio) }
+                serverSeconds += threadCPU() - t0
+                let toClient = s.out
+                s.out = []
+                toClient.withUnsafeBytes { clientChannel.received($0, &cio) }
+            }
+            guard s.info != nil, c.info != nil else { fatalError("an in-memory handshake did not complete") }
+            last = s.info
+        }
+        return (serverSeconds / Double(count) * 1e6, last?.protocolVersion ?? "?", last?.cipher ?? "?")
+    }
+
+    /// Sets up `count` connections, 32 at a time: connect, (TLS), Hello, wait for the
+    /// Welcome, close. Returns how many got their Welcome.
+    static func connectionSetups(_ count: Int, port: Int, tls: TLSContext?) async -> Int {
+        let done = Shared(0)
+        let hello = FrameEncoder(configuration: .disabled).encode(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "bench", clientID: "setup", authToken: nil)))
+        final class Pump: @unchecked Sendable {
+            var started = 0
+        }
+        let pump = Pump()
+        @Sendable func next() {
+            guard pump.started < count else { return }
+            pump.started += 1
+            TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port)) { result in
+                guard case .success(let tcp) = result else { next(); return }
+                let counter = FrameCounter()
+                counter.onFrame = { [weak tcp] in
+                    // The Welcome: this set-up is done.
+                    tcp?.close()
+                    done.update { $0 += 1 }
+                    next()
+                }
+                if let tls {
+                    BenchTLS.start(tls, on: tcp, counter: counter, first: [hello])
+                } else {
+                    tcp.onRead = { counter.consume($0) }
+                    try? tcp.startReading()
+                    _ = try? tcp.write([hello])
+                }
+            }
+        }
+        thread.loop.execute { for _ in 0..<32 { next() } }
+        _ = await eventually(timeout: 300) { done.get() >= count }
+        return done.get()
+    }
+}
