@@ -6,7 +6,8 @@
 //    memory (the server side's thread CPU time), and through the daemon (its process
 //    CPU time per connection set up: TCP, handshake, Hello, Welcome) against plaintext
 //    set-ups (TCP, Hello, Welcome);
-// 3. daemon RSS per idle subscribed connection, TLS against plaintext.
+// 3. daemon RSS per idle subscribed connection, TLS against plaintext; and what one
+//    idle server session itself keeps in memory (malloc's bytes in use).
 // The certificate is a throw-away self-signed P-256 one made with `openssl` for the run.
 import FlowSyncCore
 import FlowSyncLoop
@@ -153,6 +154,11 @@ enum TLSBench {
             await daemon.terminate()
             try await Task.sleep(for: .milliseconds(500))
         }
+        // What one idle server session itself keeps (malloc's bytes in use, exact; RSS
+        // above also holds the allocator's free holes and the handshake's peak).
+        let retainedCount = quick ? 200 : 2_000
+        let retained = try retainedSessionBytes(server: server, client: client, count: retainedCount)
+        say("\nIn memory, \(retainedCount) idle server sessions after a full handshake (malloc's bytes in use from glibc's `malloc_info`, this process): **\(format(retained.perSession)) bytes per session** (OpenSSL's `SSL` with its two memory BIOs, and the channel's Swift objects); a session freed: \(format(retained.freedPerSession)) bytes back each; a fresh server channel before any handshake (`SSL_new` and two memory BIOs): \(format(retained.freshPerSession)) bytes.")
         say("\nLoad average at the end: \(loadAverage()).")
         _ = thread.shutdown()
         return allOK ? 0 : 1
@@ -202,6 +208,90 @@ enum TLSBench {
             last = s.info
         }
         return (serverSeconds / Double(count) * 1e6, last?.protocolVersion ?? "?", last?.cipher ?? "?")
+    }
+
+    /// `count` server channels kept after a full in-memory handshake each (buffers
+    /// released as the daemon does after a read): malloc's bytes in use per channel
+    /// (`mallocBytesInUse()`, exact whatever the fragmentation), and what freeing them
+    /// gave back. The client side of each handshake is freed before the next one.
+    static func retainedSessionBytes(server: TLSContext, client: TLSContext, count: Int) throws -> (perSession: Double, freedPerSession: Double, freshPerSession: Double) {
+        final class End {
+            var out: [UInt8] = []
+            var done = false
+        }
+        struct IO: TLSChannelIO {
+            let end: End
+            mutating func sendCiphertext(_ bytes: UnsafeRawBufferPointer) { end.out += bytes }
+            mutating func deliverPlaintext(_ bytes: UnsafeRawBufferPointer) {}
+            mutating func handshakeCompleted(_ info: TLSConnectionInfo) { end.done = true }
+            mutating func channelEnded(_ failure: TLSError?) {}
+        }
+        let scratch = TLSScratch()
+        // One handshake first, so that OpenSSL's one-time allocations (error strings,
+        // method tables, the context's caches) are not counted per session.
+        var kept: [TLSChannel] = []
+        kept.reserveCapacity(count + 1)
+        func handshake() throws -> TLSChannel {
+            let s = End(), c = End()
+            let serverChannel = try TLSChannel(context: server, scratch: scratch)
+            var sio = IO(end: s)
+            do {
+                let clientChannel = try TLSChannel(context: client, serverName: "localhost", scratch: scratch)
+                var cio = IO(end: c)
+                clientChannel.start(&cio)
+                for _ in 0..<10 where !(c.out.isEmpty && s.out.isEmpty) {
+                    let toServer = c.out
+                    c.out = []
+                    toServer.withUnsafeBytes { serverChannel.received($0, &sio) }
+                    let toClient = s.out
+                    s.out = []
+                    toClient.withUnsafeBytes { clientChannel.received($0, &cio) }
+                }
+            }
+            guard s.done, c.done else { fatalError("an in-memory handshake did not complete") }
+            serverChannel.releaseIdleBuffers()
+            return serverChannel
+        }
+        kept.append(try handshake())
+        // The same number of fresh server channels, no handshake yet: what SSL_new and
+        // the two BIOs cost before a byte was read.
+        let fresh0 = mallocBytesInUse()
+        var fresh: [TLSChannel] = []
+        fresh.reserveCapacity(count)
+        for _ in 0..<count { fresh.append(try TLSChannel(context: server, scratch: scratch)) }
+        let fresh1 = mallocBytesInUse()
+        fresh.removeAll()
+        let before = mallocBytesInUse()
+        for _ in 0..<count { kept.append(try handshake()) }
+        let after = mallocBytesInUse()
+        kept.removeLast(count)
+        let freed = mallocBytesInUse()
+        return (Double(after - before) / Double(count), Double(after - freed) / Double(count), Double(fresh1 - fresh0) / Double(count))
+    }
+
+    /// malloc's bytes in use in this process: every arena's size less its free chunks
+    /// (the top chunk included), plus the mmapped chunks, from glibc's `malloc_info`
+    /// (Swift's Glibc module exports neither it nor `mallinfo2`, hence `dlsym`).
+    static func mallocBytesInUse() -> Int {
+        typealias MallocInfo = @convention(c) (Int32, UnsafeMutablePointer<FILE>?) -> Int32
+        guard let symbol = dlsym(nil, "malloc_info") else { fatalError("no malloc_info in this libc") }
+        var buffer: UnsafeMutablePointer<CChar>?
+        var size = 0
+        guard let stream = open_memstream(&buffer, &size) else { fatalError("open_memstream failed") }
+        _ = unsafeBitCast(symbol, to: MallocInfo.self)(0, stream)
+        fclose(stream)
+        defer { free(buffer) }
+        // The totals follow the last </heap>: fast and rest (free), mmap, system current.
+        let text = buffer.map { String(cString: $0) } ?? ""
+        let totals = text.components(separatedBy: "</heap>").last ?? ""
+        func total(_ tag: String) -> Int {
+            // e.g. <total type="rest" count="1" size="50224"/>: the size attribute.
+            guard let line = totals.split(separator: "\n").first(where: { $0.contains(tag) }),
+                  let start = line.range(of: " size=\"")?.upperBound,
+                  let value = Int(line[start...].prefix(while: \.isNumber)) else { fatalError("malloc_info: no \(tag)") }
+            return value
+        }
+        return total("<system type=\"current\"") - total("<total type=\"fast\"") - total("<total type=\"rest\"") + total("<total type=\"mmap\"")
     }
 
     /// Sets up `count` connections, 32 at a time: connect, (TLS), Hello, wait for the
