@@ -75,6 +75,16 @@ enum TLSBench {
         say("# flowsync-server-bench --tls\(quick ? " (quick)" : "")\n")
         say("Started \(Date()) UTC; load average \(loadAverage()); \(TLSContext.libraryVersion)\n")
 
+        if arguments.contains("--send-only") {
+            for sessions in [1, 1_000] {
+                for size in [120, 600, 1_500, 16_000] {
+                    let perSend = try sendCost(server: server, client: client, frameBytes: size, count: 200_000, sessions: sessions)
+                    say("\(sessions) sessions, one \(size)-byte frame: \(String(format: "%.2f", perSend)) µs")
+                }
+            }
+            return 0
+        }
+
         // 1. Fan-out.
         let subscribersPerRun = quick ? 50 : 1_000
         say("## Fan-out to \(subscribersPerRun) subscribers, TLS against plaintext\n")
@@ -107,6 +117,16 @@ enum TLSBench {
             if let p = plain.min(), let P = plain.max(), let t = tls.min(), let T = tls.max(), p > 0 {
                 say("\nTLS ÷ plaintext, \(name): \(String(format: "%.2f", t / P))–\(String(format: "%.2f", T / p))× (worst pairing to best); medians \(format(median(plain))) vs \(format(median(tls))): \(String(format: "%.2f", median(tls) / median(plain)))×")
             }
+        }
+
+        // Encrypting one frame for one subscriber, in memory (what TLS adds per delivery).
+        say("\nIn memory, one frame encrypted for one peer (`TLSChannel.send`, buffers released after it, the ciphertext handed over), µs of CPU per send:\n")
+        say("| frame | 1 session | 1,000 sessions, round robin |")
+        say("| --- | --- | --- |")
+        for size in [120, 600, 1_500, 16_000] {
+            let one = try sendCost(server: server, client: client, frameBytes: size, count: quick ? 2_000 : 50_000)
+            let many = try sendCost(server: server, client: client, frameBytes: size, count: quick ? 2_000 : 50_000, sessions: quick ? 50 : 1_000)
+            say("| \(size) bytes | \(String(format: "%.2f", one)) | \(String(format: "%.2f", many)) |")
         }
 
         // 2. Handshakes.
@@ -142,7 +162,9 @@ enum TLSBench {
         say("| wire | connections | daemon RSS before | after | per connection |")
         say("| --- | --- | --- | --- | --- |")
         for variant in variants {
-            let daemon = try await startDaemon(configText: "[limits]\nmax_connections = 30000\n" + variant.config)
+            // Every connection is opened at once: the pre-auth cap (1,024 by default) and
+            // deadline would refuse most TLS ones while their handshakes queue.
+            let daemon = try await startDaemon(configText: "[limits]\nmax_connections = 30000\nhandshake_timeout_ms = 60000\n[auth]\nmax_pending_handshakes = 30000\n" + variant.config)
             try await Task.sleep(for: .milliseconds(500))
             let before = daemon.rssKiB
             let counters = await subscribers(idle, port: daemon.port, list: "idle", tls: variant.tls)
@@ -208,6 +230,61 @@ enum TLSBench {
             last = s.info
         }
         return (serverSeconds / Double(count) * 1e6, last?.protocolVersion ?? "?", last?.cipher ?? "?")
+    }
+
+    /// CPU time (this thread) per `send` of one `frameBytes` frame on an established
+    /// server channel whose ciphertext is handed to a sink, as the daemon's flush does.
+    static func sendCost(server: TLSContext, client: TLSContext, frameBytes: Int, count: Int, sessions: Int = 1) throws -> Double {
+        final class End {
+            var out: [UInt8] = []
+            var done = false
+            var sink = 0
+        }
+        struct IO: TLSChannelIO {
+            let end: End
+            mutating func sendCiphertext(_ bytes: UnsafeRawBufferPointer) {
+                if end.done { end.sink &+= bytes.count } else { end.out += bytes }
+            }
+            mutating func deliverPlaintext(_ bytes: UnsafeRawBufferPointer) {}
+            mutating func handshakeCompleted(_ info: TLSConnectionInfo) { end.done = true }
+            mutating func channelEnded(_ failure: TLSError?) {}
+        }
+        let scratch = TLSScratch()
+        var servers: [(TLSChannel, IO)] = []
+        var clients: [TLSChannel] = []
+        for _ in 0..<sessions {
+            let s = End(), c = End()
+            let serverChannel = try TLSChannel(context: server, scratch: scratch)
+            let clientChannel = try TLSChannel(context: client, serverName: "localhost", scratch: scratch)
+            var sio = IO(end: s), cio = IO(end: c)
+            clientChannel.start(&cio)
+            for _ in 0..<10 where !(c.out.isEmpty && s.out.isEmpty) {
+                let toServer = c.out
+                c.out = []
+                toServer.withUnsafeBytes { serverChannel.received($0, &sio) }
+                let toClient = s.out
+                s.out = []
+                toClient.withUnsafeBytes { clientChannel.received($0, &cio) }
+            }
+            guard s.done else { fatalError("an in-memory handshake did not complete") }
+            servers.append((serverChannel, sio))
+            clients.append(clientChannel)
+        }
+        let frame = [[UInt8]](repeating: (0..<frameBytes).map { UInt8(truncatingIfNeeded: $0 &* 31) }, count: 1)
+        func threadCPU() -> Double {
+            var t = timespec()
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+            return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+        }
+        let start = threadCPU()
+        // Round robin, as a fan-out visits its subscribers: with many sessions each
+        // send finds its session's state cold in the caches.
+        for k in 0..<count {
+            let index = k % sessions
+            servers[index].0.send(frame, &servers[index].1)
+            servers[index].0.releaseIdleBuffers()
+        }
+        return (threadCPU() - start) / Double(count) * 1e6
     }
 
     /// `count` server channels kept after a full in-memory handshake each (buffers
