@@ -18,6 +18,11 @@ public enum SecurityStandIn {
         (options as? SecProtocolOptionsStorage)?.serverName
     }
 
+    /// The ALPN names added to `options`, in order.
+    public static func applicationProtocols(of options: sec_protocol_options_t) -> [String] {
+        (options as? SecProtocolOptionsStorage)?.applicationProtocols ?? []
+    }
+
     /// The verify block and its queue set on `options`, if any.
     public static func verifyBlock(of options: sec_protocol_options_t) -> (block: sec_protocol_verify_t, queue: DispatchQueue)? {
         (options as? SecProtocolOptionsStorage)?.verify

@@ -49,6 +49,7 @@ import Testing
         let options = try #require(NetworkStandIn.tlsOptions(of: remote.parameters), "a non-loopback host gets TLS")
         #expect(SecurityStandIn.minimumTLSVersion(of: options.securityProtocolOptions) == .TLSv12)
         #expect(SecurityStandIn.serverName(of: options.securityProtocolOptions) == "flowsync.test")
+        #expect(SecurityStandIn.applicationProtocols(of: options.securityProtocolOptions) == ["flowsync"], "ALPN as the daemon expects")
         #expect(SecurityStandIn.verifyBlock(of: options.securityProtocolOptions) != nil)
         #expect(remote.event.hasPrefix("closed: failed:"), "\(remote.event)")
 

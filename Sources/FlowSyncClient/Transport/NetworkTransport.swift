@@ -158,6 +158,9 @@ public final class NetworkTransport: ClientTransport, @unchecked Sendable {
         sec_protocol_options_set_min_tls_protocol_version(security, .TLSv12)
         let name = tls.serverName ?? host
         sec_protocol_options_set_tls_server_name(security, name)
+        // ALPN `flowsync`, as every client of the project offers it (docs/SECURITY.md):
+        // a daemon refuses a client whose ALPN list lacks it, and serves one with none.
+        sec_protocol_options_add_tls_application_protocol(security, "flowsync")
         let policy = tls
         sec_protocol_options_set_verify_block(security, { _, trust, complete in
             let secTrust = sec_trust_copy_ref(trust).takeRetainedValue()
