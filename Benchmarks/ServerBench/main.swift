@@ -10,6 +10,7 @@
 //   .build/release/flowsync-server-bench --write-path io_uring   (the whole run with that write path)
 //   .build/release/flowsync-server-bench --idle 5000,14960   (daemon RSS per idle connection)
 //   .build/release/flowsync-server-bench --lists [--quick] [--backup]   (lists on demand, ListsBench.swift)
+//   .build/release/flowsync-server-bench --tls [--quick] [--rounds N] [--send-only]   (TLS against plaintext, TLSBench.swift)
 //
 // Subscribers only split frames by their length prefix (cheap), so the client side
 // does not hide the server's cost; one subscriber per scenario decodes everything and
