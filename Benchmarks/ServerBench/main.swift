@@ -37,10 +37,11 @@ func now() -> Double { Double(MonotonicClock.nanoseconds()) / 1e9 }
 
 /// The daemon under test: the shared launcher (its own temporary store, metrics on port
 /// 0, stopped with SIGTERM and awaited without blocking a thread).
-func startDaemon(configText: String? = nil, binary: String = daemonPath) async throws -> DaemonProcess {
+func startDaemon(configText: String? = nil, binary: String = daemonPath, logLevel: String? = nil) async throws -> DaemonProcess {
     var options = DaemonProcess.Options(binary: binary)
     options.metrics = true
     if let configText { options.configText = configText }
+    if let logLevel { options.logLevel = logLevel }
     return try await DaemonProcess.start(options)
 }
 
