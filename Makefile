@@ -70,6 +70,7 @@ test: deps
 	$(SWIFT) build -c release --product flowsync-server-bench
 	$(STEP_TIMEOUT) .build/release/flowsync-server-bench --quick > /dev/null
 	$(STEP_TIMEOUT) .build/release/flowsync-server-bench --write-baseline --quick > /dev/null
+	$(STEP_TIMEOUT) .build/release/flowsync-server-bench --tls --quick --rounds 1 > /dev/null
 	$(SWIFT) build -c release --product flowsync-client-bench
 	$(STEP_TIMEOUT) .build/release/flowsync-client-bench --quick > /dev/null
 	$(SWIFT) build -c release --product flowsync-load

@@ -59,6 +59,14 @@ let package = Package(
             path: "Sources/CURing",
             linkerSettings: [.linkedLibrary("uring")]
         ),
+        // OpenSSL 3 (apt: libssl-dev): TLS in the daemon and the Linux clients, on the
+        // loop through memory BIOs (issue #32). Only FlowSyncTLS imports it.
+        .systemLibrary(
+            name: "CLibSSL",
+            path: "Sources/CLibSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .target(
             name: "CZlib",
             path: "Sources/CZlib",
@@ -92,6 +100,10 @@ let package = Package(
         ),
         // MARK: end of protocol section
 
+        // MARK: TLS (OpenSSL through memory BIOs: no socket, no thread; issue #32)
+        .target(name: "FlowSyncTLS", dependencies: ["CLibSSL"]),
+        .testTarget(name: "FlowSyncTLSTests", dependencies: ["FlowSyncTLS", "FlowSyncProcess", "FlowSyncTestSupport"]),
+
         // MARK: Event loop (libuv wrapper; knows nothing about lists)
         .target(name: "FlowSyncLoop", dependencies: ["CLibUV"]),
         // PostgreSQL from the loop (libpq pipeline mode under a uv_poll_t): the
@@ -115,6 +127,8 @@ let package = Package(
             dependencies: [
                 // FlowSyncPostgres: cluster mode's store (ClusterStore, issue #18).
                 "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncPostgres", "FlowSyncRing",
+                // FlowSyncTLS: TLS on the listener, on the loop (issue #32).
+                "FlowSyncTLS",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
@@ -140,6 +154,9 @@ let package = Package(
             dependencies: [
                 "FlowSyncCore", "FlowSyncProtocol",
                 .target(name: "FlowSyncLoop", condition: .when(platforms: [.linux])),
+                // TLS for the libuv transport (OpenSSL; issue #32). Apple platforms get
+                // Network.framework's instead.
+                .target(name: "FlowSyncTLS", condition: .when(platforms: [.linux])),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -167,7 +184,7 @@ let package = Package(
         .target(
             name: "FlowSyncLoad",
             dependencies: [
-                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncProcess",
+                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncTLS",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),
@@ -190,7 +207,7 @@ let package = Package(
             name: "FlowSyncTestSupport",
             dependencies: [
                 "FlowSyncCoreTestSupport",
-                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncServer", "FlowSyncProcess",
+                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncServer", "FlowSyncProcess", "FlowSyncTLS",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ]
@@ -244,7 +261,7 @@ let package = Package(
         .executableTarget(
             name: "flowsync-server-bench",
             dependencies: [
-                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncServer",
+                "FlowSyncCore", "FlowSyncProtocol", "FlowSyncLoop", "FlowSyncProcess", "FlowSyncServer", "FlowSyncTLS",
                 "FlowSyncTestSupport", "CURing", "CLibUV",
             ],
             path: "Benchmarks/ServerBench"

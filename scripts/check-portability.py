@@ -4,8 +4,9 @@
 Reads the package manifest (`swift package dump-package`, or a JSON file given as the
 first argument) and walks the targets that the SDK's modules need on an Apple platform,
 following a target dependency only when its condition includes one. It fails when that
-graph reaches CLibUV or FlowSyncLoop (libuv: Linux only), or when one of its local
-targets has a source file that imports Glibc, CLibUV or FlowSyncLoop outside an
+graph reaches CLibUV or FlowSyncLoop (libuv: Linux only) or CLibSSL or FlowSyncTLS
+(OpenSSL: Linux only), or when one of its local targets has a source file that imports
+Glibc, CLibUV, FlowSyncLoop, CLibSSL or FlowSyncTLS outside an
 `#if canImport(...)` / `#if os(Linux)` branch that names that module or Linux.
 
 Linux has no Apple SDK, so this is how "FlowSyncClient builds on iOS" is checked here;
@@ -18,8 +19,10 @@ import subprocess
 import sys
 
 ROOTS = ["FlowSyncClient", "FlowSyncUI"]          # FlowSyncUI: when it exists
-FORBIDDEN_TARGETS = {"CLibUV", "FlowSyncLoop"}
-GUARDED_MODULES = ["Glibc", "CLibUV", "FlowSyncLoop"]
+# OpenSSL (CLibSSL, FlowSyncTLS: the Linux transport's TLS, issue #32) is Linux-only too:
+# on Apple platforms TLS is Network.framework's.
+FORBIDDEN_TARGETS = {"CLibUV", "FlowSyncLoop", "CLibSSL", "FlowSyncTLS"}
+GUARDED_MODULES = ["Glibc", "CLibUV", "FlowSyncLoop", "CLibSSL", "FlowSyncTLS"]
 APPLE = {"macos", "ios", "tvos", "watchos", "visionos", "maccatalyst", "driverkit"}
 
 

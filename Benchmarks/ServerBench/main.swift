@@ -10,6 +10,7 @@
 //   .build/release/flowsync-server-bench --write-path io_uring   (the whole run with that write path)
 //   .build/release/flowsync-server-bench --idle 5000,14960   (daemon RSS per idle connection)
 //   .build/release/flowsync-server-bench --lists [--quick] [--backup]   (lists on demand, ListsBench.swift)
+//   .build/release/flowsync-server-bench --tls [--quick] [--rounds N] [--send-only]   (TLS against plaintext, TLSBench.swift)
 //
 // Subscribers only split frames by their length prefix (cheap), so the client side
 // does not hide the server's cost; one subscriber per scenario decodes everything and
@@ -18,6 +19,7 @@ import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProcess
 import FlowSyncProtocol
+import FlowSyncTLS
 import FlowSyncTestSupport
 import Foundation
 
@@ -35,10 +37,11 @@ func now() -> Double { Double(MonotonicClock.nanoseconds()) / 1e9 }
 
 /// The daemon under test: the shared launcher (its own temporary store, metrics on port
 /// 0, stopped with SIGTERM and awaited without blocking a thread).
-func startDaemon(configText: String? = nil, binary: String = daemonPath) async throws -> DaemonProcess {
+func startDaemon(configText: String? = nil, binary: String = daemonPath, logLevel: String? = nil) async throws -> DaemonProcess {
     var options = DaemonProcess.Options(binary: binary)
     options.metrics = true
     if let configText { options.configText = configText }
+    if let logLevel { options.logLevel = logLevel }
     return try await DaemonProcess.start(options)
 }
 
@@ -59,6 +62,10 @@ final class FrameCounter: @unchecked Sendable {
     private var header: [UInt8] = []
     private var inBody = false
     var lastFrameAt = 0.0
+    /// TLS handshakes completed on this connection (TLSBench.swift).
+    var handshakes = 0
+    /// Called after each complete frame (TLSBench.swift's set-ups).
+    var onFrame: (() -> Void)?
 
     /// Loop thread only.
     func consume(_ buffer: UnsafeRawBufferPointer) {
@@ -77,6 +84,7 @@ final class FrameCounter: @unchecked Sendable {
                     lastFrameBytes = frameBytes - (buffer.count - i)
                     frameBytes = buffer.count - i
                     lastFrameAt = now()
+                    onFrame?()
                     inBody = false
                     need = 4
                     header = []
@@ -92,8 +100,9 @@ final class FrameCounter: @unchecked Sendable {
 let thread = try EventLoopThread()
 
 /// Opens `count` raw connections, handshakes and subscribes them to `list`; returns
-/// their counters once every snapshot arrived (Welcome + snapshot = 2 frames).
-func subscribers(_ count: Int, port: Int, list: String) async -> [FrameCounter] {
+/// their counters once every snapshot arrived (Welcome + snapshot = 2 frames). With
+/// `tls`, each connection speaks TLS first (TLSBench.swift, issue #32).
+func subscribers(_ count: Int, port: Int, list: String, tls: TLSContext? = nil) async -> [FrameCounter] {
     let counters = (0..<count).map { _ in FrameCounter() }
     let opened = Shared(0)
     let hello = FrameEncoder(configuration: .disabled).encode(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "bench", clientID: "sub", authToken: nil)))
@@ -106,9 +115,13 @@ func subscribers(_ count: Int, port: Int, list: String) async -> [FrameCounter] 
                 TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port)) { result in
                     guard case .success(let tcp) = result else { return }
                     let counter = counters[k]
-                    tcp.onRead = { counter.consume($0) }
-                    try? tcp.startReading()
-                    _ = try? tcp.write([hello, subscribe])
+                    if let tls {
+                        BenchTLS.start(tls, on: tcp, counter: counter, first: [hello, subscribe])
+                    } else {
+                        tcp.onRead = { counter.consume($0) }
+                        try? tcp.startReading()
+                        _ = try? tcp.write([hello, subscribe])
+                    }
                     opened.update { $0 += 1 }
                 }
             }
@@ -145,11 +158,11 @@ func format(_ x: Double) -> String {
 /// One fan-out measurement (closed loop: the next mutation after the ack) with `count`
 /// subscribers of `list` on `daemon`, over `duration` seconds: the table row, the
 /// deliveries per daemon CPU-second, and whether the checked replica matched.
-func fanOutRow(daemon: DaemonProcess, writer: TestClient, count: Int, list: String, duration: Double) async throws -> (line: String, perCPUSecond: Double, userPerDelivery: Double, ok: Bool) {
+func fanOutRow(daemon: DaemonProcess, writer: TestClient, count: Int, list: String, duration: Double, tls: TLSContext? = nil) async throws -> (line: String, perCPUSecond: Double, userPerDelivery: Double, rowChangesPerSecond: Double, ok: Bool) {
     progress("fan-out: connecting \(count) subscribers")
-    let counters = await subscribers(count, port: daemon.port, list: list)
+    let counters = await subscribers(count, port: daemon.port, list: list, tls: tls)
     progress("fan-out: \(counters.filter { $0.frames >= 2 }.count) subscribed")
-    let checker = try await TestClient.connect(port: daemon.port, on: thread, clientID: "checker-\(list)")
+    let checker = try await TestClient.connect(port: daemon.port, on: thread, clientID: "checker-\(list)", tls: tls)
     progress("checker connected")
     checker.send(.subscribe(Subscribe(listName: list, resumeFrom: nil, digest: nil)))
     guard case .snapshot(let snap)? = await checker.waitFor({ if case .snapshot = $0 { return true } else { return false } }) else { fatalError("no snapshot") }
@@ -191,9 +204,13 @@ func fanOutRow(daemon: DaemonProcess, writer: TestClient, count: Int, list: Stri
     latencies.sort()
     checker.close()
     let line = "| \(count) | \(batches) | \(format(Double(batches) / elapsed)) | \(format(Double(batches * count) / elapsed)) | \(format(Double(batches * count * 20) / elapsed)) | \(format(latencies[latencies.count / 2] * 1e6)) µs | \(String(format: "%.2f", cpu)) s (\(format(100 * cpu / elapsed)) %) | \(cpu > 0 ? format(deliveries / cpu) : "-") | \(cpu > 0 ? String(format: "%.1f µs", cpu / deliveries * 1e6) : "-") | \(cpu > 0 ? String(format: "%.2f µs", user / deliveries * 1e6) : "-") | \(ok ? "digest equal" : "MISMATCH \(replica.problems.prefix(2))") |"
-    return (line, cpu > 0 ? deliveries / cpu : 0, user / deliveries * 1e6, ok)
+    return (line, cpu > 0 ? deliveries / cpu : 0, user / deliveries * 1e6, Double(batches * count * 20) / elapsed, ok)
 }
 
+// Issue #32's TLS figures (--tls, TLSBench.swift), each against plaintext in the same run.
+if arguments.contains("--tls") {
+    exit(try await TLSBench.run(quick: quick))
+}
 // The storage figures (--storage) and the crash test (--crash-test) are their own runs.
 if arguments.contains("--storage") || arguments.contains("--crash-test") {
     exit(try await StorageBench.run(arguments: arguments, daemonPath: daemonPath, quick: quick))

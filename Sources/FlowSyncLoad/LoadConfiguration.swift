@@ -1,3 +1,26 @@
+/// TLS settings of a load run (`--tls`, `--cacert`, `--server-name`, `--tls-cert`,
+/// `--tls-key`). Every client connection does a full handshake (no resumption), as the
+/// SDK does.
+public struct LoadTLS: Hashable, Sendable, Codable {
+    /// PEM file of CAs to trust besides the system's. With ``LoadConfiguration/spawn``
+    /// and no ``daemonCertificate``: the generated certificate, trusted as its own CA.
+    public var caFile: String?
+    /// The name checked against the daemon's certificate (and sent as SNI). Default
+    /// `localhost`.
+    public var serverName: String?
+    /// With ``LoadConfiguration/spawn``: the daemon's certificate chain and key (PEM);
+    /// `nil`: a throw-away self-signed ECDSA P-256 pair made with `openssl` for the run.
+    public var daemonCertificate: String?
+    public var daemonKey: String?
+
+    public init(caFile: String? = nil, serverName: String? = nil, daemonCertificate: String? = nil, daemonKey: String? = nil) {
+        self.caFile = caFile
+        self.serverName = serverName
+        self.daemonCertificate = daemonCertificate
+        self.daemonKey = daemonKey
+    }
+}
+
 /// Everything one load run does: the daemon to reach, the clients to open, the writes
 /// to make and the events to inject. A ``Scenario`` fills it in; command-line options
 /// override single fields.
@@ -32,6 +55,9 @@ public struct LoadConfiguration: Hashable, Sendable, Codable {
     public var daemonFlushSliceMicroseconds: Int? = nil
     /// With ``spawn``: the daemon's `[server] seal_wait_us`; nil: its default.
     public var daemonSealWaitMicroseconds: Int? = nil
+
+    /// TLS to the daemon (issue #32); `nil`: plain TCP (`--tls` turns it on).
+    public var tls: LoadTLS? = nil
 
     // MARK: Clients
     /// Lists written and subscribed (`load-0` … `load-(n-1)`).

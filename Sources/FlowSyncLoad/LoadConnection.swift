@@ -1,6 +1,7 @@
 import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProtocol
+import FlowSyncTLS
 
 /// What every load client shares: the configuration, the metrics, the frame cache, the
 /// encoder and the table of intended send times. Loop-confined.
@@ -38,6 +39,11 @@ final class LoadContext {
     var shuttingDown = false
     /// The daemon's heartbeat (its Welcome): connections ping at least every half of it.
     var heartbeatMilliseconds: UInt64 = 0
+    /// TLS (`--tls`): the client context every connection's channel is made from, the
+    /// name checked, and the channels' buffers (one loop thread: one scratch).
+    var tls: TLSContext?
+    var serverName = "localhost"
+    lazy var tlsScratch = TLSScratch()
 
     // Connection pacing: at most this many handshakes at once, so a listen backlog never
     // overflows (a dropped SYN costs a 1 s retransmit and would show as latency).
@@ -123,6 +129,8 @@ class LoadConnection {
     /// The Hello's client ID.
     public let clientID: String
     private(set) var tcp: TCPConnection?
+    /// Its TLS channel under `--tls`.
+    private var channel: TLSChannel?
     /// Which of ``LoadContext/targets`` it connects to (0 for the control connection).
     var endpointIndex = 0
     private(set) var machine = LoadConnectionStateMachine()
@@ -159,6 +167,10 @@ class LoadConnection {
                     guard let self else { return }
                     self.perform(self.machine.ended(error.map { "\($0)" } ?? "closed"))
                 }
+                if let context = self.context.tls {
+                    // The Hello below is queued by the channel until the handshake is done.
+                    self.startTLS(context, on: tcp)
+                }
                 do {
                     try tcp.startReading()
                 } catch {
@@ -172,6 +184,11 @@ class LoadConnection {
 
     /// Closes the connection (no error recorded).
     func close() {
+        if let channel, let tcp {
+            var io = TLSIO(connection: self, tcp: tcp)
+            channel.close(&io)
+        }
+        channel = nil
         tcp?.close()
         tcp = nil
     }
@@ -188,12 +205,53 @@ class LoadConnection {
     func send(_ frames: [[UInt8]]) {
         guard let tcp else { return }
         lastSentAt = context.loop.now
+        if let channel {
+            var io = TLSIO(connection: self, tcp: tcp)
+            channel.send(frames, &io)
+            return
+        }
         do {
             _ = try tcp.write(frames)
         } catch {
             perform(machine.ended("write: \(error)"))
             close()
         }
+    }
+
+    // MARK: TLS
+
+    /// The channel's view of a load connection (loop thread, one call at a time).
+    private struct TLSIO: TLSChannelIO {
+        unowned let connection: LoadConnection
+        let tcp: TCPConnection
+        mutating func sendCiphertext(_ bytes: UnsafeRawBufferPointer) { _ = try? tcp.write(bytes: bytes) }
+        mutating func deliverPlaintext(_ bytes: UnsafeRawBufferPointer) { connection.read(bytes) }
+        mutating func handshakeCompleted(_ info: TLSConnectionInfo) {}
+        /// OpenSSL's verdict decides (the system's roots plus `--cacert`, the name).
+        mutating func verifyPeer(_ info: TLSConnectionInfo) -> TLSError? {
+            if case .failed(let reason, let text) = info.peerVerification { return .connection(reason, text) }
+            return nil
+        }
+        mutating func channelEnded(_ failure: TLSError?) {
+            // A TLS failure is an error of the run (a refused chain, a broken record).
+            if let failure { connection.perform(connection.machine.undecodable("\(failure)")) }
+            tcp.shutdownAndClose()
+        }
+    }
+
+    private func startTLS(_ tls: TLSContext, on tcp: TCPConnection) {
+        guard let channel = try? TLSChannel(context: tls, serverName: context.serverName, scratch: context.tlsScratch) else {
+            perform(machine.ended("TLS session not created"))
+            return
+        }
+        self.channel = channel
+        tcp.onRead = { [weak self, weak channel] bytes in
+            guard let self, let channel else { return }
+            var io = TLSIO(connection: self, tcp: tcp)
+            channel.received(bytes, &io)
+        }
+        var io = TLSIO(connection: self, tcp: tcp)
+        channel.start(&io)
     }
 
     private func read(_ bytes: UnsafeRawBufferPointer) {

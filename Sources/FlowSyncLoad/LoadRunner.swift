@@ -66,10 +66,14 @@ public final class LoadRunner {
     /// Starts the daemon for `--spawn`: a temporary data directory and config, metrics on
     /// port 0, a connection limit above this machine's fd limit (so the fd limit is what
     /// binds), and stopped by the kernel if the load tester dies without stopping it.
-    static func spawnDaemon(_ c: LoadConfiguration) throws -> DaemonProcess {
+    static func spawnDaemon(_ c: LoadConfiguration, tls: (certificate: String, key: String)? = nil) throws -> DaemonProcess {
         // heartbeat_ms = 0: the lean load clients never ping, and a subscriber that only
         // reads would be closed as silent after twice the default interval (40 s).
         var toml = "# Written by flowsync-load --spawn.\n[limits]\nmax_connections = 1000000\nheartbeat_ms = 0\n"
+        if let tls {
+            // The pre-auth cap follows the load: every client may be in its handshake at once.
+            toml += "[tls]\nmode = \"required\"\ncertificate_file = \"\(tls.certificate)\"\nkey_file = \"\(tls.key)\"\n"
+        }
         if c.daemonStorage != nil || c.daemonFsync != nil {
             toml += "[storage]\n"
             if let storage = c.daemonStorage { toml += "engine = \"\(storage)\"\n" }
@@ -100,8 +104,11 @@ public final class LoadRunner {
         box.report.scenario = scenario
         box.report.startedAt = ISO8601DateFormatter().string(from: Date())
         var daemon: DaemonProcess?
+        // TLS: the spawned daemon's pair (given, or made for this run) and what clients trust.
+        let tlsFiles = try c.tls.map { try LoadTLSFiles.prepare($0, spawn: c.spawn) }
+        defer { tlsFiles?.removeTemporary() }
         if c.spawn {
-            daemon = try Self.spawnDaemon(c)
+            daemon = try Self.spawnDaemon(c, tls: tlsFiles?.daemonPair)
             note("spawned \(c.daemonPath) (pid \(daemon!.pid)) on 127.0.0.1:\(daemon!.port), storage \(c.daemonStorage ?? "default"), fsync \(c.daemonFsync ?? "default")")
         }
         // This runs on a thread of its own (the command's main thread, or a test's load
@@ -119,6 +126,14 @@ public final class LoadRunner {
         let thread = try EventLoopThread()
         let loop = thread.loop
         let context = LoadContext(configuration: c, loop: loop, targets: targets, sources: sources)
+        if let tlsFiles {
+            do {
+                context.tls = try tlsFiles.clientContext()
+            } catch {
+                throw LoadError("TLS: \(error)")
+            }
+            context.serverName = c.tls?.serverName ?? "localhost"
+        }
         let prefix = "load-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))-"
         let engine = LoadEngine(context: context, listPrefix: prefix)
         engine.progressEnabled = progress

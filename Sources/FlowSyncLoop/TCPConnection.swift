@@ -197,24 +197,59 @@ public final class TCPConnection: LoopHandle {
         let remainder = total - written
         guard remainder > 0 else { return queuedBytes }
 
+        var skip = written + skipping
+        try queueCopy(of: remainder) { payload in
+            var offset = 0
+            for chunk in chunks {
+                if skip >= chunk.count { skip -= chunk.count; continue }
+                chunk.withUnsafeBytes { bytes in
+                    let part = UnsafeRawBufferPointer(rebasing: bytes[skip...])
+                    (payload + offset).copyMemory(from: part.baseAddress!, byteCount: part.count)
+                    offset += part.count
+                }
+                skip = 0
+            }
+        }
+        return queuedBytes
+    }
+
+    /// Writes `bytes` in order behind what is queued (`uv_try_write` first when nothing
+    /// is); what the kernel does not take is copied and queued, so `bytes` need only
+    /// live during the call. The TLS channel's ciphertext goes out this way: it lives in
+    /// a scratch buffer reused for the next connection.
+    ///
+    /// - Returns: The bytes left queued after this call (0 when the kernel took all).
+    /// - Throws: A ``UVError`` when the stream is broken; the caller should close.
+    @discardableResult
+    public func write(bytes: UnsafeRawBufferPointer) throws(UVError) -> Int {
+        guard !isClosing else { throw UVError(code: Int32(UV_ECANCELED.rawValue), operation: "write after close") }
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return queuedBytes }
+        var written = 0
+        if queuedBytes == 0 {
+            var buf = uv_buf_init(UnsafeMutableRawPointer(mutating: base).assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
+            written = Int(uv_try_write(stream, &buf, 1))
+            if written < 0 {
+                if written != Int(UV_EAGAIN.rawValue) { throw UVError(code: Int32(written), operation: "uv_try_write") }
+                written = 0
+            }
+        }
+        let remainder = bytes.count - written
+        guard remainder > 0 else { return queuedBytes }
+        try queueCopy(of: remainder) { payload in payload.copyMemory(from: base + written, byteCount: remainder) }
+        return queuedBytes
+    }
+
+    /// Queues `count` bytes with `uv_write`, copied by `fill` into one allocation that
+    /// also holds the request; it lives until the write callback.
+    private func queueCopy(of count: Int, fill: (UnsafeMutableRawPointer) -> Void) throws(UVError) {
         // One allocation: the request header followed by the remaining bytes.
         let headerSize = (MemoryLayout<uv_write_t>.size + 15) & ~15
-        let block = UnsafeMutableRawPointer.allocate(byteCount: headerSize + remainder, alignment: 16)
+        let block = UnsafeMutableRawPointer.allocate(byteCount: headerSize + count, alignment: 16)
         let request = block.bindMemory(to: uv_write_t.self, capacity: 1)
         let payload = block + headerSize
-        var skip = written + skipping
-        var offset = 0
-        for chunk in chunks {
-            if skip >= chunk.count { skip -= chunk.count; continue }
-            chunk.withUnsafeBytes { bytes in
-                let part = UnsafeRawBufferPointer(rebasing: bytes[skip...])
-                (payload + offset).copyMemory(from: part.baseAddress!, byteCount: part.count)
-                offset += part.count
-            }
-            skip = 0
-        }
-        var buf = uv_buf_init(payload.assumingMemoryBound(to: CChar.self), UInt32(remainder))
-        request.pointee.data = UnsafeMutableRawPointer(bitPattern: remainder)
+        fill(payload)
+        var buf = uv_buf_init(payload.assumingMemoryBound(to: CChar.self), UInt32(count))
+        request.pointee.data = UnsafeMutableRawPointer(bitPattern: count)
         let result = uv_write(request, stream, &buf, 1) { request, status in
             guard let request else { return }
             let bytes = Int(bitPattern: request.pointee.data)
@@ -232,8 +267,7 @@ public final class TCPConnection: LoopHandle {
             block.deallocate()
             throw UVError(code: result, operation: "uv_write")
         }
-        queuedBytes += remainder
-        return queuedBytes
+        queuedBytes += count
     }
 
     private func tryWrite(_ chunks: ArraySlice<[UInt8]>, skipping: Int) -> Int32 {

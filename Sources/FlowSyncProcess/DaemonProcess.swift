@@ -221,3 +221,12 @@ private final class ResultBox<T: Sendable>: @unchecked Sendable {
     func set(_ value: Result<T, any Error>) { self.value = value }
     func get() throws -> T { try value!.get() }
 }
+
+extension ChildProcess {
+    /// ``run(_:arguments:environment:input:separateStandardError:timeout:)`` for a caller
+    /// on a thread of its own (a load run making its certificate).
+    /// - Precondition: not called from async code (it would block a pool thread).
+    public static func runBlocking(_ executable: String, arguments: [String], timeout: Duration = .seconds(60)) throws -> Completed {
+        try blocking { try await run(executable, arguments: arguments, timeout: timeout) }
+    }
+}

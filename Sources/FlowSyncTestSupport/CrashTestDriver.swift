@@ -2,6 +2,7 @@ import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProcess
 import FlowSyncProtocol
+import FlowSyncTLS
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -46,6 +47,9 @@ public final class CrashTestDriver: @unchecked Sendable {
         /// Extra TOML for the daemon (small snapshots and history exercise compaction).
         public var extraConfiguration = "[storage]\nsnapshot_every_batches = 64\n[history]\nmax_batches = 48\n"
         public var log: @Sendable (String) -> Void = { _ in }
+        /// The clients' TLS context (issue #32): the daemon's `[tls]` goes in
+        /// ``extraConfiguration``; `nil`: plaintext.
+        public var tls: TLSContext?
         public init(binary: String, dataDirectory: String) {
             self.binary = binary
             self.dataDirectory = dataDirectory
@@ -158,7 +162,7 @@ public final class CrashTestDriver: @unchecked Sendable {
 
     private func runCycle(_ cycle: Int, daemon: DaemonProcess, thread: EventLoopThread) async throws {
         // 1. Check: a fresh snapshot of every list holds every acknowledged row.
-        let checker = try await TestClient.connect(port: daemon.port, on: thread, clientID: "checker")
+        let checker = try await TestClient.connect(port: daemon.port, on: thread, clientID: "checker", tls: options.tls)
         for list in options.lists {
             checker.send(.subscribe(Subscribe(listName: list)))
             guard case .snapshot(let snapshot)? = await checker.waitFor(timeout: 10, { if case .snapshot(let s) = $0 { return s.listName == list } else { return false } }) else {
@@ -180,7 +184,7 @@ public final class CrashTestDriver: @unchecked Sendable {
         // 2. Subscribers resume from what they saw.
         var subscribers: [TestClient] = []
         for k in 0..<options.subscribers {
-            let client = try await TestClient.connect(port: daemon.port, on: thread, clientID: "subscriber-\(k)")
+            let client = try await TestClient.connect(port: daemon.port, on: thread, clientID: "subscriber-\(k)", tls: options.tls)
             subscribers.append(client)
             for list in options.subscribedLists ?? options.lists {
                 let replica = replicas[k]?[list]
@@ -216,9 +220,10 @@ public final class CrashTestDriver: @unchecked Sendable {
         // new ones, one in flight each, until the kill.
         let stop = Shared(false)
         let killAfter = random.int(options.loadMilliseconds)
+        let tls = options.tls
         let writerClients = try await withThrowingTaskGroup(of: TestClient.self) { group in
             for w in 0..<options.writers {
-                group.addTask { try await TestClient.connect(port: daemon.port, on: thread, clientID: "writer-\(w)") }
+                group.addTask { try await TestClient.connect(port: daemon.port, on: thread, clientID: "writer-\(w)", tls: tls) }
             }
             var clients: [TestClient] = []
             for try await c in group { clients.append(c) }

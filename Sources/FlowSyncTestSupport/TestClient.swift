@@ -1,6 +1,7 @@
 import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProtocol
+@_spi(Testing) import FlowSyncTLS
 
 /// A raw protocol client for end-to-end tests: it sends messages (or arbitrary bytes),
 /// records every message it receives, and can stop reading to play a slow consumer.
@@ -25,6 +26,9 @@ public final class TestClient: Sendable {
     }
     private let state = Shared<(closed: Bool, decodeError: ProtocolError?, bytes: Int)>((false, nil, 0))
     public let clientID: String
+    /// TLS (issue #32): the channel on the loop thread, and what its handshake found.
+    private let tls = LoopConfined<TLSChannel?>(nil)
+    private let tlsOutcome = Shared<(info: TLSConnectionInfo?, failure: TLSError?)>((nil, nil))
 
     private init(thread: EventLoopThread, clientID: String, connection: TCPConnection?) {
         self.thread = thread
@@ -37,8 +41,13 @@ public final class TestClient: Sendable {
     /// `firstBytes` are written right after (on the loop thread, in the connect callback):
     /// a hostile client's bytes reach the server before any handshake deadline, however
     /// late the test's task next runs.
+    ///
+    /// `tls`: speak TLS with this client context (`serverName` checked; a chain OpenSSL
+    /// does not trust is refused); the Hello waits for the handshake. `firstBytes` are
+    /// raw socket bytes even then (hostile input below TLS).
     public static func connect(port: Int, on thread: EventLoopThread, clientID: String = "client-\(UInt32.random(in: 0...UInt32.max))", handshake: Bool = true,
-                               authToken: String? = nil, firstBytes: [UInt8]? = nil) async throws -> TestClient {
+                               authToken: String? = nil, firstBytes: [UInt8]? = nil,
+                               tls: TLSContext? = nil, serverName: String = "localhost") async throws -> TestClient {
         let result = Shared<Result<Void, UVError>?>(nil)
         let client = TestClient(thread: thread, clientID: clientID, connection: nil)
         thread.loop.execute {
@@ -51,13 +60,16 @@ public final class TestClient: Sendable {
                     tcp.onRead = { bytes in client.received(bytes) }
                     tcp.onEnd = { _ in client.connectionEnded() }
                     tcp.onClose = { client.connectionEnded() }
+                    if let tls {
+                        client.startTLS(tls, serverName: serverName, on: tcp)
+                    }
                     try? tcp.startReading()
                     // The Hello leaves from the loop thread at once, not after the test's
                     // task next gets a thread: on a loaded machine that can take longer
                     // than a server's handshake deadline.
                     if handshake {
                         let hello = Message.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "test", clientID: clientID, authToken: authToken))
-                        _ = try? tcp.write([client.codec.value.encoder.encode(hello)])
+                        client.write([client.codec.value.encoder.encode(hello)], on: tcp)
                     }
                     if let firstBytes, !firstBytes.isEmpty { _ = try? tcp.write([firstBytes]) }
                     result.set(.success(()))
@@ -77,6 +89,73 @@ public final class TestClient: Sendable {
             }
         }
         return client
+    }
+
+    // MARK: TLS
+
+    /// What the handshake found, once it completed.
+    public var tlsInfo: TLSConnectionInfo? { tlsOutcome.get().info }
+    /// Why TLS failed, if it did.
+    public var tlsFailure: TLSError? { tlsOutcome.get().failure }
+
+    /// The TLS channel's view of the test client (loop thread only).
+    private struct TLSIO: TLSChannelIO {
+        let client: TestClient
+        let tcp: TCPConnection
+        mutating func sendCiphertext(_ bytes: UnsafeRawBufferPointer) { _ = try? tcp.write(bytes: bytes) }
+        mutating func deliverPlaintext(_ bytes: UnsafeRawBufferPointer) { client.received(bytes) }
+        mutating func handshakeCompleted(_ info: TLSConnectionInfo) { client.tlsOutcome.update { $0.info = info } }
+        mutating func verifyPeer(_ info: TLSConnectionInfo) -> TLSError? {
+            if case .failed(let reason, let text) = info.peerVerification { return .connection(reason, text) }
+            return nil
+        }
+        mutating func channelEnded(_ failure: TLSError?) {
+            client.tlsOutcome.update { $0.failure = failure }
+            tcp.shutdownAndClose()
+        }
+    }
+
+    /// Loop thread only: wraps the socket in TLS and sends the ClientHello.
+    private func startTLS(_ context: TLSContext, serverName: String, on tcp: TCPConnection) {
+        guard let channel = try? TLSChannel(context: context, serverName: serverName, scratch: TLSScratch()) else { return }
+        tls.value = channel
+        tcp.onRead = { [self] bytes in
+            var io = TLSIO(client: self, tcp: tcp)
+            channel.received(bytes, &io)
+        }
+        tcp.onEnd = { [self] _ in
+            var io = TLSIO(client: self, tcp: tcp)
+            channel.transportEnded(&io)
+            connectionEnded()
+        }
+        var io = TLSIO(client: self, tcp: tcp)
+        channel.start(&io)
+    }
+
+    /// A hostile TLS 1.2 client asks to renegotiate (its context must allow it).
+    public func requestRenegotiation() {
+        let connection = self.connection
+        thread.loop.execute { [self] in
+            guard let channel = tls.value, let tcp = connection.value else { return }
+            var io = TLSIO(client: self, tcp: tcp)
+            channel.requestRenegotiation(&io)
+        }
+    }
+
+    /// Closes the socket without a `close_notify` (a cut, a killed app).
+    public func closeWithoutNotify() {
+        let connection = self.connection
+        thread.loop.execute { connection.value?.close() }
+    }
+
+    /// Loop thread only: writes frames, through TLS when the connection has it.
+    private func write(_ frames: [[UInt8]], on tcp: TCPConnection) {
+        if let channel = tls.value {
+            var io = TLSIO(client: self, tcp: tcp)
+            channel.send(frames, &io)
+        } else {
+            _ = try? tcp.write(frames)
+        }
     }
 
     /// Loop thread only: the connection ended; every wait ends now.
@@ -123,10 +202,13 @@ public final class TestClient: Sendable {
     public func send(_ message: Message) {
         let codec = self.codec
         let connection = self.connection
-        thread.loop.execute { _ = try? connection.value?.write([codec.value.encoder.encode(message)]) }
+        thread.loop.execute { [self] in
+            guard let tcp = connection.value else { return }
+            write([codec.value.encoder.encode(message)], on: tcp)
+        }
     }
 
-    /// Sends raw bytes (hostile-input tests).
+    /// Sends raw bytes (hostile-input tests): on the socket as they are, below TLS.
     public func sendRaw(_ bytes: [UInt8]) {
         let connection = self.connection
         thread.loop.execute { _ = try? connection.value?.write([bytes]) }
@@ -219,10 +301,16 @@ public final class TestClient: Sendable {
         thread.loop.execute { try? connection.value?.startReading() }
     }
 
-    /// Closes the connection.
+    /// Closes the connection (with a `close_notify` first under TLS).
     public func close() {
         let connection = self.connection
-        thread.loop.execute { connection.value?.close() }
+        thread.loop.execute { [self] in
+            if let channel = tls.value, let tcp = connection.value {
+                var io = TLSIO(client: self, tcp: tcp)
+                channel.close(&io)
+            }
+            connection.value?.close()
+        }
     }
 }
 

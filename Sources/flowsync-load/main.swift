@@ -49,6 +49,11 @@ struct FlowSyncLoadCommand: ParsableCommand {
     @Option(name: .customLong("slow-period-ms"), help: "How often a slow consumer stops reading.") var slowPeriod: Int?
     @Option(name: .customLong("slow-receive-buffer"), help: "A slow consumer's socket receive buffer in bytes (0: the kernel's autotuned one).") var slowReceiveBuffer: Int?
     @Option(name: .customLong("source-addresses"), help: "Loopback source addresses to spread connections over (127.0.0.1…n).") var sourceAddresses: Int?
+    @Flag(help: "TLS to the daemon (with --spawn: the spawned daemon serves TLS, with --tls-cert/--tls-key or a throw-away self-signed P-256 certificate).") var tls = false
+    @Option(help: "With --tls: a PEM file of CAs to trust besides the system's.") var cacert: String?
+    @Option(name: .customLong("server-name"), help: "With --tls: the name checked against the daemon's certificate (default localhost).") var serverName: String?
+    @Option(name: .customLong("tls-cert"), help: "With --spawn --tls: the daemon's certificate chain (PEM).") var tlsCert: String?
+    @Option(name: .customLong("tls-key"), help: "With --spawn --tls: the daemon's private key (PEM).") var tlsKey: String?
     @Flag(help: "Print the report as JSON (every figure) instead of the table.") var json = false
     @Option(name: .customLong("json-file"), help: "Also write the JSON report to this file.") var jsonFile: String?
     @Option(help: "Also write the report as one self-contained HTML page with inline SVG charts (latency percentiles, throughput and p99 per second, connections over time, the summary).") var html: String?
@@ -102,6 +107,10 @@ struct FlowSyncLoadCommand: ParsableCommand {
         if let slowPeriod { c.slowPeriodMilliseconds = slowPeriod }
         if let slowReceiveBuffer { c.slowReceiveBufferBytes = slowReceiveBuffer }
         if let sourceAddresses { c.sourceAddresses = sourceAddresses }
+        if tls || cacert != nil || tlsCert != nil {
+            guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+            c.tls = LoadTLS(caFile: cacert, serverName: serverName, daemonCertificate: tlsCert, daemonKey: tlsKey)
+        }
         let problems = c.validationErrors()
         guard problems.isEmpty else { throw ValidationError(problems.joined(separator: "; ")) }
 

@@ -26,8 +26,29 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "Seconds to wait for the server before giving up (exit 2).")
     var timeout: Double = 10
 
-    @Flag(help: "Allow plain TCP to a host that is not loopback (the token travels in clear text). Without it such a host is refused: the CLI has no TLS of its own, so reach a remote daemon through a local TLS tunnel (docs/SDK.md, \"Transports and TLS\").")
+    @Flag(help: "Plain TCP even to a host that is not loopback (the token travels in clear text). Without it, every host but loopback gets TLS.")
     var plaintext = false
+
+    @Flag(help: "TLS even to a loopback host (by default loopback is plain TCP; every other host gets TLS).")
+    var tls = false
+
+    @Option(help: ArgumentHelp("PEM file of CA certificates to trust besides the system's (a private CA).", valueName: "file"))
+    var cacert: String?
+
+    @Flag(name: .customLong("no-system-trust"), help: "Accept the server on its --pin alone, whoever signed its certificate (a self-signed server).")
+    var noSystemTrust = false
+
+    @Option(help: ArgumentHelp("SHA-256 of a certificate of the server's chain to accept, as `openssl x509 -noout -fingerprint -sha256` prints it; repeat it for several (the next key too).", valueName: "sha256"))
+    var pin: [String] = []
+
+    @Option(name: .customLong("server-name"), help: ArgumentHelp("Name checked against the server's certificate (and sent as SNI) instead of the host.", valueName: "name"))
+    var serverName: String?
+
+    @Option(help: ArgumentHelp("Client certificate (PEM chain) for a daemon that requires one (mTLS).", valueName: "file"))
+    var cert: String?
+
+    @Option(help: ArgumentHelp("Private key (PEM) of --cert.", valueName: "file"))
+    var key: String?
 
     var resolvedPort: Int { port ?? ProcessInfo.processInfo.environment["FLOWSYNC_PORT"].flatMap(Int.init) ?? 7400 }
     var resolvedToken: String? { token ?? ProcessInfo.processInfo.environment["FLOWSYNC_TOKEN"] }
@@ -56,6 +77,35 @@ struct ConnectionOptions: ParsableArguments {
         for text in hostArguments where Endpoint(parsing: text, defaultPort: resolvedPort) == nil {
             throw ValidationError("not a host or host:port with a port in 1...65535: '\(text)'")
         }
+        if tls && plaintext { throw ValidationError("--tls and --plaintext contradict each other") }
+        for text in pin where TLSPolicy.sha256Pin(hex: text) == nil {
+            throw ValidationError("not a SHA-256 pin (64 hex digits, ':' allowed): '\(text)'")
+        }
+        if (cert == nil) != (key == nil) { throw ValidationError("--cert and --key go together") }
+        if noSystemTrust && pin.isEmpty {
+            throw ValidationError("--no-system-trust needs --pin: otherwise no server is trusted")
+        }
+    }
+
+    /// The TLS policy of the flags: TLS unless the host is loopback (``TLSPolicy/automatic``),
+    /// `--tls` everywhere, `--plaintext` nowhere; trust from the system, `--cacert`, `--pin`.
+    func tlsPolicy() throws -> TLSPolicy {
+        var policy = TLSPolicy(mode: plaintext ? .disabled : tls ? .required : .automatic)
+        if let cacert {
+            let text: String
+            do {
+                text = try String(contentsOfFile: cacert, encoding: .utf8)
+            } catch {
+                throw CLIError.input("--cacert \(cacert): \(error.localizedDescription)")
+            }
+            policy.additionalTrustedRoots = TLSPolicy.certificates(pem: text)
+            if policy.additionalTrustedRoots.isEmpty { throw CLIError.input("--cacert \(cacert): no certificate in it") }
+        }
+        policy.pinnedCertificateSHA256 = Set(pin.compactMap(TLSPolicy.sha256Pin(hex:)))
+        policy.requiresSystemTrust = !noSystemTrust
+        policy.serverName = serverName
+        if let cert, let key { policy.clientIdentity = .init(certificateChainFile: cert, privateKeyFile: key) }
+        return policy
     }
 
     /// A client that gives up (instead of retrying forever) when the server is not there,
@@ -69,7 +119,7 @@ struct ConnectionOptions: ParsableArguments {
             clientName: "flowsync-cli/1",
             reconnect: ReconnectPolicy(initialDelayMilliseconds: 100, maxDelayMilliseconds: 1_000),
             callbackQueue: DispatchQueue(label: "flowsync.callbacks"), logger: logger,
-            tls: plaintext ? .disabled : .automatic))
+            tls: try tlsPolicy()))
     }
 
     /// Opens `list` and waits for its first snapshot, within the timeout.

@@ -12,9 +12,10 @@
 /// as it would after its name.
 enum LeadingOptions {
     /// Connection options that take a value (`--port 7400` or `--port=7400`).
-    static let valued: Set<String> = ["--host", "--port", "--token", "--timeout"]
+    static let valued: Set<String> = ["--host", "--port", "--token", "--timeout",
+                                      "--cacert", "--pin", "--server-name", "--cert", "--key"]
     /// Connection options without a value.
-    static let flags: Set<String> = ["--plaintext"]
+    static let flags: Set<String> = ["--plaintext", "--tls", "--no-system-trust"]
 
     /// `arguments` (without the program name) with the connection options that come
     /// before the command moved to just after it. Unchanged when nothing moves, when no

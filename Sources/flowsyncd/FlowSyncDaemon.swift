@@ -19,8 +19,9 @@ struct FlowSyncDaemon: ParsableCommand {
         abstract: "The FlowSync daemon: mirrors ordered lists to subscribed clients.",
         discussion: """
         Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT) or a valid --check-config;
-        2 for a configuration error (the message names the key); 1 when the listener
-        cannot be opened or the loop fails; 65 (EX_DATAERR) when the store holds damaged
+        2 for a configuration error (the message names the key; --check-config also reads
+        the TLS certificate pair); 1 when the listener cannot be opened, the TLS pair does
+        not load, or the loop fails; 65 (EX_DATAERR) when the store holds damaged
         data at start, or after a clean stop anything but exactly what the stop recorded
         (--repair keeps the valid prefix); 74 (EX_IOERR) when a write or an
         fsync of the store fails (nothing unsynced was acknowledged; systemd restarts the
@@ -76,6 +77,11 @@ struct FlowSyncDaemon: ParsableCommand {
             throw ExitCode(2)
         }
         if checkConfig {
+            // The certificate pair is read too: a start would refuse it.
+            if let problem = configuration.tls.checkFiles(host: configuration.host) {
+                FileHandle.standardError.write(Data("flowsyncd: configuration error: \(problem)\n".utf8))
+                throw ExitCode(2)
+            }
             print("flowsyncd: configuration OK\(config.map { " (\($0))" } ?? "")")
             return
         }

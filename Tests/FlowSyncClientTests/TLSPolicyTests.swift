@@ -70,16 +70,37 @@ import Testing
     }
 
     @Test func plainTransportsFailClosedWhereThePolicyWantsTLS() throws {
-        // The Linux default transport has no TLS: a remote host under the default policy
-        // is refused before anything is sent (no connection is attempted).
+        // A transport without TLS (the POSIX one, the default only where neither
+        // Network.framework nor libuv exists) refuses a host the policy wants TLS for,
+        // before anything is sent. Linux's default transport speaks TLS itself
+        // (ClientTLSTests).
         #expect(throws: TransportError.tlsUnavailable(host: "sync.example.com")) {
-            _ = try FlowSyncClient(configuration: .init(host: "sync.example.com", port: 7443))
+            try TransportError.checkPlainTransportAllowed(host: "sync.example.com", policy: .automatic)
         }
         #expect(throws: TransportError.tlsUnavailable(host: "127.0.0.1")) {
-            _ = try FlowSyncClient(configuration: .init(host: "127.0.0.1", port: 7443, tls: .required))
+            try TransportError.checkPlainTransportAllowed(host: "127.0.0.1", policy: .required)
         }
         try TransportError.checkPlainTransportAllowed(host: "sync.example.com", policy: .disabled)
         try TransportError.checkPlainTransportAllowed(host: "localhost", policy: .automatic)
         #expect("\(TransportError.tlsUnavailable(host: "h"))".contains("docs/SDK.md"))
+    }
+
+    @Test func trustedRootsAreReadFromPEM() {
+        let pem = """
+            junk before
+            -----BEGIN CERTIFICATE-----
+            AQID
+            BA==
+            -----END CERTIFICATE-----
+            -----BEGIN PRIVATE KEY-----
+            AAAA
+            -----END PRIVATE KEY-----
+            -----BEGIN CERTIFICATE-----
+            /w==
+            -----END CERTIFICATE-----
+            """
+        #expect(TLSPolicy.certificates(pem: pem) == [[1, 2, 3, 4], [0xff]])
+        #expect(TLSPolicy.certificates(pem: "-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----").isEmpty)
+        #expect(TLSPolicy.certificates(pem: "no certificate").isEmpty)
     }
 }

@@ -45,6 +45,33 @@ import Testing
         #expect(leftovers.isEmpty, "temporary directories left: \(leftovers)")
     }
 
+    /// `--spawn --tls`: the daemon serves a throw-away certificate, every client speaks
+    /// TLS to it and checks it (issue #32); the run passes as in plaintext.
+    @Test func aSpawnedTLSRunPasses() async throws {
+        let binary = try #require(Self.daemonBinary(), "flowsyncd not built: run `swift build` first")
+        var c = Scenario.mixed.configuration
+        c.spawn = true
+        c.daemonPath = binary
+        c.daemonStorage = "memory"
+        c.tls = LoadTLS()
+        c.lists = 2
+        c.subscribersPerList = 5
+        c.writers = 2
+        c.rate = 100
+        c.initialRows = 20
+        c.warmup = 0.2
+        c.duration = 1
+        let configuration = c
+        let report = try await runLoad(configuration)
+        #expect(report.passed, "\(report.failures)\n\(report.table())")
+        #expect(report.connections.failed == 0)
+        // The same run trusting nothing the daemon shows: every connection is refused.
+        c.tls = LoadTLS(caFile: "/etc/ssl/certs/ca-certificates.crt", daemonCertificate: nil)
+        c.tls?.serverName = "other.example"
+        let refused = try? await runLoad(c)
+        #expect(refused?.passed != true, "a run whose clients cannot verify the daemon passed")
+    }
+
     @Test func aMissingBinaryIsAClearError() async {
         var c = LoadConfiguration()
         c.spawn = true

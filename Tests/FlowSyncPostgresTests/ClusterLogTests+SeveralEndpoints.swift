@@ -13,25 +13,35 @@ import Testing
 /// subscriber there never resyncs: the next write arrives as a remote change. Part of
 /// the serialized `ClusterLogTests` suite: one PostgreSQL at a time.
 extension ClusterLogTests {
-    static func endpointClient(_ ports: [Int], id: String) throws -> FlowSyncClient {
+    static func endpointClient(_ ports: [Int], id: String, tls: TLSPolicy = .automatic) throws -> FlowSyncClient {
         try FlowSyncClient(configuration: .init(
             endpoints: ports.map { Endpoint(host: "127.0.0.1", port: $0) }, endpointOrder: .listed, clientID: id,
             reconnect: ReconnectPolicy(initialDelayMilliseconds: 50, maxDelayMilliseconds: 300),
-            callbackQueue: DispatchQueue(label: "callbacks-\(id)"), randomSeed: 1))
+            callbackQueue: DispatchQueue(label: "callbacks-\(id)"), randomSeed: 1, tls: tls))
     }
 
-    @Test func aWriterMovesToTheNextNodeWhenTheOwnerDiesAndASubscriberOnAReplicaNeverResyncs() async throws {
+    /// Also over TLS (issue #32): both nodes serve the test certificate and the SDK
+    /// verifies it (the test CA trusted, TLS required on loopback).
+    @Test(arguments: Wire.allCases)
+    func aWriterMovesToTheNextNodeWhenTheOwnerDiesAndASubscriberOnAReplicaNeverResyncs(wire: Wire) async throws {
+        var tls = TLSPolicy.automatic
+        var listener = ""
+        if wire == .tls {
+            let certificates = try await TestCertificates.shared()
+            tls = TLSPolicy(mode: .required, additionalTrustedRoots: [try certificates.der("ca.pem")])
+            listener = "[tls]\nmode = \"required\"\ncertificate_file = \"\(certificates.serverCertificate)\"\nkey_file = \"\(certificates.serverKey)\"\n"
+        }
         try await PostgresServer.with { pg in
-            let a = try await Self.daemon(pg, node: "a")
-            let b = try await Self.daemon(pg, node: "b")
+            let a = try await Self.daemon(pg, node: "a", extra: listener)
+            let b = try await Self.daemon(pg, node: "b", extra: listener)
             // The writer starts on A, which takes the list at its first use.
-            let writer = try Self.endpointClient([a.port, b.port], id: "writer")
+            let writer = try Self.endpointClient([a.port, b.port], id: "writer", tls: tls)
             let written = writer.director("tasks")
             try await written.waitUntilLoaded()
             _ = try await written.submit([.insertSections([Section(id: "s", rows: [Row(id: "r1")])], at: 0)]).committed()
 
             // The subscriber starts on B, which serves the list from a replica of A's.
-            let subscriber = try Self.endpointClient([b.port, a.port], id: "subscriber")
+            let subscriber = try Self.endpointClient([b.port, a.port], id: "subscriber", tls: tls)
             let causes = Shared<[ListChange.Cause]>([])
             let list = subscriber.director("tasks")
             let queue = DispatchQueue(label: "observer")

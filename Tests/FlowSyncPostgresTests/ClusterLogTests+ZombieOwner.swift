@@ -15,8 +15,9 @@ import Glibc
 /// append changes nothing, and it sends no Ack and no Diff for it.
 /// Part of the serialized `ClusterLogTests` suite: one PostgreSQL at a time.
 extension ClusterLogTests {
-    static func daemon(_ pg: PostgresServer, node: String) async throws -> DaemonProcess {
-        try await daemon(conninfo: pg.conninfo, node: node, leaseMilliseconds: 1_000)
+    /// A node with a 1 s lease; `extra` is appended to its config file (a `[tls]` group).
+    static func daemon(_ pg: PostgresServer, node: String, extra: String = "") async throws -> DaemonProcess {
+        try await daemon(conninfo: pg.conninfo, node: node, leaseMilliseconds: 1_000, extra: extra)
     }
 
     /// The `[cluster]` group of a test node's config file.
@@ -26,9 +27,9 @@ extension ClusterLogTests {
 
     /// A `flowsyncd` node on `conninfo`; with `connected`, started only once it logged
     /// "cluster: connected" (its lease is taken), as `scripts/cluster.sh up` waits.
-    static func daemon(conninfo: String, node: String, leaseMilliseconds: Int, connected: Bool = false) async throws -> DaemonProcess {
+    static func daemon(conninfo: String, node: String, leaseMilliseconds: Int, connected: Bool = false, extra: String = "") async throws -> DaemonProcess {
         var options = DaemonProcess.Options(binary: try BuiltProduct.path("flowsyncd"))
-        options.configText = clusterConfigText(conninfo: conninfo, node: node, leaseMilliseconds: leaseMilliseconds)
+        options.configText = clusterConfigText(conninfo: conninfo, node: node, leaseMilliseconds: leaseMilliseconds) + extra
         options.logLevel = ProcessInfo.processInfo.environment["FLOWSYNC_TEST_LOG_LEVEL"] ?? "info"
         let daemon = try await DaemonProcess.start(options)
         if connected {

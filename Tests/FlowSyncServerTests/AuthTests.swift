@@ -404,9 +404,11 @@ import Testing
             }
         }
         // Good ones: off beyond loopback when forced, ES256 inline, HS256 from a file.
-        #expect(throws: Never.self) { _ = try ServerConfiguration(toml: "[server]\nhost = \"0.0.0.0\"\n[auth]\nmode = \"off\"\nallow_off_beyond_loopback = true\n") }
+        // (Beyond loopback TLS is required too unless forced off: issue #32.)
+        let plaintext = "[tls]\nmode = \"off\"\nallow_plaintext_beyond_loopback = true\n"
+        #expect(throws: Never.self) { _ = try ServerConfiguration(toml: "[server]\nhost = \"0.0.0.0\"\n[auth]\nmode = \"off\"\nallow_off_beyond_loopback = true\n" + plaintext) }
         let pem = Self.ecKey.publicKeyPEM.replacingOccurrences(of: "\n", with: "\\n")
-        let c = try ServerConfiguration(toml: "[server]\nhost = \"0.0.0.0\"\n[auth]\nissuer = \"me\"\n[[auth.keys]]\nkid = \"ec\"\nalg = \"ES256\"\npublic_key_pem = \"\(pem)\"\n")
+        let c = try ServerConfiguration(toml: "[server]\nhost = \"0.0.0.0\"\n" + plaintext + "[auth]\nissuer = \"me\"\n[[auth.keys]]\nkid = \"ec\"\nalg = \"ES256\"\npublic_key_pem = \"\(pem)\"\n")
         #expect(c.auth.effectiveMode(host: c.host) == .required)
         #expect(c.auth.keys.first?.kid == "ec")
         #expect(ServerConfiguration().auth.effectiveMode(host: "127.0.0.1") == .off)

@@ -41,6 +41,9 @@ import Testing
         [auth]
         mode = "off"
         allow_off_beyond_loopback = true
+        [tls]
+        mode = "off"
+        allow_plaintext_beyond_loopback = true
         """)
         #expect(c.host == "0.0.0.0" && c.port == 9000 && c.declaredLists == ["a", "b"] && !c.autoCreateLists)
         #expect(c.director.maxOpsPerMutation == 10 && c.director.maxRows == 500)

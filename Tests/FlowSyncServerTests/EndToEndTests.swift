@@ -53,12 +53,13 @@ func digest(of server: EmbeddedServer, _ list: String) async -> StateDigest? {
 }
 
 @Suite(.serialized, .timeLimit(.minutes(3))) struct EndToEndTests {
-    @Test func subscribeSnapshotWriteAndEverySubscriberConverges() async throws {
-        let server = try await EmbeddedServer()
+    @Test(arguments: Wire.allCases)
+    func subscribeSnapshotWriteAndEverySubscriberConverges(wire: Wire) async throws {
+        let server = try await wire.server()
         let clients = try EventLoopThread()
-        let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "writer")
+        let writer = try await wire.connect(server, on: clients, clientID: "writer")
         var subscribers: [TestClient] = []
-        for k in 0..<5 { subscribers.append(try await TestClient.connect(port: server.port, on: clients, clientID: "sub\(k)")) }
+        for k in 0..<5 { subscribers.append(try await wire.connect(server, on: clients, clientID: "sub\(k)")) }
         for s in subscribers { #expect(await subscribe(s, "todo") != nil) }
 
         var base = ListVersion(epoch: 0, version: 0)
@@ -118,17 +119,18 @@ func digest(of server: EmbeddedServer, _ list: String) async -> StateDigest? {
         #expect(clients.shutdown())
     }
 
-    @Test func twoHundredSubscribersOnOneList() async throws {
-        let server = try await EmbeddedServer()
+    @Test(arguments: Wire.allCases)
+    func twoHundredSubscribersOnOneList(wire: Wire) async throws {
+        let server = try await wire.server()
         let clients = try EventLoopThread()
         var subscribers: [TestClient] = []
         for k in 0..<200 {
-            let c = try await TestClient.connect(port: server.port, on: clients, clientID: "s\(k)")
+            let c = try await wire.connect(server, on: clients, clientID: "s\(k)")
             c.send(.subscribe(Subscribe(listName: "feed", resumeFrom: nil, digest: nil)))
             subscribers.append(c)
         }
         for c in subscribers { #expect(await c.waitFor(isSnapshot) != nil) }
-        let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "w")
+        let writer = try await wire.connect(server, on: clients, clientID: "w")
         var base = try #require(await position(of: server, "feed"))
         for seq in 1...10 {
             let ops: [Operation] = seq == 1
@@ -153,17 +155,18 @@ func digest(of server: EmbeddedServer, _ list: String) async -> StateDigest? {
         #expect(clients.shutdown())
     }
 
-    @Test func slowSubscriberIsPausedThenCaughtUpWhileOthersCarryOn() async throws {
+    @Test(arguments: Wire.allCases)
+    func slowSubscriberIsPausedThenCaughtUpWhileOthersCarryOn(wire: Wire) async throws {
         var configuration = ServerConfiguration()
         configuration.lowWatermarkBytes = 16 << 10
         configuration.highWatermarkBytes = 64 << 10
         configuration.hardLimitBytes = 64 << 20
         configuration.compressionLevel = 0   // incompressible-size frames fill buffers fast
-        let server = try await EmbeddedServer(configuration: configuration)
+        let server = try await wire.server(configuration)
         let clients = try EventLoopThread()
-        let slow = try await TestClient.connect(port: server.port, on: clients, clientID: "slow")
-        let fast = try await TestClient.connect(port: server.port, on: clients, clientID: "fast")
-        let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "writer")
+        let slow = try await wire.connect(server, on: clients, clientID: "slow")
+        let fast = try await wire.connect(server, on: clients, clientID: "fast")
+        let writer = try await wire.connect(server, on: clients, clientID: "writer")
         #expect(await subscribe(slow, "big") != nil)
         #expect(await subscribe(fast, "big") != nil)
         slow.pauseReading()
@@ -209,20 +212,22 @@ func digest(of server: EmbeddedServer, _ list: String) async -> StateDigest? {
     /// A subscriber that stops reading while frames keep coming is closed with its code,
     /// and the control client on the same list sees every batch.
     @Test(arguments: [
-        (ErrorCode.writeTimeout, 64 << 20, 500),   // never over the hard limit: the deadline decides
-        (ErrorCode.slowConsumer, 1 << 20, 60_000), // hard limit reached long before the deadline
+        (ErrorCode.writeTimeout, 64 << 20, 500, Wire.plaintext),   // never over the hard limit: the deadline decides
+        (ErrorCode.slowConsumer, 1 << 20, 60_000, Wire.plaintext), // hard limit reached long before the deadline
+        (ErrorCode.writeTimeout, 64 << 20, 500, Wire.tls),         // the same with ciphertext queued (issue #32)
+        (ErrorCode.slowConsumer, 1 << 20, 60_000, Wire.tls),
     ])
-    func stalledSubscriberIsClosedWithItsCode(code: ErrorCode, hardLimit: Int, deadline: Int) async throws {
+    func stalledSubscriberIsClosedWithItsCode(code: ErrorCode, hardLimit: Int, deadline: Int, wire: Wire) async throws {
         var configuration = ServerConfiguration()
         configuration.lowWatermarkBytes = 1 << 10
         configuration.highWatermarkBytes = hardLimit   // no pausing: the close path is what is tested
         configuration.hardLimitBytes = hardLimit
         configuration.compressionLevel = 0
         configuration.writeDeadlineMilliseconds = deadline
-        let server = try await EmbeddedServer(configuration: configuration)
+        let server = try await wire.server(configuration)
         let clients = try EventLoopThread()
-        let stalled = try await TestClient.connect(port: server.port, on: clients, clientID: "stalled")
-        let control = try await TestClient.connect(port: server.port, on: clients, clientID: "control")
+        let stalled = try await wire.connect(server, on: clients, clientID: "stalled")
+        let control = try await wire.connect(server, on: clients, clientID: "control")
         #expect(await subscribe(stalled, "l") != nil)
         #expect(await subscribe(control, "l") != nil)
         stalled.pauseReading()
@@ -255,13 +260,14 @@ func digest(of server: EmbeddedServer, _ list: String) async -> StateDigest? {
         #expect(clients.shutdown())
     }
 
-    @Test func resumeGetsExactlyTheMissedBatchesOrASnapshot() async throws {
+    @Test(arguments: Wire.allCases)
+    func resumeGetsExactlyTheMissedBatchesOrASnapshot(wire: Wire) async throws {
         var configuration = ServerConfiguration()
         configuration.historyMaxBatches = 20
-        let server = try await EmbeddedServer(configuration: configuration)
+        let server = try await wire.server(configuration)
         let clients = try EventLoopThread()
-        let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "w")
-        var sub = try await TestClient.connect(port: server.port, on: clients, clientID: "r")
+        let writer = try await wire.connect(server, on: clients, clientID: "w")
+        var sub = try await wire.connect(server, on: clients, clientID: "r")
         #expect(await subscribe(sub, "l") != nil)
         var base = try #require(await position(of: server, "l"))
         base = try await commit(writer, "l", seq: 0, base: base, [.insertSections([Section(id: "s")], at: 0)])
@@ -276,7 +282,7 @@ func digest(of server: EmbeddedServer, _ list: String) async -> StateDigest? {
         for seq in 6...10 {
             base = try await commit(writer, "l", seq: UInt64(seq), base: base, [.insertRows([Row(id: "a\(seq)")], in: .id("s"), at: 0), .moveRow(.id("a1"), toSection: .id("s"), at: 0)])
         }
-        sub = try await TestClient.connect(port: server.port, on: clients, clientID: "r")
+        sub = try await wire.connect(server, on: clients, clientID: "r")
         guard case .diff(let catchUp)? = await subscribe(sub, "l", resume: replica.position, digest: replica.director.digest) else {
             Issue.record("expected a catch-up diff"); return
         }
@@ -287,22 +293,22 @@ func digest(of server: EmbeddedServer, _ list: String) async -> StateDigest? {
         sub.close()
 
         // Up to date: an empty diff confirms the position.
-        let again = try await TestClient.connect(port: server.port, on: clients, clientID: "r2")
+        let again = try await wire.connect(server, on: clients, clientID: "r2")
         guard case .diff(let same)? = await subscribe(again, "l", resume: base) else { Issue.record("expected an empty diff"); return }
         #expect(same.changeset.isEmpty && same.from == base && same.to == base)
 
         // Another epoch, or a position older than the history: a snapshot that says so.
-        let other = try await TestClient.connect(port: server.port, on: clients, clientID: "r3")
+        let other = try await wire.connect(server, on: clients, clientID: "r3")
         guard case .snapshot(let s1)? = await subscribe(other, "l", resume: ListVersion(epoch: base.epoch &+ 1, version: 3)) else { Issue.record("epoch"); return }
         #expect(s1.reason == .epochChanged && s1.position == base)
         for seq in 11...40 {
             base = try await commit(writer, "l", seq: UInt64(seq), base: base, [.setHeader(.id("s"), [UInt8(seq)])])
         }
-        let old = try await TestClient.connect(port: server.port, on: clients, clientID: "r4")
+        let old = try await wire.connect(server, on: clients, clientID: "r4")
         guard case .snapshot(let s2)? = await subscribe(old, "l", resume: ListVersion(epoch: base.epoch, version: 2)) else { Issue.record("too old"); return }
         #expect(s2.reason == .resumeTooOld && s2.position == base)
         // A drifted replica (wrong digest) is resynced.
-        let drifted = try await TestClient.connect(port: server.port, on: clients, clientID: "r5")
+        let drifted = try await wire.connect(server, on: clients, clientID: "r5")
         guard case .snapshot(let s3)? = await subscribe(drifted, "l", resume: base, digest: StateDigest(rawValue: 42)) else { Issue.record("drift"); return }
         #expect(s3.reason == .resyncRequested)
         for c in [writer, again, other, old, drifted] { c.close() }
@@ -310,12 +316,13 @@ func digest(of server: EmbeddedServer, _ list: String) async -> StateDigest? {
         #expect(clients.shutdown())
     }
 
-    @Test func gracefulShutdownTellsClientsAndClosesCleanly() async throws {
-        let server = try await EmbeddedServer()
+    @Test(arguments: Wire.allCases)
+    func gracefulShutdownTellsClientsAndClosesCleanly(wire: Wire) async throws {
+        let server = try await wire.server()
         let clients = try EventLoopThread()
         var connected: [TestClient] = []
         for k in 0..<10 {
-            let c = try await TestClient.connect(port: server.port, on: clients, clientID: "c\(k)")
+            let c = try await wire.connect(server, on: clients, clientID: "c\(k)")
             #expect(await subscribe(c, "l") != nil)
             connected.append(c)
         }

@@ -90,18 +90,24 @@ import Testing
         for metric in ["flowsync_connections", "flowsync_lists", "flowsync_batches_total", "flowsync_frames_sent_total",
                        "flowsync_bytes_sent_total", "flowsync_subscribers_paused", "flowsync_store_sync_seconds_bucket",
                        "flowsync_mutations_rejected_total", "flowsync_connections_closed_total",
-                       "flowsync_store_failed", "flowsync_handshake_budget_exhausted_total"] {
+                       "flowsync_store_failed", "flowsync_handshake_budget_exhausted_total",
+                       "flowsync_tls_certificate_expiry_timestamp_seconds", "flowsync_tls_certificate_loads_total"] {
             #expect(wanted.contains { $0.metric == metric }, "\(metric) is in neither the dashboard nor the rules")
         }
 
         // A real daemon (file store, fsync always: the store sync histogram moves), and
         // the traffic that creates the labelled series: a commit, a Reject, a close.
+        // Over TLS (issue #32), so the TLS series exist: the certificate's expiry, the
+        // loads by result.
+        let certificates = try await TestCertificates.shared()
         var options = DaemonProcess.Options(binary: try DaemonProcessTests.binary())
         options.metrics = true
+        options.configText = "[tls]\nmode = \"required\"\ncertificate_file = \"\(certificates.serverCertificate)\"\nkey_file = \"\(certificates.serverKey)\"\n"
         let daemon = try await DaemonProcess.start(options)
         let metricsPort = try #require(daemon.metricsPort)
         let thread = try EventLoopThread()
-        let client = try await TestClient.connect(port: daemon.port, on: thread, clientID: "monitoring-test")
+        let client = try await TestClient.connect(port: daemon.port, on: thread, clientID: "monitoring-test",
+                                                  tls: certificates.clientContext())
         client.send(.subscribe(Subscribe(listName: "m", resumeFrom: nil, digest: nil)))
         #expect(await client.waitFor { if case .snapshot = $0 { return true } else { return false } } != nil)
         client.send(.mutate(Mutate(listName: "m", clientID: "monitoring-test", seq: 1, base: ListVersion(epoch: 0, version: 0), operations: [.insertSections([Section(id: "s")], at: 0)])))

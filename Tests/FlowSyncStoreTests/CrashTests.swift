@@ -30,6 +30,26 @@ import Testing
         // allows (checked per resume by the driver).
         #expect(result.resumesAsDiff + result.resumesAsSmallerSnapshot + result.resumesOfNeverWrittenList >= (cycles - 1) * options.subscribers * options.lists.count, "\(result)")
     }
+
+    /// The same over TLS (issue #32), shorter: every client reconnects with a full
+    /// handshake after each kill, and resumes from the restarted daemon.
+    @Test func killedAndRestartedOverTLSLosesNothingAcknowledged() async throws {
+        let directory = TemporaryDirectory("crash-tls")
+        defer { directory.remove() }
+        let certificates = try await TestCertificates.shared()
+        let cycles = 8
+        var options = CrashTestDriver.Options(binary: try Self.binary(), dataDirectory: directory.path)
+        options.cycles = cycles
+        options.seed = 3_202
+        options.tls = try certificates.clientContext()
+        options.extraConfiguration += "[tls]\nmode = \"required\"\ncertificate_file = \"\(certificates.serverCertificate)\"\nkey_file = \"\(certificates.serverKey)\"\n"
+        options.log = { print("crash test (TLS): \($0)") }
+        let result = try await CrashTestDriver(options).run()
+        print("crash test (TLS): \(result)")
+        #expect(result.cycles == cycles, "\(result)")
+        #expect(result.problems.isEmpty, "\(result.problems)")
+        #expect(result.ackedMutations > cycles * 5, "\(result)")
+    }
 }
 
 /// The flowsyncd binary and damaged data: refuses to start (exit 65, the file named),

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Bounded live check against a running flowsyncd (loopback only):
+"""Bounded live check against a running flowsyncd:
 
-  python3 live_check.py --port P [--count 60] [--seed 1] [--duration 60]
+  python3 live_check.py --port P [--host H] [--count 60] [--seed 1] [--duration 60]
+                        [--tls | --plaintext] [--cafile CA] [--server-name N] [--pin SHA256] [--token T]
 
 One writer connection sends `count` seeded random mutations (every operation kind, one
 to three operations per group), one at a time; a second connection subscribes, applies
@@ -15,14 +16,16 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import flowsync_tls  # noqa: E402
 import flowsync_wire as fw  # noqa: E402
 
 
-def connect(port, cid):
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+def connect(args, cid):
+    # TLS unless the host is loopback, or as --tls / --plaintext say (flowsync_tls).
+    s = flowsync_tls.connect_from_arguments(args, args.host, args.port)
     r = fw.FrameReader(s)
     s.sendall(fw.encode_frame({"type": "hello", "minVersion": 1, "maxVersion": 1, "clientName": "live_check",
-                               "clientID": cid, "authToken": None}))
+                               "clientID": cid, "authToken": args.token}))
     w = r.read()
     assert w and w["type"] == "welcome", w
     return s, r, w["dictionary"]
@@ -82,13 +85,16 @@ def random_ops(rng, state, n):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--token", default=os.environ.get("FLOWSYNC_TOKEN"))
+    flowsync_tls.add_arguments(ap)
     ap.add_argument("--list", default="live-check-%d" % os.getpid())
     ap.add_argument("--count", type=int, default=60)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--duration", type=float, default=60)
     a = ap.parse_args()
     rng, deadline = random.Random(a.seed), time.monotonic() + a.duration
-    writer, sub = connect(a.port, "live-writer-%d" % os.getpid()), connect(a.port, "live-sub")
+    writer, sub = connect(a, "live-writer-%d" % os.getpid()), connect(a, "live-sub")
     replicas = {}
     for conn in (writer, sub):
         send(conn, {"type": "subscribe", "listName": a.list, "resumeFrom": None, "digest": None})

@@ -16,16 +16,18 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import flowsync_tls  # noqa: E402
 import flowsync_wire as fw  # noqa: E402
 
 
 class Client:
-    def __init__(self, host, port, client_id):
-        self.sock = socket.create_connection((host, port), timeout=10)
+    def __init__(self, host, port, client_id, args):
+        # TLS unless the host is loopback (flowsync_tls: the SDK's TLSPolicy rules).
+        self.sock = flowsync_tls.connect_from_arguments(args, host, port)
         self.reader = fw.FrameReader(self.sock)
         self.dictionary = b""
         self.send({"type": "hello", "minVersion": 1, "maxVersion": 1,
-                   "clientName": "watch.py/1", "clientID": client_id, "authToken": None})
+                   "clientName": "watch.py/1", "clientID": client_id, "authToken": args.token})
         msg = self.reader.read()
         if msg is None or msg["type"] != "welcome":
             sys.exit("handshake failed: %r" % (msg,))
@@ -166,11 +168,13 @@ def main():
     ap.add_argument("--duration", type=float, default=3600, help="stop after S seconds (default 3600)")
     ap.add_argument("--insert", nargs=3, metavar=("SECTION_ID", "ROW_ID", "JSON"))
     ap.add_argument("--kind", default="", help="row kind for --insert (default empty)")
+    ap.add_argument("--token", default=os.environ.get("FLOWSYNC_TOKEN"), help="auth token (env FLOWSYNC_TOKEN)")
+    flowsync_tls.add_arguments(ap)
     ap.add_argument("list")
     a = ap.parse_args()
     deadline = time.monotonic() + a.duration
     try:
-        c = Client(a.host, a.port, a.client_id)
+        c = Client(a.host, a.port, a.client_id, a)
         if a.insert:
             rc = write(c, a.list, a.client_id, *a.insert, a.kind, deadline)
         else:

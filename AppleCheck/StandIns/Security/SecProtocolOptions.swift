@@ -58,6 +58,7 @@ final class SecProtocolOptionsStorage: NSObject, OS_sec_protocol_options, @unche
     private var _minimumTLSVersion: tls_protocol_version_t?
     private var _serverName: String?
     private var _verify: (block: sec_protocol_verify_t, queue: DispatchQueue)?
+    private var _applicationProtocols: [String] = []
 
     var minimumTLSVersion: tls_protocol_version_t? {
         get { lock.withLock { _minimumTLSVersion } }
@@ -70,6 +71,11 @@ final class SecProtocolOptionsStorage: NSObject, OS_sec_protocol_options, @unche
     var verify: (block: sec_protocol_verify_t, queue: DispatchQueue)? {
         get { lock.withLock { _verify } }
         set { lock.withLock { _verify = newValue } }
+    }
+    /// ALPN names added, in order.
+    var applicationProtocols: [String] {
+        get { lock.withLock { _applicationProtocols } }
+        set { lock.withLock { _applicationProtocols = newValue } }
     }
 }
 
@@ -90,6 +96,12 @@ public func sec_protocol_options_set_min_tls_protocol_version(_ options: sec_pro
 /// /documentation/Security/sec_protocol_options_set_tls_server_name(_:_:) — iOS 12.0+, macOS 10.14+
 public func sec_protocol_options_set_tls_server_name(_ options: sec_protocol_options_t, _ server_name: UnsafePointer<CChar>) {
     (options as? SecProtocolOptionsStorage)?.serverName = String(cString: server_name)
+}
+
+/// /documentation/Security/sec_protocol_options_add_tls_application_protocol(_:_:) — iOS 12.0+, macOS 10.14+
+/// ("Add an application protocol supported by clients of this protocol instance.")
+public func sec_protocol_options_add_tls_application_protocol(_ options: sec_protocol_options_t, _ application_protocol: UnsafePointer<CChar>) {
+    (options as? SecProtocolOptionsStorage)?.applicationProtocols.append(String(cString: application_protocol))
 }
 
 /// /documentation/Security/sec_protocol_options_set_verify_block(_:_:_:) — iOS 12.0+, macOS 10.14+

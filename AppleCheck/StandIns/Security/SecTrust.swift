@@ -31,6 +31,10 @@ public final class SecPolicy: Hashable, @unchecked Sendable {
 public final class SecTrust: Hashable, @unchecked Sendable {
     let certificates: [SecCertificate]
     var policies: [SecPolicy]
+    /// Set by SecTrustSetAnchorCertificates (nil: the system's anchors).
+    var anchorCertificates: [SecCertificate]?
+    /// Set by SecTrustSetAnchorCertificatesOnly; Apple's default once anchors are set is true.
+    var anchorCertificatesOnly = false
     init(certificates: [SecCertificate], policies: [SecPolicy]) {
         self.certificates = certificates
         self.policies = policies
@@ -94,6 +98,35 @@ public func SecTrustCreateWithCertificates(_ certificates: CFTypeRef, _ policies
 public func SecTrustSetPolicies(_ trust: SecTrust, _ policies: CFTypeRef) -> OSStatus {
     guard let list = policyArray(policies) else { return errSecParam }
     trust.policies = list
+    return errSecSuccess
+}
+
+/// /documentation/Security/SecTrustSetAnchorCertificates(_:_:) — iOS 2.0+, macOS 10.3+
+/// Records the anchors; from then on only they are trusted unless
+/// SecTrustSetAnchorCertificatesOnly(_, false) follows (as the page says). `nil` goes
+/// back to the system's anchors. errSecParam unless every element is a SecCertificate.
+// STAND-IN: there is no trust store, so anchors change no verdict here
+// (SecTrustEvaluateWithError stays false); they are recorded for the tests to read
+// (SecurityStandIn.anchors(of:)).
+@discardableResult  // STAND-IN: C functions import as discardable on Apple platforms.
+public func SecTrustSetAnchorCertificates(_ trust: SecTrust, _ anchorCertificates: CFArray?) -> OSStatus {
+    guard let anchorCertificates else {
+        trust.anchorCertificates = nil
+        trust.anchorCertificatesOnly = false
+        return errSecSuccess
+    }
+    guard let list = (anchorCertificates as NSArray) as? [SecCertificate] else { return errSecParam }
+    trust.anchorCertificates = list
+    trust.anchorCertificatesOnly = true
+    return errSecSuccess
+}
+
+/// /documentation/Security/SecTrustSetAnchorCertificatesOnly(_:_:) — iOS 2.0+, macOS 10.6+
+/// `false` re-enables the built-in anchors beside those of SecTrustSetAnchorCertificates.
+// STAND-IN: recorded only (see SecTrustSetAnchorCertificates).
+@discardableResult  // STAND-IN: C functions import as discardable on Apple platforms.
+public func SecTrustSetAnchorCertificatesOnly(_ trust: SecTrust, _ anchorCertificatesOnly: Bool) -> OSStatus {
+    trust.anchorCertificatesOnly = anchorCertificatesOnly
     return errSecSuccess
 }
 

@@ -49,6 +49,7 @@ import Testing
         let options = try #require(NetworkStandIn.tlsOptions(of: remote.parameters), "a non-loopback host gets TLS")
         #expect(SecurityStandIn.minimumTLSVersion(of: options.securityProtocolOptions) == .TLSv12)
         #expect(SecurityStandIn.serverName(of: options.securityProtocolOptions) == "flowsync.test")
+        #expect(SecurityStandIn.applicationProtocols(of: options.securityProtocolOptions) == ["flowsync"], "ALPN as the daemon expects")
         #expect(SecurityStandIn.verifyBlock(of: options.securityProtocolOptions) != nil)
         #expect(remote.event.hasPrefix("closed: failed:"), "\(remote.event)")
 
@@ -72,6 +73,11 @@ import Testing
 
     /// Runs the transport's verify block for `policy` on its own queue, as Network would.
     private func verify(_ policy: TLSPolicy, host: String = "192.0.2.9") async throws -> Bool {
+        try await verifyKeepingTrust(policy, host: host).accepted
+    }
+
+    /// ``verify(_:host:)``, also returning the trust object the block worked on.
+    private func verifyKeepingTrust(_ policy: TLSPolicy, host: String = "192.0.2.9") async throws -> (accepted: Bool, trust: SecTrust) {
         let connection = try await firstConnection(policy: policy, host: host)
         let options = try #require(NetworkStandIn.tlsOptions(of: connection.parameters))
         let (block, queue) = try #require(SecurityStandIn.verifyBlock(of: options.securityProtocolOptions))
@@ -81,12 +87,43 @@ import Testing
         let created = try #require(trust)
         let secTrust = try #require(sec_trust_create(created))
         let call = LockedBox((block: block, trust: secTrust, metadata: SecurityStandIn.makeMetadata()))
-        return await withCheckedContinuation { continuation in
+        let accepted: Bool = await withCheckedContinuation { continuation in
             queue.async {
                 let (block, trust, metadata) = call.get()
                 block(metadata, trust) { accepted in continuation.resume(returning: accepted) }
             }
         }
+        return (accepted, created)
+    }
+
+    /// `TLSPolicy.additionalTrustedRoots` (issue #32, a private CA) become the trust's
+    /// anchors beside the system's (anchors-only off), as LibUVTransport adds them to
+    /// OpenSSL's store. Whether the chain then verifies only a device can tell (the
+    /// stand-in trusts nothing: the policy still refuses here).
+    @Test func additionalRootsBecomeAnchorsBesideTheSystems() async throws {
+        let policy = TLSPolicy(additionalTrustedRoots: [[UInt8](Self.certificateDER)])
+        // Hosts of their own: tests run in parallel (firstConnection).
+        let (accepted, trust) = try await verifyKeepingTrust(policy, host: "192.0.2.21")
+        #expect(!accepted)
+        let anchors = SecurityStandIn.anchors(of: trust)
+        #expect(anchors.certificates == [Self.certificateDER])
+        #expect(anchors.only == false)
+        // Without extra roots the trust keeps the system's anchors.
+        let (_, plain) = try await verifyKeepingTrust(.automatic, host: "192.0.2.22")
+        #expect(SecurityStandIn.anchors(of: plain).certificates == nil)
+    }
+
+    /// A client identity is Linux's only (TLSPolicy.clientIdentity): the Apple transport
+    /// refuses to connect rather than connect without it.
+    @Test func aClientIdentityIsRefusedRatherThanIgnored() async throws {
+        let transport = NetworkTransport(tls: TLSPolicy(clientIdentity: .init(certificateChainFile: "/c.pem", privateKeyFile: "/k.pem")))
+        defer { transport.shutdown() }
+        let events = EventLog()
+        transport.connect(host: "192.0.2.10", port: 7400) { event in
+            if case .closed(let reason) = event { events.append("closed: \(reason)") } else { events.append("\(event)") }
+        }
+        let first = await events.wait(count: 1).first ?? "nothing"
+        #expect(first.hasPrefix("closed") && first.contains("clientIdentity"), "\(first)")
     }
 
     private var certificateSHA256: [UInt8] { Array(SHA256.hash(data: Self.certificateDER)) }

@@ -1,10 +1,11 @@
 /// When a transport speaks TLS, and which server certificates it accepts.
 ///
 /// Every decision here is platform-neutral and tested on Linux (`TLSPolicyTests`); a
-/// transport only gathers the facts (did the system trust store accept the chain, the
-/// SHA-256 of each certificate) and asks ``accepts(_:)``. The Network.framework transport
-/// (``NetworkTransport``, Apple platforms) is the one that does TLS itself; see
-/// docs/SDK.md, "Transports and TLS".
+/// transport only gathers the facts (did the trust store accept the chain for the
+/// name, the SHA-256 of each certificate) and asks ``accepts(_:)``. Both TLS transports
+/// apply it the same way: ``NetworkTransport`` (Network.framework, Apple platforms) and
+/// ``LibUVTransport`` (OpenSSL on the libuv loop, Linux); see docs/SDK.md, "Transports
+/// and TLS".
 ///
 /// The default, ``automatic``, is TLS for every host that is not loopback: a token must
 /// never cross a network in clear text. Loopback (`localhost`, `127.0.0.0/8`, `::1`)
@@ -51,6 +52,29 @@ public struct TLSPolicy: Sendable {
     public var requiresSystemTrust: Bool
     /// The name checked against the certificate and sent as SNI; `nil`: the host.
     public var serverName: String?
+    /// Roots to trust besides the system's (a private CA), each a DER certificate
+    /// (``certificates(pem:)`` reads them from PEM text). A chain that leads to one of
+    /// them counts as system-trusted (``TrustEvaluation/systemTrusted``), names and
+    /// dates still checked.
+    public var additionalTrustedRoots: [[UInt8]] = []
+    /// A client certificate for servers that require one (mTLS, `[tls]
+    /// client_certificates` of flowsyncd). Linux's ``LibUVTransport`` only: the Apple
+    /// transport refuses to connect with one set (Network.framework takes a keychain
+    /// identity, which this SDK does not handle yet; docs/SDK.md, "Not done").
+    public var clientIdentity: ClientIdentity?
+
+    /// A client certificate and its key, as PEM files.
+    public struct ClientIdentity: Sendable, Hashable {
+        /// The certificate, then its intermediates.
+        public var certificateChainFile: String
+        /// Its private key.
+        public var privateKeyFile: String
+
+        public init(certificateChainFile: String, privateKeyFile: String) {
+            self.certificateChainFile = certificateChainFile
+            self.privateKeyFile = privateKeyFile
+        }
+    }
     /// The trust hook: when set, it decides, given the evaluation and the built-in
     /// decision (pins and system trust, as above). Called on a transport queue, during
     /// the handshake: keep it quick, and never block on the main thread from it.
@@ -59,11 +83,14 @@ public struct TLSPolicy: Sendable {
     /// Creates a policy.
     public init(mode: Mode = .automatic, pinnedCertificateSHA256: Set<[UInt8]> = [],
                 requiresSystemTrust: Bool = true, serverName: String? = nil,
+                additionalTrustedRoots: [[UInt8]] = [], clientIdentity: ClientIdentity? = nil,
                 verify: (@Sendable (TrustEvaluation, _ builtInDecision: Bool) -> Bool)? = nil) {
         self.mode = mode
         self.pinnedCertificateSHA256 = pinnedCertificateSHA256
         self.requiresSystemTrust = requiresSystemTrust
         self.serverName = serverName
+        self.additionalTrustedRoots = additionalTrustedRoots
+        self.clientIdentity = clientIdentity
         self.verify = verify
     }
 
@@ -73,6 +100,49 @@ public struct TLSPolicy: Sendable {
     public static let required = TLSPolicy(mode: .required)
     /// Plain TCP everywhere.
     public static let disabled = TLSPolicy(mode: .disabled)
+
+    /// The DER bytes of every certificate in PEM text (`-----BEGIN CERTIFICATE-----`
+    /// blocks; anything else is skipped), for ``additionalTrustedRoots``.
+    public static func certificates(pem: String) -> [[UInt8]] {
+        var result: [[UInt8]] = []
+        var rest = pem[...]
+        while let begin = rest.range(of: "-----BEGIN CERTIFICATE-----"),
+            let end = rest.range(of: "-----END CERTIFICATE-----", range: begin.upperBound..<rest.endIndex)
+        {
+            if let der = base64Decode(rest[begin.upperBound..<end.lowerBound]) { result.append(der) }
+            rest = rest[end.upperBound...]
+        }
+        return result
+    }
+
+    /// Standard base64 (whitespace ignored); `nil` when malformed.
+    static func base64Decode(_ text: Substring) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        var accumulator: UInt32 = 0
+        var bits = 0
+        var padding = 0
+        for character in text.utf8 {
+            let value: UInt32
+            switch character {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = UInt32(character - UInt8(ascii: "A"))
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = UInt32(character - UInt8(ascii: "a")) + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = UInt32(character - UInt8(ascii: "0")) + 52
+            case UInt8(ascii: "+"): value = 62
+            case UInt8(ascii: "/"): value = 63
+            case UInt8(ascii: "="): padding += 1; continue
+            case UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"): continue
+            default: return nil
+            }
+            guard padding == 0 else { return nil }
+            accumulator = (accumulator << 6) | value
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                bytes.append(UInt8((accumulator >> UInt32(bits)) & 0xff))
+            }
+        }
+        return padding <= 2 ? bytes : nil
+    }
 
     /// Whether a connection to `host` uses TLS under this policy.
     public func usesTLS(host: String) -> Bool {

@@ -1,22 +1,23 @@
 #if canImport(FlowSyncLoop)
 import FlowSyncLoop
 #endif
+#if canImport(FlowSyncTLS)
+import FlowSyncTLS
+#endif
 
 extension FlowSyncClient {
-    /// The platform's transport for `configuration`: Network.framework with TLS per
-    /// ``Configuration/tls`` where it exists (Apple platforms; decided per connection's
-    /// host), libuv on Linux, where TLS is a local tunnel's job (docs/SDK.md,
-    /// "Transports and TLS"): there every endpoint must be allowed plain TCP, or the
-    /// client is refused at once rather than at its first move to that endpoint.
+    /// The platform's transport for `configuration`, with TLS per ``Configuration/tls``
+    /// (decided per connection's host): Network.framework where it exists (Apple
+    /// platforms), libuv with OpenSSL on Linux (docs/SDK.md, "Transports and TLS").
+    /// Elsewhere the POSIX transport has no TLS: there every endpoint must be allowed
+    /// plain TCP, or the client is refused at once rather than at its first move to
+    /// that endpoint.
     static func defaultTransport(for configuration: Configuration) throws -> any ClientTransport {
         #if canImport(Network)
         return NetworkTransport(tls: configuration.tls)
-        #elseif canImport(FlowSyncLoop)
-        for endpoint in configuration.endpoints {
-            try TransportError.checkPlainTransportAllowed(host: endpoint.host, policy: configuration.tls)
-        }
+        #elseif canImport(FlowSyncLoop) && canImport(FlowSyncTLS)
         do {
-            return try LibUVTransport()
+            return try LibUVTransport(tls: configuration.tls)
         } catch {
             throw TransportError.cannotStart("\(error)")
         }
@@ -46,9 +47,9 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
     public var description: String {
         switch kind {
         case .tlsUnavailable(let host):
-            return "TLS is required for \(host) (TLSPolicy), and this platform's default transport has no TLS: "
-                + "connect through a local TLS tunnel on 127.0.0.1 (docs/SDK.md, \"Transports and TLS\"), "
-                + "or set `tls: .disabled` for a network you trust"
+            return "TLS is required for \(host) (TLSPolicy), and this transport has no TLS: "
+                + "use the platform's default transport, or a local TLS tunnel on 127.0.0.1 (docs/SDK.md, "
+                + "\"Transports and TLS\"), or set `tls: .disabled` for a network you trust"
         case .cannotStart(let detail):
             return "the transport could not start: \(detail)"
         }

@@ -4,7 +4,9 @@
 // Security and CryptoKit transcribed from Apple's documentation (AppleCheck/), where it
 // is the client's default transport and runs against a real daemon over the stand-in's
 // NWConnection (a real TCP socket); its TLS verify block runs there on a test
-// certificate. Not yet built with an Apple SDK, nor run through a real TLS handshake.
+// certificate (SecTrustSetAnchorCertificates and SecTrustSetAnchorCertificatesOnly
+// included, for TLSPolicy.additionalTrustedRoots). Not yet built with an Apple SDK, nor
+// run through a real TLS handshake.
 #if canImport(Network)
 import CryptoKit
 import Dispatch
@@ -43,6 +45,12 @@ public final class NetworkTransport: ClientTransport, @unchecked Sendable {
             dropConnection()
             guard let nwPort = NWEndpoint.Port(rawValue: UInt16(clamping: port)), port > 0, port <= 65535 else {
                 handler(.closed(reason: "invalid port \(port)"))
+                return
+            }
+            if tls.usesTLS(host: host), tls.clientIdentity != nil {
+                // Fail closed rather than connect without the certificate the app asked
+                // for: Network.framework takes a keychain identity (not done, docs/SDK.md).
+                handler(.closed(reason: "TLSPolicy.clientIdentity is not supported by NetworkTransport"))
                 return
             }
             let parameters = tls.usesTLS(host: host) ? tlsParameters(host: host) : NWParameters.tcp
@@ -150,11 +158,21 @@ public final class NetworkTransport: ClientTransport, @unchecked Sendable {
         sec_protocol_options_set_min_tls_protocol_version(security, .TLSv12)
         let name = tls.serverName ?? host
         sec_protocol_options_set_tls_server_name(security, name)
+        // ALPN `flowsync`, as every client of the project offers it (docs/SECURITY.md):
+        // a daemon refuses a client whose ALPN list lacks it, and serves one with none.
+        sec_protocol_options_add_tls_application_protocol(security, "flowsync")
         let policy = tls
         sec_protocol_options_set_verify_block(security, { _, trust, complete in
             let secTrust = sec_trust_copy_ref(trust).takeRetainedValue()
             // The system's verdict for this name (the SSL policy is set for `name`).
             SecTrustSetPolicies(secTrust, SecPolicyCreateSSL(true, name as CFString))
+            if !policy.additionalTrustedRoots.isEmpty {
+                // A private CA: its roots count as anchors beside the system's ones
+                // (`AnchorCertificatesOnly(false)`), as in LibUVTransport.
+                let anchors = policy.additionalTrustedRoots.compactMap { SecCertificateCreateWithData(nil, Data($0) as CFData) }
+                SecTrustSetAnchorCertificates(secTrust, anchors as CFArray)
+                SecTrustSetAnchorCertificatesOnly(secTrust, false)
+            }
             let systemTrusted = SecTrustEvaluateWithError(secTrust, nil)
             let chain = (SecTrustCopyCertificateChain(secTrust) as? [SecCertificate]) ?? []
             let digests = chain.map { Array(SHA256.hash(data: SecCertificateCopyData($0) as Data)) }

@@ -1,5 +1,6 @@
 import FlowSyncCore
 import FlowSyncLoop
+import FlowSyncPostgres
 import FlowSyncProtocol
 import Logging
 
@@ -83,9 +84,13 @@ extension ServerConfiguration {
     /// The store `[storage]` names: a ``FileStore`` in the data directory by default.
     func makeStore(loop: EventLoop, logger: Logger) -> ListStore {
         if let postgres = cluster.postgres {
+            // Beyond loopback, TLS with the server verified unless the string says
+            // otherwise (PostgresTLS; docs/CLUSTER.md, "TLS to PostgreSQL").
+            let secured = PostgresTLS.defaultingToVerifyFull(postgres)
+            if let warning = secured.warning { logger.warning("\(warning)") }
             return ClusterStore(
                 options: ClusterStore.Options(
-                    conninfo: postgres, node: cluster.node, leaseMilliseconds: cluster.leaseMilliseconds,
+                    conninfo: secured.conninfo, node: cluster.node, leaseMilliseconds: cluster.leaseMilliseconds,
                     snapshotEveryBatches: snapshotEveryBatches, snapshotEveryBytes: snapshotEveryBytes),
                 loop: loop, logger: logger)
         }

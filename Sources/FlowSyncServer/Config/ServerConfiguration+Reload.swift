@@ -22,12 +22,19 @@ extension ServerConfiguration {
         // The ring is created at start; switching paths under live sockets is not done.
         if new.writePath != writePath { ignored.append("server.write_path") }
         if new.cluster != cluster { ignored.append("cluster") }
+        // What the TCP listener speaks is decided at start (the certificate itself is
+        // reloadable: `Server.reloadTLS`).
+        if new.tls.mode != tls.mode || new.tls.allowPlaintextBeyondLoopback != tls.allowPlaintextBeyondLoopback {
+            ignored.append("tls.mode")
+        }
         var applied = new
         applied.listen = listen
         applied.storage = storage
         applied.metrics = metrics
         applied.writePath = writePath
         applied.cluster = cluster
+        applied.tls.mode = tls.mode
+        applied.tls.allowPlaintextBeyondLoopback = tls.allowPlaintextBeyondLoopback
         return (applied, ignored)
     }
 }

@@ -92,6 +92,7 @@ extension ServerConfiguration {
                 case ("cluster", "node"): cluster.node = try value.string()
                 case ("cluster", "lease_ms"): cluster.leaseMilliseconds = try value.int(300...600_000)
                 case ("auth", _): try auth.parse(key: key, value: value)
+                case ("tls", _): try tls.parse(key: key, value: value)
                 case ("server", _), ("storage", _), ("lists", _), ("limits", _), ("backpressure", _), ("history", _), ("ordering", _), ("compression", _), ("metrics", _), ("logging", _), ("cluster", _):
                     throw ConfigurationError(key: value.key, problem: "unknown key")
                 default:

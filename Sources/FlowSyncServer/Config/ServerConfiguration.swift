@@ -205,6 +205,10 @@ public struct ServerConfiguration: Hashable, Sendable {
     /// Tokens, permissions and the pre-auth connection cap (docs/SECURITY.md).
     public var auth = AuthConfiguration()
 
+    // MARK: [tls]
+    /// TLS on the TCP listener: certificate, versions, client certificates (issue #32).
+    public var tls = TLSConfiguration()
+
     // MARK: [logging]
     /// One of trace, debug, info, notice, warning, error, critical. Default info.
     public var logLevel = "info"
@@ -229,6 +233,7 @@ public struct ServerConfiguration: Hashable, Sendable {
         if maxFrameBytes < 1_024 { return ("limits.max_frame_bytes", "must be at least 1024") }
         if !Self.logLevels.contains(logLevel) { return ("logging.level", "must be one of \(Self.logLevels.joined(separator: ", "))") }
         if let problem = auth.validate(host: host) { return problem }
+        if let problem = tls.validate(host: host) { return problem }
         if cluster.postgres?.isEmpty == true { return ("cluster.postgres", "must not be empty (remove the key to turn cluster mode off)") }
         if cluster.isEnabled && cluster.node.isEmpty { return ("cluster.node", "is required with cluster.postgres") }
         if !cluster.isEnabled && !cluster.node.isEmpty { return ("cluster.node", "needs cluster.postgres") }

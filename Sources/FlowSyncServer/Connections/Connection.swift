@@ -2,6 +2,7 @@ import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProtocol
 import FlowSyncRing
+import FlowSyncTLS
 import Logging
 
 /// The I/O shell of one client connection: the socket, its incremental decoder, its
@@ -12,7 +13,12 @@ import Logging
 /// the protocol itself. Loop-confined.
 final class Connection {
     let id: Int
-    private let tcp: TCPConnection
+    /// The socket (`Connection+TLS.swift` writes its ciphertext to it).
+    let tcp: TCPConnection
+    /// TLS on this connection (issue #32): `nil` on a plaintext listener. Ciphertext in
+    /// goes through it to the decoder (`Server+TLS.swift`); frames out through it at the
+    /// flush (`Connection+TLS.swift`).
+    var tls: TLSChannel?
     var machine: ConnectionStateMachine
     let decoder: FrameDecoder
     let logger: Logger
@@ -69,6 +75,9 @@ final class Connection {
     /// `TCPConnection.write`). Returns the error when the socket is broken.
     func flush(now: UInt64) -> UVError? {
         guard !outbound.frames.isEmpty, !tcp.isClosing else { return nil }
+        if let tls {
+            return writeThenClear(now: now) { () throws(UVError) in try encryptQueuedFrames(with: tls) }
+        }
         // Written from the queue's own array, which is then emptied in place (its
         // storage is reused next turn: no allocation per delivery).
         return writeThenClear(now: now) { () throws(UVError) in try tcp.write(outbound.frames) }
@@ -95,7 +104,10 @@ final class Connection {
     /// Decides, with `machine`, the route of this turn's frames: through the ring, or
     /// libuv (bytes queued in libuv must not be overtaken, see ``RingSendStateMachine``).
     func startRingFlush(_ machine: inout RingSendStateMachine, maxFrames: Int) -> RingSendStateMachine.FlushAction {
-        machine.flushStarted(
+        // Ciphertext is made per connection at the flush: a TLS connection is written
+        // through libuv (``flush(now:)``), never by the ring, which sends frames as queued.
+        if tls != nil { return outbound.frames.isEmpty ? .nothing : .writeWithLibuv }
+        return machine.flushStarted(
             frameSizes: outbound.frames.lazy.map(\.count), libuvQueuedBytes: tcp.queuedBytes,
             socketClosing: tcp.isClosing, maxFrames: maxFrames)
     }
@@ -143,6 +155,7 @@ final class Connection {
     func shutdownAfterWrites(closed: @escaping () -> Void) {
         guard !tcp.isClosing else { return }
         tcp.onRead = nil
+        closeTLS()
         tcp.shutdownAndClose()
         tcp.onClose = closed
     }

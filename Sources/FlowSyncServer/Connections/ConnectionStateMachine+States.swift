@@ -12,12 +12,19 @@ extension ConnectionStateMachine {
         var protocolVersion: UInt16
         /// What the client's token grants (``AccessGrant/unrestricted`` with auth off).
         var grant: AccessGrant = .unrestricted
+        /// The grant came from the transport (a client certificate mapped to a
+        /// principal, issue #32), not from a token: a RefreshToken cannot replace it.
+        var isTransportAuthenticated = false
     }
 
     /// Waiting for `Hello`.
     struct AwaitingHello {
         /// Loop time (ms) by which a valid Hello must have arrived.
         var deadline: UInt64
+        /// The grant of a client certificate mapped to a principal
+        /// (``ConnectionStateMachine/transportAuthenticated(_:)``): the Hello then needs
+        /// no token.
+        var transportGrant: AccessGrant?
     }
 
     /// A Hello arrived; its token is being verified (``Action/verifyToken(_:)``).

@@ -104,6 +104,22 @@ struct ConnectionStateMachine {
 
     // MARK: Events
 
+    /// The transport authenticated the client before its Hello: a verified client
+    /// certificate mapped to a principal (`[[tls.principals]]`, issue #32). The Hello
+    /// then needs no token and the connection gets `grant`. Only while awaiting Hello (the
+    /// TLS handshake completes before any frame can be read); ignored once closing.
+    mutating func transportAuthenticated(_ grant: AccessGrant) {
+        switch state {
+        case .awaitingHello(var awaiting):
+            awaiting.transportGrant = grant
+            state = .awaitingHello(awaiting)
+        case .closing:
+            return
+        case .verifyingHello, .ready, .modifying:
+            preconditionFailure("Internal inconsistency in ConnectionStateMachine: a transport authenticated after the Hello")
+        }
+    }
+
     /// A message arrived at loop time `now` (ms).
     mutating func receivedMessage(_ message: Message, now: UInt64) -> Action {
         switch state {
@@ -125,7 +141,14 @@ struct ConnectionStateMachine {
             guard !hello.clientID.isEmpty else {
                 return close(.malformedFrame, "Hello needs a non-empty client ID (it makes retried writes idempotent)", now: now)
             }
-            let session = Session(clientID: hello.clientID, clientName: hello.clientName, protocolVersion: high)
+            var session = Session(clientID: hello.clientID, clientName: hello.clientName, protocolVersion: high)
+            if let grant = awaiting.transportGrant {
+                // Authenticated by its certificate (mTLS): the token, if any, is not used.
+                session.grant = grant
+                session.isTransportAuthenticated = true
+                state = .ready(Ready(session: session, lastReceivedAt: now))
+                return .welcome(version: high)
+            }
             guard configuration.verifiesTokens else {
                 state = .ready(Ready(session: session, lastReceivedAt: now))
                 return .welcome(version: high)
@@ -317,7 +340,9 @@ struct ConnectionStateMachine {
         case .pong:
             return .none
         case .refreshToken(let refresh):
-            guard configuration.verifiesTokens else { return .none }   // auth off: nothing to refresh
+            // Auth off, or a certificate's grant (it lasts as long as the certificate):
+            // nothing to refresh.
+            guard configuration.verifiesTokens, !ready.session.isTransportAuthenticated else { return .none }
             ready.refreshing = true
             return .verifyToken(refresh.token)
         case .statsRequest(let request):

@@ -43,6 +43,8 @@ extension Server {
             guard let self, let connection else { return }
             drained(connection)
         }
+        // On a TLS listener, reads and the end go through the connection's channel.
+        attachTLS(to: connection, tcp: tcp)
         do {
             try tcp.startReading()
         } catch {
@@ -53,7 +55,8 @@ extension Server {
         onStatusChange?()
     }
 
-    private func received(_ bytes: UnsafeRawBufferPointer, on connection: Connection) {
+    /// Plaintext from the peer (straight from the socket, or decrypted by its TLS channel).
+    func received(_ bytes: UnsafeRawBufferPointer, on connection: Connection) {
         guard !connection.isClosing else { return }
         connection.machine.bytesReceived(now: loop.now)
         connection.decoder.feed(bytes)
@@ -167,6 +170,7 @@ extension Server {
         case .sendError(let error):
             send(.error(error), to: connection)
         case .close(let error, let leaving):
+            if error.code == .handshakeTimeout { tlsHandshakeTimedOut(connection) }
             closeNow(connection, with: error, leaving: leaving)
         }
     }
@@ -315,6 +319,7 @@ extension Server {
     /// shutdown grace.
     func sweepConnections() {
         let now = loop.now
+        trimAllocatorAfterHandshakeBurst(now: now)
         if !relay.forwarded.isEmpty { takeOverOverdueLists(now: now) }
         // The timer is due every 100 ms; anything later is time the loop spent elsewhere.
         if housekeeping.lastSweep != 0 {

@@ -41,6 +41,9 @@ extension Server {
                     metadata: ["host": "\(listenHost)"])
             }
         }
+        // What the TCP listener speaks (`[tls]`, judged by the address really bound, as
+        // auth is), and its certificate pair.
+        try startTLS(listenHost: listenHost)
         let listener: TCPListener
         do throws(UVError) {
             if let descriptor {
@@ -166,6 +169,7 @@ extension Server {
                 connections: connections.count, offloads: offloadsOutstanding + commits.gate.pendingCount)
         else { return }
         handles.closeTimers()
+        tls?.close()
         outbox.idle?.close()
         outbox.idle = nil
         if finish.closeStore, storageFailure == nil, let replicating = clusterNode {
@@ -225,6 +229,10 @@ extension Server {
                 }
             }
         }
+        // The certificate pair is read again (a renewal keeps its paths).
+        let tlsReload = reloadTLS(to: applied.tls)
+        applied.tls = tlsReload.applied
+        changes += tlsReload.changes
         configuration = applied
         encoder = FrameEncoder(configuration: applied.frameCompression)
         for list in lists.hosts {

@@ -26,6 +26,7 @@ import Logging
 /// | `Server+Replicas.swift` | cluster mode: replica lists, forwarded writes, take-over |
 /// | `Server+Compaction.swift` | snapshots of the log, off the loop |
 /// | `Server+Stats.swift` | the StatsReply and the read-only accessors |
+/// | `Server+TLS.swift` | TLS on the listener: the certificate, a channel per connection, the read side |
 ///
 /// Per loop turn (libuv: timers → I/O poll → **check** → close callbacks):
 /// 1. during poll, reads are decoded and their actions carried out; mutations are only
@@ -77,6 +78,8 @@ public final class Server {
     var verifier: TokenVerifier?
     /// Encodes every frame the server sends (compression from the configuration).
     var encoder: FrameEncoder
+    /// TLS on the TCP listener (`[tls]`, `Server+TLS.swift`); `nil` when it is plaintext.
+    var tls: ServerTLS?
 
     // MARK: Lists
 

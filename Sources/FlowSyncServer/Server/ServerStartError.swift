@@ -14,6 +14,9 @@ public struct ServerStartError: Error, CustomStringConvertible, Sendable {
         case authKeys(String)
         /// Binding or adopting a listener failed.
         case listen(UVError)
+        /// The `[tls]` settings do not fit the address, or the certificate pair does
+        /// not load (the message names the key and the file).
+        case tls(String)
     }
 
     private let base: Base
@@ -24,6 +27,7 @@ public struct ServerStartError: Error, CustomStringConvertible, Sendable {
     }
     static func authKeys(_ reason: String) -> ServerStartError { ServerStartError(base: .authKeys(reason)) }
     static func listen(_ error: UVError) -> ServerStartError { ServerStartError(base: .listen(error)) }
+    static func tls(_ reason: String) -> ServerStartError { ServerStartError(base: .tls(reason)) }
 
     /// The store's error, when recovering the store failed.
     public var storeError: StoreError? {
@@ -43,6 +47,7 @@ public struct ServerStartError: Error, CustomStringConvertible, Sendable {
         case .auth(let key, let problem, let host): return "\(key): \(problem) (listening on \(host))"
         case .authKeys(let reason): return "auth keys: \(reason)"
         case .listen(let error): return "\(error)"
+        case .tls(let reason): return reason
         }
     }
 }
