@@ -10,6 +10,7 @@
 //   .build/release/flowsync-server-bench --write-path io_uring   (the whole run with that write path)
 //   .build/release/flowsync-server-bench --idle 5000,14960   (daemon RSS per idle connection)
 //   .build/release/flowsync-server-bench --lists [--quick] [--backup]   (lists on demand, ListsBench.swift)
+//   .build/release/flowsync-server-bench --slow-consumer-soak [--rounds 20]   (slow consumers' memory, SlowConsumerSoak.swift)
 //
 // Subscribers only split frames by their length prefix (cheap), so the client side
 // does not hide the server's cost; one subscriber per scenario decodes everything and
@@ -201,6 +202,13 @@ if arguments.contains("--storage") || arguments.contains("--crash-test") {
 // Lists on demand (--lists, ListsBench.swift): start time, RSS, cold subscribes.
 if arguments.contains("--lists") {
     exit(try await ListsBench.run(arguments: arguments, daemonPath: daemonPath, quick: quick))
+}
+// The slow-consumer soak (--slow-consumer-soak, SlowConsumerSoak.swift; issue #33).
+if arguments.contains("--slow-consumer-soak") {
+    let soakThread = try EventLoopThread()
+    let code = try await SlowConsumerSoak.run(arguments: arguments, daemonPath: daemonPath, thread: soakThread)
+    _ = soakThread.shutdown()
+    exit(code)
 }
 // The loop-stall figures (--stall, StallBench.swift) are their own run too; --quick
 // runs them at small sizes after the rest.
