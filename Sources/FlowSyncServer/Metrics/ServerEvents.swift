@@ -127,6 +127,11 @@ struct ServerEvents {
         metrics.catchUpsFromLog.increment()
     }
 
+    /// Freed memory was given back after a queue burst (``Server/returnFreedMemory``).
+    mutating func memoryTrimmed() {
+        statistics.memoryTrims += 1
+    }
+
     /// A first frame is built on a worker.
     mutating func frameBuiltOffLoop() {
         statistics.framesBuiltOffLoop += 1

@@ -32,6 +32,7 @@ extension Server {
             ("lists.loading", Int64(lists.loadingCount)),
             ("lists.refused", Int64(lists.refusedCount)),
             ("catchup.from_log", Int64(statistics.catchUpsFromLog)),
+            ("memory.trims", Int64(statistics.memoryTrims)),
         ]
         // Each hosted list by name with its version (`flowsync lists`), the first
         // `maxListedInStats` by name: a bounded reply whatever the server holds.
