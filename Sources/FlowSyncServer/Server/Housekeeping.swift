@@ -18,4 +18,14 @@ struct Housekeeping {
     var queuedHighSinceTrim = 0
     /// Loop time of the last `malloc_trim`.
     var lastTrim: UInt64 = 0
+    /// The background check of the stored lists, once started (lists on demand).
+    var storedListCheck: StoredListCheckProgress?
+
+    struct StoredListCheckProgress {
+        /// Loop time it started.
+        var startedAt: UInt64
+        var checked = 0
+        var damaged = 0
+        var finished = false
+    }
 }

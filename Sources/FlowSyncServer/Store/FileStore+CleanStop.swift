@@ -75,7 +75,9 @@ extension FileStore {
                 // the stop (before RUNNING was removed) or at the start (after RUNNING
                 // was written, before the manifest was removed). Nothing was written
                 // after the manifest in either case, so it is exact, and the stop clean.
-                return indexed ? .cleanIndexed(try CleanStopManifestIndex(validating: bytes)) : .clean(try CleanStopManifest.decode(bytes))
+                return indexed
+                    ? .cleanIndexed(try CleanStopManifestIndex(validating: bytes, path: cleanStopManifest))
+                    : .clean(try CleanStopManifest.decode(bytes))
             } catch {
                 let (reason, offset) = error.reasonAndOffset
                 guard repair else {
