@@ -135,6 +135,61 @@ import Testing
         #expect(await server.stop())
     }
 
+    /// A clean-stop manifest of 1 MiB or more (14,000 lists) is checked through a mapping
+    /// and read back entry by entry: it still binds every list it records (a list whose
+    /// file grew after the stop is refused, another served), and a damaged one still
+    /// refuses the start, naming `STOPPED`.
+    @Test func aLargeManifestIsReadBackAndStillBindsEveryList() async throws {
+        let directory = try Self.store(14_000)
+        defer { directory.remove() }
+        let manifest = directory.path + "/STOPPED"
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: manifest)[.size] as? Int)
+        #expect(size >= CleanStopManifestIndex.keptInMemoryBelow, "\(size) bytes: not the large path")
+        // A list whose segment grew after the clean stop.
+        let grown = directory.path + "/lists/" + StoredListsLayout.name(12_345)
+        let segment = try #require(try FileManager.default.contentsOfDirectory(atPath: grown).first { $0.hasSuffix(".fsl") })
+        let handle = try #require(FileHandle(forWritingAtPath: grown + "/" + segment))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data([0, 0, 0, 0]))
+        try handle.close()
+        var configuration = ServerConfiguration()
+        configuration.listsOnDemand = true
+        configuration.checkStoredLists = false
+        let server = try await EmbeddedServer(configuration: configuration, storage: .file(directory: directory.path))
+        let clients = try EventLoopThread()
+        defer { _ = clients.shutdown() }
+        let client = try await TestClient.connect(port: server.port, on: clients, clientID: "reader")
+        let healthy = StoredListsLayout.name(13_999)
+        client.send(.subscribe(Subscribe(listName: healthy)))
+        guard case .snapshot(let snapshot)? = await client.waitFor(timeout: 20, Self.isFirstFrame(of: healthy)) else {
+            Issue.record("\(healthy) was not served")
+            return
+        }
+        #expect(snapshot.position.version == 5)
+        let name = StoredListsLayout.name(12_345)
+        client.send(.subscribe(Subscribe(listName: name)))
+        guard case .error(let error)? = await client.waitFor(timeout: 20, Self.isFirstFrame(of: name)) else {
+            Issue.record("\(name), longer than recorded, was served")
+            return
+        }
+        #expect(error.code == .internalError && error.message.contains("clean stop recorded"), "\(error)")
+        client.close()
+        // Killed, not stopped: the manifest stays as it is for the next start.
+        server.crash()
+        // A damaged byte in the middle of the manifest: the start is refused, as before.
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: manifest)))
+        bytes[bytes.count / 2] ^= 0x01
+        try Data(bytes).write(to: URL(fileURLWithPath: manifest))
+        try? FileManager.default.removeItem(atPath: directory.path + "/RUNNING")
+        do {
+            let refused = try await EmbeddedServer(configuration: configuration, storage: .file(directory: directory.path))
+            Issue.record("a damaged manifest was accepted")
+            _ = await refused.stop()
+        } catch {
+            #expect("\(error)".contains("STOPPED"), "\(error)")
+        }
+    }
+
     /// With `lists.check_stored = false` nothing is checked: damage is found at the
     /// list's first use, as before.
     @Test func theCheckCanBeTurnedOff() async throws {

@@ -39,6 +39,39 @@ struct CleanStopManifestIndex: Sendable {
 
     var count: Int { offsets.count }
 
+    /// Checks the manifest file at `path` through a read-only mapping, giving each
+    /// window of it back (`MADV_DONTNEED`) once read, so the process never holds more than
+    /// ``mappingWindow`` of it; then indexes it, read back with `pread`. `nil` when the
+    /// file is smaller than ``keptInMemoryBelow``, cannot be mapped, or is damaged: the
+    /// caller then reads it whole (``init(validating:path:keptInMemoryBelow:)``), which
+    /// reports the damage exactly.
+    init?(mappingValid path: String) {
+        guard let file = ManifestFile(path: path), file.length >= Self.keptInMemoryBelow, file.length < Int(UInt32.max),
+            let mapping = mmap(nil, file.length, PROT_READ, MAP_PRIVATE, file.descriptor, 0), mapping != MAP_FAILED
+        else { return nil }
+        defer { munmap(mapping, file.length) }
+        _ = madvise(mapping, file.length, Int32(MADV_SEQUENTIAL))
+        let raw = UnsafeRawBufferPointer(start: mapping, count: file.length)
+        let end = file.length - 4
+        var crc: UInt32 = 0
+        var at = 0
+        while at < end {
+            let upTo = min(end, at + Self.mappingWindow)
+            crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[at..<upTo]), continuing: crc)
+            _ = madvise(mapping + at, upTo - at, Int32(MADV_DONTNEED))
+            at = upTo
+        }
+        guard crc == raw[end...].withUnsafeBytes({ $0.loadUnaligned(as: UInt32.self).littleEndian }) else { return nil }
+        guard let offsets = try? Self.validate(UnsafeRawBufferPointer(rebasing: raw[0..<end]), release: mapping) else { return nil }
+        _ = madvise(mapping, file.length, Int32(MADV_DONTNEED))
+        self.offsets = offsets
+        self.end = end
+        entries = .file(file)
+    }
+
+    /// How much of a mapped manifest is read before it is given back.
+    static let mappingWindow = 8 << 20
+
     /// Checks `manifest` (the file's bytes) and indexes it; `path` is the file it was
     /// read from, re-opened for reading when the manifest is large (`nil`: keep it).
     /// - Throws: as ``CleanStopManifest/decode(_:)`` for the checksum, the header and the
@@ -60,7 +93,7 @@ struct CleanStopManifestIndex: Sendable {
         }
         self.offsets = try validated.get()
         self.end = end
-        if manifest.count >= keptInMemoryBelow, let path, let file = ManifestFile(path: path, length: manifest.count) {
+        if manifest.count >= keptInMemoryBelow, let path, let file = ManifestFile(path: path), file.length == manifest.count {
             entries = .file(file)
         } else {
             entries = .bytes(Array(manifest[0..<end]))
@@ -69,8 +102,11 @@ struct CleanStopManifestIndex: Sendable {
 
     /// The header and every entry's bounds and order, without an allocation per entry.
     /// Returns where each entry starts.
-    private static func validate(_ raw: UnsafeRawBufferPointer) throws(StoreFormat.HeaderProblem) -> [UInt32] {
+    /// `release`: the mapping `raw` lies in, whose windows are given back as the pass
+    /// goes (``init(mappingValid:)``).
+    private static func validate(_ raw: UnsafeRawBufferPointer, release mapping: UnsafeMutableRawPointer? = nil) throws(StoreFormat.HeaderProblem) -> [UInt32] {
         var at = 0
+        var released = 0
         func u16() -> Int? {
             guard raw.count - at >= 2 else { return nil }
             defer { at += 2 }
@@ -99,6 +135,14 @@ struct CleanStopManifestIndex: Sendable {
         var previous: Range<Int>?
         for _ in 0..<listCount {
             let entry = at
+            if let mapping, entry - released >= mappingWindow {
+                // Keep the window before the previous entry (its directory is compared next).
+                let upTo = (previous?.lowerBound ?? entry) & ~4095
+                if upTo > released {
+                    _ = madvise(mapping + released, upTo - released, Int32(MADV_DONTNEED))
+                    released = upTo
+                }
+            }
             // directory, name, epoch, version, file count, then per file a name and a length.
             guard let directoryLength = u16() else { throw .damaged("clean-stop manifest truncated", at: entry) }
             let directory = at..<(at + directoryLength)
@@ -191,18 +235,21 @@ struct CleanStopManifestIndex: Sendable {
 /// A manifest file held open for reading back its entries (``CleanStopManifestIndex``).
 /// `pread` needs no shared offset, so workers may read it at once.
 final class ManifestFile: @unchecked Sendable {
-    private let descriptor: Int32
+    let descriptor: Int32
+    /// The file's length when it was opened.
+    let length: Int
 
-    /// Opens `path` if it still has `length` bytes (the manifest just validated).
-    init?(path: String, length: Int) {
+    /// Opens `path` for reading.
+    init?(path: String) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         var status = stat()
-        guard fstat(fd, &status) == 0, Int(status.st_size) == length else {
+        guard fstat(fd, &status) == 0 else {
             close(fd)
             return nil
         }
         descriptor = fd
+        length = Int(status.st_size)
     }
 
     deinit { close(descriptor) }
