@@ -11,6 +11,8 @@
 //   .build/release/flowsync-server-bench --idle 5000,14960   (daemon RSS per idle connection)
 //   .build/release/flowsync-server-bench --lists [--quick] [--backup]   (lists on demand, ListsBench.swift)
 //   .build/release/flowsync-server-bench --tls [--quick] [--rounds N] [--send-only]   (TLS against plaintext, TLSBench.swift)
+//   .build/release/flowsync-server-bench --slow-consumer-soak [--rounds 20]   (slow consumers' memory, SlowConsumerSoak.swift)
+//   .build/release/flowsync-server-bench --million-lists [--count N]   (the shipped config on 1,000,000 stored lists, MillionListsBench.swift)
 //
 // Subscribers only split frames by their length prefix (cheap), so the client side
 // does not hide the server's cost; one subscriber per scenario decodes everything and
@@ -218,6 +220,17 @@ if arguments.contains("--storage") || arguments.contains("--crash-test") {
 // Lists on demand (--lists, ListsBench.swift): start time, RSS, cold subscribes.
 if arguments.contains("--lists") {
     exit(try await ListsBench.run(arguments: arguments, daemonPath: daemonPath, quick: quick))
+}
+// The million-list start with the shipped config (--million-lists, MillionListsBench.swift; issue #33).
+if arguments.contains("--million-lists") {
+    exit(try await MillionListsBench.run(arguments: arguments, daemonPath: daemonPath))
+}
+// The slow-consumer soak (--slow-consumer-soak, SlowConsumerSoak.swift; issue #33).
+if arguments.contains("--slow-consumer-soak") {
+    let soakThread = try EventLoopThread()
+    let code = try await SlowConsumerSoak.run(arguments: arguments, daemonPath: daemonPath, thread: soakThread)
+    _ = soakThread.shutdown()
+    exit(code)
 }
 // The loop-stall figures (--stall, StallBench.swift) are their own run too; --quick
 // runs them at small sizes after the rest.

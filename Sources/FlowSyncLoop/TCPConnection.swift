@@ -55,16 +55,26 @@ public final class TCPConnection: LoopHandle {
     /// `source`, when given, is bound first (port 0: any free port): a client that needs
     /// more connections to one address than one source address has ephemeral ports
     /// (the load tester) spreads them over 127.0.0.2, 127.0.0.3, ….
-    public static func connect(loop: EventLoop, to address: SocketAddress, from source: SocketAddress? = nil, _ completion: @escaping (Result<TCPConnection, UVError>) -> Void) {
+    ///
+    /// `receiveBufferBytes` > 0 sets `SO_RCVBUF` before the connection is made, so the
+    /// window the handshake announces is already the small one (set afterwards, Linux
+    /// keeps the window scale of the large buffer and a client reads at a crawl): a
+    /// constrained client, for the slow-consumer tests. The socket is bound to `source`
+    /// (or the loopback address, port 0) first, since libuv creates it only then.
+    public static func connect(
+        loop: EventLoop, to address: SocketAddress, from source: SocketAddress? = nil, receiveBufferBytes: Int = 0,
+        _ completion: @escaping (Result<TCPConnection, UVError>) -> Void
+    ) {
         let connection = TCPConnection(loop: loop)
-        if let source {
-            let bound = source.withSockaddr { uv_tcp_bind(connection.tcp, $0, 0) }
+        if let bindTo = source ?? (receiveBufferBytes > 0 ? try? SocketAddress(host: "127.0.0.1", port: 0) : nil) {
+            let bound = bindTo.withSockaddr { uv_tcp_bind(connection.tcp, $0, 0) }
             if bound < 0 {
                 connection.close()
                 completion(.failure(UVError(code: bound, operation: "uv_tcp_bind")))
                 return
             }
         }
+        if receiveBufferBytes > 0 { connection.setReceiveBufferSize(receiveBufferBytes) }
         final class Context {
             let connection: TCPConnection
             let completion: (Result<TCPConnection, UVError>) -> Void

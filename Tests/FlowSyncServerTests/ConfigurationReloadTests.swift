@@ -11,7 +11,7 @@ import Testing
         c.listen.unixSocketPath = "/run/flowsyncd.sock"
         c.storage.dataDirectory = "/var/lib/a"
         c.storage.fsyncPolicy = .always
-        c.storage.listsOnDemand = false
+        c.storage.listLoading = .atStart
         c.metrics.port = 7401
         c.limits.maxConnections = 100
         c.historyMaxBatches = 10
@@ -25,7 +25,7 @@ import Testing
         new.listen.unixSocketPath = nil
         new.storage.dataDirectory = "/var/lib/b"
         new.storage.fsyncPolicy = .never
-        new.storage.listsOnDemand = true
+        new.storage.listLoading = .onDemand
         new.metrics.port = 9001
         new.limits.maxConnections = 200
         new.historyMaxBatches = 20

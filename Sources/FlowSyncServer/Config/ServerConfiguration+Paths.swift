@@ -66,10 +66,21 @@ extension ServerConfiguration {
         get { storage.maxOpenLogs }
         set { storage.maxOpenLogs = newValue }
     }
-    /// `storage.listsOnDemand`.
+    /// Lists always on demand (`true`) or always at start (`false`):
+    /// `storage.listLoading` as a switch, for tests and tools that want one mode.
     public var listsOnDemand: Bool {
-        get { storage.listsOnDemand }
-        set { storage.listsOnDemand = newValue }
+        get { storage.listLoading == .onDemand }
+        set { storage.listLoading = newValue ? .onDemand : .atStart }
+    }
+    /// `storage.eagerMaxLists`.
+    public var eagerMaxLists: Int {
+        get { storage.eagerMaxLists }
+        set { storage.eagerMaxLists = newValue }
+    }
+    /// `storage.checkStoredLists`.
+    public var checkStoredLists: Bool {
+        get { storage.checkStoredLists }
+        set { storage.checkStoredLists = newValue }
     }
     /// `limits.maxFrameBytes`.
     public var maxFrameBytes: Int {

@@ -15,9 +15,13 @@ extension ServerConfiguration {
         if new.storage.dataDirectory != storage.dataDirectory { ignored.append("server.data_dir") }
         var otherStorage = new.storage
         otherStorage.dataDirectory = storage.dataDirectory
-        otherStorage.listsOnDemand = storage.listsOnDemand
+        otherStorage.listLoading = storage.listLoading
+        otherStorage.eagerMaxLists = storage.eagerMaxLists
+        otherStorage.checkStoredLists = storage.checkStoredLists
         if otherStorage != storage { ignored.append("storage") }
-        if new.storage.listsOnDemand != storage.listsOnDemand { ignored.append("lists.on_demand") }
+        if new.storage.listLoading != storage.listLoading { ignored.append("lists.on_demand") }
+        if new.storage.eagerMaxLists != storage.eagerMaxLists { ignored.append("lists.eager_max_lists") }
+        if new.storage.checkStoredLists != storage.checkStoredLists { ignored.append("lists.check_stored") }
         if new.metrics != metrics { ignored.append("metrics") }
         // The ring is created at start; switching paths under live sockets is not done.
         if new.writePath != writePath { ignored.append("server.write_path") }

@@ -73,7 +73,16 @@ extension ServerConfiguration {
                 case ("storage", "snapshot_every_bytes"): snapshotEveryBytes = try value.int(0...(1 << 40))
                 case ("storage", "parallel_sync"): parallelSync = try value.bool()
                 case ("storage", "max_open_logs"): maxOpenLogs = try value.int(1...1_000_000)
-                case ("lists", "on_demand"): listsOnDemand = try value.bool()
+                case ("lists", "on_demand"):
+                    if let flag = value.value.bool {
+                        listsOnDemand = flag
+                    } else if value.value.string == "auto" {
+                        storage.listLoading = .auto
+                    } else {
+                        throw ConfigurationError(key: value.key, problem: "expected true, false or \"auto\"")
+                    }
+                case ("lists", "eager_max_lists"): eagerMaxLists = try value.int(0...100_000_000)
+                case ("lists", "check_stored"): checkStoredLists = try value.bool()
                 case ("lists", "idle_unload_ms"): idleUnloadMilliseconds = try value.int(0...86_400_000)
                 case ("lists", "max_waiting_per_list"): maxWaitingPerList = try value.int(1...1_000_000)
                 case ("history", "max_batches"): historyMaxBatches = try value.int(0...100_000_000)

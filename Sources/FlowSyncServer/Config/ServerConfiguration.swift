@@ -44,13 +44,34 @@ public struct ServerConfiguration: Hashable, Sendable {
         public var parallelSync = FileStore.Options().parallelSync
         /// Most log files held open at once (least recently written closed first). Default 1024.
         public var maxOpenLogs = FileStore.Options().maxOpenLogs
-        /// Load each list from the store on first use (a subscribe, a write, a stats request
-        /// by name) on a worker thread, instead of every list at start; unload idle ones
-        /// (docs/STORAGE.md, "Lists on demand"). File store only: the memory store keeps its
-        /// lists. Needs a restart. Default false (every list recovered before listening).
-        public var listsOnDemand = false
+        /// When lists are read from the store (`lists.on_demand`, docs/STORAGE.md, "Lists
+        /// on demand"): all at start, each on first use (a subscribe, a write, a stats
+        /// request by name) on a worker thread, or — the default, ``ListLoading/auto`` —
+        /// at start while the store holds at most ``eagerMaxLists`` lists and on demand
+        /// beyond (issue #33). File store only: the memory store keeps its lists. Needs a
+        /// restart.
+        public var listLoading = ListLoading.auto
+        /// Under ``ListLoading/auto``: the most stored lists read at start
+        /// (`lists.eager_max_lists`). Default 5000.
+        public var eagerMaxLists = 5_000
+        /// With lists on demand, check every stored list in the background after the start
+        /// (`lists.check_stored`; ``StoredListCheck``): damage is logged, counted and its
+        /// list refused before anyone asks for it. Default true.
+        public var checkStoredLists = true
 
         public init() {}
+    }
+
+    /// When the stored lists are read (`lists.on_demand`).
+    public enum ListLoading: String, Hashable, Sendable {
+        /// Every list before the listener opens (`false`): damage anywhere refuses the
+        /// start; time and memory grow with the stored lists.
+        case atStart
+        /// Each list on first use (`true`): the start reads no list.
+        case onDemand
+        /// At start while the store holds at most `lists.eager_max_lists` lists, on
+        /// demand beyond (`"auto"`).
+        case auto
     }
 
     /// What one connection and one frame may do (`[limits]`). Reloadable: a reload

@@ -13,6 +13,10 @@ import FlowSyncLoop
 /// name could never run at once — the server starts at most one anyway.
 final class ListLoader: Sendable {
     private let workers: [DispatchQueue]
+    /// Where ``run(_:on:completion:)`` runs: not a loader. A count of a million stored
+    /// lists is a `readdir` of about half a second, and a cold load queued behind it on
+    /// the same worker waited that long (issue #33: 600 ms for one subscribe).
+    private let chores = DispatchQueue(label: "flowsync.list-loader.chores", qos: .utility)
 
     init(workers: Int = 2) {
         self.workers = (0..<max(1, workers)).map { DispatchQueue(label: "flowsync.list-loader.\($0)", qos: .userInitiated) }
@@ -33,7 +37,7 @@ final class ListLoader: Sendable {
     /// list count: a `readdir` of every list directory, too long for the loop).
     func run<T: Sendable>(_ work: @escaping @Sendable () -> T, on loop: EventLoop, completion: @escaping (T) -> Void) {
         let completion = LoopBound(completion)
-        workers[0].async {
+        chores.async {
             let value = work()
             _ = loop.execute { completion.value(value) }
         }

@@ -127,6 +127,17 @@ struct ServerEvents {
         metrics.catchUpsFromLog.increment()
     }
 
+    /// The background check found a stored list damaged (or unreadable).
+    mutating func storedListDamaged() {
+        statistics.storedListsDamaged += 1
+        metrics.storedListsDamaged.increment()
+    }
+
+    /// Freed memory was given back after a queue burst (``Server/returnFreedMemory``).
+    mutating func memoryTrimmed() {
+        statistics.memoryTrims += 1
+    }
+
     /// A first frame is built on a worker.
     mutating func frameBuiltOffLoop() {
         statistics.framesBuiltOffLoop += 1

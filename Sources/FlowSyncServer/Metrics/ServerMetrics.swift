@@ -71,6 +71,8 @@ final class ServerMetrics {
     let catchUpsFromLog = Counter(label: "flowsync_catchups_from_log_total")
     /// History dropped to keep `[history] total_max_bytes` (least recently active first).
     let historyBudgetTrims = Counter(label: "flowsync_history_budget_trimmed_bytes_total")
+    /// Stored lists the background check found damaged or unreadable (lists on demand).
+    let storedListsDamaged = Counter(label: "flowsync_stored_lists_damaged_total")
 
     init() {
         var now = timespec()

@@ -35,6 +35,11 @@ public struct ServerStatistics: Sendable {
     public var loadsHeldByBackup = 0
     /// Catch-ups older than the history in memory, rebuilt from the log on a worker.
     public var catchUpsFromLog = 0
+    /// Times the sweep gave freed memory back to the system after a queue burst
+    /// (`malloc_trim`, issue #33).
+    public var memoryTrims = 0
+    /// Stored lists the background check found damaged or unreadable (issue #33).
+    public var storedListsDamaged = 0
     /// Cluster mode: batches replayed from another node's list, and writes forwarded
     /// to a list's owner.
     public var batchesReplicated = 0

@@ -13,4 +13,19 @@ struct Housekeeping {
     var countingStoredLists = false
     /// The stored lists at the last count (on demand; -1 before the first).
     var storedListCount = -1
+    /// The most bytes queued over all connections at one sweep since the last
+    /// `malloc_trim` (``Server/returnFreedMemory(queuedBytes:now:)``).
+    var queuedHighSinceTrim = 0
+    /// Loop time of the last `malloc_trim`.
+    var lastTrim: UInt64 = 0
+    /// The background check of the stored lists, once started (lists on demand).
+    var storedListCheck: StoredListCheckProgress?
+
+    struct StoredListCheckProgress {
+        /// Loop time it started.
+        var startedAt: UInt64
+        var checked = 0
+        var damaged = 0
+        var finished = false
+    }
 }

@@ -328,10 +328,12 @@ extension Server {
         }
         housekeeping.lastSweep = now
         var largest = 0
+        var total = 0
         let writeDeadline = UInt64(configuration.writeDeadlineMilliseconds)
         let shutdownDeadline = lifecycle.shutdownDeadline
         for connection in Array(connections.values) {
             largest = max(largest, connection.queuedBytes)
+            total += connection.queuedBytes
             if let closing = connection.machine.closing {
                 // A peer that never reads keeps uv_shutdown pending forever: cut it.
                 if now - closing.since > 2_000 || shutdownDeadline.map({ now >= $0 }) == true {
@@ -347,6 +349,7 @@ extension Server {
         unloadIdleLists()
         sampleListGauges()
         metrics.largestQueueBytes.record(largest)
+        returnFreedMemory(queuedBytes: total, now: now)
         metrics.subscribersPaused.record(laggingConnections.count)
         flushAll()
         if let deadline = shutdownDeadline, now >= deadline {

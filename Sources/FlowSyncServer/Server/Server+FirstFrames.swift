@@ -33,7 +33,19 @@ extension Server {
         case .snapshot(let reason):
             // Older than the history in memory: the log on disk may still have it
             // (read on a worker); a snapshot only when it does not.
-            if reason == .resumeTooOld, let from,
+            //
+            // Not for a lagging subscriber (issue #33, item 8). The log read replays
+            // every batch since the list's last snapshot, with their reversals, on a
+            // worker — tens to hundreds of MiB for a list written hard, once per
+            // subscriber (the build is not shared) — and holds the batches committed
+            // meanwhile. That is exactly when a lag happens: the writer outran the
+            // history in memory. Two paused subscribers took the daemon from 40 to 617
+            // MiB that way, and a build that held too much sent its subscriber round
+            // again (three catch-up snapshots, Diffs between them). A subscriber that fell
+            // further behind than the history gets the current snapshot instead: one
+            // frame per version, cached and shared by every subscriber at that version,
+            // so its cost is the list's size, which the watermarks already account for.
+            if reason == .resumeTooOld, cause != .lag, let from,
                 let pending = startLogCatchUpBuild(for: list, from: from, digest: digest, cause: cause)
             {
                 pending.join(connection.id)
@@ -147,9 +159,14 @@ extension Server {
         for list: ListHost, sharedReason: Snapshot.Reason?, cause: FirstFrameCause?,
         work: @escaping @Sendable (FrameEncoder) -> BuiltFrame.Parts
     ) -> PendingFrame {
+        // The batches held for the waiting subscribers are bounded by the high watermark,
+        // not the hard limit: each of them would take held frames only while its queue
+        // (the built frame first) stays under the high mark, so more is never sent, and
+        // an unshared build (a catch-up) holding up to the hard limit per subscriber let
+        // a few lagging subscribers pin 32 MiB each (issue #33, item 8).
         let pending = PendingFrame(
             id: nextPendingFrameID, position: list.position, sharedReason: sharedReason,
-            maxHeldBytes: configuration.hardLimitBytes)
+            maxHeldBytes: configuration.highWatermarkBytes)
         nextPendingFrameID += 1
         list.addPendingFrame(pending)
         events.frameBuiltOffLoop()

@@ -202,7 +202,7 @@ extension Server {
 
     /// Remembers a damaged list: refused with its error until a restart (after
     /// `--repair`, or `flowsyncd --check-store` to see every damaged list at once).
-    private func refuse(_ name: String, _ error: StoreError) {
+    func refuse(_ name: String, _ error: StoreError) {
         lists.refuse(name, error)
         logRefusal(name, error)
     }

@@ -32,6 +32,10 @@ extension Server {
             ("lists.loading", Int64(lists.loadingCount)),
             ("lists.refused", Int64(lists.refusedCount)),
             ("catchup.from_log", Int64(statistics.catchUpsFromLog)),
+            ("memory.trims", Int64(statistics.memoryTrims)),
+            ("stored.checked", Int64(housekeeping.storedListCheck?.checked ?? 0)),
+            ("stored.check_done", (housekeeping.storedListCheck?.finished ?? false) ? 1 : 0),
+            ("stored.damaged", Int64(statistics.storedListsDamaged)),
         ]
         // Each hosted list by name with its version (`flowsync lists`), the first
         // `maxListedInStats` by name: a bounded reply whatever the server holds.

@@ -32,6 +32,10 @@ extension Server {
             // Lists on demand: nothing is read now but the declared lists; each list is
             // recovered by the same rules when it is first used (Server+Loading.swift).
             report = try openOnDemand(onDemand, options)
+            logger.info(
+                "lists load on demand",
+                metadata: ["lists.on_demand": "\(configuration.storage.listLoading.rawValue)"])
+            startStoredListCheck(repair: repair)
         case .appending, .committing:
             report = try store.recover(options)
             for list in report.lists { try adopt(list) }

@@ -69,13 +69,22 @@ extension FileStore {
         // An interrupted manifest write: never renamed, so never trusted.
         try io.remove(cleanStopManifest + ".tmp")
         if io.exists(cleanStopManifest) {
+            // A large manifest, on demand: checked through a mapping that never holds
+            // more than a window of it (issue #33: reading 80 MB at a million lists was
+            // most of the start's peak RSS). Damage takes the path below, which reads it
+            // whole and reports (or sets aside) exactly as before.
+            if indexed, let index = CleanStopManifestIndex(mappingValid: cleanStopManifest) {
+                return .cleanIndexed(index)
+            }
             let bytes = try io.readFile(cleanStopManifest)
             do throws(StoreFormat.HeaderProblem) {
                 // `RUNNING` may be there too: a crash after the manifest was written at
                 // the stop (before RUNNING was removed) or at the start (after RUNNING
                 // was written, before the manifest was removed). Nothing was written
                 // after the manifest in either case, so it is exact, and the stop clean.
-                return indexed ? .cleanIndexed(try CleanStopManifestIndex(validating: bytes)) : .clean(try CleanStopManifest.decode(bytes))
+                return indexed
+                    ? .cleanIndexed(try CleanStopManifestIndex(validating: bytes, path: cleanStopManifest))
+                    : .clean(try CleanStopManifest.decode(bytes))
             } catch {
                 let (reason, offset) = error.reasonAndOffset
                 guard repair else {

@@ -92,9 +92,10 @@ extension FileStore: OnDemandStore {
     }
 
     public func storedListCounter() -> @Sendable () -> Int {
-        let io = self.io
         let directory = listsDirectory
-        return { (try? io.listDirectory(directory).count) ?? 0 }
+        // Counted as the entries stream by, not listed: at a million lists a list of
+        // names was tens of MB, every time the gauge was sampled (issue #33).
+        return { StoredListCheck.countEntries(in: directory) }
     }
 
     /// The lists currently loaded (tests).

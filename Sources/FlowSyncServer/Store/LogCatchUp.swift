@@ -18,6 +18,8 @@ public struct LogReadPlan: Sendable {
     let name: String
     let snapshotPath: String?
     let segmentPaths: [String]
+    /// The subscriber's position: only the batches after it are kept while replaying.
+    let from: ListVersion
     let to: ListVersion
     let io: FileIO
 
@@ -26,8 +28,12 @@ public struct LogReadPlan: Sendable {
     /// record fails): the caller sends a snapshot instead. Blocking file I/O: call it on
     /// a worker.
     public func read(options: RecoveryOptions) -> Sequencer? {
+        // The history the catch-up composes from is every batch after `from`, and only
+        // those: older ones are dropped as the replay goes (issue #33), so the worker holds
+        // the changes the subscriber missed, not everything since the list's snapshot.
         var unbounded = options
-        unbounded.historyLimits = Sequencer.HistoryLimits(maxBatches: .max, maxBytes: .max)
+        let needed = to.version > from.version ? to.version - from.version : 1
+        unbounded.historyLimits = Sequencer.HistoryLimits(maxBatches: Int(clamping: needed), maxBytes: .max)
         var rebuilder: ListRebuilder
         do {
             if let snapshotPath {
@@ -83,6 +89,6 @@ extension FileStore: LogCatchUpStore {
             // which the worker checks (position after the snapshot ≤ from, below).
             guard first.firstVersion <= from.version + 1 else { return nil }
         }
-        return LogReadPlan(name: name, snapshotPath: files.snapshots.last?.path, segmentPaths: segments.map(\.path), to: to, io: io)
+        return LogReadPlan(name: name, snapshotPath: files.snapshots.last?.path, segmentPaths: segments.map(\.path), from: from, to: to, io: io)
     }
 }

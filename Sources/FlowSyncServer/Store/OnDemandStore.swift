@@ -46,6 +46,26 @@ public protocol OnDemandStore: DirectorStore {
     /// these lists is loaded, or loads, until the read has returned. A key with nothing
     /// stored is skipped; a damaged list fails the whole read, naming it.
     func prepareBackupRead(of keys: [String]) -> @Sendable () -> Result<[BackupList], StoreError>
+
+    // MARK: The background check (issue #33)
+
+    /// The walk that checks every stored list on a worker (``StoredListCheck``), or
+    /// `nil` when the store has none.
+    func makeStoredListCheck() -> StoredListCheck?
+
+    /// Whether this run loaded, created or wrote the list stored under `key`: then its
+    /// own load checked it, and a background verdict on it is stale.
+    func wasTouchedThisRun(key: String) -> Bool
+
+    /// Whether more than `count` lists are stored (`lists.on_demand = "auto"`): reads at
+    /// most `count` + 1 directory entries. Called once, before the store opens.
+    func holdsMoreLists(than count: Int) -> Bool
+}
+
+extension OnDemandStore {
+    public func holdsMoreLists(than count: Int) -> Bool { false }
+    public func makeStoredListCheck() -> StoredListCheck? { nil }
+    public func wasTouchedThisRun(key: String) -> Bool { false }
 }
 
 /// One list's load, as a value a worker runs: ``run()`` reads the list's files.

@@ -38,7 +38,7 @@ struct StorageMode {
             kind = .cluster(store: cluster, node: node)
         } else if let committing = store as? CommittingStore {
             kind = .committing(committing)
-        } else if configuration.listsOnDemand, let onDemand = store as? OnDemandStore {
+        } else if let onDemand = store as? OnDemandStore, Self.opensOnDemand(onDemand, configuration) {
             kind = .onDemand(onDemand, ListLoader())
         } else if let appending = store as? DirectorStore {
             kind = .appending(appending)
@@ -48,6 +48,17 @@ struct StorageMode {
         }
         stagedCompaction = store as? StagedCompactionStore
         logCatchUp = store as? LogCatchUpStore
+    }
+
+    /// Whether `store` opens on demand under `configuration`: `lists.on_demand = "auto"`
+    /// counts the stored lists up to `eager_max_lists` + 1 (a `readdir` that stops there,
+    /// so the decision costs O(eager_max_lists), never O(lists stored)).
+    static func opensOnDemand(_ store: OnDemandStore, _ configuration: ServerConfiguration) -> Bool {
+        switch configuration.storage.listLoading {
+        case .onDemand: return true
+        case .atStart: return false
+        case .auto: return store.holdsMoreLists(than: configuration.eagerMaxLists)
+        }
     }
 
     /// The store that appends (and syncs), if the mode appends.

@@ -1,0 +1,116 @@
+import FlowSyncCore
+import FlowSyncLoop
+import FlowSyncProcess
+import FlowSyncProtocol
+import FlowSyncServer
+import FlowSyncTestSupport
+import Foundation
+import Testing
+
+/// Issue #33, item 8: slow consumers' memory is bounded by the watermarks every time.
+///
+/// The cause of the 577 MiB run: a subscriber paused longer than the history in memory
+/// reaches was caught up *from the log* — a worker replayed every batch since the list's
+/// last snapshot, with its reversals, once per paused subscriber, while the loop held the
+/// batches committed meanwhile (up to the hard limit, per build). A lagging subscriber
+/// now gets the current snapshot instead (one cached frame per version), so its cost is
+/// the list's size. The timing figures (20 rounds and more) are the soak's:
+/// `flowsync-server-bench --slow-consumer-soak` (docs/BENCHMARKS.md).
+@Suite(.serialized, .timeLimit(.minutes(3))) struct SlowConsumerMemoryTests {
+    /// A subscriber paused far longer than the history (20 batches) is caught up with
+    /// exactly one snapshot of the current version, not a read of the log, and its
+    /// replica ends equal to the list.
+    @Test func aLaggingSubscriberBehindTheHistoryGetsOneSnapshotNotALogRead() async throws {
+        let directory = TemporaryDirectory("slow-consumer")
+        defer { directory.remove() }
+        var configuration = ServerConfiguration()
+        configuration.fsyncPolicy = .never
+        configuration.historyMaxBatches = 20
+        configuration.lowWatermarkBytes = 16 << 10
+        configuration.highWatermarkBytes = 64 << 10
+        configuration.hardLimitBytes = 64 << 20
+        configuration.compressionLevel = 0  // frames of their payload's size fill buffers fast
+        let server = try await EmbeddedServer(configuration: configuration, storage: .file(directory: directory.path))
+        let clients = try EventLoopThread()
+        defer { _ = clients.shutdown() }
+        let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "writer")
+        let slow = try await TestClient.connect(port: server.port, on: clients, clientID: "slow")
+        var last = try #require(await commit(writer, "big", seq: 1, [.insertSections([Section(id: "s")], at: 0)]))
+        slow.send(.subscribe(Subscribe(listName: "big")))
+        #expect(await slow.waitFor { if case .snapshot = $0 { return true } else { return false } } != nil)
+        slow.pauseReading()
+        // ~16 MiB of row payloads, 8 rows replaced over and over: far past the kernel's
+        // buffers, the high watermark and the 20 batches of history.
+        for seq in 2...501 {
+            let payload = [UInt8](repeating: UInt8(truncatingIfNeeded: seq), count: 32 << 10)
+            let ops: [FlowSyncCore.Operation] =
+                seq <= 9
+                ? [.insertRows([Row(id: "r\(seq % 8)", kind: "t", payload: payload)], in: .id("s"), at: 0)]
+                : [.replaceRow(.id("r\(seq % 8)"), with: Row(id: "r\(seq % 8)", kind: "t", payload: payload))]
+            guard let committed = await commit(writer, "big", seq: UInt64(seq), ops) else {
+                Issue.record("no ack for \(seq)")
+                return
+            }
+            last = committed
+        }
+        #expect(await server.withServer { $0.statistics.slowConsumerEvents } >= 1, "the subscriber was paused")
+        slow.resumeReading()
+        let reached = await slow.waitFor(timeout: 30) { m in
+            if case .diff(let d) = m { return d.to == last }
+            if case .snapshot(let s) = m { return s.position == last }
+            return false
+        }
+        #expect(reached != nil, "the paused subscriber catches up")
+        let snapshots = slow.messages.compactMap { m -> Snapshot? in if case .snapshot(let s) = m { return s } else { return nil } }
+        #expect(snapshots.count == 2, "its first snapshot and one catch-up: \(snapshots.map(\.reason))")
+        #expect(snapshots.last?.reason == .resumeTooOld && snapshots.last?.position == last)
+        var replica = Replica()
+        replica.apply(slow.messages, list: "big")
+        let expected = await server.withServer { $0.state(of: "big")!.director }
+        #expect(replica.problems.isEmpty, "\(replica.problems.prefix(3))")
+        #expect(replica.position == last && replica.director == expected)
+        let statistics = await server.withServer { $0.statistics }
+        #expect(statistics.catchUpsFromLog == 0, "a lag is never caught up from the log")
+        #expect(statistics.catchUpSnapshots == 1)
+        slow.close()
+        writer.close()
+        #expect(await server.stop())
+    }
+
+    /// The issue's case against the debug `flowsyncd` process, three rounds on fresh
+    /// daemons, harsher in one way (2 MiB of history, so the paused subscribers always
+    /// fall behind it) and shorter (2 s): each round the daemon's peak RSS stays within
+    /// 64 MiB of its baseline, memory is given back after (within 16 MiB), each paused
+    /// subscriber gets at most one catch-up and reaches the last version, and nobody is
+    /// sent an error.
+    @Test func slowConsumerRoundsStayWithinTheBound() async throws {
+        let binary = try BuiltProduct.path("flowsyncd")
+        let thread = try EventLoopThread()
+        defer { _ = thread.shutdown() }
+        var parameters = SlowConsumerRound.Parameters()
+        parameters.pause = 2
+        parameters.writing = 2  // the writer stops as the paused subscribers read again
+        for round in 1...3 {
+            var options = DaemonProcess.Options(binary: binary)
+            options.configText = "[history]\nmax_bytes = 2097152\n"
+            let daemon = try await DaemonProcess.start(options)
+            let figures: SlowConsumerRound.Figures
+            do {
+                figures = try await SlowConsumerRound.run(
+                    daemon: daemon, thread: thread, list: "round-\(round)", parameters: parameters, seed: UInt64(round))
+            } catch {
+                _ = await daemon.terminate()
+                Issue.record("round \(round): \(error)")
+                return
+            }
+            _ = await daemon.terminate()
+            let summary =
+                "round \(round): \(figures.batches) writes, peak +\(figures.peakRiseMiB) MiB, after +\(figures.afterRiseMiB) MiB, catch-ups \(figures.catchUpSnapshots)"
+            #expect(figures.peakRiseMiB <= 64, "\(summary)")
+            #expect(figures.afterRiseMiB <= 16, "\(summary)")
+            #expect(figures.catchUpSnapshots.allSatisfy { $0 <= 1 }, "\(summary)")
+            #expect(!figures.diffsBetweenSnapshots, "\(summary)")
+            #expect(figures.errors.isEmpty, "\(summary): \(figures.errors)")
+        }
+    }
+}
