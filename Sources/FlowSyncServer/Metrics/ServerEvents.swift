@@ -133,7 +133,7 @@ struct ServerEvents {
         metrics.storedListsDamaged.increment()
     }
 
-    /// Freed memory was given back after a queue burst (``Server/returnFreedMemory``).
+    /// Freed memory was given back after a burst (``Server/returnFreedMemory(queuedBytes:now:)``).
     mutating func memoryTrimmed() {
         statistics.memoryTrims += 1
     }

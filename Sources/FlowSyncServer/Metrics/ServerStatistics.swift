@@ -35,8 +35,8 @@ public struct ServerStatistics: Sendable {
     public var loadsHeldByBackup = 0
     /// Catch-ups older than the history in memory, rebuilt from the log on a worker.
     public var catchUpsFromLog = 0
-    /// Times the sweep gave freed memory back to the system after a queue burst
-    /// (`malloc_trim`, issue #33).
+    /// Times the sweep gave freed memory back to the system after a burst of queued
+    /// bytes or of TLS handshakes (`malloc_trim`, ``AllocatorTrimPolicy``).
     public var memoryTrims = 0
     /// Stored lists the background check found damaged or unreadable (issue #33).
     public var storedListsDamaged = 0

@@ -13,11 +13,8 @@ struct Housekeeping {
     var countingStoredLists = false
     /// The stored lists at the last count (on demand; -1 before the first).
     var storedListCount = -1
-    /// The most bytes queued over all connections at one sweep since the last
-    /// `malloc_trim` (``Server/returnFreedMemory(queuedBytes:now:)``).
-    var queuedHighSinceTrim = 0
-    /// Loop time of the last `malloc_trim`.
-    var lastTrim: UInt64 = 0
+    /// When to give the allocator's free pages back (``AllocatorTrimPolicy``).
+    var trim = AllocatorTrimPolicy()
     /// The background check of the stored lists, once started (lists on demand).
     var storedListCheck: StoredListCheckProgress?
 

@@ -319,7 +319,6 @@ extension Server {
     /// shutdown grace.
     func sweepConnections() {
         let now = loop.now
-        trimAllocatorAfterHandshakeBurst(now: now)
         if !relay.forwarded.isEmpty { takeOverOverdueLists(now: now) }
         // The timer is due every 100 ms; anything later is time the loop spent elsewhere.
         if housekeeping.lastSweep != 0 {

@@ -22,35 +22,6 @@ extension Server {
     /// The TLS counters, when the listener speaks TLS.
     public var tlsStatistics: TLSStatistics? { tls?.events.statistics }
 
-    /// From the 100 ms sweep: after a burst of handshakes, once none waits, the
-    /// allocator's free pages go back to the system (``AllocatorTrimPolicy``: its rules
-    /// and why). Logged with how long the trim held the loop.
-    func trimAllocatorAfterHandshakeBurst(now: UInt64) {
-        guard let tls else { return }
-        let statistics = tls.events.statistics
-        let ended = statistics.handshakes + statistics.failuresByReason.values.reduce(0, +)
-        guard tls.trim.shouldTrim(now: now, handshakesEnded: ended, handshakesWaiting: tls.pacer.hasWaiting) else { return }
-        let started = MonotonicClock.nanoseconds()
-        guard Self.trimAllocator() else { return }
-        let microseconds = (MonotonicClock.nanoseconds() - started) / 1_000
-        logger.info("allocator trimmed after a burst of TLS handshakes",
-                    metadata: ["handshakes_ended": "\(ended)", "trim_us": "\(microseconds)"])
-    }
-
-    /// `malloc_trim(0)` (glibc): every arena's free pages back to the system. Swift's
-    /// Glibc module does not export it (malloc.h), hence `dlsym`; false where it is
-    /// missing (another libc).
-    private static func trimAllocator() -> Bool {
-        #if canImport(Glibc)
-        typealias MallocTrim = @convention(c) (Int) -> Int32
-        guard let symbol = dlsym(nil, "malloc_trim") else { return false }
-        _ = unsafeBitCast(symbol, to: MallocTrim.self)(0)
-        return true
-        #else
-        return false
-        #endif
-    }
-
     /// Decides what the TCP listener on `host` speaks and loads the certificate pair.
     func startTLS(listenHost host: String) throws(ServerStartError) {
         if let (key, problem) = configuration.tls.validate(host: host) {

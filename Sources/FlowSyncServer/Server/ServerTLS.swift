@@ -18,8 +18,6 @@ final class ServerTLS {
     var events = TLSEvents()
     /// Handshake work per loop turn (``HandshakePacer``).
     var pacer = HandshakePacer(budgetNanoseconds: ServerTLS.handshakeSliceNanoseconds)
-    /// When to give the allocator's free pages back after a burst (``AllocatorTrimPolicy``).
-    var trim = AllocatorTrimPolicy()
     /// Before every poll: the pacer's budget is renewed and the waiting handshakes run
     /// (``HandshakePacer``, rule 2). Set by ``start(loop:_:)``.
     private var hook: LoopHook?
