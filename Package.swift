@@ -180,6 +180,11 @@ let package = Package(
             ]
         ),
 
+        // MARK: The gateway (issue #31): a separate process in front of the daemons.
+        // The pure half: JSON ↔ operations and changesets, the Idempotency-Key mapping, limits,
+        // the webhook delivery machine and its cursor; no socket, no file, no Hummingbird.
+        .target(name: "FlowSyncGatewayCore", dependencies: ["FlowSyncCore", "FlowSyncProtocol"]),
+
         // MARK: Test support and tests
         // The pure half (seeded generators, the UIKit batch simulator, offThePool,
         // Shared): the core's tests build without the server, libpq or liburing.
@@ -237,6 +242,13 @@ let package = Package(
             dependencies: [
                 "FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncLoop", "FlowSyncProcess",
                 "FlowSyncTestSupport",
+            ]
+        ),
+
+        .testTarget(
+            name: "FlowSyncGatewayTests",
+            dependencies: [
+                "FlowSyncGatewayCore", "FlowSyncProtocol", "FlowSyncCore",
             ]
         ),
 
