@@ -45,6 +45,8 @@ let package = Package(
         // HTTPTypes and NIOHTTPTypes: the header names and HTTP parts the gateway's handlers use.
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        // HMAC-SHA256 of webhook signatures; already in the graph through jwt-kit.
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // MARK: C boundaries (thin; errors are translated once, in Swift)
@@ -194,7 +196,7 @@ let package = Package(
         // the webhook delivery machine and its cursor; no socket, no file, no Hummingbird.
         .target(name: "FlowSyncGatewayCore", dependencies: ["FlowSyncCore", "FlowSyncProtocol"]),
         // The shell: Hummingbird routes, SSE, the daemon links (FlowSyncClient's transport
-        // contract on the gateway's NIO loops).
+        // contract on the gateway's NIO loops), webhook delivery over HTTP with cursor files.
         .target(
             name: "FlowSyncGateway",
             dependencies: [
@@ -206,6 +208,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -283,6 +286,9 @@ let package = Package(
             dependencies: [
                 "FlowSyncGateway", "FlowSyncGatewayCore", "FlowSyncClient", "FlowSyncProtocol", "FlowSyncCore",
                 "FlowSyncServer", "FlowSyncProcess", "FlowSyncTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

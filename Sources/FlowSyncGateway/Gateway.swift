@@ -1,6 +1,7 @@
 import FlowSyncGatewayCore
 import Hummingbird
 import HummingbirdCore
+import Foundation
 import Logging
 import NIOCore
 
@@ -14,11 +15,23 @@ public final class Gateway: Sendable {
     public let configuration: GatewayConfiguration
     let logger: Logger
     let streams = StreamGauge()
+    let webhooks: WebhookService
 
-    public init(configuration: GatewayConfiguration, logger: Logger = Logger(label: "flowsync-gateway")) {
+    /// - Parameter cursorStore: where webhook cursors live; nil: files under
+    ///   `configuration.stateDirectory`, or memory without one.
+    public init(
+        configuration: GatewayConfiguration, cursorStore: (any WebhookCursorStore)? = nil,
+        logger: Logger = Logger(label: "flowsync-gateway")
+    ) {
         precondition(!configuration.endpoints.isEmpty, "Internal inconsistency in Gateway: no daemon endpoints")
         self.configuration = configuration
         self.logger = logger
+        let store: any WebhookCursorStore =
+            cursorStore
+            ?? configuration.stateDirectory.map {
+                FileWebhookCursorStore(directory: URL(fileURLWithPath: $0).appendingPathComponent("webhooks"))
+            } ?? MemoryWebhookCursorStore()
+        webhooks = WebhookService(hooks: configuration.webhooks, endpoints: configuration.endpoints, store: store, logger: logger)
     }
 
     /// Every route served, as `METHOD /path/{param}` (the OpenAPI spec's spelling): the
@@ -30,7 +43,7 @@ public final class Gateway: Sendable {
         // Order: CORS sees every answer, problems included.
         if !configuration.corsOrigins.isEmpty { router.add(middleware: CORSPolicyMiddleware(origins: configuration.corsOrigins)) }
         router.add(middleware: ProblemMiddleware())
-        GatewayRoutes(configuration: configuration, streams: streams, logger: logger).register(on: router)
+        GatewayRoutes(configuration: configuration, streams: streams, webhooks: webhooks, logger: logger).register(on: router)
         return router
     }
 
@@ -50,6 +63,18 @@ public final class Gateway: Sendable {
                 availableConnectionsDelegate: MaximumAvailableConnections(limits.maxConnections, logger: logger)),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
             logger: logger)
-        try await app.run()
+        // The webhooks beside the HTTP server; they stop when it does (cancelling run()),
+        // and run() returns once they have drained.
+        let webhooks = self.webhooks
+        let hooks = Task { await webhooks.run() }
+        do {
+            try await app.run()
+        } catch {
+            hooks.cancel()
+            await hooks.value
+            throw error
+        }
+        hooks.cancel()
+        await hooks.value
     }
 }

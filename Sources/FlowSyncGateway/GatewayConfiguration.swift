@@ -21,11 +21,19 @@ public struct GatewayConfiguration: Sendable {
     /// Events buffered for one SSE client (default 256); a client that falls further
     /// behind is disconnected and resumes with `Last-Event-ID`.
     public var sseBufferedEvents: Int
+    /// Webhooks (docs/GATEWAY.md, "Webhooks").
+    public var webhooks: [WebhookConfiguration]
+    /// Where webhook cursors are kept (`DIRECTORY/webhooks/HOOK/LIST.cursor`); nil keeps
+    /// them in memory, so a restart starts each hook from a fresh snapshot.
+    public var stateDirectory: String?
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, endpoints: [Endpoint], limits: GatewayLimits = GatewayLimits(),
-        corsOrigins: [String] = [], sseKeepAliveMilliseconds: Int = 15_000, sseBufferedEvents: Int = 256
+        corsOrigins: [String] = [], sseKeepAliveMilliseconds: Int = 15_000, sseBufferedEvents: Int = 256,
+        webhooks: [WebhookConfiguration] = [], stateDirectory: String? = nil
     ) {
+        self.webhooks = webhooks
+        self.stateDirectory = stateDirectory
         self.host = host
         self.port = port
         self.endpoints = endpoints

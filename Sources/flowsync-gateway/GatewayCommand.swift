@@ -47,6 +47,17 @@ struct GatewayCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Longest wait for a daemon's answer, milliseconds.")
     var daemonTimeoutMs = GatewayLimits().daemonTimeoutMilliseconds
 
+    @Option(
+        name: .long,
+        help: """
+            A webhook: name=NAME,url=http://HOST:PORT/PATH,lists=LIST[;LIST…],secret-file=PATH\
+            [,token-file=PATH][,max-queued=N][,timeout-ms=N]; repeatable (docs/GATEWAY.md).
+            """)
+    var webhook: [String] = []
+
+    @Option(name: .long, help: "Where webhook cursors live (default: $STATE_DIRECTORY, as systemd sets it; none: in memory).")
+    var stateDir: String?
+
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
@@ -79,9 +90,15 @@ struct GatewayCommand: AsyncParsableCommand {
             maxBodyBytes: maxBodyBytes, maxOperations: maxOperations, maxConnections: maxConnections,
             headerTimeoutMilliseconds: headerTimeoutMs, bodyTimeoutMilliseconds: bodyTimeoutMs, maxStreams: maxStreams,
             daemonTimeoutMilliseconds: daemonTimeoutMs)
+        let hooks = try webhook.map(Self.parseWebhook)
+        let state = stateDir ?? ProcessInfo.processInfo.environment["STATE_DIRECTORY"]
+        if !hooks.isEmpty && state == nil {
+            logger.warning("webhooks without --state-dir: cursors are kept in memory, a restart starts each hook from a snapshot")
+        }
         let gateway = Gateway(
             configuration: GatewayConfiguration(
-                host: listenEndpoint.host, port: listenEndpoint.port, endpoints: endpoints, limits: limits, corsOrigins: corsOrigin),
+                host: listenEndpoint.host, port: listenEndpoint.port, endpoints: endpoints, limits: limits, corsOrigins: corsOrigin,
+                webhooks: hooks, stateDirectory: state),
             logger: logger)
 
         let task = Task {
@@ -104,5 +121,29 @@ struct GatewayCommand: AsyncParsableCommand {
         }
         try await task.value
         sources.forEach { $0.cancel() }
+    }
+
+    /// `name=…,url=…,lists=a;b,secret-file=…[,token-file=…][,max-queued=N][,timeout-ms=N]`.
+    static func parseWebhook(_ text: String) throws -> WebhookConfiguration {
+        var fields: [String: String] = [:]
+        for part in text.split(separator: ",") {
+            let kv = part.split(separator: "=", maxSplits: 1)
+            guard kv.count == 2 else { throw ValidationError("--webhook: \(part) is not KEY=VALUE") }
+            fields[String(kv[0])] = String(kv[1])
+        }
+        func read(_ path: String) throws -> String {
+            try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        guard let name = fields["name"], !name.isEmpty else { throw ValidationError("--webhook: name= is required") }
+        guard let urlText = fields["url"], let url = URL(string: urlText), url.scheme == "http", url.host != nil else {
+            throw ValidationError("--webhook \(name): url= must be http://HOST[:PORT]/PATH")
+        }
+        let lists = (fields["lists"] ?? "").split(separator: ";").map(String.init)
+        guard !lists.isEmpty else { throw ValidationError("--webhook \(name): lists= names at least one list") }
+        guard let secretFile = fields["secret-file"] else { throw ValidationError("--webhook \(name): secret-file= is required") }
+        var hook = WebhookConfiguration(name: name, url: url, lists: lists, secret: try read(secretFile), token: try fields["token-file"].map(read))
+        if let n = fields["max-queued"] { guard let v = Int(n), v >= 1 else { throw ValidationError("--webhook \(name): max-queued") }; hook.maxQueued = v }
+        if let n = fields["timeout-ms"] { guard let v = Int(n), v >= 1 else { throw ValidationError("--webhook \(name): timeout-ms") }; hook.timeoutMilliseconds = v }
+        return hook
     }
 }

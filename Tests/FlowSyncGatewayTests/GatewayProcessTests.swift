@@ -11,13 +11,23 @@ import Glibc
 @Suite(.timeLimit(.minutes(2))) struct GatewayProcessTests {
     static var unit: URL { BuiltProduct.root.appendingPathComponent("systemd/flowsync-gateway.service") }
 
-    /// The binary on port 0 in front of a real daemon: it prints its port, serves, and
+    /// The binary on port 0 in front of a real daemon, with a webhook from its flags: it
+    /// prints its port, serves, delivers, keeps the hook's cursor in --state-dir, and
     /// exits 0 on SIGTERM.
-    @Test func theBinaryServesAndStopsOnSIGTERM() async throws {
+    @Test func theBinaryServesDeliversAndStopsOnSIGTERM() async throws {
         let server = try await EmbeddedServer()
+        let receiver = try await WebhookReceiver()
+        let state = NSTemporaryDirectory() + "flowsync-gateway-process-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        try WebhookTests.secret.write(toFile: state + "/p.secret", atomically: true, encoding: .utf8)
         let binary = try BuiltProduct.path("flowsync-gateway")
         let child = try await ChildProcess.start(
-            binary, arguments: ["--listen", "127.0.0.1:0", "--daemon", "127.0.0.1:\(server.port)", "--log-level", "warning"])
+            binary,
+            arguments: [
+                "--listen", "127.0.0.1:0", "--daemon", "127.0.0.1:\(server.port)", "--log-level", "warning", "--state-dir", state,
+                "--webhook", "name=p,url=\(receiver.url.absoluteString),lists=p;q,secret-file=\(state)/p.secret",
+            ])
         let port = await child.waitForLine(timeout: .seconds(30)) { line -> Int? in
             guard line.hasPrefix("listening on 127.0.0.1:") else { return nil }
             return Int(line.split(separator: ":").last ?? "")
@@ -28,9 +38,13 @@ import Glibc
         #expect(posted.status == 200, "\(posted)")
         let got = try await RawConnection.request(port: bound, "GET", "/v1/lists/p")
         #expect(got.status == 200 && got.text.contains(#""id":"S""#), "\(got)")
+        #expect(await receiver.waitFor(hook: "p", version: 1), "\(child.output)")
         child.signal(SIGTERM)
         let termination = await child.waitForExit(timeout: .seconds(20))
         #expect(termination?.status == 0, "\(String(describing: termination)): \(child.output)")
+        let cursor = try? String(contentsOfFile: state + "/webhooks/p/p.cursor", encoding: .utf8)
+        #expect(cursor?.hasSuffix(":1\n") == true, "cursor file: \(cursor ?? "missing")")
+        await receiver.stop()
         #expect(await server.stop())
     }
 

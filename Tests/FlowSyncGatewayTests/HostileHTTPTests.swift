@@ -92,24 +92,32 @@ import Testing
     }
 
     /// Past `max_connections`, new connections wait in the backlog (not refused, not
-    /// served) until one closes; 200 idle connections here stand for the 1,000
-    /// (the suite's budget), the mechanism is the same.
+    /// served) until some close. The limit is checked per accept batch, so it may be
+    /// overshot by a few (NIO accepts up to 4 connections per read): 10 late connections,
+    /// at most 4 served early.
     @Test func idleConnectionsPastTheLimitWaitAndOthersResumeWhenTheyLeave() async throws {
         let server = try await EmbeddedServer()
         let gateway = try await GatewayHarness(server: server) {
-            $0.limits.maxConnections = 200
+            $0.limits.maxConnections = 50
             $0.limits.headerTimeoutMilliseconds = 60_000
         }
         var idle: [RawConnection] = []
-        for _ in 0..<200 { idle.append(try await RawConnection.connect(port: gateway.port)) }
-        // The 201st connects (the kernel's backlog) but is not served yet.
-        let waiting = try await RawConnection.connect(port: gateway.port)
-        try await waiting.send(RawConnection.requestText("GET", "/healthz"))
-        #expect(!(await waiting.waitUntil(timeout: .milliseconds(300)) { HTTPAnswer.parse($0.bytes) != nil }))
-        for c in idle.prefix(10) { c.close() }
-        #expect(await waiting.waitUntil(timeout: .seconds(10)) { HTTPAnswer.parse($0.bytes) != nil })
-        #expect(HTTPAnswer.parse(waiting.bytes)?.status == 200)
-        for c in idle { c.close() }
+        for _ in 0..<50 { idle.append(try await RawConnection.connect(port: gateway.port)) }
+        var late: [RawConnection] = []
+        for _ in 0..<10 {
+            let c = try await RawConnection.connect(port: gateway.port)
+            try await c.send(RawConnection.requestText("GET", "/healthz"))
+            late.append(c)
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let servedEarly = late.filter { HTTPAnswer.parse($0.bytes) != nil }.count
+        #expect(servedEarly <= 4, "\(servedEarly) of 10 served past the limit")
+        for c in idle.prefix(20) { c.close() }
+        for c in late {
+            #expect(await c.waitUntil(timeout: .seconds(10)) { HTTPAnswer.parse($0.bytes) != nil })
+            #expect(HTTPAnswer.parse(c.bytes)?.status == 200)
+        }
+        for c in idle + late { c.close() }
         await gateway.stop()
         #expect(await server.stop())
     }

@@ -52,6 +52,7 @@ import Testing
         let seed = #"{"operations":[{"op":"setSections","sections":[{"id":"S","rows":[{"id":"a","payload":{"x":1}}]}]}]}"#
         let requests: [(String, String, [String: String], String?)] = [
             ("GET", "/healthz", [:], nil),
+            ("GET", "/v1/webhooks", [:], nil),
             ("POST", "/v1/lists/d/mutations", [:], seed),
             ("POST", "/v1/lists/d/mutations", ["Idempotency-Key": "k1"], seed),
             ("POST", "/v1/lists/d/mutations", [:], "{"),

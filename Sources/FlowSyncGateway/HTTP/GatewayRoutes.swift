@@ -21,6 +21,7 @@ import NIOPosix
 struct GatewayRoutes: Sendable {
     let configuration: GatewayConfiguration
     let streams: StreamGauge
+    let webhooks: WebhookService
     let logger: Logger
 
     static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
@@ -44,6 +45,7 @@ struct GatewayRoutes: Sendable {
             await self.getChanges(request, list: try Self.listName(context))
         }
         router.get("/healthz") { _, _ in jsonResponse(Array(#"{"status":"ok"}"#.utf8)) }
+        router.get("/v1/webhooks") { _, _ in jsonResponse(webhooks.statusJSON) }
     }
 
     /// The `{list}` path segment, percent-decoded: a list named `team/1` is
