@@ -84,6 +84,9 @@ import Testing
             ("GET", "/v1/lists/l/changes?after=nope", [:], nil, 400, "invalid-position"),
             ("GET", "/v2/whatever", [:], nil, 404, "not-found"),
             ("DELETE", "/v1/lists/l", [:], nil, 405, "method-not-allowed"),
+            ("TRACE", "/healthz", [:], nil, 405, "method-not-allowed"),
+            ("PUT", "/v1/webhooks", [:], nil, 405, "method-not-allowed"),
+            ("GET", "/v1/lists/l/mutations", [:], nil, 405, "method-not-allowed"),
         ]
         for (method, path, headers, body, status, name) in cases {
             let (answer, problem) = try await gateway.json(method, path, headers: headers, body: body)
@@ -91,6 +94,7 @@ import Testing
             #expect(answer.headers["content-type"] == "application/problem+json", "\(path): \(answer)")
             #expect(problem["type"] as? String == "urn:flowsync:problem:\(name)", "\(method) \(path): \(answer)")
             #expect(problem["status"] as? Int == status && (problem["title"] as? String)?.isEmpty == false)
+            if status == 405 { #expect(answer.headers["allow"] == (path.hasSuffix("mutations") ? "POST" : "GET"), "\(path): \(answer)") }
         }
         await gateway.stop()
         #expect(await server.stop())

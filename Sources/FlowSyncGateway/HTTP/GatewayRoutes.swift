@@ -27,11 +27,18 @@ struct GatewayRoutes: Sendable {
     static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
     static let lastEventID = HTTPField.Name("Last-Event-ID")!
 
-    /// Path shapes the API serves (for 405 versus 404).
-    static func isKnownPath(_ path: String) -> Bool {
+    /// The methods served on `path` (the `Allow` header of a 405), nil when no route has
+    /// that path (a 404).
+    static func allowedMethods(for path: String) -> String? {
+        if path == "/healthz" || path == "/v1/webhooks" { return "GET" }
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count >= 4, parts[0].isEmpty, parts[1] == "v1", parts[2] == "lists", !parts[3].isEmpty else { return false }
-        return parts.count == 4 || (parts.count == 5 && (parts[4] == "mutations" || parts[4] == "changes"))
+        guard parts.count >= 4, parts[0].isEmpty, parts[1] == "v1", parts[2] == "lists", !parts[3].isEmpty else { return nil }
+        switch parts.count {
+        case 4: return "GET"
+        case 5 where parts[4] == "mutations": return "POST"
+        case 5 where parts[4] == "changes": return "GET"
+        default: return nil
+        }
     }
 
     func register(on router: Router<BasicRequestContext>) {

@@ -35,8 +35,10 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as HTTPError {
             switch error.status {
             case .notFound:
-                if GatewayRoutes.isKnownPath(request.uri.path) {
-                    return RequestError(.methodNotAllowed, "\(request.method) is not served on \(request.uri.path)").response()
+                if let allowed = GatewayRoutes.allowedMethods(for: request.uri.path) {
+                    var response = RequestError(.methodNotAllowed, "\(request.method) is not served on \(request.uri.path)").response()
+                    response.headers[.allow] = allowed  // RFC 9110: a 405 lists what is allowed
+                    return response
                 }
                 return RequestError(.notFound, "no route \(request.uri.path)").response()
             case .contentTooLarge:
