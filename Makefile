@@ -20,6 +20,8 @@ SYSCONFDIR   ?= /etc
 UNITDIR      ?= /etc/systemd/system
 INSTALL      ?= install
 FUZZ_SECONDS ?= 60
+FUZZ_API_EXAMPLES ?= 40
+FUZZ_API_SEED ?= 31
 # The short fuzz run inside `make test` (CI): a release sanitizer build, then this many seconds.
 TEST_FUZZ_SECONDS ?= 20
 # The watchdog's budget for `swift test` inside `make test` (scripts/run-tests.sh): past
@@ -31,7 +33,7 @@ STEP_TIMEOUT := timeout --kill-after=10s 300
 # `make soak`: this many full `swift test` runs in a row from one build.
 SOAK_RUNS ?= 10
 
-.PHONY: all deps build release test apple-check soak run bench bench-quick bench-client bench-server bench-stall tls-test fuzz test-asan install uninstall clean load compare-redis cluster cluster-down cluster-smoke
+.PHONY: all deps build release test apple-check soak run bench bench-quick bench-client bench-server bench-stall tls-test fuzz fuzz-api test-asan install uninstall clean load compare-redis cluster cluster-down cluster-smoke
 
 all: build
 
@@ -175,6 +177,11 @@ test-asan: deps
 # libFuzzer + AddressSanitizer on the protocol decoder, seeded from the golden vectors.
 fuzz: deps
 	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# schemathesis (PyPI) against flowsync-gateway's own spec: a debug daemon and gateway on
+# port 0, FUZZ_API_EXAMPLES per operation, a fixed seed (about a minute).
+fuzz-api: build
+	scripts/fuzz-gateway-api.sh $(FUZZ_API_EXAMPLES) $(FUZZ_API_SEED)
 
 # Installs the release daemon, the unit files and (if none is there yet) the default
 # config; then: systemctl daemon-reload && systemctl enable --now flowsyncd.socket

@@ -23,6 +23,7 @@ let package = Package(
         .executable(name: "flowsyncd", targets: ["flowsyncd"]),
         .executable(name: "flowsync", targets: ["flowsync"]),
         .executable(name: "flowsync-load", targets: ["flowsync-load"]),
+        .executable(name: "flowsync-gateway", targets: ["flowsync-gateway"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -36,6 +37,16 @@ let package = Package(
         // Child processes (issue #15): awaited through a pidfd monitor, never by blocking
         // a thread (Foundation.Process.waitUntilExit hung the suite on 2 cores).
         .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
+        // flowsync-gateway (issue #31): HTTP and SSE in front of the daemons. Only
+        // the gateway's modules link them; the daemon and the SDK never do.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        // Already in the graph through Hummingbird: the gateway's daemon links run on NIO.
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        // HTTPTypes and NIOHTTPTypes: the header names and HTTP parts the gateway's handlers use.
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        // HMAC-SHA256 of webhook signatures; already in the graph through jwt-kit.
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // MARK: C boundaries (thin; errors are translated once, in Swift)
@@ -197,6 +208,36 @@ let package = Package(
             ]
         ),
 
+        // MARK: The gateway (issue #31): a separate process in front of the daemons.
+        // The pure half: JSON ↔ operations and changesets, the Idempotency-Key mapping, limits,
+        // the webhook delivery machine and its cursor; no socket, no file, no Hummingbird.
+        .target(name: "FlowSyncGatewayCore", dependencies: ["FlowSyncCore", "FlowSyncProtocol"]),
+        // The shell: Hummingbird routes, SSE, the daemon links (FlowSyncClient's transport
+        // contract on the gateway's NIO loops), webhook delivery over HTTP with cursor files.
+        .target(
+            name: "FlowSyncGateway",
+            dependencies: [
+                "FlowSyncGatewayCore", "FlowSyncClient", "FlowSyncCore", "FlowSyncProtocol",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "flowsync-gateway",
+            dependencies: [
+                "FlowSyncGateway",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
         // MARK: Test support and tests
         // The pure half (seeded generators, the UIKit batch simulator, offThePool,
         // Shared): the core's tests build without the server, libpq or liburing.
@@ -254,6 +295,20 @@ let package = Package(
             dependencies: [
                 "FlowSyncServer", "FlowSyncProtocol", "FlowSyncCore", "FlowSyncLoop", "FlowSyncProcess",
                 "FlowSyncTestSupport",
+            ]
+        ),
+
+        .testTarget(
+            name: "FlowSyncGatewayTests",
+            dependencies: [
+                "FlowSyncGateway", "FlowSyncGatewayCore", "FlowSyncClient", "FlowSyncProtocol", "FlowSyncCore",
+                "FlowSyncServer", "FlowSyncProcess", "FlowSyncTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
 

@@ -1,0 +1,348 @@
+import FlowSyncClient
+import FlowSyncCore
+import FlowSyncGatewayCore
+import FlowSyncProtocol
+import Foundation
+import NIOCore
+
+/// One protocol connection from the gateway to a daemon, on FlowSyncClient's transport
+/// contract (``NIOClientTransport``) and wire codec: Hello with the caller's bearer token
+/// and a client ID, then Mutates answered by Acks and Rejects, and Subscribes whose
+/// Snapshots and Diffs go to ``onMessage``.
+///
+/// Why the gateway speaks the protocol itself rather than through `ListDirector`: the SDK
+/// keeps a replica and chooses each write's base and `(clientID, seq)` itself, while the
+/// gateway must pass the HTTP caller's base, Idempotency-Key and resume position through
+/// verbatim, and must hold no list state. What it shares with the SDK is the transport
+/// contract, the endpoints (``Endpoint``) and the codec (FrameEncoder/FrameDecoder).
+///
+/// Lifetime: opened by ``open(_:eventLoop:)`` (tries each endpoint in turn), closed by
+/// ``close()`` or by the daemon; after either, every waiting call fails with
+/// ``LinkError`` and ``onClose`` runs once. Threading: transport events arrive on one NIO
+/// event loop; the state is behind a lock and no callback runs under it.
+final class DaemonLink: Sendable {
+    /// How to reach the daemons and who to be.
+    struct Options: Sendable {
+        var endpoints: [Endpoint]
+        var token: String?
+        var clientID: String
+        var clientName = "flowsync-gateway"
+        /// Longest wait for the Welcome and for each answer.
+        var timeoutMilliseconds = 10_000
+    }
+
+    /// A Mutate's answer.
+    enum MutationAnswer: Sendable {
+        case committed(ListVersion)
+        case rejected(code: ErrorCode, message: String)
+    }
+
+    private struct AnswerKey: Hashable {
+        let list: String
+        let seq: UInt64
+    }
+
+    private enum Phase {
+        case connecting
+        case greeting
+        case ready(Welcome)
+        case closed(LinkError)
+    }
+
+    private struct State {
+        var phase: Phase = .connecting
+        var decoder = FrameDecoder(limits: .client)
+        var encoder = FrameEncoder()
+        var readyWaiter: CheckedContinuation<Welcome, any Error>?
+        var answers: [AnswerKey: CheckedContinuation<MutationAnswer, any Error>] = [:]
+        var onMessage: (@Sendable (Message) -> Void)?
+        var onClose: (@Sendable (LinkError) -> Void)?
+    }
+
+    let options: Options
+    let endpoint: Endpoint
+    private let transport: NIOClientTransport
+    private let state = Locked(State())
+
+    private init(options: Options, endpoint: Endpoint, transport: NIOClientTransport) {
+        self.options = options
+        self.endpoint = endpoint
+        self.transport = transport
+    }
+
+    /// Connects to the first endpoint that answers (starting at a rotating index, so
+    /// several gateways spread over a cluster) and completes the handshake.
+    /// - Throws: ``LinkError`` — `.refused` when the daemon turned the Hello away (a bad
+    ///   token), `.unavailable` when no endpoint could be reached.
+    static func open(_ options: Options, eventLoop: any EventLoop) async throws(LinkError) -> DaemonLink {
+        precondition(!options.endpoints.isEmpty, "Internal inconsistency in DaemonLink: no endpoints")
+        let start = Int(startCounter.withLock { counter -> Int in
+            counter &+= 1
+            return counter
+        } % options.endpoints.count)
+        var lastError = LinkError.unavailable("no endpoint")
+        for i in 0..<options.endpoints.count {
+            let endpoint = options.endpoints[(start + i) % options.endpoints.count]
+            let link = DaemonLink(options: options, endpoint: endpoint, transport: NIOClientTransport(eventLoop: eventLoop))
+            do {
+                try await link.handshake()
+                return link
+            } catch let error as LinkError {
+                if case .refused = error { throw error }  // the daemon decided: no point asking another
+                lastError = error
+            } catch {
+                lastError = .unavailable("\(error)")
+            }
+        }
+        throw lastError
+    }
+
+    private static let startCounter = Locked(Int.random(in: 0..<1_000))
+
+    private func handshake() async throws {
+        let timeout = UInt64(options.timeoutMilliseconds)
+        _ = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Welcome, any Error>) in
+            state.withLock { $0.readyWaiter = continuation }
+            transport.connect(host: endpoint.host, port: endpoint.port) { [self] event in handle(event) }
+            transport.schedule(after: timeout) { [self] in
+                fail(.timeout("no Welcome from \(endpoint) within \(timeout) ms"))
+            }
+        }
+        schedulePing()
+    }
+
+    /// The Welcome's limits and heartbeat; nil unless ready.
+    var welcome: Welcome? {
+        state.withLock { state in
+            if case .ready(let welcome) = state.phase { return welcome }
+            return nil
+        }
+    }
+
+    var isOpen: Bool { welcome != nil }
+
+    /// Receives every Snapshot, Diff, non-fatal Error and Notice, on the link's event loop.
+    func setMessageHandler(_ handler: (@Sendable (Message) -> Void)?) {
+        state.withLock { $0.onMessage = handler }
+    }
+
+    /// Runs once when the link closes (at once if it already has).
+    func setCloseHandler(_ handler: @escaping @Sendable (LinkError) -> Void) {
+        let closedAlready: LinkError? = state.withLock { state in
+            if case .closed(let error) = state.phase { return error }
+            state.onClose = handler
+            return nil
+        }
+        if let closedAlready { handler(closedAlready) }
+    }
+
+    /// Sends a message (Subscribe, Unsubscribe, …) that needs no matched answer.
+    func send(_ message: Message) {
+        let frame: [UInt8]? = state.withLock { state in
+            guard case .ready = state.phase else { return nil }
+            return state.encoder.encode(message)
+        }
+        if let frame { transport.send([frame]) }
+    }
+
+    /// Sends a Mutate and waits for its Ack or Reject.
+    func mutate(_ mutate: Mutate) async throws(LinkError) -> MutationAnswer {
+        let key = AnswerKey(list: mutate.listName, seq: mutate.seq)
+        let timeout = UInt64(options.timeoutMilliseconds)
+        do {
+            return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<MutationAnswer, any Error>) in
+                let frame: [UInt8]? = state.withLock { state in
+                    guard case .ready = state.phase else { return nil }
+                    state.answers[key] = continuation
+                    return state.encoder.encode(.mutate(mutate))
+                }
+                guard let frame else {
+                    continuation.resume(throwing: closedError ?? LinkError.closed("not ready"))
+                    return
+                }
+                transport.send([frame])
+                transport.schedule(after: timeout) { [self] in
+                    let waiter = state.withLock { $0.answers.removeValue(forKey: key) }
+                    waiter?.resume(throwing: LinkError.timeout("no answer to \(mutate.listName)#\(mutate.seq) within \(timeout) ms"))
+                }
+            }
+        } catch let error as LinkError {
+            throw error
+        } catch {
+            throw .closed("\(error)")
+        }
+    }
+
+    private var closedError: LinkError? {
+        state.withLock { state in
+            if case .closed(let error) = state.phase { return error }
+            return nil
+        }
+    }
+
+    /// Closes the connection; waiting calls fail.
+    func close() {
+        fail(.closed("closed by the gateway"))
+    }
+
+    // MARK: Transport events (on the link's event loop)
+
+    private func handle(_ event: TransportEvent) {
+        switch event {
+        case .connected:
+            let hello = Message.hello(Hello(clientName: options.clientName, clientID: options.clientID, authToken: options.token))
+            let frame: [UInt8] = state.withLock { state in
+                state.phase = .greeting
+                return state.encoder.encode(hello)
+            }
+            transport.send([frame])
+        case .received(let bytes):
+            receive(bytes)
+        case .closed(let reason):
+            fail(.unavailable(reason))
+        }
+    }
+
+    private func receive(_ bytes: [UInt8]) {
+        var messages: [Message] = []
+        var failure: LinkError?
+        state.withLock { state in
+            state.decoder.feed(bytes)
+            do {
+                while let message = try state.decoder.next() {
+                    // A Welcome changes how the frames after it are decoded (its
+                    // dictionary), so it takes effect before the next is read.
+                    if case .welcome(let welcome) = message {
+                        let dictionary = CompressionDictionary(welcomeBytes: welcome.dictionary)
+                        state.encoder.configuration.dictionary = dictionary
+                        state.decoder.dictionary = dictionary
+                    }
+                    messages.append(message)
+                }
+            } catch {
+                failure = .protocolFault("\(error)")
+            }
+        }
+        for message in messages { dispatch(message) }
+        if let failure { fail(failure) }
+    }
+
+    private func dispatch(_ message: Message) {
+        switch message {
+        case .welcome(let welcome):
+            let waiter: CheckedContinuation<Welcome, any Error>? = state.withLock { state in
+                guard case .greeting = state.phase else { return nil }
+                state.phase = .ready(welcome)
+                defer { state.readyWaiter = nil }
+                return state.readyWaiter
+            }
+            waiter?.resume(returning: welcome)
+        case .ack(let ack):
+            answer(AnswerKey(list: ack.listName, seq: ack.seq), .committed(ack.committed))
+        case .reject(let reject):
+            answer(AnswerKey(list: reject.listName, seq: reject.seq), .rejected(code: reject.code, message: reject.message))
+        case .error(let error) where error.closesConnection:
+            fail(.refused(code: error.code, message: error.message))
+        case .error(let error) where error.listName != nil && !error.code.isSubscriptionAnswer:
+            // Checks 1–2 of a Mutate (PROTOCOL.md): answered without a seq; fail that list's writes.
+            let waiters: [CheckedContinuation<MutationAnswer, any Error>] = state.withLock { state in
+                let keys = state.answers.keys.filter { $0.list == error.listName }
+                return keys.compactMap { state.answers.removeValue(forKey: $0) }
+            }
+            for waiter in waiters { waiter.resume(returning: .rejected(code: error.code, message: error.message)) }
+            deliver(message)
+        case .ping(let ping):
+            send(.pong(Pong(nonce: ping.nonce)))
+        case .pong:
+            break
+        default:
+            deliver(message)
+        }
+    }
+
+    private func deliver(_ message: Message) {
+        let handler = state.withLock { $0.onMessage }
+        handler?(message)
+    }
+
+    private func answer(_ key: AnswerKey, _ answer: MutationAnswer) {
+        let waiter = state.withLock { $0.answers.removeValue(forKey: key) }
+        waiter?.resume(returning: answer)
+    }
+
+    /// Keeps the daemon's heartbeat (PROTOCOL.md, Welcome): a Ping every half interval.
+    private func schedulePing() {
+        guard let welcome, welcome.heartbeatMilliseconds > 0 else { return }
+        let interval = UInt64(welcome.heartbeatMilliseconds / 2)
+        transport.schedule(after: interval) { [self] in
+            guard isOpen else { return }
+            send(.ping(Ping(nonce: UInt64.random(in: 0...UInt64.max))))
+            schedulePing()
+        }
+    }
+
+    private func fail(_ error: LinkError) {
+        let (readyWaiter, answers, onClose, wasOpen):
+            (CheckedContinuation<Welcome, any Error>?, [CheckedContinuation<MutationAnswer, any Error>], (@Sendable (LinkError) -> Void)?, Bool) =
+                state.withLock { state in
+                    if case .closed = state.phase { return (nil, [], nil, false) }
+                    state.phase = .closed(error)
+                    defer {
+                        state.readyWaiter = nil
+                        state.answers = [:]
+                        state.onClose = nil
+                        state.onMessage = nil
+                    }
+                    return (state.readyWaiter, Array(state.answers.values), state.onClose, true)
+                }
+        guard wasOpen else { return }
+        transport.disconnect()
+        readyWaiter?.resume(throwing: error)
+        for waiter in answers { waiter.resume(throwing: error) }
+        onClose?(error)
+    }
+}
+
+extension ErrorCode {
+    /// Errors that answer a Subscribe or Unsubscribe (not a Mutate's checks 1–2).
+    var isSubscriptionAnswer: Bool {
+        [ErrorCode.alreadySubscribed, .notSubscribed, .tooManyLists, .unknownList].contains(self)
+            || self == .forbidden || self == .limitExceeded
+    }
+}
+
+/// Why a daemon link failed. Recoverable: the HTTP layer turns each into a problem
+/// document (``GatewayProblem``).
+enum LinkError: Error, Sendable, CustomStringConvertible {
+    /// The daemon refused the connection with this code (a bad token: 2000–2002).
+    case refused(code: ErrorCode, message: String)
+    /// No endpoint could be reached, or the connection dropped.
+    case unavailable(String)
+    /// No answer in time.
+    case timeout(String)
+    /// The daemon sent something the codec refused.
+    case protocolFault(String)
+    /// Closed by the gateway.
+    case closed(String)
+
+    var description: String {
+        switch self {
+        case .refused(let code, let message): return "refused: \(code.name) (\(code.rawValue)): \(message)"
+        case .unavailable(let detail): return "daemon unavailable: \(detail)"
+        case .timeout(let detail): return "timeout: \(detail)"
+        case .protocolFault(let detail): return "protocol fault: \(detail)"
+        case .closed(let detail): return "closed: \(detail)"
+        }
+    }
+
+    /// The HTTP answer for this failure.
+    var problem: Problem {
+        switch self {
+        case .refused(let code, let message): return .daemon(code: code, message: message)
+        case .unavailable(let detail): return Problem(RequestError(.daemonUnavailable, detail))
+        case .timeout(let detail): return Problem(RequestError(.daemonTimeout, detail))
+        case .protocolFault(let detail), .closed(let detail):
+            return Problem(status: 502, name: "bad-gateway", title: "Bad gateway", detail: detail, code: nil)
+        }
+    }
+}

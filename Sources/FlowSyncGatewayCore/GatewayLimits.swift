@@ -1,0 +1,40 @@
+/// Every limit of the gateway (`[limits]` in config/flowsync-gateway.toml), each with its
+/// default and what happens past it (docs/GATEWAY.md, "Limits"). A limit costs only the
+/// client that reaches it: a 4xx answer or a closed connection, never a stall of others.
+public struct GatewayLimits: Hashable, Sendable {
+    /// Largest request body, bytes (default 1 MiB); past it: 413 `body-too-large`, and the
+    /// rest of the body is not read.
+    public var maxBodyBytes: Int
+    /// Operations per mutation request (default 1,000; the daemon's own limit also
+    /// applies); past it: 413 `too-many-operations`.
+    public var maxOperations: Int
+    /// Open HTTP connections (default 4,096); past it new connections wait in the listen
+    /// backlog until one closes.
+    public var maxConnections: Int
+    /// A request's head (request line and headers) must arrive within this, counted from
+    /// the connection's first byte or the end of the previous response (default 10 s).
+    /// Past it the connection is closed: a slowloris holds a connection for at most this.
+    /// It also closes keep-alive connections idle this long.
+    public var headerTimeoutMilliseconds: Int
+    /// A request's body must arrive within this after its head (default 10 s); past it:
+    /// 408 `body-timeout` and close.
+    public var bodyTimeoutMilliseconds: Int
+    /// Open SSE and WebSocket streams (default 2,000); past it: 503 `too-many-streams`.
+    public var maxStreams: Int
+    /// How long a request waits for the daemon's answer (default 10 s); past it: 504.
+    public var daemonTimeoutMilliseconds: Int
+
+    public init(
+        maxBodyBytes: Int = 1 << 20, maxOperations: Int = 1_000, maxConnections: Int = 4_096,
+        headerTimeoutMilliseconds: Int = 10_000, bodyTimeoutMilliseconds: Int = 10_000, maxStreams: Int = 2_000,
+        daemonTimeoutMilliseconds: Int = 10_000
+    ) {
+        self.maxBodyBytes = maxBodyBytes
+        self.maxOperations = maxOperations
+        self.maxConnections = maxConnections
+        self.headerTimeoutMilliseconds = headerTimeoutMilliseconds
+        self.bodyTimeoutMilliseconds = bodyTimeoutMilliseconds
+        self.maxStreams = maxStreams
+        self.daemonTimeoutMilliseconds = daemonTimeoutMilliseconds
+    }
+}

@@ -1,0 +1,197 @@
+import FlowSyncCore
+
+/// The delivery of one list's batches to one webhook receiver: in version order, one at a
+/// time, at least once, with backoff, and a bounded queue (docs/GATEWAY.md, "Webhooks").
+/// Pure: the shell subscribes, POSTs, sleeps and saves the cursor when told to.
+///
+/// Ordering rules, each with its reason:
+/// 1. **One delivery in flight.** The next batch is sent only after the receiver answered
+///    2xx for this one, so the receiver sees versions in order without sorting.
+/// 2. **The cursor moves only on a 2xx**, to the delivered batch's `to`, and is saved
+///    before the next delivery starts. A crash after the 2xx and before the save
+///    redelivers that batch: at least once, never a gap. A duplicate has the same
+///    `to` (the idempotency key) because a resume asks the daemon for exactly what
+///    follows the cursor.
+/// 3. **Contiguity.** A Diff is accepted only if its `from` is the last accepted `to`
+///    (a batch already covered is dropped). Anything else (a gap, which the daemon never
+///    sends on one subscription, or another epoch's Diff) means the subscription can no
+///    longer be trusted: drop the queue and resubscribe from the cursor.
+/// 4. **Bounded queue.** Past `maxQueued` batches waiting behind a slow or dead receiver,
+///    the queue is dropped and the upstream subscription ended (`.unsubscribe`): memory
+///    stays bounded, and only this hook waits. When the in-flight delivery finally
+///    succeeds, the machine asks to resubscribe from the cursor, and the daemon's
+///    catch-up brings everything dropped as one coalesced Diff (or a snapshot).
+/// 5. **A lost daemon link** (a daemon failover, a restart) is the same as rule 4: the
+///    in-flight delivery goes on; what follows comes from a resubscription at the cursor.
+///
+/// Not guaranteed: that every batch arrives as its own delivery. After a restart, an
+/// overflow or a failover, the batches since the cursor arrive as one `catchUp` (or a
+/// `snapshot`), because that is what the protocol's resume gives.
+///
+/// ```
+///            received ─▶ [idle] ──deliver──▶ [delivering] ──failed──▶ (retry timer) ─┐
+///                          ▲                    │ ▲                                  │
+///                          └──succeeded, empty──┘ └─────────────retryDue─────────────┘
+/// ```
+public struct WebhookListMachine: Sendable {
+    /// What the shell must do.
+    public enum Action: Hashable, Sendable {
+        case none
+        /// POST this batch (attempt 1, 2, …).
+        case deliver(WebhookBatch, attempt: Int)
+        /// Save the cursor, then handle `then`.
+        indirect case saveCursor(ListVersion, then: Action)
+        /// Wait this long, then send ``WebhookListMachine/retryDue()``.
+        case retry(afterMilliseconds: UInt64)
+        /// End the upstream subscription (the queue overflowed).
+        case unsubscribe
+        /// Subscribe again, resuming from this position (nil: a fresh snapshot).
+        case resubscribe(from: ListVersion?)
+    }
+
+    /// The upstream subscription's phase: whether batches arriving now can be trusted.
+    private enum Upstream: Hashable, Sendable {
+        /// Live: batches arrive and are queued.
+        case live
+        /// Ended (overflow, lost link); resubscribe from the cursor once nothing is in flight.
+        case needsResubscribe
+        /// A resubscription was requested; batches are accepted again.
+        case resubscribing
+    }
+
+    private enum State: Sendable {
+        /// Nothing in flight.
+        case idle
+        /// `inFlight` is being POSTed (or waits for its retry); `queue` follows it.
+        case delivering(inFlight: WebhookBatch, attempt: Int, queue: [WebhookBatch])
+    }
+
+    public let list: String
+    public let maxQueued: Int
+    /// The last delivered position (saved), nil before the first delivery.
+    public private(set) var cursor: ListVersion?
+    /// The `to` of the last accepted batch (queued, in flight or delivered).
+    private var lastAccepted: ListVersion?
+    private var state: State = .idle
+    private var upstream: Upstream = .live
+    private var backoff: WebhookBackoff
+    /// Times the queue overflowed (a metric).
+    public private(set) var overflows = 0
+
+    public init(list: String, cursor: ListVersion?, maxQueued: Int = 1_000, backoff: WebhookBackoff) {
+        precondition(maxQueued >= 1, "Internal inconsistency in WebhookListMachine: maxQueued < 1")
+        self.list = list
+        self.cursor = cursor
+        self.lastAccepted = cursor
+        self.maxQueued = maxQueued
+        self.backoff = backoff
+    }
+
+    /// Batches waiting behind the one in flight.
+    public var queued: Int {
+        if case .delivering(_, _, let queue) = state { return queue.count }
+        return 0
+    }
+
+    /// Whether a delivery is in flight or waiting for its retry.
+    public var isDelivering: Bool {
+        if case .delivering = state { return true }
+        return false
+    }
+
+    /// A Diff or Snapshot arrived from the daemon, as a delivery.
+    public mutating func received(_ batch: WebhookBatch) -> Action {
+        precondition(batch.list == list, "Internal inconsistency in WebhookListMachine: \(batch.list) on \(list)'s machine")
+        if upstream == .needsResubscribe { return .none }  // rule 4/5: dropped, the catch-up brings it
+        if upstream == .resubscribing { upstream = .live }
+        if batch.kind != .snapshot {
+            guard let from = batch.from else { preconditionFailure("Internal inconsistency in WebhookListMachine: a diff without from") }
+            if let last = lastAccepted, from.epoch == last.epoch, batch.to.version <= last.version {
+                return .none  // rule 3: already covered (a duplicate after a resubscription)
+            }
+            guard let last = lastAccepted, from == last else {
+                return lostUpstream()  // rule 3: a gap or another epoch
+            }
+        }
+        lastAccepted = batch.to
+        switch state {
+        case .idle:
+            state = .delivering(inFlight: batch, attempt: 1, queue: [])
+            return .deliver(batch, attempt: 1)
+        case .delivering(let inFlight, let attempt, var queue):
+            guard queue.count < maxQueued else {
+                // Rule 4: drop what waits; the in-flight one keeps going.
+                overflows += 1
+                state = .delivering(inFlight: inFlight, attempt: attempt, queue: [])
+                lastAccepted = inFlight.to
+                upstream = .needsResubscribe
+                return .unsubscribe
+            }
+            queue.append(batch)
+            state = .delivering(inFlight: inFlight, attempt: attempt, queue: queue)
+            return .none
+        }
+    }
+
+    /// The receiver answered 2xx for the batch in flight.
+    public mutating func deliverySucceeded() -> Action {
+        guard case .delivering(let inFlight, _, var queue) = state else {
+            preconditionFailure("Internal inconsistency in WebhookListMachine: success with nothing in flight")
+        }
+        cursor = inFlight.to
+        let next: Action
+        if queue.isEmpty {
+            state = .idle
+            next = resubscribeIfNeeded()
+        } else {
+            let head = queue.removeFirst()
+            state = .delivering(inFlight: head, attempt: 1, queue: queue)
+            next = .deliver(head, attempt: 1)
+        }
+        return .saveCursor(inFlight.to, then: next)
+    }
+
+    /// The receiver failed (no answer, a timeout, a non-2xx status).
+    public mutating func deliveryFailed() -> Action {
+        guard case .delivering(_, let attempt, _) = state else {
+            preconditionFailure("Internal inconsistency in WebhookListMachine: failure with nothing in flight")
+        }
+        return .retry(afterMilliseconds: backoff.delay(afterFailures: attempt))
+    }
+
+    /// The retry timer fired.
+    public mutating func retryDue() -> Action {
+        guard case .delivering(let inFlight, let attempt, let queue) = state else {
+            preconditionFailure("Internal inconsistency in WebhookListMachine: retry with nothing in flight")
+        }
+        state = .delivering(inFlight: inFlight, attempt: attempt + 1, queue: queue)
+        return .deliver(inFlight, attempt: attempt + 1)
+    }
+
+    /// The daemon link carrying the subscription closed (rule 5).
+    public mutating func upstreamClosed() -> Action {
+        lostUpstream()
+    }
+
+    private mutating func lostUpstream() -> Action {
+        switch state {
+        case .idle:
+            lastAccepted = cursor
+            upstream = .needsResubscribe
+            return resubscribeIfNeeded()
+        case .delivering(let inFlight, let attempt, _):
+            state = .delivering(inFlight: inFlight, attempt: attempt, queue: [])
+            lastAccepted = inFlight.to
+            let wasLive = upstream != .needsResubscribe
+            upstream = .needsResubscribe
+            return wasLive ? .unsubscribe : .none
+        }
+    }
+
+    private mutating func resubscribeIfNeeded() -> Action {
+        guard upstream == .needsResubscribe else { return .none }
+        upstream = .resubscribing
+        lastAccepted = cursor
+        return .resubscribe(from: cursor)
+    }
+}

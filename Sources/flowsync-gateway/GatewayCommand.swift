@@ -1,0 +1,149 @@
+import ArgumentParser
+import FlowSyncClient
+import FlowSyncGateway
+import FlowSyncGatewayCore
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `flowsync-gateway`: HTTP API and Server-Sent Events in front of flowsyncd
+/// (docs/GATEWAY.md). Thin: flags, logging, signals; everything else is FlowSyncGateway.
+@main
+struct GatewayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "flowsync-gateway",
+        abstract: "HTTP API and Server-Sent Events in front of flowsyncd (docs/GATEWAY.md).")
+
+    @Option(name: .long, help: "Listen address, HOST:PORT (port 0 picks a free one).")
+    var listen = "127.0.0.1:8080"
+
+    @Option(name: .long, help: "A daemon endpoint, HOST:PORT; repeat for a cluster's nodes.")
+    var daemon: [String] = ["127.0.0.1:7400"]
+
+    @Option(name: .long, help: "An origin allowed by CORS (\"*\" for any); repeatable. None: no CORS headers.")
+    var corsOrigin: [String] = []
+
+    @Option(name: .long, help: "Largest request body, bytes.")
+    var maxBodyBytes = GatewayLimits().maxBodyBytes
+
+    @Option(name: .long, help: "Operations per mutation request.")
+    var maxOperations = GatewayLimits().maxOperations
+
+    @Option(name: .long, help: "Open HTTP connections; more wait in the listen backlog.")
+    var maxConnections = GatewayLimits().maxConnections
+
+    @Option(name: .long, help: "Open SSE streams; more get 503.")
+    var maxStreams = GatewayLimits().maxStreams
+
+    @Option(name: .long, help: "A request head must arrive within this, milliseconds (slowloris defence).")
+    var headerTimeoutMs = GatewayLimits().headerTimeoutMilliseconds
+
+    @Option(name: .long, help: "A request body must arrive within this after its head, milliseconds.")
+    var bodyTimeoutMs = GatewayLimits().bodyTimeoutMilliseconds
+
+    @Option(name: .long, help: "Longest wait for a daemon's answer, milliseconds.")
+    var daemonTimeoutMs = GatewayLimits().daemonTimeoutMilliseconds
+
+    @Option(
+        name: .long,
+        help: """
+            A webhook: name=NAME,url=http://HOST:PORT/PATH,lists=LIST[;LIST…],secret-file=PATH\
+            [,token-file=PATH][,max-queued=N][,timeout-ms=N]; repeatable (docs/GATEWAY.md).
+            """)
+    var webhook: [String] = []
+
+    @Option(name: .long, help: "Where webhook cursors live (default: $STATE_DIRECTORY, as systemd sets it; none: in memory).")
+    var stateDir: String?
+
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel = "info"
+
+    func run() async throws {
+        // A process started from a test runner's thread may inherit blocked signals
+        // (PLATFORM-NOTES.md): start from an empty mask.
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        pthread_sigmask(SIG_SETMASK, &empty, nil)
+        signal(SIGPIPE, SIG_IGN)
+
+        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        var configuredLogger = Logger(label: "flowsync-gateway")
+        configuredLogger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        let logger = configuredLogger
+
+        // Not Endpoint(parsing:): a listen port may be 0 (any free port).
+        guard let colon = listen.lastIndex(of: ":"), let listenPort = Int(listen[listen.index(after: colon)...]),
+            (0...65_535).contains(listenPort), colon != listen.startIndex
+        else {
+            throw ValidationError("--listen: expected HOST:PORT, got \(listen)")
+        }
+        let listenEndpoint = (host: String(listen[..<colon]), port: listenPort)
+        var endpoints: [Endpoint] = []
+        for text in daemon {
+            guard let endpoint = Endpoint(parsing: text, defaultPort: 7400) else { throw ValidationError("--daemon: expected HOST:PORT, got \(text)") }
+            endpoints.append(endpoint)
+        }
+        let limits = GatewayLimits(
+            maxBodyBytes: maxBodyBytes, maxOperations: maxOperations, maxConnections: maxConnections,
+            headerTimeoutMilliseconds: headerTimeoutMs, bodyTimeoutMilliseconds: bodyTimeoutMs, maxStreams: maxStreams,
+            daemonTimeoutMilliseconds: daemonTimeoutMs)
+        let hooks = try webhook.map(Self.parseWebhook)
+        let state = stateDir ?? ProcessInfo.processInfo.environment["STATE_DIRECTORY"]
+        if !hooks.isEmpty && state == nil {
+            logger.warning("webhooks without --state-dir: cursors are kept in memory, a restart starts each hook from a snapshot")
+        }
+        let gateway = Gateway(
+            configuration: GatewayConfiguration(
+                host: listenEndpoint.host, port: listenEndpoint.port, endpoints: endpoints, limits: limits, corsOrigins: corsOrigin,
+                webhooks: hooks, stateDirectory: state),
+            logger: logger)
+
+        let task = Task {
+            try await gateway.run { port in
+                // One line on stdout, for scripts and tests that started it on port 0.
+                FileHandle.standardOutput.write(Data("listening on \(listenEndpoint.host):\(port)\n".utf8))
+                logger.notice("listening", metadata: ["flowsync.port": "\(port)"])
+            }
+        }
+        var sources: [DispatchSourceSignal] = []
+        for signum in [SIGTERM, SIGINT] {
+            signal(signum, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signum)
+            source.setEventHandler {
+                logger.notice("signal received, shutting down", metadata: ["signal": "\(signum)"])
+                task.cancel()
+            }
+            source.resume()
+            sources.append(source)
+        }
+        try await task.value
+        sources.forEach { $0.cancel() }
+    }
+
+    /// `name=…,url=…,lists=a;b,secret-file=…[,token-file=…][,max-queued=N][,timeout-ms=N]`.
+    static func parseWebhook(_ text: String) throws -> WebhookConfiguration {
+        var fields: [String: String] = [:]
+        for part in text.split(separator: ",") {
+            let kv = part.split(separator: "=", maxSplits: 1)
+            guard kv.count == 2 else { throw ValidationError("--webhook: \(part) is not KEY=VALUE") }
+            fields[String(kv[0])] = String(kv[1])
+        }
+        func read(_ path: String) throws -> String {
+            try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        guard let name = fields["name"], !name.isEmpty else { throw ValidationError("--webhook: name= is required") }
+        guard let urlText = fields["url"], let url = URL(string: urlText), url.scheme == "http", url.host != nil else {
+            throw ValidationError("--webhook \(name): url= must be http://HOST[:PORT]/PATH")
+        }
+        let lists = (fields["lists"] ?? "").split(separator: ";").map(String.init)
+        guard !lists.isEmpty else { throw ValidationError("--webhook \(name): lists= names at least one list") }
+        guard let secretFile = fields["secret-file"] else { throw ValidationError("--webhook \(name): secret-file= is required") }
+        var hook = WebhookConfiguration(name: name, url: url, lists: lists, secret: try read(secretFile), token: try fields["token-file"].map(read))
+        if let n = fields["max-queued"] { guard let v = Int(n), v >= 1 else { throw ValidationError("--webhook \(name): max-queued") }; hook.maxQueued = v }
+        if let n = fields["timeout-ms"] { guard let v = Int(n), v >= 1 else { throw ValidationError("--webhook \(name): timeout-ms") }; hook.timeoutMilliseconds = v }
+        return hook
+    }
+}
