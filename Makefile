@@ -33,7 +33,7 @@ STEP_TIMEOUT := timeout --kill-after=10s 300
 # `make soak`: this many full `swift test` runs in a row from one build.
 SOAK_RUNS ?= 10
 
-.PHONY: all deps build release test apple-check soak run bench bench-quick bench-client bench-server bench-stall tls-test fuzz fuzz-api test-asan install uninstall clean load compare-redis cluster cluster-down cluster-smoke
+.PHONY: all deps build release test apple-check format format-check soak run bench bench-quick bench-client bench-server bench-stall tls-test fuzz fuzz-api test-asan install uninstall clean load compare-redis cluster cluster-down cluster-smoke
 
 all: build
 
@@ -60,6 +60,7 @@ release: deps
 test: deps
 	@mkdir -p .build
 	scripts/check-portability.sh   # the SDK needs no libuv/Glibc on Apple platforms (issue 17)
+	scripts/format-check.sh   # swift format lint --strict with .swift-format (issue #30)
 	$(SWIFT) build   # every product, so the tests can run the flowsyncd binary
 	scripts/apple-check.sh   # the Apple-only code against stand-ins of Apple's API (issue #29); needs the debug flowsyncd
 	$(SWIFT) build --build-tests
@@ -93,6 +94,14 @@ test: deps
 # and SwiftUI code, the examples) compiled and tested on Linux against stand-ins of Apple's
 # modules: AppleCheck/, docs/TESTING.md "Apple's API on Linux". Bounded; ends with a plain
 # "N passed, N failed" line. Builds the debug flowsyncd first if it is missing.
+# The formatter (issue #30): `make format` rewrites the tree with .swift-format;
+# `make format-check` (run by `make test`) only lints.
+format:
+	swift format format --in-place --recursive --parallel Sources Tests Benchmarks Examples AppleCheck
+
+format-check:
+	scripts/format-check.sh
+
 apple-check: deps
 	scripts/apple-check.sh
 

@@ -40,7 +40,9 @@ let package = Package(
         .target(name: "Network", dependencies: ["Security"], path: "StandIns/Network"),
         .target(name: "SwiftUI", path: "StandIns/SwiftUI"),
         // CryptoKit's SHA-256, computed by OpenSSL's libcrypto (Debian: libssl-dev).
-        .systemLibrary(name: "CCryptoStandIn", path: "StandIns/CCryptoStandIn", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CCryptoStandIn", path: "StandIns/CCryptoStandIn", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]),
         .target(name: "CryptoKit", dependencies: ["CCryptoStandIn"], path: "StandIns/CryptoKit"),
 
         // MARK: The project's own sources, compiled against the stand-ins
@@ -110,7 +112,10 @@ let package = Package(
         // MARK: Tests of the glue against the stand-ins
         .testTarget(
             name: "UIKitGlueTests",
-            dependencies: ["FlowSyncUI", "FlowSyncClient", "FlowSyncCore", "UIKit", "FlowSyncProcess", "TodoUIKit", "TableDocExample"],
+            dependencies: [
+                "FlowSyncUI", "FlowSyncClient", "FlowSyncCore", "UIKit", "FlowSyncProcess", "TodoUIKit",
+                "TableDocExample",
+            ],
             path: "Tests/UIKitGlueTests",
             // Swift Testing's cross-import overlay for UIKit does not exist on Linux.
             swiftSettings: darwinStandIn + [.unsafeFlags(["-Xfrontend", "-disable-cross-import-overlays"])]

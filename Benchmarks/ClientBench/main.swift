@@ -58,7 +58,9 @@ func fill(_ list: ListDirector, rows: Int) async throws {
         var inSection = 0
         while inSection < 10_000 && written < rows {
             let n = min(1_000, rows - written, 10_000 - inSection)
-            let models: [any FlowModel] = (0..<n).map { Item(id: "r\(written + $0)", title: "Row number \(written + $0)") }
+            let models: [any FlowModel] = (0..<n).map {
+                Item(id: "r\(written + $0)", title: "Row number \(written + $0)")
+            }
             try await list.section(id: id)!.add(models: models).committed()
             written += n
             inSection += n
@@ -80,38 +82,47 @@ final class HeldSnapshot: @unchecked Sendable {
 }
 
 for rows in quick ? [100] : [100, 10_000, 100_000] {
-  for holdsSnapshot in [false, true] {
-    let writer = try client(port: server.port)
-    let list = writer.director("visible-\(rows)-\(holdsSnapshot)")
-    try await list.waitUntilLoaded()
-    try await fill(list, rows: rows)
-    let seen = DispatchSemaphore(value: 0)
-    let dataSource = HeldSnapshot()
-    let observation = list.observe(on: DispatchQueue(label: "observer")) { change in
-        if holdsSnapshot { dataSource.snapshot = change.snapshot }
-        if case .local = change.cause { seen.signal() }
+    for holdsSnapshot in [false, true] {
+        let writer = try client(port: server.port)
+        let list = writer.director("visible-\(rows)-\(holdsSnapshot)")
+        try await list.waitUntilLoaded()
+        try await fill(list, rows: rows)
+        let seen = DispatchSemaphore(value: 0)
+        let dataSource = HeldSnapshot()
+        let observation = list.observe(on: DispatchQueue(label: "observer")) { change in
+            if holdsSnapshot { dataSource.snapshot = change.snapshot }
+            if case .local = change.cause { seen.signal() }
+        }
+        var call: [Double] = [], observed: [Double] = []
+        var tickets: [WriteTicket] = []
+        let iterations = quick ? 50 : 500
+        for i in 0..<iterations {
+            let start = now()
+            let ticket = try list.section(at: 0)!.add(model: Item(id: "v\(i)", title: "visible"), at: 0)
+            let shown = now()
+            seen.wait()
+            let delivered = now()
+            call.append(Double(shown - start) / 1000)
+            observed.append(Double(delivered - start) / 1000)
+            tickets.append(ticket)
+            if i % 50 == 49 {
+                for t in tickets { _ = try await t.committed() }
+                tickets = []
+            }
+        }
+        for t in tickets { _ = try await t.committed() }
+        observation.cancel()
+        let label =
+            "local edit → visible, " + String(repeating: " ", count: max(0, 7 - String(rows).count)) + "\(rows) rows"
+            + (holdsSnapshot ? ", snapshot held" : "")
+        print(
+            label
+                + String(
+                    format: ": call p50 %.1f µs p99 %.1f µs; observer p50 %.1f µs p99 %.1f µs",
+                    percentile(call, 0.5), percentile(call, 0.99), percentile(observed, 0.5), percentile(observed, 0.99)
+                ))
+        writer.close()
     }
-    var call: [Double] = [], observed: [Double] = []
-    var tickets: [WriteTicket] = []
-    let iterations = quick ? 50 : 500
-    for i in 0..<iterations {
-        let start = now()
-        let ticket = try list.section(at: 0)!.add(model: Item(id: "v\(i)", title: "visible"), at: 0)
-        let shown = now()
-        seen.wait()
-        let delivered = now()
-        call.append(Double(shown - start) / 1000)
-        observed.append(Double(delivered - start) / 1000)
-        tickets.append(ticket)
-        if i % 50 == 49 { for t in tickets { _ = try await t.committed() }; tickets = [] }
-    }
-    for t in tickets { _ = try await t.committed() }
-    observation.cancel()
-    let label = "local edit → visible, " + String(repeating: " ", count: max(0, 7 - String(rows).count)) + "\(rows) rows" + (holdsSnapshot ? ", snapshot held" : "")
-    print(label + String(format: ": call p50 %.1f µs p99 %.1f µs; observer p50 %.1f µs p99 %.1f µs",
-                 percentile(call, 0.5), percentile(call, 0.99), percentile(observed, 0.5), percentile(observed, 0.99)))
-    writer.close()
-  }
 }
 
 // MARK: 2. Edit → ack on loopback
@@ -128,8 +139,11 @@ do {
         _ = try await list.section(at: 0)!.add(model: Item(id: "a\(i)", title: "acked"), at: 0).committed()
         latencies.append(Double(now() - start) / 1000)
     }
-    print(String(format: "edit → ack (loopback, one in flight, %d writes): p50 %.0f µs p90 %.0f µs p99 %.0f µs max %.0f µs",
-                 iterations, percentile(latencies, 0.5), percentile(latencies, 0.9), percentile(latencies, 0.99), latencies.max()!))
+    print(
+        String(
+            format: "edit → ack (loopback, one in flight, %d writes): p50 %.0f µs p90 %.0f µs p99 %.0f µs max %.0f µs",
+            iterations, percentile(latencies, 0.5), percentile(latencies, 0.9), percentile(latencies, 0.99),
+            latencies.max()!))
     writer.close()
 }
 
@@ -152,23 +166,35 @@ do {
     let loaded = Double(now() - start) / 1e6
     let after = rssKiB()
     precondition(replica.numberOfModels == rows)
-    let payload = replica.snapshot.director.sections.reduce(0) { $0 + $1.rows.reduce(0) { $0 + $1.payload.count + $1.id.utf8.count + $1.kind.utf8.count } }
-    print(String(format: "replica of %d rows (%.1f MB of ids+kinds+payloads): RSS +%.1f MB (%.0f bytes/row), loaded in %.0f ms",
-                 rows, Double(payload) / 1e6, Double(after - before) / 1024, Double((after - before) * 1024) / Double(rows), loaded))
+    let payload = replica.snapshot.director.sections.reduce(0) {
+        $0 + $1.rows.reduce(0) { $0 + $1.payload.count + $1.id.utf8.count + $1.kind.utf8.count }
+    }
+    print(
+        String(
+            format:
+                "replica of %d rows (%.1f MB of ids+kinds+payloads): RSS +%.1f MB (%.0f bytes/row), loaded in %.0f ms",
+            rows, Double(payload) / 1e6, Double(after - before) / 1024, Double((after - before) * 1024) / Double(rows),
+            loaded))
     reader.close()
 }
 
 // MARK: 4. Offline persistence
 
 func persistent(port: Int, directory: String, waitsForDisk: Bool = true) throws -> FlowSyncClient {
-    try FlowSyncClient(configuration: .init(port: port, callbackQueue: DispatchQueue(label: "bench-offline"),
-                                            persistence: PersistenceOptions(directory: directory, waitsForDisk: waitsForDisk)))
+    try FlowSyncClient(
+        configuration: .init(
+            port: port, callbackQueue: DispatchQueue(label: "bench-offline"),
+            persistence: PersistenceOptions(directory: directory, waitsForDisk: waitsForDisk)))
 }
 
 /// Waits (bounded) until `list` shows the server's version of it, nothing pending.
 func caughtUp(_ list: ListDirector, to other: ListDirector) async throws {
     for _ in 0..<60_000 {
-        if list.snapshot.version == other.snapshot.version && list.snapshot.pendingWrites == 0 && list.snapshot.version != nil { return }
+        if list.snapshot.version == other.snapshot.version && list.snapshot.pendingWrites == 0
+            && list.snapshot.version != nil
+        {
+            return
+        }
         try await Task.sleep(nanoseconds: 1_000_000)
     }
     fatalError("\(list.name) did not catch up")
@@ -205,8 +231,10 @@ for rows in quick ? [1_000] : [1_000, 100_000] {
         cold.append(Double(now() - start) / 1e6)
         offline.close()
     }
-    print(String(format: "cold start from disk, %7d rows: p50 %.1f ms (min %.1f ms); replica file %.1f KB (%.1f bytes/row)",
-                 rows, percentile(cold, 0.5), cold.min()!, Double(replicaBytes) / 1e3, Double(replicaBytes) / Double(rows)))
+    print(
+        String(
+            format: "cold start from disk, %7d rows: p50 %.1f ms (min %.1f ms); replica file %.1f KB (%.1f bytes/row)",
+            rows, percentile(cold, 0.5), cold.min()!, Double(replicaBytes) / 1e3, Double(replicaBytes) / Double(rows)))
 
     // Bytes written per batch while following a list others edit (default cadence:
     // 100 batches or 5 s), and a local edit with its pending file.
@@ -217,15 +245,19 @@ for rows in quick ? [1_000] : [1_000, 100_000] {
     let batches = quick ? 200 : 1_000
     let started = now()
     for i in 0..<batches {
-        _ = try await source.section(at: 0)!.update(model: Item(id: "r\(i % min(rows, 10_000))", title: "edited \(i)")).committed()
+        _ = try await source.section(at: 0)!.update(model: Item(id: "r\(i % min(rows, 10_000))", title: "edited \(i)"))
+            .committed()
     }
     try await caughtUp(followed, to: source)
     let seconds = Double(now() - started) / 1e9
     let after = follower.persistenceStatistics!
     let written = after.replicaBytesWritten - before.replicaBytesWritten
-    print(String(format: "following %7d rows, %d batches in %.1f s: %d replica writes, %.0f bytes written per batch (%.1f MB in all)",
-                 rows, batches, seconds, after.replicaFilesWritten - before.replicaFilesWritten,
-                 Double(written) / Double(batches), Double(written) / 1e6))
+    print(
+        String(
+            format:
+                "following %7d rows, %d batches in %.1f s: %d replica writes, %.0f bytes written per batch (%.1f MB in all)",
+            rows, batches, seconds, after.replicaFilesWritten - before.replicaFilesWritten,
+            Double(written) / Double(batches), Double(written) / 1e6))
     // A local edit, in both modes: the call (with waitsForDisk, the default, it
     // returns once its pending file is written and fsynced; without, at once), and
     // edit → committed (the file is on disk before the Mutate may leave either way).
@@ -246,28 +278,40 @@ for rows in quick ? [1_000] : [1_000, 100_000] {
             editCommits.append(Double(now() - start) / 1000)
         }
         let pendingAfter = editor.persistenceStatistics!
-        print(String(format: "local edit with persistence (waitsForDisk: %@), %7d rows: call p50 %.0f µs p99 %.0f µs; edit → committed p50 %.0f µs p99 %.0f µs; %.0f pending-file bytes per edit",
-                     waits ? "true" : "false", rows, percentile(editCalls, 0.5), percentile(editCalls, 0.99), percentile(editCommits, 0.5), percentile(editCommits, 0.99),
-                     Double(pendingAfter.pendingBytesWritten - pendingBefore.pendingBytesWritten) / Double(edits)))
+        print(
+            String(
+                format:
+                    "local edit with persistence (waitsForDisk: %@), %7d rows: call p50 %.0f µs p99 %.0f µs; edit → committed p50 %.0f µs p99 %.0f µs; %.0f pending-file bytes per edit",
+                waits ? "true" : "false", rows, percentile(editCalls, 0.5), percentile(editCalls, 0.99),
+                percentile(editCommits, 0.5), percentile(editCommits, 0.99),
+                Double(pendingAfter.pendingBytesWritten - pendingBefore.pendingBytesWritten) / Double(edits)))
         // A burst (a drag that makes many edits at once).
         let burst = 100
         let burstBefore = editor.persistenceStatistics!
         let burstStart = now()
         var tickets: [WriteTicket] = []
-        for i in 0..<burst { tickets.append(try edited.section(at: 0)!.update(model: Item(id: "r\(i)", title: "burst \(i)"))) }
+        for i in 0..<burst {
+            tickets.append(try edited.section(at: 0)!.update(model: Item(id: "r\(i)", title: "burst \(i)")))
+        }
         let burstCalls = Double(now() - burstStart) / 1e6
         editor.flushPersistence()
         let burstDurable = Double(now() - burstStart) / 1e6
         for ticket in tickets { _ = try await ticket.committed() }
         let burstAfter = editor.persistenceStatistics!
-        print(String(format: "burst of %d edits (waitsForDisk: %@), %7d rows: calls %.1f ms in all, on disk after %.1f ms, %d pending-file writes",
-                     burst, waits ? "true" : "false", rows, burstCalls, burstDurable, burstAfter.pendingFilesWritten - burstBefore.pendingFilesWritten))
+        print(
+            String(
+                format:
+                    "burst of %d edits (waitsForDisk: %@), %7d rows: calls %.1f ms in all, on disk after %.1f ms, %d pending-file writes",
+                burst, waits ? "true" : "false", rows, burstCalls, burstDurable,
+                burstAfter.pendingFilesWritten - burstBefore.pendingFilesWritten))
         try await caughtUp(edited, to: source)
         editor.close()
     }
 
     // Resume after a relaunch: 100 batches happen while the app is not running.
-    for i in 0..<100 { _ = try await source.section(at: 0)!.update(model: Item(id: "r\(i)", title: "while away \(i)")).committed() }
+    for i in 0..<100 {
+        _ = try await source.section(at: 0)!.update(model: Item(id: "r\(i)", title: "while away \(i)")).committed()
+    }
     var sent = await bytesSent(server)
     let relaunched = try persistent(port: server.port, directory: directory)
     try await caughtUp(relaunched.director(source.name), to: source)
@@ -278,8 +322,11 @@ for rows in quick ? [1_000] : [1_000, 100_000] {
     try await caughtUp(fresh.director(source.name), to: source)
     let snapshotBytes = await bytesSent(server) - sent
     fresh.close()
-    print(String(format: "resume after relaunch, %7d rows, 100 batches missed: %d bytes from the server (Diff) vs %d for a fresh load (Snapshot), %.1f%%",
-                 rows, diffBytes, snapshotBytes, 100 * Double(diffBytes) / Double(snapshotBytes)))
+    print(
+        String(
+            format:
+                "resume after relaunch, %7d rows, 100 batches missed: %d bytes from the server (Diff) vs %d for a fresh load (Snapshot), %.1f%%",
+            rows, diffBytes, snapshotBytes, 100 * Double(diffBytes) / Double(snapshotBytes)))
     writer.close()
 }
 

@@ -1,3 +1,6 @@
+import FlowSyncCore
+import FlowSyncProtocol
+
 // flowsync-protocol-bench: release-mode figures for the wire protocol.
 //
 //   swift run -c release flowsync-protocol-bench            # full run (docs/BENCHMARKS.md)
@@ -10,8 +13,6 @@
 #if canImport(Glibc)
 import Glibc  // libm for rounding (no Foundation in the bench)
 #endif
-import FlowSyncCore
-import FlowSyncProtocol
 
 let quick = CommandLine.arguments.contains("--quick")
 let clock = ContinuousClock()
@@ -58,15 +59,18 @@ struct Random {
     mutating func int(_ n: Int) -> Int { Int(next() % UInt64(n)) }
 }
 
-let words = ["report", "ready", "meeting", "moved", "to", "Thursday", "budget", "review", "design", "sync", "photo", "album",
-             "shared", "with", "you", "invoice", "paid", "new", "comment", "on", "your", "post", "reminder", "call", "team",
-             "launch", "plan", "draft", "approved", "order", "shipped", "delivery", "today", "weekly", "digest", "update"]
+let words = [
+    "report", "ready", "meeting", "moved", "to", "Thursday", "budget", "review", "design", "sync", "photo", "album",
+    "shared", "with", "you", "invoice", "paid", "new", "comment", "on", "your", "post", "reminder", "call", "team",
+    "launch", "plan", "draft", "approved", "order", "shipped", "delivery", "today", "weekly", "digest", "update",
+]
 let names = ["Ada", "Grace", "Linus", "Margaret", "Ken", "Barbara", "Dennis", "Frances"]
 
 /// A JSON row payload of about 200 bytes, shaped like a feed or inbox item.
 func feedPayload(_ n: Int, _ r: inout Random) -> [UInt8] {
     func phrase(_ k: Int) -> String { (0..<k).map { _ in words[r.int(words.count)] }.joined(separator: " ") }
-    let text = "{\"id\":\"item-\(n)\",\"title\":\"\(phrase(4))\",\"subtitle\":\"\(phrase(5))\",\"author\":{\"id\":\"u-\(r.int(500))\",\"name\":\"\(names[r.int(names.count)])\"},"
+    let text =
+        "{\"id\":\"item-\(n)\",\"title\":\"\(phrase(4))\",\"subtitle\":\"\(phrase(5))\",\"author\":{\"id\":\"u-\(r.int(500))\",\"name\":\"\(names[r.int(names.count)])\"},"
         + "\"createdAt\":\"2025-0\(1 + r.int(9))-1\(r.int(10))T1\(r.int(10)):\(10 + r.int(50)):00Z\",\"read\":\(r.int(2) == 0),\"likes\":\(r.int(1000))}"
     return Array(text.utf8)
 }
@@ -74,7 +78,8 @@ func feedPayload(_ n: Int, _ r: inout Random) -> [UInt8] {
 /// A payload of another shape (keys the standard dictionary does not know, hex tokens).
 func foreignPayload(_ n: Int, _ r: inout Random) -> [UInt8] {
     func token() -> String { String(r.next(), radix: 36) }
-    let text = "{\"sku\":\"\(token())\",\"qty\":\(r.int(100)),\"wh\":\"\(token())\",\"bin\":\"\(token())\",\"lot\":\"\(token())\","
+    let text =
+        "{\"sku\":\"\(token())\",\"qty\":\(r.int(100)),\"wh\":\"\(token())\",\"bin\":\"\(token())\",\"lot\":\"\(token())\","
         + "\"exp\":\"\(token())\",\"ref\":\"\(token())-\(token())\",\"note\":\"\(token()) \(token()) \(token())\",\"n\":\(n)}"
     return Array(text.utf8)
 }
@@ -84,10 +89,14 @@ func diff(rows: Int, seed: UInt64, payload: (Int, inout Random) -> [UInt8] = fee
     var stage = ChangesetStage()
     stage.rowInserts = (0..<rows).map { k in
         let n = Int(seed) * 10_000 + k
-        return RowAtPath(path: RowPath(section: 0, row: k), row: Row(id: "item-\(n)", kind: "message", payload: payload(n, &r)))
+        return RowAtPath(
+            path: RowPath(section: 0, row: k), row: Row(id: "item-\(n)", kind: "message", payload: payload(n, &r)))
     }
-    return .diff(Diff(listName: "inbox", epoch: 1, fromVersion: seed, toVersion: seed + 1, digest: StateDigest(rawValue: r.next()),
-                      changeset: Changeset(stages: [stage]), mutations: [MutationID(clientID: "c-\(seed % 7)", seq: seed)]))
+    return .diff(
+        Diff(
+            listName: "inbox", epoch: 1, fromVersion: seed, toVersion: seed + 1,
+            digest: StateDigest(rawValue: r.next()),
+            changeset: Changeset(stages: [stage]), mutations: [MutationID(clientID: "c-\(seed % 7)", seq: seed)]))
 }
 
 func bodyBytes(_ m: Message) -> Int { FrameEncoder(configuration: .disabled).encode(m).count - 6 }
@@ -125,8 +134,10 @@ for rows in [1, 10, 1_000] {
             }
         }
         let n = Double(messages.count)
-        print("| \(rows) row\(rows == 1 ? "" : "s") | \(name) | \(sent / messages.count) | \(fmt(Double(raw) / Double(sent), 2)) | "
-            + "\(rate(n / encode)) | \(fmt(Double(body) / encode / 1e6)) | \(rate(n / decode)) | \(fmt(Double(body) / decode / 1e6)) |")
+        print(
+            "| \(rows) row\(rows == 1 ? "" : "s") | \(name) | \(sent / messages.count) | \(fmt(Double(raw) / Double(sent), 2)) | "
+                + "\(rate(n / encode)) | \(fmt(Double(body) / encode / 1e6)) | \(rate(n / decode)) | \(fmt(Double(body) / decode / 1e6)) |"
+        )
     }
 }
 
@@ -137,14 +148,18 @@ do {
     let total = quick ? 10_000 : 100_000
     var r = Random(state: 99)
     let sections = (0..<10).map { s in
-        Section(id: "s\(s)", header: Array("Section \(s)".utf8), rows: (0..<total / 10).map { k in
-            let n = s * total + k
-            return Row(id: "item-\(n)", kind: "message", payload: feedPayload(n, &r))
-        })
+        Section(
+            id: "s\(s)", header: Array("Section \(s)".utf8),
+            rows: (0..<total / 10).map { k in
+                let n = s * total + k
+                return Row(id: "item-\(n)", kind: "message", payload: feedPayload(n, &r))
+            })
     }
     let director = try! Director(sections: sections, limits: DirectorLimits(maxRows: 2_000_000))
-    let snapshot = Message.snapshot(Snapshot(listName: "big", position: ListVersion(epoch: 1, version: 1), digest: director.digest,
-                                             reason: .freshSubscribe, sections: sections))
+    let snapshot = Message.snapshot(
+        Snapshot(
+            listName: "big", position: ListVersion(epoch: 1, version: 1), digest: director.digest,
+            reason: .freshSubscribe, sections: sections))
     let body = bodyBytes(snapshot)
     let raw = body + 6
     for (name, configuration) in configurations where name != "zlib 6, no dict" {
@@ -157,8 +172,9 @@ do {
             decoder.feed(frame)
             blackHole(try! decoder.next())
         }
-        print("| \(name) | \(frame.count) | \(fmt(Double(raw) / Double(frame.count), 2)) | \(fmt(encode * 1e3)) ms | \(fmt(Double(body) / encode / 1e6)) | "
-            + "\(fmt(decode * 1e3)) ms | \(fmt(Double(body) / decode / 1e6)) |")
+        print(
+            "| \(name) | \(frame.count) | \(fmt(Double(raw) / Double(frame.count), 2)) | \(fmt(encode * 1e3)) ms | \(fmt(Double(body) / encode / 1e6)) | "
+                + "\(fmt(decode * 1e3)) ms | \(fmt(Double(body) / decode / 1e6)) |")
     }
 }
 
@@ -172,10 +188,15 @@ do {
         var r = Random(state: 12_345)
         var bytes: [UInt8] = []
         var n = 900_000
-        while bytes.count < 2_048 { bytes += payload(n, &r); n += 1 }
+        while bytes.count < 2_048 {
+            bytes += payload(n, &r)
+            n += 1
+        }
         return CompressionDictionary(Array(bytes.suffix(2_048)))
     }
-    let shapes: [(String, (Int, inout Random) -> [UInt8])] = [("feed JSON", feedPayload), ("foreign JSON", foreignPayload)]
+    let shapes: [(String, (Int, inout Random) -> [UInt8])] = [
+        ("feed JSON", feedPayload), ("foreign JSON", foreignPayload),
+    ]
     for (shape, payload) in shapes {
         let app = appDictionary(payload)
         for rows in [1, 3, 10] {
@@ -185,7 +206,9 @@ do {
                 let e = FrameEncoder(configuration: CompressionConfiguration(threshold: 0, dictionary: d))
                 return fmt(raw / Double(messages.map { e.encode($0).count }.reduce(0, +)), 2)
             }
-            print("| \(rows) row\(rows == 1 ? "" : "s"), \(shape) | \(Int(raw) / messages.count) | \(ratio(nil)) | \(ratio(.standard)) | \(ratio(app)) |")
+            print(
+                "| \(rows) row\(rows == 1 ? "" : "s"), \(shape) | \(Int(raw) / messages.count) | \(ratio(nil)) | \(ratio(.standard)) | \(ratio(app)) |"
+            )
         }
     }
 }

@@ -26,12 +26,18 @@ enum MillionListsBench {
             progress("wrote \(count) lists in \(String(format: "%.0f", now() - began)) s into \(directory)")
             // One list damaged after the clean stop: a byte of its last record flipped.
             let listDirectory = directory + "/lists/" + damagedName
-            let segment = try FileManager.default.contentsOfDirectory(atPath: listDirectory).first { $0.hasSuffix(".fsl") }!
+            let segment = try FileManager.default.contentsOfDirectory(atPath: listDirectory).first {
+                $0.hasSuffix(".fsl")
+            }!
             var bytes = [UInt8](FileManager.default.contents(atPath: listDirectory + "/" + segment)!)
             bytes[bytes.count - 3] ^= 0xFF
             try Data(bytes).write(to: URL(fileURLWithPath: listDirectory + "/" + segment))
         }
-        defer { if !arguments.contains("--keep") && value("--reuse") == nil { try? FileManager.default.removeItem(atPath: directory) } }
+        defer {
+            if !arguments.contains("--keep") && value("--reuse") == nil {
+                try? FileManager.default.removeItem(atPath: directory)
+            }
+        }
         let config = BuiltProduct.root.appendingPathComponent("config/flowsyncd.toml").path
         say("# flowsync-server-bench --million-lists\n")
         say(
@@ -67,7 +73,9 @@ enum MillionListsBench {
                 return false
             }
             if case .snapshot(let s)? = reply {
-                served.append("`\(list)` v\(s.position.version) (\(s.sections.first?.rows.count ?? 0) rows) in \(String(format: "%.1f ms", (now() - sent) * 1000))")
+                served.append(
+                    "`\(list)` v\(s.position.version) (\(s.sections.first?.rows.count ?? 0) rows) in \(String(format: "%.1f ms", (now() - sent) * 1000))"
+                )
             } else {
                 served.append("`\(list)`: \(String(describing: reply))")
             }
@@ -104,7 +112,9 @@ enum MillionListsBench {
             return false
         }
         if case .error(let e)? = refusal {
-            say("A subscribe to `\(damagedName)` then: error \(e.code.rawValue) (\(e.code)): \(e.message.prefix(160))…\n")
+            say(
+                "A subscribe to `\(damagedName)` then: error \(e.code.rawValue) (\(e.code)): \(e.message.prefix(160))…\n"
+            )
         } else {
             say("A subscribe to `\(damagedName)` then: \(String(describing: refusal)) (not refused!)\n")
         }

@@ -31,8 +31,12 @@ enum SlowConsumerSoak {
         let configText = (value("--config-text") ?? "[history]\\nmax_bytes = 2097152")
             .replacingOccurrences(of: "\\n", with: "\n")
         say("# flowsync-server-bench --slow-consumer-soak\n")
-        say("Release flowsyncd (\(daemonPath)), file store, fsync always\(configText.isEmpty ? ", shipped defaults" : ", config: `\(configText.replacingOccurrences(of: "\n", with: "; "))`"), \(oneDaemon ? "one daemon for every round" : "a fresh daemon per round"). Per round: one list of \(p.rows) rows × \(p.rowBytes) random bytes; a writer replaces rows for \(p.writing) s with \(p.writeWindow) writes unanswered; \(p.fastSubscribers) subscriber reads everything, \(p.pausedSubscribers) with SO_RCVBUF \(p.receiveBufferBytes) stop reading for \(p.pause) s, \(p.deadSubscribers) never read. Bound: peak ≤ baseline + \(Int(limit)) MiB, after ≤ baseline + \(Int(returned)) MiB.\n")
-        say("| round | batches | baseline | peak | rise | after (1.5 s) | returned | catch-up snapshots per paused subscriber | diffs between them | paused diffs | paused bytes | fast diffs | errors | caught up after | s |")
+        say(
+            "Release flowsyncd (\(daemonPath)), file store, fsync always\(configText.isEmpty ? ", shipped defaults" : ", config: `\(configText.replacingOccurrences(of: "\n", with: "; "))`"), \(oneDaemon ? "one daemon for every round" : "a fresh daemon per round"). Per round: one list of \(p.rows) rows × \(p.rowBytes) random bytes; a writer replaces rows for \(p.writing) s with \(p.writeWindow) writes unanswered; \(p.fastSubscribers) subscriber reads everything, \(p.pausedSubscribers) with SO_RCVBUF \(p.receiveBufferBytes) stop reading for \(p.pause) s, \(p.deadSubscribers) never read. Bound: peak ≤ baseline + \(Int(limit)) MiB, after ≤ baseline + \(Int(returned)) MiB.\n"
+        )
+        say(
+            "| round | batches | baseline | peak | rise | after (1.5 s) | returned | catch-up snapshots per paused subscriber | diffs between them | paused diffs | paused bytes | fast diffs | errors | caught up after | s |"
+        )
         say("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         var failures = 0
         var rises: [Double] = []

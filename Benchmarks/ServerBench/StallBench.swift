@@ -37,9 +37,12 @@ enum StallBench {
     }
 
     static func run(arguments: [String], quick: Bool) async throws -> Int32 {
-        func value(_ flag: String) -> String? { arguments.firstIndex(of: flag).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil } }
+        func value(_ flag: String) -> String? {
+            arguments.firstIndex(of: flag).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
+        }
         let options = Options(
-            sizes: value("--sizes").map { $0.split(separator: ",").compactMap { Int($0) } } ?? (quick ? [2_000, 20_000] : [100_000, 1_000_000]),
+            sizes: value("--sizes").map { $0.split(separator: ",").compactMap { Int($0) } }
+                ?? (quick ? [2_000, 20_000] : [100_000, 1_000_000]),
             rows: value("--rows").flatMap(Int.init) ?? (quick ? 1_000 : 20_000),
             moves: value("--moves").flatMap(Int.init) ?? (quick ? 100 : 1_000),
             skip: Set((value("--skip") ?? "").split(separator: ",").map(String.init)),
@@ -53,10 +56,11 @@ enum StallBench {
 
     static func measure(_ options: Options, quick: Bool) async throws -> Bool {
         say("## Loop stalls\(quick ? " (quick)" : "")\n")
-        say("One list, sections of \(options.sizes.map(String.init).joined(separator: " and ")) rows (~60-byte payloads); an embedded server (in-memory store, "
-            + "release build); a second client pings every 20 ms from its own thread. Requests are sequential (each waits for its ack). "
-            + "Service time: request sent → Ack (or Subscribe → whole Snapshot frame received). Worst ping: the longest ping round trip seen "
-            + "while the request was served (a ping still unanswered counts its age).\n")
+        say(
+            "One list, sections of \(options.sizes.map(String.init).joined(separator: " and ")) rows (~60-byte payloads); an embedded server (in-memory store, "
+                + "release build); a second client pings every 20 ms from its own thread. Requests are sequential (each waits for its ack). "
+                + "Service time: request sent → Ack (or Subscribe → whole Snapshot frame received). Worst ping: the longest ping round trip seen "
+                + "while the request was served (a ping still unanswered counts its age).\n")
         let started = now()
         progress("stall: seeding \(options.sizes.reduce(0, +)) rows")
         var configuration = ServerConfiguration()
@@ -68,13 +72,17 @@ enum StallBench {
         configuration.hardLimitBytes = 2 << 30
         configuration.historyMaxBytes = 256 << 20
         if let rows = options.offloadSnapshotRows { configuration.offloadSnapshotRows = rows }
-        say("Snapshots of lists from \(configuration.offloadSnapshotRows) rows are built off the loop (`offload_snapshot_rows`).\n")
+        say(
+            "Snapshots of lists from \(configuration.offloadSnapshotRows) rows are built off the loop (`offload_snapshot_rows`).\n"
+        )
         let sizes = options.sizes
-        let server = try await EmbeddedServer(configuration: configuration, storage: .custom {
-            let store = InMemoryStore(snapshotEveryBatches: 0)
-            try! store.startEpoch(seed(sizes: sizes))
-            return store
-        })
+        let server = try await EmbeddedServer(
+            configuration: configuration,
+            storage: .custom {
+                let store = InMemoryStore(snapshotEveryBatches: 0)
+                try! store.startEpoch(seed(sizes: sizes))
+                return store
+            })
         progress("stall: seeded in \(format((now() - started) * 1e3)) ms")
         let clients = try EventLoopThread()
         let pingThread = try EventLoopThread()
@@ -96,7 +104,8 @@ enum StallBench {
         /// One Mutate, pre-encoded (uncompressed) so the client's own encode is not timed.
         func request(_ ops: [FlowSyncCore.Operation]) async -> (seconds: Double, worstPing: Double)? {
             seq += 1
-            let frame = FrameEncoder(configuration: .disabled).encode(.mutate(Mutate(listName: list, clientID: writer.clientID, seq: seq, base: base, operations: ops)))
+            let frame = FrameEncoder(configuration: .disabled).encode(
+                .mutate(Mutate(listName: list, clientID: writer.clientID, seq: seq, base: base, operations: ops)))
             let mine = seq
             probe.resetWorst()
             let sent = now()
@@ -135,7 +144,10 @@ enum StallBench {
                     continue
                 }
                 progress("stall: \(c.label) in \(size)")
-                guard let r = await request(c.ops) else { ok = false; continue }
+                guard let r = await request(c.ops) else {
+                    ok = false
+                    continue
+                }
                 row(c.label, size, ms(r.seconds), ms(r.worstPing))
             }
             if options.skip.contains("moves@\(size)") {
@@ -148,13 +160,18 @@ enum StallBench {
             for _ in 0..<options.moves {
                 let from = Int.random(in: 0..<size, using: &random)
                 let to = Int.random(in: 0..<size, using: &random)
-                guard let r = await request([.moveRow(.index(from, in: .id(section)), toSection: .id(section), at: to)]) else { ok = false; break }
+                guard let r = await request([.moveRow(.index(from, in: .id(section)), toSection: .id(section), at: to)])
+                else {
+                    ok = false
+                    break
+                }
                 times.append(r.seconds)
                 worst = max(worst, r.worstPing)
             }
             times.sort()
             if !times.isEmpty {
-                row("\(options.moves) random single-row moves (sequential; p50 / max each, total)", size,
+                row(
+                    "\(options.moves) random single-row moves (sequential; p50 / max each, total)", size,
                     "\(ms(times[times.count / 2])) / \(ms(times.last!)), \(ms(times.reduce(0, +)))", ms(worst))
             }
         }
@@ -173,18 +190,25 @@ enum StallBench {
         // The answers were right: a replica of the final state equals the server's.
         let check = try await TestClient.connect(port: server.port, on: clients, clientID: "stall-check")
         check.send(.subscribe(Subscribe(listName: list, resumeFrom: nil, digest: nil)))
-        if case .snapshot(let snapshot)? = await check.waitFor(timeout: 600, { if case .snapshot = $0 { return true } else { return false } }) {
+        if case .snapshot(let snapshot)? = await check.waitFor(
+            timeout: 600, { if case .snapshot = $0 { return true } else { return false } })
+        {
             let director = try? Director(sections: snapshot.sections, limits: configuration.director)
             let serverDigest = await server.withServer { $0.state(of: list)?.director.digest }
-            let equal = director?.digest == snapshot.digest && snapshot.digest == serverDigest && snapshot.position == base
-            say("\nchecked: a fresh replica at \(snapshot.position) \(equal ? "has the server's digest" : "DIFFERS from the server")")
+            let equal =
+                director?.digest == snapshot.digest && snapshot.digest == serverDigest && snapshot.position == base
+            say(
+                "\nchecked: a fresh replica at \(snapshot.position) \(equal ? "has the server's digest" : "DIFFERS from the server")"
+            )
             ok = ok && equal
         } else {
             say("\nFAILED: no snapshot for the check")
             ok = false
         }
         let stats = await server.withServer { $0.statistics }
-        say("server: \(stats.batchesCommitted) batches, \(stats.snapshotsEncoded) snapshots encoded (\(stats.framesBuiltOffLoop) off the loop); run took \(format(now() - started)) s")
+        say(
+            "server: \(stats.batchesCommitted) batches, \(stats.snapshotsEncoded) snapshots encoded (\(stats.framesBuiltOffLoop) off the loop); run took \(format(now() - started)) s"
+        )
         check.close()
         writer.close()
         probe.close()
@@ -193,9 +217,12 @@ enum StallBench {
     }
 
     /// Subscribe → the whole Snapshot frame received (Welcome + Snapshot = 2 frames).
-    static func freshSnapshot(port: Int, on thread: EventLoopThread, probe: PingProbe) async -> (seconds: Double, bytes: Int, worstPing: Double) {
+    static func freshSnapshot(
+        port: Int, on thread: EventLoopThread, probe: PingProbe
+    ) async -> (seconds: Double, bytes: Int, worstPing: Double) {
         probe.resetWorst()
-        let (seconds, bytes) = await timeFreshSnapshot(port: port, list: list, clientID: "stall-snap", on: thread, timeout: 3_600)
+        let (seconds, bytes) = await timeFreshSnapshot(
+            port: port, list: list, clientID: "stall-snap", on: thread, timeout: 3_600)
         return (seconds, bytes, probe.worst())
     }
 
@@ -209,10 +236,14 @@ enum StallBench {
     /// listener opens — the fast way to a 1,000,000-row list).
     static func seed(sizes: [Int]) -> StoredSnapshot {
         let sections = sizes.enumerated().map { index, size in
-            Section(id: "s\(index)", rows: (0..<size).map { Row(id: "r\(index)-\($0)", kind: "contact", text: payload($0)) })
+            Section(
+                id: "s\(index)", rows: (0..<size).map { Row(id: "r\(index)-\($0)", kind: "contact", text: payload($0)) }
+            )
         }
         let director = try! Director(sections: sections, limits: DirectorLimits(maxRows: 20_000_000))
-        return StoredSnapshot(listName: list, position: ListVersion(epoch: 15, version: 1), digest: director.digest, sections: sections, dedupe: [])
+        return StoredSnapshot(
+            listName: list, position: ListVersion(epoch: 15, version: 1), digest: director.digest, sections: sections,
+            dedupe: [])
     }
 
     static func ms(_ seconds: Double) -> String { format(seconds * 1e3) + " ms" }
@@ -251,7 +282,9 @@ final class PingProbe: Sendable {
                         case .pong(let pong):
                             let t = now()
                             probe.state.withLock { s in
-                                if let sent = s.sent.removeValue(forKey: pong.nonce) { s.worst = max(s.worst, t - max(sent, s.resetAt)) }
+                                if let sent = s.sent.removeValue(forKey: pong.nonce) {
+                                    s.worst = max(s.worst, t - max(sent, s.resetAt))
+                                }
                             }
                         default:
                             break
@@ -259,7 +292,13 @@ final class PingProbe: Sendable {
                     }
                 }
                 try? tcp.startReading()
-                _ = try? tcp.write([encoder.encode(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "ping", clientID: "stall-ping", authToken: nil)))])
+                _ = try? tcp.write([
+                    encoder.encode(
+                        .hello(
+                            Hello(
+                                minVersion: 1, maxVersion: 1, clientName: "ping", clientID: "stall-ping", authToken: nil
+                            )))
+                ])
                 var nonce: UInt64 = 0
                 let timer = LoopTimer(loop: thread.loop)
                 timer.start(after: 20, repeat: 20) {
@@ -271,7 +310,9 @@ final class PingProbe: Sendable {
                 probe.timer.value = timer
             }
         }
-        guard await eventually(timeout: 30, { welcomed.get() }) else { throw UVError(code: -1, operation: "ping client: no Welcome") }
+        guard await eventually(timeout: 30, { welcomed.get() }) else {
+            throw UVError(code: -1, operation: "ping client: no Welcome")
+        }
         return probe
     }
 

@@ -16,6 +16,7 @@ import FlowSyncProtocol
 import FlowSyncTLS
 import FlowSyncTestSupport
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -60,17 +61,22 @@ enum TLSBench {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let certificate = directory + "/cert.pem", key = directory + "/key.pem"
-        let made = try await ChildProcess.run("/usr/bin/openssl", arguments: [
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
-            "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", key, "-out", certificate,
-        ])
+        let made = try await ChildProcess.run(
+            "/usr/bin/openssl",
+            arguments: [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+                "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", key,
+                "-out", certificate,
+            ])
         guard made.status == 0 else { fatalError("openssl: \(made)") }
         var clientOptions = TLSContext.ClientOptions()
         clientOptions.additionalTrustedRootsFile = certificate
         let client = try TLSContext.client(clientOptions)
         let server = try TLSContext.server(.init(certificateChainFile: certificate, privateKeyFile: key))
         let tlsConfig = "[tls]\nmode = \"required\"\ncertificate_file = \"\(certificate)\"\nkey_file = \"\(key)\"\n"
-        let variants: [(label: String, config: String, tls: TLSContext?)] = [("plaintext", "", nil), ("tls", tlsConfig, client)]
+        let variants: [(label: String, config: String, tls: TLSContext?)] = [
+            ("plaintext", "", nil), ("tls", tlsConfig, client),
+        ]
 
         say("# flowsync-server-bench --tls\(quick ? " (quick)" : "")\n")
         say("Started \(Date()) UTC; load average \(loadAverage()); \(TLSContext.libraryVersion)\n")
@@ -78,7 +84,8 @@ enum TLSBench {
         if arguments.contains("--send-only") {
             for sessions in [1, 1_000] {
                 for size in [120, 600, 1_500, 16_000] {
-                    let perSend = try sendCost(server: server, client: client, frameBytes: size, count: 200_000, sessions: sessions)
+                    let perSend = try sendCost(
+                        server: server, client: client, frameBytes: size, count: 200_000, sessions: sessions)
                     say("\(sessions) sessions, one \(size)-byte frame: \(String(format: "%.2f", perSend)) µs")
                 }
             }
@@ -88,7 +95,9 @@ enum TLSBench {
         // 1. Fan-out.
         let subscribersPerRun = quick ? 50 : 1_000
         say("## Fan-out to \(subscribersPerRun) subscribers, TLS against plaintext\n")
-        say("| round | wire | subscribers | batches | batches/s | frame deliveries/s | row changes delivered/s | p50 write→ack | daemon CPU | deliveries per daemon CPU-s | CPU per delivery | of which user | checked replica |")
+        say(
+            "| round | wire | subscribers | batches | batches/s | frame deliveries/s | row changes delivered/s | p50 write→ack | daemon CPU | deliveries per daemon CPU-s | CPU per delivery | of which user | checked replica |"
+        )
         say("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         var perCPU: [String: [Double]] = [:], rows: [String: [Double]] = [:]
         var allOK = true
@@ -96,9 +105,11 @@ enum TLSBench {
             for variant in round % 2 == 1 ? variants : variants.reversed() {
                 let daemon = try await startDaemon(configText: variant.config)
                 do {
-                    let writer = try await TestClient.connect(port: daemon.port, on: thread, clientID: "writer-\(variant.label)-\(round)", tls: variant.tls)
-                    let row = try await fanOutRow(daemon: daemon, writer: writer, count: subscribersPerRun, list: "fan-\(variant.label)-\(round)",
-                                                  duration: quick ? 1.0 : 5.0, tls: variant.tls)
+                    let writer = try await TestClient.connect(
+                        port: daemon.port, on: thread, clientID: "writer-\(variant.label)-\(round)", tls: variant.tls)
+                    let row = try await fanOutRow(
+                        daemon: daemon, writer: writer, count: subscribersPerRun, list: "fan-\(variant.label)-\(round)",
+                        duration: quick ? 1.0 : 5.0, tls: variant.tls)
                     say("| \(round) | \(variant.label) " + row.line)
                     perCPU[variant.label, default: []].append(row.perCPUSecond)
                     rows[variant.label, default: []].append(row.rowChangesPerSecond)
@@ -115,17 +126,23 @@ enum TLSBench {
         for (name, figures) in [("deliveries per daemon CPU-second", perCPU), ("row changes delivered/s", rows)] {
             let plain = figures["plaintext"] ?? [], tls = figures["tls"] ?? []
             if let p = plain.min(), let P = plain.max(), let t = tls.min(), let T = tls.max(), p > 0 {
-                say("\nTLS ÷ plaintext, \(name): \(String(format: "%.2f", t / P))–\(String(format: "%.2f", T / p))× (worst pairing to best); medians \(format(median(plain))) vs \(format(median(tls))): \(String(format: "%.2f", median(tls) / median(plain)))×")
+                say(
+                    "\nTLS ÷ plaintext, \(name): \(String(format: "%.2f", t / P))–\(String(format: "%.2f", T / p))× (worst pairing to best); medians \(format(median(plain))) vs \(format(median(tls))): \(String(format: "%.2f", median(tls) / median(plain)))×"
+                )
             }
         }
 
         // Encrypting one frame for one subscriber, in memory (what TLS adds per delivery).
-        say("\nIn memory, one frame encrypted for one peer (`TLSChannel.send`, buffers released after it, the ciphertext handed over), µs of CPU per send:\n")
+        say(
+            "\nIn memory, one frame encrypted for one peer (`TLSChannel.send`, buffers released after it, the ciphertext handed over), µs of CPU per send:\n"
+        )
         say("| frame | 1 session | 1,000 sessions, round robin |")
         say("| --- | --- | --- |")
         for size in [120, 600, 1_500, 16_000] {
             let one = try sendCost(server: server, client: client, frameBytes: size, count: quick ? 2_000 : 50_000)
-            let many = try sendCost(server: server, client: client, frameBytes: size, count: quick ? 2_000 : 50_000, sessions: quick ? 50 : 1_000)
+            let many = try sendCost(
+                server: server, client: client, frameBytes: size, count: quick ? 2_000 : 50_000,
+                sessions: quick ? 50 : 1_000)
             say("| \(size) bytes | \(String(format: "%.2f", one)) | \(String(format: "%.2f", many)) |")
         }
 
@@ -133,9 +150,13 @@ enum TLSBench {
         say("\n## Full handshakes per CPU-second (TLS 1.3, ECDSA P-256 certificate)\n")
         let engineCount = quick ? 200 : 4_000
         let engine = try engineHandshakes(server: server, client: client, count: engineCount)
-        say("In memory, the engine alone (the server side's thread CPU time; client work not counted): \(engineCount) handshakes, \(String(format: "%.1f", engine.serverMicroseconds)) µs of server CPU each: **\(format(1e6 / engine.serverMicroseconds)) handshakes per CPU-second**; \(engine.version), \(engine.cipher).\n")
+        say(
+            "In memory, the engine alone (the server side's thread CPU time; client work not counted): \(engineCount) handshakes, \(String(format: "%.1f", engine.serverMicroseconds)) µs of server CPU each: **\(format(1e6 / engine.serverMicroseconds)) handshakes per CPU-second**; \(engine.version), \(engine.cipher).\n"
+        )
         let setupCount = quick ? 200 : 3_000
-        say("Through the daemon: \(setupCount) connections set up one after another, 32 at a time (connect, then TLS or not, Hello, Welcome, close); the daemon's process CPU time per set-up:\n")
+        say(
+            "Through the daemon: \(setupCount) connections set up one after another, 32 at a time (connect, then TLS or not, Hello, Welcome, close); the daemon's process CPU time per set-up:\n"
+        )
         say("| round | wire | connections | wall | set-ups/s (wall) | daemon CPU | set-ups per daemon CPU-s |")
         say("| --- | --- | --- | --- | --- | --- | --- |")
         var setups: [String: [Double]] = [:]
@@ -147,14 +168,18 @@ enum TLSBench {
                 let done = await connectionSetups(setupCount, port: daemon.port, tls: variant.tls)
                 let wall = now() - start
                 let cpu = (daemon.sample()?.cpuSeconds ?? 0) - before
-                say("| \(round) | \(variant.label) | \(done) | \(String(format: "%.2f", wall)) s | \(format(Double(done) / wall)) | \(String(format: "%.2f", cpu)) s | \(cpu > 0 ? format(Double(done) / cpu) : "-") |")
+                say(
+                    "| \(round) | \(variant.label) | \(done) | \(String(format: "%.2f", wall)) s | \(format(Double(done) / wall)) | \(String(format: "%.2f", cpu)) s | \(cpu > 0 ? format(Double(done) / cpu) : "-") |"
+                )
                 if cpu > 0 { setups[variant.label, default: []].append(Double(done) / cpu) }
                 allOK = allOK && done == setupCount
                 await daemon.terminate()
                 try await Task.sleep(for: .milliseconds(300))
             }
         }
-        say("\nMedians: plaintext \(format(median(setups["plaintext"] ?? []))), TLS \(format(median(setups["tls"] ?? []))) set-ups per daemon CPU-second.")
+        say(
+            "\nMedians: plaintext \(format(median(setups["plaintext"] ?? []))), TLS \(format(median(setups["tls"] ?? []))) set-ups per daemon CPU-second."
+        )
 
         // 3. Memory per idle connection.
         let idle = quick ? 200 : 5_000
@@ -165,8 +190,11 @@ enum TLSBench {
             // Every connection is opened at once: the pre-auth cap (1,024 by default) and
             // deadline would refuse most TLS ones while their handshakes queue.
             // Info: the allocator trims are logged with their duration (printed below).
-            let daemon = try await startDaemon(configText: "[limits]\nmax_connections = 30000\nhandshake_timeout_ms = 60000\n[auth]\nmax_pending_handshakes = 30000\n" + variant.config,
-                                               logLevel: "info")
+            let daemon = try await startDaemon(
+                configText:
+                    "[limits]\nmax_connections = 30000\nhandshake_timeout_ms = 60000\n[auth]\nmax_pending_handshakes = 30000\n"
+                    + variant.config,
+                logLevel: "info")
             try await Task.sleep(for: .milliseconds(500))
             let before = daemon.rssKiB
             let counters = await subscribers(idle, port: daemon.port, list: "idle", tls: variant.tls)
@@ -175,7 +203,9 @@ enum TLSBench {
             try await Task.sleep(for: .milliseconds(2_000))
             let after = daemon.rssKiB
             let established = counters.filter { $0.frames >= 2 }.count
-            say("| \(variant.label) | \(established) | \(before) KiB | \(after) KiB | \(format(Double(after - before) * 1024 / Double(max(established, 1)))) bytes |")
+            say(
+                "| \(variant.label) | \(established) | \(before) KiB | \(after) KiB | \(format(Double(after - before) * 1024 / Double(max(established, 1)))) bytes |"
+            )
             allOK = allOK && established == idle
             for line in daemon.output.split(separator: "\n") where line.contains("allocator trimmed") {
                 say("\n    daemon (\(variant.label)): \(line)")
@@ -187,7 +217,9 @@ enum TLSBench {
         // above also holds the allocator's free holes and the handshake's peak).
         let retainedCount = quick ? 200 : 2_000
         let retained = try retainedSessionBytes(server: server, client: client, count: retainedCount)
-        say("\nIn memory, \(retainedCount) idle server sessions after a full handshake (malloc's bytes in use from glibc's `malloc_info`, this process): **\(format(retained.perSession)) bytes per session** (OpenSSL's `SSL` with its two memory BIOs, and the channel's Swift objects); a session freed: \(format(retained.freedPerSession)) bytes back each; a fresh server channel before any handshake (`SSL_new` and two memory BIOs): \(format(retained.freshPerSession)) bytes.")
+        say(
+            "\nIn memory, \(retainedCount) idle server sessions after a full handshake (malloc's bytes in use from glibc's `malloc_info`, this process): **\(format(retained.perSession)) bytes per session** (OpenSSL's `SSL` with its two memory BIOs, and the channel's Swift objects); a session freed: \(format(retained.freedPerSession)) bytes back each; a fresh server channel before any handshake (`SSL_new` and two memory BIOs): \(format(retained.freshPerSession)) bytes."
+        )
         say("\nLoad average at the end: \(loadAverage()).")
         _ = thread.shutdown()
         return allOK ? 0 : 1
@@ -195,7 +227,9 @@ enum TLSBench {
 
     /// `count` full handshakes between two in-memory channels; the server side's CPU
     /// time per handshake (CLOCK_THREAD_CPUTIME_ID around its calls only).
-    static func engineHandshakes(server: TLSContext, client: TLSContext, count: Int) throws -> (serverMicroseconds: Double, version: String, cipher: String) {
+    static func engineHandshakes(
+        server: TLSContext, client: TLSContext, count: Int
+    ) throws -> (serverMicroseconds: Double, version: String, cipher: String) {
         final class End {
             var out: [UInt8] = []
             var info: TLSConnectionInfo?
@@ -241,7 +275,9 @@ enum TLSBench {
 
     /// CPU time (this thread) per `send` of one `frameBytes` frame on an established
     /// server channel whose ciphertext is handed to a sink, as the daemon's flush does.
-    static func sendCost(server: TLSContext, client: TLSContext, frameBytes: Int, count: Int, sessions: Int = 1) throws -> Double {
+    static func sendCost(
+        server: TLSContext, client: TLSContext, frameBytes: Int, count: Int, sessions: Int = 1
+    ) throws -> Double {
         final class End {
             var out: [UInt8] = []
             var done = false
@@ -298,7 +334,9 @@ enum TLSBench {
     /// released as the daemon does after a read): malloc's bytes in use per channel
     /// (`mallocBytesInUse()`, exact whatever the fragmentation), and what freeing them
     /// gave back. The client side of each handshake is freed before the next one.
-    static func retainedSessionBytes(server: TLSContext, client: TLSContext, count: Int) throws -> (perSession: Double, freedPerSession: Double, freshPerSession: Double) {
+    static func retainedSessionBytes(
+        server: TLSContext, client: TLSContext, count: Int
+    ) throws -> (perSession: Double, freedPerSession: Double, freshPerSession: Double) {
         final class End {
             var out: [UInt8] = []
             var done = false
@@ -350,7 +388,10 @@ enum TLSBench {
         let after = mallocBytesInUse()
         kept.removeLast(count)
         let freed = mallocBytesInUse()
-        return (Double(after - before) / Double(count), Double(after - freed) / Double(count), Double(fresh1 - fresh0) / Double(count))
+        return (
+            Double(after - before) / Double(count), Double(after - freed) / Double(count),
+            Double(fresh1 - fresh0) / Double(count)
+        )
     }
 
     /// malloc's bytes in use in this process: every arena's size less its free chunks
@@ -371,18 +412,21 @@ enum TLSBench {
         func total(_ tag: String) -> Int {
             // e.g. <total type="rest" count="1" size="50224"/>: the size attribute.
             guard let line = totals.split(separator: "\n").first(where: { $0.contains(tag) }),
-                  let start = line.range(of: " size=\"")?.upperBound,
-                  let value = Int(line[start...].prefix(while: \.isNumber)) else { fatalError("malloc_info: no \(tag)") }
+                let start = line.range(of: " size=\"")?.upperBound,
+                let value = Int(line[start...].prefix(while: \.isNumber))
+            else { fatalError("malloc_info: no \(tag)") }
             return value
         }
-        return total("<system type=\"current\"") - total("<total type=\"fast\"") - total("<total type=\"rest\"") + total("<total type=\"mmap\"")
+        return total("<system type=\"current\"") - total("<total type=\"fast\"") - total("<total type=\"rest\"")
+            + total("<total type=\"mmap\"")
     }
 
     /// Sets up `count` connections, 32 at a time: connect, (TLS), Hello, wait for the
     /// Welcome, close. Returns how many got their Welcome.
     static func connectionSetups(_ count: Int, port: Int, tls: TLSContext?) async -> Int {
         let done = Shared(0)
-        let hello = FrameEncoder(configuration: .disabled).encode(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "bench", clientID: "setup", authToken: nil)))
+        let hello = FrameEncoder(configuration: .disabled).encode(
+            .hello(Hello(minVersion: 1, maxVersion: 1, clientName: "bench", clientID: "setup", authToken: nil)))
         final class Pump: @unchecked Sendable {
             var started = 0
         }
@@ -391,7 +435,10 @@ enum TLSBench {
             guard pump.started < count else { return }
             pump.started += 1
             TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port)) { result in
-                guard case .success(let tcp) = result else { next(); return }
+                guard case .success(let tcp) = result else {
+                    next()
+                    return
+                }
                 let counter = FrameCounter()
                 counter.onFrame = { [weak tcp] in
                     // The Welcome: this set-up is done.

@@ -1,3 +1,4 @@
+import CLibUV
 // `flowsync-server-bench --write-baseline [--quick]`: the cost of a frame delivery with
 // nothing but the write call, by two paths, in one run (issue #20):
 //
@@ -14,10 +15,10 @@
 // bench waits until the readers have everything, so socket buffers never fill and both
 // paths write into the same state. The paths alternate, twice each.
 import CURing
-import CLibUV
 import FlowSyncLoop
 import FlowSyncTestSupport
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -35,7 +36,8 @@ enum WriteBaseline {
         let received = Shared(0)
         let port = Shared(0)
         writer.loop.execute {
-            let listener = try! TCPListener(loop: writer.loop, address: SocketAddress(host: "127.0.0.1", port: 0), backlog: 1024)
+            let listener = try! TCPListener(
+                loop: writer.loop, address: SocketAddress(host: "127.0.0.1", port: 0), backlog: 1024)
             listener.onConnection = { connection in accepted.append(connection) }
             port.set(listener.port)
         }
@@ -43,21 +45,29 @@ enum WriteBaseline {
         for wave in stride(from: 0, to: sockets, by: 100) {
             reader.loop.execute {
                 for _ in wave..<min(wave + 100, sockets) {
-                    TCPConnection.connect(loop: reader.loop, to: try! SocketAddress(host: "127.0.0.1", port: port.get())) { result in
+                    TCPConnection.connect(
+                        loop: reader.loop, to: try! SocketAddress(host: "127.0.0.1", port: port.get())
+                    ) { result in
                         guard case .success(let tcp) = result else { return }
                         tcp.onRead = { bytes in received.update { $0 += bytes.count } }
                         try? tcp.startReading()
                     }
                 }
             }
-            guard await eventually(timeout: 30, { accepted.count >= min(wave + 100, sockets) }) else { throw BaselineError("only \(accepted.count) connections") }
+            guard await eventually(timeout: 30, { accepted.count >= min(wave + 100, sockets) }) else {
+                throw BaselineError("only \(accepted.count) connections")
+            }
         }
         let connections = accepted
         let fds = await onLoop(writer.loop) { connections.all.map(\.fileDescriptor) }
 
         say("## Write calls: libuv vs io_uring (`--write-baseline`)\n")
-        say("\(sockets) sockets on loopback, \(batches) batches, one \(frameBytes)-byte frame per socket per batch; deliveries per second of the writer thread's CPU time.\n")
-        say("| path | deliveries | writer CPU | deliveries/s of one core | µs per delivery | process CPU (writer, readers, kernel workers) | short or failed |")
+        say(
+            "\(sockets) sockets on loopback, \(batches) batches, one \(frameBytes)-byte frame per socket per batch; deliveries per second of the writer thread's CPU time.\n"
+        )
+        say(
+            "| path | deliveries | writer CPU | deliveries/s of one core | µs per delivery | process CPU (writer, readers, kernel workers) | short or failed |"
+        )
         say("| --- | --- | --- | --- | --- | --- | --- |")
         var sent = 0
         // A kernel without io_uring (or one that forbids it, as some containers do) gets
@@ -88,18 +98,26 @@ enum WriteBaseline {
                     sent += sockets * frameBytes
                     if b % 10 == 9 {
                         let target = sent
-                        guard await eventually(timeout: 30, { received.get() >= target }) else { throw BaselineError("readers stalled at \(received.get()) of \(target) bytes") }
+                        guard await eventually(timeout: 30, { received.get() >= target }) else {
+                            throw BaselineError("readers stalled at \(received.get()) of \(target) bytes")
+                        }
                     }
                 }
                 let drained = sent
-                guard await eventually(timeout: 30, { received.get() >= drained }) else { throw BaselineError("readers stalled") }
+                guard await eventually(timeout: 30, { received.get() >= drained }) else {
+                    throw BaselineError("readers stalled")
+                }
                 let processCPU = processCPUSeconds() - processBefore
                 let deliveries = sockets * batches
-                say("| \(path) (round \(round + 1)) | \(deliveries) | \(format(cpu)) s | \(format(Double(deliveries) / cpu)) | \(format(cpu / Double(deliveries) * 1e6)) | \(format(processCPU)) s | \(bad) |")
+                say(
+                    "| \(path) (round \(round + 1)) | \(deliveries) | \(format(cpu)) s | \(format(Double(deliveries) / cpu)) | \(format(cpu / Double(deliveries) * 1e6)) | \(format(processCPU)) s | \(bad) |"
+                )
             }
         }
         let target = sent
-        guard await eventually(timeout: 30, { received.get() >= target }) else { throw BaselineError("readers stalled") }
+        guard await eventually(timeout: 30, { received.get() >= target }) else {
+            throw BaselineError("readers stalled")
+        }
         writer.loop.execute {
             for connection in connections.all { connection.close() }
             Ring.release()
@@ -128,7 +146,8 @@ enum WriteBaseline {
     static func processCPUSeconds() -> Double {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(
+            usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
     struct BaselineError: Error, CustomStringConvertible {

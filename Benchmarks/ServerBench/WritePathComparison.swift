@@ -14,12 +14,15 @@
 import FlowSyncProcess
 import FlowSyncTestSupport
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
 
 func loadAverage() -> String {
-    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)).map { $0.split(separator: " ").prefix(3).joined(separator: " ") } ?? "?"
+    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)).map {
+        $0.split(separator: " ").prefix(3).joined(separator: " ")
+    } ?? "?"
 }
 
 func compareWritePaths() async throws -> Int32 {
@@ -43,8 +46,12 @@ func compareWritePaths() async throws -> Int32 {
     say("## Raw write baseline (libuv and io_uring, no daemon)\n")
     _ = try await WriteBaseline.run(arguments: arguments, quick: quick, rounds: 1)
     say("\nLoad average after the baseline: \(loadAverage()).\n")
-    say("## Fan-out through the daemon, \(subscribersPerRun) subscribers, by \(variants[0].label == "base" ? "daemon" : "write path")\n")
-    say("| round | \(variants[0].label == "base" ? "daemon" : "write path") | subscribers | batches | batches/s | frame deliveries/s | row changes delivered/s | p50 write→ack | daemon CPU | deliveries per daemon CPU-s | CPU per delivery | of which user | checked replica |")
+    say(
+        "## Fan-out through the daemon, \(subscribersPerRun) subscribers, by \(variants[0].label == "base" ? "daemon" : "write path")\n"
+    )
+    say(
+        "| round | \(variants[0].label == "base" ? "daemon" : "write path") | subscribers | batches | batches/s | frame deliveries/s | row changes delivered/s | p50 write→ack | daemon CPU | deliveries per daemon CPU-s | CPU per delivery | of which user | checked replica |"
+    )
     say("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     var figures: [String: [Double]] = [:]
     var userFigures: [String: [Double]] = [:]
@@ -54,8 +61,11 @@ func compareWritePaths() async throws -> Int32 {
         for (label, binary, path) in order {
             let daemon = try await startDaemon(configText: "[server]\nwrite_path = \"\(path)\"\n", binary: binary)
             do {
-                let writer = try await TestClient.connect(port: daemon.port, on: thread, clientID: "writer-\(label)-\(round)")
-                let row = try await fanOutRow(daemon: daemon, writer: writer, count: subscribersPerRun, list: "fan-\(label)-\(round)", duration: duration)
+                let writer = try await TestClient.connect(
+                    port: daemon.port, on: thread, clientID: "writer-\(label)-\(round)")
+                let row = try await fanOutRow(
+                    daemon: daemon, writer: writer, count: subscribersPerRun, list: "fan-\(label)-\(round)",
+                    duration: duration)
                 say("| \(round) | \(label) " + row.line)
                 figures[label, default: []].append(row.perCPUSecond)
                 userFigures[label, default: []].append(row.userPerDelivery)
@@ -80,11 +90,15 @@ func compareWritePaths() async throws -> Int32 {
     let libuv = figures[variants[0].label] ?? []
     let ring = figures[variants[1].label] ?? []
     if let l = libuv.min(), let L = libuv.max(), let r = ring.min(), let R = ring.max(), l > 0 {
-        say("\(variants[1].label) ÷ \(variants[0].label), deliveries per daemon CPU-second: \(String(format: "%.2f", r / L))–\(String(format: "%.2f", R / l))× (worst pairing to best); medians \(format(median(libuv))) vs \(format(median(ring))): \(String(format: "%.2f", median(ring) / median(libuv)))×")
+        say(
+            "\(variants[1].label) ÷ \(variants[0].label), deliveries per daemon CPU-second: \(String(format: "%.2f", r / L))–\(String(format: "%.2f", R / l))× (worst pairing to best); medians \(format(median(libuv))) vs \(format(median(ring))): \(String(format: "%.2f", median(ring) / median(libuv)))×"
+        )
     }
     let userA = userFigures[variants[0].label] ?? [], userB = userFigures[variants[1].label] ?? []
     if !userA.isEmpty, !userB.isEmpty {
-        say("Daemon user CPU per delivery, medians: \(variants[0].label) \(String(format: "%.2f", median(userA))) µs, \(variants[1].label) \(String(format: "%.2f", median(userB))) µs")
+        say(
+            "Daemon user CPU per delivery, medians: \(variants[0].label) \(String(format: "%.2f", median(userA))) µs, \(variants[1].label) \(String(format: "%.2f", median(userB))) µs"
+        )
     }
     _ = thread.shutdown()
     return allOK ? 0 : 1
@@ -93,5 +107,6 @@ func compareWritePaths() async throws -> Int32 {
 func median(_ values: [Double]) -> Double {
     let sorted = values.sorted()
     guard !sorted.isEmpty else { return 0 }
-    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    return sorted.count % 2 == 1
+        ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
 }

@@ -39,7 +39,9 @@ func now() -> Double { Double(MonotonicClock.nanoseconds()) / 1e9 }
 
 /// The daemon under test: the shared launcher (its own temporary store, metrics on port
 /// 0, stopped with SIGTERM and awaited without blocking a thread).
-func startDaemon(configText: String? = nil, binary: String = daemonPath, logLevel: String? = nil) async throws -> DaemonProcess {
+func startDaemon(
+    configText: String? = nil, binary: String = daemonPath, logLevel: String? = nil
+) async throws -> DaemonProcess {
     var options = DaemonProcess.Options(binary: binary)
     options.metrics = true
     if let configText { options.configText = configText }
@@ -91,7 +93,8 @@ final class FrameCounter: @unchecked Sendable {
                     need = 4
                     header = []
                 } else {
-                    need = Int(UInt32(header[0]) << 24 | UInt32(header[1]) << 16 | UInt32(header[2]) << 8 | UInt32(header[3]))
+                    need = Int(
+                        UInt32(header[0]) << 24 | UInt32(header[1]) << 16 | UInt32(header[2]) << 8 | UInt32(header[3]))
                     inBody = true
                 }
             }
@@ -107,14 +110,17 @@ let thread = try EventLoopThread()
 func subscribers(_ count: Int, port: Int, list: String, tls: TLSContext? = nil) async -> [FrameCounter] {
     let counters = (0..<count).map { _ in FrameCounter() }
     let opened = Shared(0)
-    let hello = FrameEncoder(configuration: .disabled).encode(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "bench", clientID: "sub", authToken: nil)))
-    let subscribe = FrameEncoder(configuration: .disabled).encode(.subscribe(Subscribe(listName: list, resumeFrom: nil, digest: nil)))
+    let hello = FrameEncoder(configuration: .disabled).encode(
+        .hello(Hello(minVersion: 1, maxVersion: 1, clientName: "bench", clientID: "sub", authToken: nil)))
+    let subscribe = FrameEncoder(configuration: .disabled).encode(
+        .subscribe(Subscribe(listName: list, resumeFrom: nil, digest: nil)))
     // Open in waves of 100 so the listen backlog never overflows.
     for wave in stride(from: 0, to: count, by: 100) {
         let end = min(wave + 100, count)
         thread.loop.execute {
             for k in wave..<end {
-                TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port)) { result in
+                TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port)) {
+                    result in
                     guard case .success(let tcp) = result else { return }
                     let counter = counters[k]
                     if let tls {
@@ -136,12 +142,17 @@ func subscribers(_ count: Int, port: Int, list: String, tls: TLSContext? = nil) 
 
 func stats(_ client: TestClient, list: String) async -> [String: Int64] {
     client.send(.statsRequest(StatsRequest(requestID: 1, listName: list)))
-    guard case .statsReply(let reply)? = await client.waitFor(timeout: 10, { if case .statsReply = $0 { return true } else { return false } }) else { return [:] }
+    guard
+        case .statsReply(let reply)? = await client.waitFor(
+            timeout: 10, { if case .statsReply = $0 { return true } else { return false } })
+    else { return [:] }
     _ = client.drain()
     return Dictionary(uniqueKeysWithValues: reply.entries.map { ($0.name, $0.value) })
 }
 
-func commit(_ client: TestClient, list: String, seq: UInt64, base: ListVersion, _ ops: [FlowSyncCore.Operation]) async -> ListVersion? {
+func commit(
+    _ client: TestClient, list: String, seq: UInt64, base: ListVersion, _ ops: [FlowSyncCore.Operation]
+) async -> ListVersion? {
     client.send(.mutate(Mutate(listName: list, clientID: client.clientID, seq: seq, base: base, operations: ops)))
     let reply = await client.waitFor(timeout: 10) { m in
         if case .ack(let a) = m, a.seq == seq { return true }
@@ -160,14 +171,20 @@ func format(_ x: Double) -> String {
 /// One fan-out measurement (closed loop: the next mutation after the ack) with `count`
 /// subscribers of `list` on `daemon`, over `duration` seconds: the table row, the
 /// deliveries per daemon CPU-second, and whether the checked replica matched.
-func fanOutRow(daemon: DaemonProcess, writer: TestClient, count: Int, list: String, duration: Double, tls: TLSContext? = nil) async throws -> (line: String, perCPUSecond: Double, userPerDelivery: Double, rowChangesPerSecond: Double, ok: Bool) {
+func fanOutRow(
+    daemon: DaemonProcess, writer: TestClient, count: Int, list: String, duration: Double, tls: TLSContext? = nil
+) async throws -> (line: String, perCPUSecond: Double, userPerDelivery: Double, rowChangesPerSecond: Double, ok: Bool) {
     progress("fan-out: connecting \(count) subscribers")
     let counters = await subscribers(count, port: daemon.port, list: list, tls: tls)
     progress("fan-out: \(counters.filter { $0.frames >= 2 }.count) subscribed")
     let checker = try await TestClient.connect(port: daemon.port, on: thread, clientID: "checker-\(list)", tls: tls)
     progress("checker connected")
     checker.send(.subscribe(Subscribe(listName: list, resumeFrom: nil, digest: nil)))
-    guard case .snapshot(let snap)? = await checker.waitFor({ if case .snapshot = $0 { return true } else { return false } }) else { fatalError("no snapshot") }
+    guard
+        case .snapshot(let snap)? = await checker.waitFor({
+            if case .snapshot = $0 { return true } else { return false }
+        })
+    else { fatalError("no snapshot") }
     var base = snap.position
     progress("checker subscribed at \(base)")
     base = await commit(writer, list: list, seq: 0, base: base, [.insertSections([Section(id: "s")], at: 0)])!
@@ -181,7 +198,12 @@ func fanOutRow(daemon: DaemonProcess, writer: TestClient, count: Int, list: Stri
     var latencies: [Double] = []
     let start = now()
     while now() - start < duration {
-        var ops: [FlowSyncCore.Operation] = [.insertRows((0..<10).map { Row(id: "r\(next + $0)", kind: "item", text: "{\"n\":\(next + $0),\"title\":\"row \(next + $0)\"}") }, in: .id("s"), at: 0)]
+        var ops: [FlowSyncCore.Operation] = [
+            .insertRows(
+                (0..<10).map {
+                    Row(id: "r\(next + $0)", kind: "item", text: "{\"n\":\(next + $0),\"title\":\"row \(next + $0)\"}")
+                }, in: .id("s"), at: 0)
+        ]
         if next >= 10 { ops.append(.removeRows((0..<10).map { .id("r\(next - 10 + $0)") })) }
         let sent = now()
         guard let v = await commit(writer, list: list, seq: seq, base: base, ops) else { fatalError("rejected") }
@@ -205,7 +227,8 @@ func fanOutRow(daemon: DaemonProcess, writer: TestClient, count: Int, list: Stri
     let ok = replica.problems.isEmpty && replica.position == base && serverDigest == replica.director.digest.rawValue
     latencies.sort()
     checker.close()
-    let line = "| \(count) | \(batches) | \(format(Double(batches) / elapsed)) | \(format(Double(batches * count) / elapsed)) | \(format(Double(batches * count * 20) / elapsed)) | \(format(latencies[latencies.count / 2] * 1e6)) µs | \(String(format: "%.2f", cpu)) s (\(format(100 * cpu / elapsed)) %) | \(cpu > 0 ? format(deliveries / cpu) : "-") | \(cpu > 0 ? String(format: "%.1f µs", cpu / deliveries * 1e6) : "-") | \(cpu > 0 ? String(format: "%.2f µs", user / deliveries * 1e6) : "-") | \(ok ? "digest equal" : "MISMATCH \(replica.problems.prefix(2))") |"
+    let line =
+        "| \(count) | \(batches) | \(format(Double(batches) / elapsed)) | \(format(Double(batches * count) / elapsed)) | \(format(Double(batches * count * 20) / elapsed)) | \(format(latencies[latencies.count / 2] * 1e6)) µs | \(String(format: "%.2f", cpu)) s (\(format(100 * cpu / elapsed)) %) | \(cpu > 0 ? format(deliveries / cpu) : "-") | \(cpu > 0 ? String(format: "%.1f µs", cpu / deliveries * 1e6) : "-") | \(cpu > 0 ? String(format: "%.2f µs", user / deliveries * 1e6) : "-") | \(ok ? "digest equal" : "MISMATCH \(replica.problems.prefix(2))") |"
     return (line, cpu > 0 ? deliveries / cpu : 0, user / deliveries * 1e6, Double(batches * count * 20) / elapsed, ok)
 }
 
@@ -260,7 +283,9 @@ func idleMemory(daemon: DaemonProcess, counts: [Int]) async throws {
         let after = daemon.rssKiB
         let established = counters.filter { $0.frames >= 2 }.count
         held += counters
-        say("| \(established) | \(before) KiB | \(after) KiB | \(format(Double(after - before) * 1024 / Double(max(established, 1)))) bytes |")
+        say(
+            "| \(established) | \(before) KiB | \(after) KiB | \(format(Double(after - before) * 1024 / Double(max(established, 1)))) bytes |"
+        )
     }
     _ = held
 }
@@ -288,55 +313,73 @@ if let i = arguments.firstIndex(of: "--idle") {
 }
 
 /// `--write-path libuv|io_uring|auto`: the daemon's `[server] write_path` for this run.
-let writePathConfig = arguments.firstIndex(of: "--write-path").map { "[server]\nwrite_path = \"\(arguments[$0 + 1])\"\n" }
+let writePathConfig = arguments.firstIndex(of: "--write-path").map {
+    "[server]\nwrite_path = \"\(arguments[$0 + 1])\"\n"
+}
 let daemon = try await startDaemon(configText: writePathConfig)
 // A thrown error must not leave the spawned daemon running.
 do {
-let writer = try await TestClient.connect(port: daemon.port, on: thread, clientID: "writer")
+    let writer = try await TestClient.connect(port: daemon.port, on: thread, clientID: "writer")
 
-// MARK: Fan-out
+    // MARK: Fan-out
 
-say("## Fan-out: one writer (closed loop: next mutation after the ack), one list\n")
-say("Each mutation inserts 10 rows and removes the 10 oldest (20 row changes per batch, ~60-byte JSON payloads).\n")
-say("Daemon CPU is the daemon process's user + system time over the same interval (/proc, 10 ms ticks): deliveries per daemon CPU-second is the rate one fully used core would give, the figure issue #20's target (≥ 150 k/s on one core) is about, whatever else the machine runs.\n")
-say("| subscribers | batches | batches/s | frame deliveries/s | row changes delivered/s | p50 write→ack | daemon CPU | deliveries per daemon CPU-s | CPU per delivery | of which user | checked replica |")
-say("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-for count in quick ? [1, 20] : [1, 100, 1_000] {
-    say(try await fanOutRow(daemon: daemon, writer: writer, count: count, list: "fan-\(count)", duration: quick ? 1.0 : 5.0).line)
-}
+    say("## Fan-out: one writer (closed loop: next mutation after the ack), one list\n")
+    say("Each mutation inserts 10 rows and removes the 10 oldest (20 row changes per batch, ~60-byte JSON payloads).\n")
+    say(
+        "Daemon CPU is the daemon process's user + system time over the same interval (/proc, 10 ms ticks): deliveries per daemon CPU-second is the rate one fully used core would give, the figure issue #20's target (≥ 150 k/s on one core) is about, whatever else the machine runs.\n"
+    )
+    say(
+        "| subscribers | batches | batches/s | frame deliveries/s | row changes delivered/s | p50 write→ack | daemon CPU | deliveries per daemon CPU-s | CPU per delivery | of which user | checked replica |"
+    )
+    say("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for count in quick ? [1, 20] : [1, 100, 1_000] {
+        say(
+            try await fanOutRow(
+                daemon: daemon, writer: writer, count: count, list: "fan-\(count)", duration: quick ? 1.0 : 5.0
+            ).line)
+    }
 
-// MARK: Snapshot of a 100,000-row list
+    // MARK: Snapshot of a 100,000-row list
 
-say("\n## Snapshot of a large list\n")
-do {
-    let rows = quick ? 10_000 : 100_000
-    let list = "big"
-    // Epoch 0 = "at head": the writer needs no subscription to know the version.
-    var base = ListVersion(epoch: 0, version: 0)
-    _ = await commit(writer, list: list, seq: 1_000_000, base: base, [.insertSections((0..<10).map { Section(id: "sec\($0)") }, at: 0)])!
-    base = ListVersion(epoch: 0, version: 0)
-    for chunk in 0..<(rows / 1_000) {
-        let section = chunk % 10
-        let batch = (0..<1_000).map { k -> Row in
-            let n = chunk * 1_000 + k
-            return Row(id: "row-\(n)", kind: "contact", text: "{\"id\":\(n),\"name\":\"Person \(n)\",\"email\":\"person\(n)@example.com\",\"updated\":\"2026-11-22T04:00:00Z\"}")
+    say("\n## Snapshot of a large list\n")
+    do {
+        let rows = quick ? 10_000 : 100_000
+        let list = "big"
+        // Epoch 0 = "at head": the writer needs no subscription to know the version.
+        var base = ListVersion(epoch: 0, version: 0)
+        _ = await commit(
+            writer, list: list, seq: 1_000_000, base: base,
+            [.insertSections((0..<10).map { Section(id: "sec\($0)") }, at: 0)])!
+        base = ListVersion(epoch: 0, version: 0)
+        for chunk in 0..<(rows / 1_000) {
+            let section = chunk % 10
+            let batch = (0..<1_000).map { k -> Row in
+                let n = chunk * 1_000 + k
+                return Row(
+                    id: "row-\(n)", kind: "contact",
+                    text:
+                        "{\"id\":\(n),\"name\":\"Person \(n)\",\"email\":\"person\(n)@example.com\",\"updated\":\"2026-11-22T04:00:00Z\"}"
+                )
+            }
+            _ = await commit(
+                writer, list: list, seq: UInt64(1_000_001 + chunk), base: base,
+                [.insertRows(batch, in: .id("sec\(section)"), at: 0)])!
         }
-        _ = await commit(writer, list: list, seq: UInt64(1_000_001 + chunk), base: base, [.insertRows(batch, in: .id("sec\(section)"), at: 0)])!
+        say("| subscriber | rows | snapshot frame bytes | subscribe → snapshot received |")
+        say("| --- | --- | --- | --- |")
+        for label in ["first at this version (encode + deflate)", "second at the same version (cached frame)"] {
+            let (elapsed, bytes) = await timeFreshSnapshot(
+                port: daemon.port, list: list, clientID: "snap", on: thread, timeout: 60)
+            say("| \(label) | \(rows) | \(bytes) | \(format(elapsed * 1e3)) ms |")
+        }
     }
-    say("| subscriber | rows | snapshot frame bytes | subscribe → snapshot received |")
-    say("| --- | --- | --- | --- |")
-    for label in ["first at this version (encode + deflate)", "second at the same version (cached frame)"] {
-        let (elapsed, bytes) = await timeFreshSnapshot(port: daemon.port, list: list, clientID: "snap", on: thread, timeout: 60)
-        say("| \(label) | \(rows) | \(bytes) | \(format(elapsed * 1e3)) ms |")
-    }
-}
 
-// MARK: Idle connections
+    // MARK: Idle connections
 
-say("\n## Memory per idle connection\n")
-try await idleMemory(daemon: daemon, counts: [quick ? 200 : 5_000])
+    say("\n## Memory per idle connection\n")
+    try await idleMemory(daemon: daemon, counts: [quick ? 200 : 5_000])
 
-writer.close()
+    writer.close()
 } catch {
     await daemon.terminate()
     FileHandle.standardError.write(Data("flowsync-server-bench: \(error)\n".utf8))

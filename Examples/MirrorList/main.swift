@@ -24,7 +24,13 @@ struct Contact: FlowModel {
 func parse(_ args: [String]) -> (options: [String: String], list: String?) {
     var options: [String: String] = [:], list: String?, k = 0
     while k < args.count {
-        if args[k].hasPrefix("--"), k + 1 < args.count { options[args[k]] = args[k + 1]; k += 2 } else { list = list ?? args[k]; k += 1 }
+        if args[k].hasPrefix("--"), k + 1 < args.count {
+            options[args[k]] = args[k + 1]
+            k += 2
+        } else {
+            list = list ?? args[k]
+            k += 1
+        }
     }
     return (options, list)
 }
@@ -44,7 +50,7 @@ func describe(_ row: Row) -> String {
 
 func paths(_ paths: [RowPath]) -> String { paths.map { "[\($0.section),\($0.row)]" }.joined(separator: ", ") }
 
-let queue = DispatchQueue(label: "ui")   // stands in for the main queue
+let queue = DispatchQueue(label: "ui")  // stands in for the main queue
 let client = try FlowSyncClient(configuration: .init(host: host, port: port, callbackQueue: queue))
 client.register(Contact.self)
 let list = client.director(listName)
@@ -56,17 +62,29 @@ let seen = Counter()
 client.observeStatus { status in print("-- \(status)") }
 list.observe { change in
     let version = change.snapshot.version.map { "\($0)" } ?? "?"
-    print("\(listName) @ \(version) — \(change.cause), \(change.snapshot.numberOfSections) sections, \(change.snapshot.numberOfModels) rows")
+    print(
+        "\(listName) @ \(version) — \(change.cause), \(change.snapshot.numberOfSections) sections, \(change.snapshot.numberOfModels) rows"
+    )
     for (index, stage) in change.changeset.stages.enumerated() {
         print("  tableView.performBatchUpdates {   // data source: the list after stage \(index)")
         if !stage.sectionDeletes.isEmpty { print("    deleteSections(\(stage.sectionDeletes))") }
-        if !stage.sectionInserts.isEmpty { print("    insertSections(\(stage.sectionInserts.map(\.index)))  // \(stage.sectionInserts.map(\.section.id))") }
+        if !stage.sectionInserts.isEmpty {
+            print(
+                "    insertSections(\(stage.sectionInserts.map(\.index)))  // \(stage.sectionInserts.map(\.section.id))"
+            )
+        }
         for move in stage.sectionMoves { print("    moveSection(\(move.from), toSection: \(move.to))") }
-        for update in stage.supplementaryUpdates { print("    // reload \(update.element) of section \(update.section)") }
+        for update in stage.supplementaryUpdates {
+            print("    // reload \(update.element) of section \(update.section)")
+        }
         if !stage.rowDeletes.isEmpty { print("    deleteRows(at: \(paths(stage.rowDeletes)))") }
-        for insert in stage.rowInserts { print("    insertRows(at: \(paths([insert.path])))  // \(describe(insert.row))") }
+        for insert in stage.rowInserts {
+            print("    insertRows(at: \(paths([insert.path])))  // \(describe(insert.row))")
+        }
         for move in stage.rowMoves { print("    moveRow(at: \(paths([move.from])), to: \(paths([move.to])))") }
-        for update in stage.rowUpdates { print("    reloadRows(at: \(paths([update.path])))  // \(describe(update.row))") }
+        for update in stage.rowUpdates {
+            print("    reloadRows(at: \(paths([update.path])))  // \(describe(update.row))")
+        }
         print("  }")
     }
     seen.value += 1

@@ -9,7 +9,8 @@ enum SyncBadge {
     ///   - pendingWrites: Edits shown that the server has not committed yet.
     ///   - isFromDisk: The list shows what a previous launch stored, not yet refreshed.
     static func text(status: ConnectionStatus, pendingWrites: Int, isFromDisk: Bool) -> String? {
-        let waiting = pendingWrites == 0 ? "" : pendingWrites == 1 ? " · 1 change waiting" : " · \(pendingWrites) changes waiting"
+        let waiting =
+            pendingWrites == 0 ? "" : pendingWrites == 1 ? " · 1 change waiting" : " · \(pendingWrites) changes waiting"
         switch status {
         case .connected:
             if isFromDisk { return "Updating…" }

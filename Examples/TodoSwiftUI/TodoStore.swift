@@ -29,7 +29,7 @@ final class TodoStore {
         } catch {
             // The directory is unusable (another process has it): run without persistence.
             configuration.persistence = nil
-            client = try! FlowSyncClient(configuration: configuration)   // only persistence throws
+            client = try! FlowSyncClient(configuration: configuration)  // only persistence throws
         }
         self.client = client
         list = ListModel(director: client.director(TodoItem.list))

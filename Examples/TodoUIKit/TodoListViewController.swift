@@ -40,26 +40,29 @@ final class TodoListViewController: UIViewController {
     override func viewDidLoad() {
         super.viewDidLoad()
         director = TableDirector(table: tableView, list: list)
-        director.register(TableAdapter<TodoItem, UITableViewCell> { adapter in
-            adapter.on.dequeue = { ctx in
-                var content = ctx.cell?.defaultContentConfiguration()
-                content?.text = ctx.model.title
-                ctx.cell?.contentConfiguration = content
-                ctx.cell?.accessoryType = ctx.model.done ? .checkmark : .none
-            }
-            adapter.on.tap = { [weak self] ctx in
-                self?.toggle(ctx.model)
-                return .deselectAnimated
-            }
-            adapter.canDelete = true      // swipe to delete, and the delete control in Edit
-            adapter.canReorder = true     // drag in Edit
-            adapter.sizing = .automatic(estimated: 44)
-        })
+        director.register(
+            TableAdapter<TodoItem, UITableViewCell> { adapter in
+                adapter.on.dequeue = { ctx in
+                    var content = ctx.cell?.defaultContentConfiguration()
+                    content?.text = ctx.model.title
+                    ctx.cell?.contentConfiguration = content
+                    ctx.cell?.accessoryType = ctx.model.done ? .checkmark : .none
+                }
+                adapter.on.tap = { [weak self] ctx in
+                    self?.toggle(ctx.model)
+                    return .deselectAnimated
+                }
+                adapter.canDelete = true  // swipe to delete, and the delete control in Edit
+                adapter.canReorder = true  // drag in Edit
+                adapter.sizing = .automatic(estimated: 44)
+            })
         director.onWriteFailure = { [weak self] error in self?.show(error) }
 
-        navigationItem.rightBarButtonItem = UIBarButtonItem(systemItem: .add, primaryAction: UIAction { [weak self] _ in
-            self?.askForNewItem()
-        })
+        navigationItem.rightBarButtonItem = UIBarButtonItem(
+            systemItem: .add,
+            primaryAction: UIAction { [weak self] _ in
+                self?.askForNewItem()
+            })
         navigationItem.leftBarButtonItem = editButtonItem
 
         // The offline badge follows the connection and the list's pending writes.
@@ -109,17 +112,19 @@ final class TodoListViewController: UIViewController {
         let alert = UIAlertController(title: "New to-do", message: nil, preferredStyle: .alert)
         alert.addTextField { field in field.placeholder = "Title" }
         alert.addAction(UIAlertAction(title: "Cancel", style: .cancel))
-        alert.addAction(UIAlertAction(title: "Add", style: .default) { [weak self, weak alert] _ in
-            guard let title = alert?.textFields?.first?.text, !title.isEmpty else { return }
-            self?.add(title: title)
-        })
+        alert.addAction(
+            UIAlertAction(title: "Add", style: .default) { [weak self, weak alert] _ in
+                guard let title = alert?.textFields?.first?.text, !title.isEmpty else { return }
+                self?.add(title: title)
+            })
         present(alert, animated: true)
     }
 
     private func updateBadge() {
         let snapshot = list.snapshot
-        navigationItem.prompt = SyncBadge.text(status: client.status, pendingWrites: snapshot.pendingWrites,
-                                               isFromDisk: snapshot.isFromDisk)
+        navigationItem.prompt = SyncBadge.text(
+            status: client.status, pendingWrites: snapshot.pendingWrites,
+            isFromDisk: snapshot.isFromDisk)
     }
 
     private func show(_ error: any Error) {

@@ -1,7 +1,7 @@
 import FlowSyncGatewayCore
+import Foundation
 import Hummingbird
 import HummingbirdCore
-import Foundation
 import Logging
 import NIOCore
 
@@ -31,7 +31,8 @@ public final class Gateway: Sendable {
             ?? configuration.stateDirectory.map {
                 FileWebhookCursorStore(directory: URL(fileURLWithPath: $0).appendingPathComponent("webhooks"))
             } ?? MemoryWebhookCursorStore()
-        webhooks = WebhookService(hooks: configuration.webhooks, endpoints: configuration.endpoints, store: store, logger: logger)
+        webhooks = WebhookService(
+            hooks: configuration.webhooks, endpoints: configuration.endpoints, store: store, logger: logger)
     }
 
     /// Every route served, as `METHOD /path/{param}` (the OpenAPI spec's spelling): the
@@ -41,9 +42,12 @@ public final class Gateway: Sendable {
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router()
         // Order: CORS sees every answer, problems included.
-        if !configuration.corsOrigins.isEmpty { router.add(middleware: CORSPolicyMiddleware(origins: configuration.corsOrigins)) }
+        if !configuration.corsOrigins.isEmpty {
+            router.add(middleware: CORSPolicyMiddleware(origins: configuration.corsOrigins))
+        }
         router.add(middleware: ProblemMiddleware())
-        GatewayRoutes(configuration: configuration, streams: streams, webhooks: webhooks, logger: logger).register(on: router)
+        GatewayRoutes(configuration: configuration, streams: streams, webhooks: webhooks, logger: logger).register(
+            on: router)
         return router
     }
 

@@ -29,7 +29,8 @@ public enum IdempotencyKey {
     public static func mutationID(key: String, scope: String) throws(RequestError) -> MutationID {
         let utf8 = Array(key.utf8)
         guard !utf8.isEmpty, utf8.count <= maxLength, utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
-            throw RequestError(.invalidIdempotencyKey, "Idempotency-Key must be 1–\(maxLength) visible ASCII characters")
+            throw RequestError(
+                .invalidIdempotencyKey, "Idempotency-Key must be 1–\(maxLength) visible ASCII characters")
         }
         let material = Array(scope.utf8) + [0] + utf8
         let high = XXH64.hash(material, seed: 1)

@@ -27,10 +27,13 @@ public enum ModelJSON {
 
     /// Whether `bytes` are exactly one well-formed JSON value (leading/trailing spaces allowed).
     public static func isJSON(_ bytes: [UInt8]) -> Bool {
-        guard let first = bytes.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) else { return false }
+        guard let first = bytes.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) else {
+            return false
+        }
         // A cheap first-byte test keeps plain text ("hello") off the parser's slow error path.
         switch first {
-        case UInt8(ascii: "{"), UInt8(ascii: "["), UInt8(ascii: "\""), UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+        case UInt8(ascii: "{"), UInt8(ascii: "["), UInt8(ascii: "\""), UInt8(ascii: "-"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"),
             UInt8(ascii: "t"), UInt8(ascii: "f"), UInt8(ascii: "n"):
             return (try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])) != nil
         default:
@@ -119,7 +122,8 @@ public enum ModelJSON {
 
     /// `name` as JSON text, or `nameBase64` as bytes, or nil when neither is present.
     /// JSON `null` under `name` is absent too (for headers: "remove").
-    static func bytes(in object: [String: Any], named name: String, at pointer: String) throws(RequestError) -> [UInt8]? {
+    static func bytes(in object: [String: Any], named name: String, at pointer: String) throws(RequestError) -> [UInt8]?
+    {
         if let encoded = object[name + "Base64"] {
             let text = try JSONInput.string(encoded, at: "\(pointer)/\(name)Base64", allowEmpty: true)
             guard let data = Data(base64Encoded: text) else {
@@ -134,7 +138,8 @@ public enum ModelJSON {
     /// A parsed JSON value as compact JSON text.
     public static func jsonText(_ value: Any, at pointer: String) throws(RequestError) -> [UInt8] {
         do {
-            let data = try JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .withoutEscapingSlashes])
+            let data = try JSONSerialization.data(
+                withJSONObject: value, options: [.fragmentsAllowed, .withoutEscapingSlashes])
             return Array(data)
         } catch {
             throw RequestError(.invalidRequest, "\(pointer): cannot be stored as JSON")

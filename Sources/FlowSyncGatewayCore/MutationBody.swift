@@ -33,12 +33,15 @@ public struct MutationBody: Sendable {
     }
 
     /// Parses an already decoded JSON object (the WebSocket's message).
-    public static func parse(_ value: Any, limits: GatewayLimits, at pointer: String) throws(RequestError) -> MutationBody {
+    public static func parse(
+        _ value: Any, limits: GatewayLimits, at pointer: String
+    ) throws(RequestError) -> MutationBody {
         let object = try JSONInput.object(value, at: pointer)
         let raw = try JSONInput.array(object["operations"], at: pointer + "/operations")
         guard !raw.isEmpty else { throw RequestError(.invalidRequest, "\(pointer)/operations: at least one operation") }
         guard raw.count <= limits.maxOperations else {
-            throw RequestError(.tooManyOperations, "\(raw.count) operations, at most \(limits.maxOperations) per request")
+            throw RequestError(
+                .tooManyOperations, "\(raw.count) operations, at most \(limits.maxOperations) per request")
         }
         let operations = try OperationJSON.operations(from: raw, at: pointer + "/operations")
         var base: ListVersion?
@@ -58,7 +61,8 @@ public enum ListPosition {
     public static func parse(_ text: String) throws(RequestError) -> ListVersion {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, let epoch = UInt64(parts[0]), let version = UInt64(parts[1]) else {
-            throw RequestError(.invalidPosition, "expected EPOCH:VERSION (two decimal integers), got \"\(text.prefix(64))\"")
+            throw RequestError(
+                .invalidPosition, "expected EPOCH:VERSION (two decimal integers), got \"\(text.prefix(64))\"")
         }
         return ListVersion(epoch: epoch, version: version)
     }

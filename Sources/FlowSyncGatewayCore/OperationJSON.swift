@@ -16,11 +16,14 @@ public enum OperationJSON {
         "swapRows",
     ]
 
-    public static func operations(from value: Any, at pointer: String) throws(RequestError) -> [FlowSyncCore.Operation] {
+    public static func operations(from value: Any, at pointer: String) throws(RequestError) -> [FlowSyncCore.Operation]
+    {
         let array = try JSONInput.array(value, at: pointer)
         var operations: [FlowSyncCore.Operation] = []
         operations.reserveCapacity(array.count)
-        for (i, element) in array.enumerated() { operations.append(try operation(from: element, at: "\(pointer)/\(i)")) }
+        for (i, element) in array.enumerated() {
+            operations.append(try operation(from: element, at: "\(pointer)/\(i)"))
+        }
         return operations
     }
 
@@ -32,7 +35,8 @@ public enum OperationJSON {
             return .setSections(try ModelJSON.sections(from: o["sections"] as Any, at: p + "/sections"))
         case "insertSections":
             return .insertSections(
-                try ModelJSON.sections(from: o["sections"] as Any, at: p + "/sections"), at: try JSONInput.index(o["at"], at: p + "/at"))
+                try ModelJSON.sections(from: o["sections"] as Any, at: p + "/sections"),
+                at: try JSONInput.index(o["at"], at: p + "/at"))
         case "removeSections":
             let refs = try JSONInput.array(o["sections"], at: p + "/sections")
             var sections: [SectionRef] = []
@@ -41,21 +45,28 @@ public enum OperationJSON {
         case "removeAllSections":
             return .removeAllSections
         case "moveSection":
-            return .moveSection(try sectionRef(o["section"], at: p + "/section"), to: try JSONInput.index(o["to"], at: p + "/to"))
+            return .moveSection(
+                try sectionRef(o["section"], at: p + "/section"), to: try JSONInput.index(o["to"], at: p + "/to"))
         case "swapSections":
             return .swapSections(try sectionRef(o["a"], at: p + "/a"), try sectionRef(o["b"], at: p + "/b"))
         case "setHeader":
-            return .setHeader(try sectionRef(o["section"], at: p + "/section"), try ModelJSON.bytes(in: o, named: "value", at: p))
+            return .setHeader(
+                try sectionRef(o["section"], at: p + "/section"), try ModelJSON.bytes(in: o, named: "value", at: p))
         case "setFooter":
-            return .setFooter(try sectionRef(o["section"], at: p + "/section"), try ModelJSON.bytes(in: o, named: "value", at: p))
+            return .setFooter(
+                try sectionRef(o["section"], at: p + "/section"), try ModelJSON.bytes(in: o, named: "value", at: p))
         case "setRows":
-            return .setRows(try ModelJSON.rows(from: o["rows"] as Any, at: p + "/rows"), in: try sectionRef(o["section"], at: p + "/section"))
+            return .setRows(
+                try ModelJSON.rows(from: o["rows"] as Any, at: p + "/rows"),
+                in: try sectionRef(o["section"], at: p + "/section"))
         case "insertRows":
             return .insertRows(
-                try ModelJSON.rows(from: o["rows"] as Any, at: p + "/rows"), in: try sectionRef(o["section"], at: p + "/section"),
+                try ModelJSON.rows(from: o["rows"] as Any, at: p + "/rows"),
+                in: try sectionRef(o["section"], at: p + "/section"),
                 at: try JSONInput.index(o["at"], at: p + "/at"))
         case "replaceRow":
-            return .replaceRow(try rowRef(o["row"], at: p + "/row"), with: try ModelJSON.row(from: o["with"] as Any, at: p + "/with"))
+            return .replaceRow(
+                try rowRef(o["row"], at: p + "/row"), with: try ModelJSON.row(from: o["with"] as Any, at: p + "/with"))
         case "removeRows":
             let refs = try JSONInput.array(o["rows"], at: p + "/rows")
             var rows: [RowRef] = []
@@ -70,7 +81,8 @@ public enum OperationJSON {
         case "swapRows":
             return .swapRows(try rowRef(o["a"], at: p + "/a"), try rowRef(o["b"], at: p + "/b"))
         default:
-            throw RequestError(.invalidRequest, "\(p)/op: unknown operation \"\(name)\" (one of \(names.joined(separator: ", ")))")
+            throw RequestError(
+                .invalidRequest, "\(p)/op: unknown operation \"\(name)\" (one of \(names.joined(separator: ", ")))")
         }
     }
 
@@ -91,11 +103,17 @@ public enum OperationJSON {
             return .id(id)
         }
         let object = try refObject(value, at: pointer, expecting: "a row ID or {\"index\": n, \"section\": ref}")
-        return .index(try JSONInput.index(object["index"], at: pointer + "/index"), in: try sectionRef(object["section"], at: pointer + "/section"))
+        return .index(
+            try JSONInput.index(object["index"], at: pointer + "/index"),
+            in: try sectionRef(object["section"], at: pointer + "/section"))
     }
 
-    private static func refObject(_ value: Any?, at pointer: String, expecting: String) throws(RequestError) -> [String: Any] {
-        guard let object = value as? [String: Any] else { throw RequestError(.invalidRequest, "\(pointer): expected \(expecting)") }
+    private static func refObject(
+        _ value: Any?, at pointer: String, expecting: String
+    ) throws(RequestError) -> [String: Any] {
+        guard let object = value as? [String: Any] else {
+            throw RequestError(.invalidRequest, "\(pointer): expected \(expecting)")
+        }
         return object
     }
 }
@@ -140,7 +158,12 @@ extension OperationJSON {
             if case .setHeader = operation { w.member("op", "setHeader") } else { w.member("op", "setFooter") }
             w.key("section")
             write(ref, into: &w)
-            if let value { ModelJSON.writeBytes(value, named: "value", into: &w) } else { w.key("value"); w.null() }
+            if let value {
+                ModelJSON.writeBytes(value, named: "value", into: &w)
+            } else {
+                w.key("value")
+                w.null()
+            }
         case .setRows(let rows, let section):
             w.member("op", "setRows")
             w.key("section")

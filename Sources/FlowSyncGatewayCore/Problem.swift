@@ -22,12 +22,15 @@ public struct Problem: Hashable, Sendable {
 
     /// The gateway's own refusal.
     public init(_ error: RequestError) {
-        self.init(status: error.status, name: error.kind.rawValue, title: Self.title(error.kind.rawValue), detail: error.detail, code: nil)
+        self.init(
+            status: error.status, name: error.kind.rawValue, title: Self.title(error.kind.rawValue),
+            detail: error.detail, code: nil)
     }
 
     /// The daemon's Reject or Error, with the HTTP status of its class.
     public static func daemon(code: ErrorCode, message: String) -> Problem {
-        Problem(status: status(for: code), name: code.name, title: title(code.name), detail: message, code: code.rawValue)
+        Problem(
+            status: status(for: code), name: code.name, title: title(code.name), detail: message, code: code.rawValue)
     }
 
     /// The HTTP status for a daemon error code (docs/GATEWAY.md has the table).

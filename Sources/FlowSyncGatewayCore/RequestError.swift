@@ -63,17 +63,25 @@ public struct RequestError: Error, Hashable, Sendable, CustomStringConvertible {
 /// of the offending value, so a 400 says exactly what was wrong.
 public enum JSONInput {
     public static func object(_ value: Any?, at pointer: String) throws(RequestError) -> [String: Any] {
-        guard let object = value as? [String: Any] else { throw RequestError(.invalidRequest, "\(where_(pointer)): expected an object") }
+        guard let object = value as? [String: Any] else {
+            throw RequestError(.invalidRequest, "\(where_(pointer)): expected an object")
+        }
         return object
     }
 
     public static func array(_ value: Any?, at pointer: String) throws(RequestError) -> [Any] {
-        guard let array = value as? [Any] else { throw RequestError(.invalidRequest, "\(where_(pointer)): expected an array") }
+        guard let array = value as? [Any] else {
+            throw RequestError(.invalidRequest, "\(where_(pointer)): expected an array")
+        }
         return array
     }
 
-    public static func string(_ value: Any?, at pointer: String, allowEmpty: Bool = false) throws(RequestError) -> String {
-        guard let text = value as? String else { throw RequestError(.invalidRequest, "\(where_(pointer)): expected a string") }
+    public static func string(
+        _ value: Any?, at pointer: String, allowEmpty: Bool = false
+    ) throws(RequestError) -> String {
+        guard let text = value as? String else {
+            throw RequestError(.invalidRequest, "\(where_(pointer)): expected a string")
+        }
         if !allowEmpty && text.isEmpty { throw RequestError(.invalidRequest, "\(where_(pointer)): must not be empty") }
         return text
     }
@@ -112,7 +120,8 @@ public enum JSONInput {
     public static func epoch(_ value: Any?, at pointer: String) throws(RequestError) -> UInt64 {
         if let text = value as? String {
             guard let epoch = UInt64(text) else {
-                throw RequestError(.invalidRequest, "\(where_(pointer)): expected a decimal string of a 64-bit unsigned integer")
+                throw RequestError(
+                    .invalidRequest, "\(where_(pointer)): expected a decimal string of a 64-bit unsigned integer")
             }
             return epoch
         }
@@ -121,4 +130,3 @@ public enum JSONInput {
 
     private static func where_(_ pointer: String) -> String { pointer.isEmpty ? "the body" : pointer }
 }
-

@@ -9,7 +9,9 @@ public struct WebhookBackoff: Sendable {
     private var random: SplitMix64
 
     public init(baseMilliseconds: UInt64 = 100, capMilliseconds: UInt64 = 30_000, seed: UInt64) {
-        precondition(baseMilliseconds > 0 && capMilliseconds >= baseMilliseconds, "Internal inconsistency in WebhookBackoff: bad bounds")
+        precondition(
+            baseMilliseconds > 0 && capMilliseconds >= baseMilliseconds,
+            "Internal inconsistency in WebhookBackoff: bad bounds")
         self.baseMilliseconds = baseMilliseconds
         self.capMilliseconds = capMilliseconds
         random = SplitMix64(seed: seed)

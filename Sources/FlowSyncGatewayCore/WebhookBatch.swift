@@ -38,7 +38,9 @@ public struct WebhookBatch: Hashable, Sendable {
     /// A Diff from the daemon as a delivery.
     public init(diff: Diff) {
         let kind: Kind = diff.toVersion == diff.fromVersion + 1 && !diff.mutations.isEmpty ? .batch : .catchUp
-        self.init(list: diff.listName, kind: kind, from: diff.from, to: diff.to, body: ChangeJSON.diff(diff, type: kind.rawValue))
+        self.init(
+            list: diff.listName, kind: kind, from: diff.from, to: diff.to,
+            body: ChangeJSON.diff(diff, type: kind.rawValue))
     }
 
     /// A Snapshot from the daemon as a delivery.

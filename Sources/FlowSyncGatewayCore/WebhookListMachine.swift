@@ -101,11 +101,14 @@ public struct WebhookListMachine: Sendable {
 
     /// A Diff or Snapshot arrived from the daemon, as a delivery.
     public mutating func received(_ batch: WebhookBatch) -> Action {
-        precondition(batch.list == list, "Internal inconsistency in WebhookListMachine: \(batch.list) on \(list)'s machine")
+        precondition(
+            batch.list == list, "Internal inconsistency in WebhookListMachine: \(batch.list) on \(list)'s machine")
         if upstream == .needsResubscribe { return .none }  // rule 4/5: dropped, the catch-up brings it
         if upstream == .resubscribing { upstream = .live }
         if batch.kind != .snapshot {
-            guard let from = batch.from else { preconditionFailure("Internal inconsistency in WebhookListMachine: a diff without from") }
+            guard let from = batch.from else {
+                preconditionFailure("Internal inconsistency in WebhookListMachine: a diff without from")
+            }
             if let last = lastAccepted, from.epoch == last.epoch, batch.to.version <= last.version {
                 return .none  // rule 3: already covered (a duplicate after a resubscription)
             }

@@ -18,11 +18,19 @@ final class ControlClient: LoadConnection {
     override func didBecomeReady() { readyCallback?() }
 
     /// Sends a Mutate at head; `done` gets the committed version or the Reject's text.
-    func mutate(list: String, _ operations: [FlowSyncCore.Operation], _ done: @escaping (Result<ListVersion, LoadError>) -> Void) {
+    func mutate(
+        list: String, _ operations: [FlowSyncCore.Operation], _ done: @escaping (Result<ListVersion, LoadError>) -> Void
+    ) {
         let seq = nextSeq
         nextSeq += 1
         mutateWaiters[seq] = done
-        send([context.encoder.encode(.mutate(Mutate(listName: list, clientID: clientID, seq: seq, base: ListVersion(epoch: 0, version: 0), operations: operations)))])
+        send([
+            context.encoder.encode(
+                .mutate(
+                    Mutate(
+                        listName: list, clientID: clientID, seq: seq, base: ListVersion(epoch: 0, version: 0),
+                        operations: operations)))
+        ])
     }
 
     /// Asks for stats (server-wide, plus the list's with `list`).

@@ -1,5 +1,6 @@
 import FlowSyncCore
 import FlowSyncProtocol
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -72,7 +73,8 @@ public final class FrameCache {
     public func decode(_ frame: UnsafeRawBufferPointer) throws(ProtocolError) -> DecodedFrame {
         let key = XXH64.hash(frame)
         if let entry = entries[key], entry.bytes.count == frame.count,
-           entry.bytes.withUnsafeBytes({ memcmp($0.baseAddress!, frame.baseAddress!, frame.count) == 0 }) {
+            entry.bytes.withUnsafeBytes({ memcmp($0.baseAddress!, frame.baseAddress!, frame.count) == 0 })
+        {
             hits += 1
             return entry.frame
         }

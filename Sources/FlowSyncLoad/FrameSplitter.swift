@@ -23,7 +23,9 @@ public struct FrameSplitter: Sendable {
 
     /// Calls `body` with each whole frame (prefix included) that `bytes` completes.
     /// The frame view is valid only during the call.
-    public mutating func split(_ bytes: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) throws(Failure) {
+    public mutating func split(
+        _ bytes: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void
+    ) throws(Failure) {
         if pending.isEmpty {
             let used = try Self.frames(in: bytes, limit: maxFrameBytes, body)
             if used < bytes.count { pending.append(contentsOf: bytes[used...]) }
@@ -32,7 +34,10 @@ public struct FrameSplitter: Sendable {
         pending.append(contentsOf: bytes)
         var failure: Failure?
         let used = pending.withUnsafeBytes { all -> Int in
-            do throws(Failure) { return try Self.frames(in: all, limit: maxFrameBytes, body) } catch { failure = error; return 0 }
+            do throws(Failure) { return try Self.frames(in: all, limit: maxFrameBytes, body) } catch {
+                failure = error
+                return 0
+            }
         }
         if let failure { throw failure }
         if used == pending.count {
@@ -43,10 +48,14 @@ public struct FrameSplitter: Sendable {
     }
 
     /// Hands out whole frames of `bytes`; returns how many bytes they used.
-    private static func frames(in bytes: UnsafeRawBufferPointer, limit: Int, _ body: (UnsafeRawBufferPointer) -> Void) throws(Failure) -> Int {
+    private static func frames(
+        in bytes: UnsafeRawBufferPointer, limit: Int, _ body: (UnsafeRawBufferPointer) -> Void
+    ) throws(Failure) -> Int {
         var offset = 0
         while bytes.count - offset >= 4 {
-            let length = Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
+            let length =
+                Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8
+                | Int(bytes[offset + 3])
             guard length >= 2, length <= limit else { throw Failure(length: length) }
             guard bytes.count - offset >= 4 + length else { break }
             body(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + 4 + length)]))

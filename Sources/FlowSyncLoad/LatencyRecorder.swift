@@ -28,7 +28,8 @@ public struct LatencySummary: Hashable, Sendable, Codable {
 ///
 /// - Complexity: O(1) per ``record(nanoseconds:)``; percentiles walk the buckets.
 public struct LatencyRecorder: Sendable {
-    private var histogram = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000_000, numberOfSignificantValueDigits: .three)
+    private var histogram = Histogram<UInt64>(
+        lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000_000, numberOfSignificantValueDigits: .three)
 
     /// An empty recorder.
     public init() {}
@@ -59,8 +60,10 @@ public struct LatencyRecorder: Sendable {
 
     /// The percentiles an HdrHistogram percentile plot shows: dense towards the tail
     /// (x = 1 / (1 − p) on a log axis), from the median to 99.9999 %, then the max.
-    public static let curvePercentiles: [Double] = [0, 10, 20, 30, 40, 50, 60, 70, 75, 80, 85, 90, 92.5, 95, 96.875, 98, 99, 99.5, 99.75,
-                                                    99.9, 99.95, 99.975, 99.99, 99.995, 99.999, 99.9995, 99.9999]
+    public static let curvePercentiles: [Double] = [
+        0, 10, 20, 30, 40, 50, 60, 70, 75, 80, 85, 90, 92.5, 95, 96.875, 98, 99, 99.5, 99.75,
+        99.9, 99.95, 99.975, 99.99, 99.995, 99.999, 99.9995, 99.9999,
+    ]
 
     /// The distribution as (percentile, µs) points for a percentile plot: each of
     /// ``curvePercentiles`` the recorded values can tell apart (p with 1 / (1 − p/100) at

@@ -13,7 +13,9 @@ public struct LoadTLS: Hashable, Sendable, Codable {
     public var daemonCertificate: String?
     public var daemonKey: String?
 
-    public init(caFile: String? = nil, serverName: String? = nil, daemonCertificate: String? = nil, daemonKey: String? = nil) {
+    public init(
+        caFile: String? = nil, serverName: String? = nil, daemonCertificate: String? = nil, daemonKey: String? = nil
+    ) {
         self.caFile = caFile
         self.serverName = serverName
         self.daemonCertificate = daemonCertificate
@@ -162,7 +164,8 @@ public struct LoadConfiguration: Hashable, Sendable, Codable {
     /// `host:port` (or `[v6]:port`) with a port in 1...65535; `nil` otherwise.
     public static func parseEndpoint(_ text: String) -> (host: String, port: Int)? {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-              (1...65_535).contains(port) else { return nil }
+            (1...65_535).contains(port)
+        else { return nil }
         var host = String(text[..<colon])
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         return host.isEmpty ? nil : (host, port)
@@ -172,7 +175,9 @@ public struct LoadConfiguration: Hashable, Sendable, Codable {
     public func validationErrors() -> [String] {
         var errors: [String] = []
         if lists < 1 { errors.append("--lists must be at least 1") }
-        if resolvedEndpoints == nil { errors.append("--endpoints must be host:port,host:port,… (numeric hosts, ports 1…65535)") }
+        if resolvedEndpoints == nil {
+            errors.append("--endpoints must be host:port,host:port,… (numeric hosts, ports 1…65535)")
+        }
         if spawn, let endpoints, !endpoints.isEmpty { errors.append("--endpoints and --spawn exclude each other") }
         if subscribersPerList < 0 { errors.append("--subscribers must not be negative") }
         if writers < 0 { errors.append("--writers must not be negative") }
@@ -184,15 +189,31 @@ public struct LoadConfiguration: Hashable, Sendable, Codable {
         if duration <= 0 { errors.append("--duration must be positive") }
         if warmup < 0 { errors.append("--warmup must not be negative") }
         if maxInFlightPerWriter < 1 { errors.append("--max-in-flight must be at least 1") }
-        if writeBase == .acked, maxInFlightPerWriter != 1 { errors.append("--base acked needs --max-in-flight 1 (one mutation in flight per writer)") }
-        if let daemonStorage, !["file", "memory"].contains(daemonStorage) { errors.append("--storage must be file or memory") }
-        if let daemonFsync, !["always", "interval", "never"].contains(daemonFsync) { errors.append("--fsync must be always, interval or never") }
-        if let daemonWritePath, !["libuv", "io_uring", "auto"].contains(daemonWritePath) { errors.append("--write-path must be libuv, io_uring or auto") }
-        if let slice = daemonFlushSliceMicroseconds, !(0...1_000_000).contains(slice) { errors.append("--flush-slice-us must be 0…1000000") }
-        if let wait = daemonSealWaitMicroseconds, !(0...1_000_000).contains(wait) { errors.append("--seal-wait-us must be 0…1000000") }
+        if writeBase == .acked, maxInFlightPerWriter != 1 {
+            errors.append("--base acked needs --max-in-flight 1 (one mutation in flight per writer)")
+        }
+        if let daemonStorage, !["file", "memory"].contains(daemonStorage) {
+            errors.append("--storage must be file or memory")
+        }
+        if let daemonFsync, !["always", "interval", "never"].contains(daemonFsync) {
+            errors.append("--fsync must be always, interval or never")
+        }
+        if let daemonWritePath, !["libuv", "io_uring", "auto"].contains(daemonWritePath) {
+            errors.append("--write-path must be libuv, io_uring or auto")
+        }
+        if let slice = daemonFlushSliceMicroseconds, !(0...1_000_000).contains(slice) {
+            errors.append("--flush-slice-us must be 0…1000000")
+        }
+        if let wait = daemonSealWaitMicroseconds, !(0...1_000_000).contains(wait) {
+            errors.append("--seal-wait-us must be 0…1000000")
+        }
         if sourceAddresses < 1 || sourceAddresses > 254 { errors.append("--source-addresses must be within 1…254") }
-        if resumeStormSubscribers > subscriberCount { errors.append("--resume-storm exceeds the subscribers (\(subscriberCount))") }
-        if slowConsumers > subscriberCount { errors.append("--slow-consumers exceeds the subscribers (\(subscriberCount))") }
+        if resumeStormSubscribers > subscriberCount {
+            errors.append("--resume-storm exceeds the subscribers (\(subscriberCount))")
+        }
+        if slowConsumers > subscriberCount {
+            errors.append("--slow-consumers exceeds the subscribers (\(subscriberCount))")
+        }
         return errors
     }
 

@@ -154,7 +154,8 @@ class LoadConnection {
         guard machine.connectRequested() == .connect else { return }
         countedHandshake = true
         splitter = FrameSplitter()
-        TCPConnection.connect(loop: context.loop, to: context.targets[endpointIndex], from: context.nextSource()) { [weak self] result in
+        TCPConnection.connect(loop: context.loop, to: context.targets[endpointIndex], from: context.nextSource()) {
+            [weak self] result in
             guard let self else { return }
             switch result {
             case .failure(let error):
@@ -240,7 +241,8 @@ class LoadConnection {
     }
 
     private func startTLS(_ tls: TLSContext, on tcp: TCPConnection) {
-        guard let channel = try? TLSChannel(context: tls, serverName: context.serverName, scratch: context.tlsScratch) else {
+        guard let channel = try? TLSChannel(context: tls, serverName: context.serverName, scratch: context.tlsScratch)
+        else {
             perform(machine.ended("TLS session not created"))
             return
         }
@@ -309,7 +311,13 @@ class LoadConnection {
     private func perform(_ action: LoadConnectionStateMachine.Action) {
         switch action {
         case .sendHello:
-            send([context.plainEncoder.encode(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "flowsync-load", clientID: clientID, authToken: nil)))])
+            send([
+                context.plainEncoder.encode(
+                    .hello(
+                        Hello(
+                            minVersion: 1, maxVersion: 1, clientName: "flowsync-load", clientID: clientID,
+                            authToken: nil)))
+            ])
         case .connectionFailed(let text):
             finishHandshake()
             context.metrics.connectionFailed("\(clientID): \(text)")

@@ -1,6 +1,7 @@
 import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProtocol
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -49,7 +50,8 @@ final class LoadEngine: @unchecked Sendable {
     /// frame limit; ``setupPending`` counts the answers still due.
     func setUpLists() {
         let c = configuration
-        let sections = OperationGenerator.initialSections(rows: c.initialRows, sections: c.sectionsPerList, payloadBytes: c.payloadBytes)
+        let sections = OperationGenerator.initialSections(
+            rows: c.initialRows, sections: c.sectionsPerList, payloadBytes: c.payloadBytes)
         let chunk = max(1, min(2_000, (1 << 20) / max(c.payloadBytes + 40, 1)))
         for list in listNames {
             var mutations: [[FlowSyncCore.Operation]] = [[.insertSections(sections.map { Section(id: $0.id) }, at: 0)]]
@@ -80,7 +82,8 @@ final class LoadEngine: @unchecked Sendable {
         // Interleave lists so every list fills up evenly while connecting.
         for k in 0..<c.subscribersPerList {
             for (index, list) in listNames.enumerated() {
-                let subscriber = SubscriberClient(context: context, listName: list, listIndex: index, serial: serial, isFull: k < full)
+                let subscriber = SubscriberClient(
+                    context: context, listName: list, listIndex: index, serial: serial, isFull: k < full)
                 serial += 1
                 // Every list gets subscribers on every endpoint (a plain `serial % n`
                 // would put all of a list's on one when n divides the list count).
@@ -102,8 +105,11 @@ final class LoadEngine: @unchecked Sendable {
             let generators = c.lists(ofWriter: w).map { l -> (list: String, generator: OperationGenerator) in
                 let writersOfList = c.writers(ofList: l)
                 let position = writersOfList.firstIndex(of: w) ?? 0
-                let owned = OperationGenerator.initialOwnership(rows: c.initialRows, sections: c.sectionsPerList, writers: writersOfList.count, writer: position)
-                let generator = OperationGenerator(writerID: "w\(w)", sharedSections: OperationGenerator.sharedSectionIDs(c.sectionsPerList), ownedRows: owned, mix: c.mix, payloadBytes: c.payloadBytes, seed: c.seed &+ UInt64(l) &* 1_000_003)
+                let owned = OperationGenerator.initialOwnership(
+                    rows: c.initialRows, sections: c.sectionsPerList, writers: writersOfList.count, writer: position)
+                let generator = OperationGenerator(
+                    writerID: "w\(w)", sharedSections: OperationGenerator.sharedSectionIDs(c.sectionsPerList),
+                    ownedRows: owned, mix: c.mix, payloadBytes: c.payloadBytes, seed: c.seed &+ UInt64(l) &* 1_000_003)
                 return (listNames[l], generator)
             }
             let writer = WriterClient(context: context, index: w, generators: generators)
@@ -157,10 +163,12 @@ final class LoadEngine: @unchecked Sendable {
         timer.start(after: 1_000, repeat: 1_000) { [weak self] in
             guard let self else { return }
             let m = self.metrics
-            let phase: TimelineSample.Phase = m.measuring ? .measure : !self.writersStarted ? .connect : m.windowStart == 0 ? .warmUp : .drain
+            let phase: TimelineSample.Phase =
+                m.measuring ? .measure : !self.writersStarted ? .connect : m.windowStart == 0 ? .warmUp : .drain
             // O(connections) once a second: 20,000 flags, far below a millisecond.
-            m.timeline?.sample(now: MonotonicClock.nanoseconds(), phase: phase, metrics: m,
-                               subscribers: self.subscribers.count { $0.isReady }, writers: self.writers.count { $0.isReady })
+            m.timeline?.sample(
+                now: MonotonicClock.nanoseconds(), phase: phase, metrics: m,
+                subscribers: self.subscribers.count { $0.isReady }, writers: self.writers.count { $0.isReady })
         }
         sampleTimer = timer
     }
@@ -173,7 +181,9 @@ final class LoadEngine: @unchecked Sendable {
         guard progressEnabled else { return }
         let m = metrics
         let now = MonotonicClock.nanoseconds()
-        let current = (at: now, sent: m.totalSent, acked: m.totalAnswered, frames: m.batchDeliveries, rows: m.rowChangesDelivered)
+        let current = (
+            at: now, sent: m.totalSent, acked: m.totalAnswered, frames: m.batchDeliveries, rows: m.rowChangesDelivered
+        )
         defer { lastProgress = current }
         guard let last = lastProgress else { return }
         let dt = Double(now - last.at) / 1e9
@@ -182,7 +192,8 @@ final class LoadEngine: @unchecked Sendable {
         let slip = writers.map { $0.slip(now: now) }.max() ?? 0
         let open = subscribers.filter(\.isReady).count
         let phase = m.measuring ? "measure" : (m.windowStart == 0 ? "warm-up" : "drain")
-        let line = "[\(phase)] sent \(LoadReport.number(Double(current.sent - last.sent) / dt))/s, answered \(LoadReport.number(Double(current.acked - last.acked) / dt))/s, deliveries \(LoadReport.number(Double(frames) / dt))/s, row changes \(LoadReport.number(Double(rows) / dt))/s, p99 write→delivery \(LoadReport.fixed(m.writeToDelivery.microseconds(atPercentile: 99) / 1000, 2)) ms, p99 write→ack \(LoadReport.fixed(m.writeToAck.microseconds(atPercentile: 99) / 1000, 2)) ms, lag \(LoadReport.fixed(Double(slip) / 1e6, 1)) ms, in flight \(answersOutstanding), subscribers \(open)/\(subscribers.count)\n"
+        let line =
+            "[\(phase)] sent \(LoadReport.number(Double(current.sent - last.sent) / dt))/s, answered \(LoadReport.number(Double(current.acked - last.acked) / dt))/s, deliveries \(LoadReport.number(Double(frames) / dt))/s, row changes \(LoadReport.number(Double(rows) / dt))/s, p99 write→delivery \(LoadReport.fixed(m.writeToDelivery.microseconds(atPercentile: 99) / 1000, 2)) ms, p99 write→ack \(LoadReport.fixed(m.writeToAck.microseconds(atPercentile: 99) / 1000, 2)) ms, lag \(LoadReport.fixed(Double(slip) / 1e6, 1)) ms, in flight \(answersOutstanding), subscribers \(open)/\(subscribers.count)\n"
         line.utf8CString.withUnsafeBufferPointer { _ = write(2, $0.baseAddress, $0.count - 1) }
     }
 

@@ -69,7 +69,8 @@ public struct LoadReport: Codable, Sendable {
         public var sameEndpointDelivery: LatencySummary?
 
         enum CodingKeys: String, CodingKey {
-            case writeToDelivery, writeToAck, sendToAck, writeToDeliveryCurve, writeToAckCurve, crossEndpointDelivery, sameEndpointDelivery
+            case writeToDelivery, writeToAck, sendToAck, writeToDeliveryCurve, writeToAckCurve, crossEndpointDelivery,
+                sameEndpointDelivery
         }
 
         public init(from decoder: any Decoder) throws {
@@ -184,16 +185,21 @@ public struct LoadReport: Codable, Sendable {
     public mutating func judge() {
         failures = checks.verificationErrors
         if checks.divergences > 0 { failures.append("\(checks.divergences) divergent subscriber(s)") }
-        if checks.fullCompareMismatches > 0 { failures.append("\(checks.fullCompareMismatches) replica(s) differ from a fresh snapshot") }
+        if checks.fullCompareMismatches > 0 {
+            failures.append("\(checks.fullCompareMismatches) replica(s) differ from a fresh snapshot")
+        }
         if mutations.lostAcks > 0 { failures.append("\(mutations.lostAcks) mutation(s) never answered") }
         if checks.protocolErrors > 0 { failures.append("\(checks.protocolErrors) protocol error(s)") }
         if mutations.rejected > 0 || !mutations.rejectExamples.isEmpty { failures.append("mutations rejected") }
         if connections.failed > 0 { failures.append("\(connections.failed) connection(s) failed") }
-        if let storm = resumeStorm, storm.notRecovered > 0 { failures.append("\(storm.notRecovered) subscriber(s) did not recover after the resume storm") }
+        if let storm = resumeStorm, storm.notRecovered > 0 {
+            failures.append("\(storm.notRecovered) subscriber(s) did not recover after the resume storm")
+        }
     }
 
     enum CodingKeys: String, CodingKey {
-        case tool, scenario, configuration, startedAt, measuredSeconds, connections, endpoints, mutations, deliveries, bytes, latency, daemon, loadTool, resumeStorm, checks, timeline, failures, passed
+        case tool, scenario, configuration, startedAt, measuredSeconds, connections, endpoints, mutations, deliveries,
+            bytes, latency, daemon, loadTool, resumeStorm, checks, timeline, failures, passed
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -250,47 +256,95 @@ public struct LoadReport: Codable, Sendable {
     /// The summary table printed at the end of a run.
     public func table() -> String {
         var lines: [String] = []
-        func row(_ name: String, _ value: String) { lines.append("  " + name.padding(toLength: 38, withPad: " ", startingAt: 0) + value) }
-        let c = configuration
-        lines.append("flowsync-load\(scenario.map { " — scenario \($0)" } ?? ""): \(c.lists) list(s) × \(c.subscribersPerList) subscriber(s), \(c.writers) writer(s), rate \(c.rate == 0 ? "closed loop" : Self.number(c.rate) + "/s"), \(c.maxInFlightPerWriter) in flight, base \(c.writeBase.rawValue), \(c.opsPerMutation) op(s)/mutation, mix \(c.mix), \(c.payloadBytes)-byte payloads")
-        let target = c.spawn ? "spawned daemon (storage \(c.daemonStorage ?? "default"), fsync \(c.daemonFsync ?? "default"))"
-            : endpoints.count > 1 ? "\(endpoints.count) endpoints" : "daemon at \(c.host):\(c.port)"
-        lines.append("measured \(Self.fixed(measuredSeconds, 1)) s after \(Self.fixed(c.warmup, 1)) s warm-up, seed \(c.seed), \(target)")
-        lines.append("")
-        row("connections", "\(connections.subscribers) subscribers, \(connections.writers) writers, \(connections.failed) failed, \(connections.closedByDaemon) closed by the daemon, \(connections.reconnects) reconnects")
-        for e in endpoints {
-            row("  on \(e.endpoint)", "\(e.subscribers) subscribers, \(e.writers) writers (\(e.readyAtWindowEnd) connected at the window's end)")
+        func row(_ name: String, _ value: String) {
+            lines.append("  " + name.padding(toLength: 38, withPad: " ", startingAt: 0) + value)
         }
-        row("mutations", "sent \(mutations.sent) (\(Self.number(mutations.sentPerSecond))/s), acked \(mutations.acked) (\(Self.number(mutations.ackedPerSecond))/s), rejected \(mutations.rejected)\(mutations.rejectedByCode.isEmpty ? "" : " " + mutations.rejectedByCode.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " ")), lost acks \(mutations.lostAcks)")
-        row("committed (daemon)", "\(Self.number(mutations.committedPerSecond)) mutations/s in \(deliveries.batches) batches (\(Self.number(deliveries.batchesPerSecond))/s)")
-        row("deliveries (frames × subscribers)", "\(deliveries.frames) (\(Self.number(deliveries.framesPerSecond))/s), catch-up diffs \(deliveries.catchUpDiffs), snapshots \(deliveries.snapshots)")
-        row("row changes delivered", "\(deliveries.rowChanges) (\(Self.number(deliveries.rowChangesPerSecond))/s)")
-        row("bytes received", "\(Self.number(Double(bytes.wire))) on the wire, \(Self.number(Double(bytes.raw))) raw, ratio \(Self.fixed(bytes.ratio, 2)), \(Self.number(bytes.wirePerSecond)) B/s")
+        let c = configuration
+        lines.append(
+            "flowsync-load\(scenario.map { " — scenario \($0)" } ?? ""): \(c.lists) list(s) × \(c.subscribersPerList) subscriber(s), \(c.writers) writer(s), rate \(c.rate == 0 ? "closed loop" : Self.number(c.rate) + "/s"), \(c.maxInFlightPerWriter) in flight, base \(c.writeBase.rawValue), \(c.opsPerMutation) op(s)/mutation, mix \(c.mix), \(c.payloadBytes)-byte payloads"
+        )
+        let target =
+            c.spawn
+            ? "spawned daemon (storage \(c.daemonStorage ?? "default"), fsync \(c.daemonFsync ?? "default"))"
+            : endpoints.count > 1 ? "\(endpoints.count) endpoints" : "daemon at \(c.host):\(c.port)"
+        lines.append(
+            "measured \(Self.fixed(measuredSeconds, 1)) s after \(Self.fixed(c.warmup, 1)) s warm-up, seed \(c.seed), \(target)"
+        )
         lines.append("")
-        lines.append("  latency (µs)                           count        p50        p90        p99      p99.9        max")
+        row(
+            "connections",
+            "\(connections.subscribers) subscribers, \(connections.writers) writers, \(connections.failed) failed, \(connections.closedByDaemon) closed by the daemon, \(connections.reconnects) reconnects"
+        )
+        for e in endpoints {
+            row(
+                "  on \(e.endpoint)",
+                "\(e.subscribers) subscribers, \(e.writers) writers (\(e.readyAtWindowEnd) connected at the window's end)"
+            )
+        }
+        row(
+            "mutations",
+            "sent \(mutations.sent) (\(Self.number(mutations.sentPerSecond))/s), acked \(mutations.acked) (\(Self.number(mutations.ackedPerSecond))/s), rejected \(mutations.rejected)\(mutations.rejectedByCode.isEmpty ? "" : " " + mutations.rejectedByCode.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " ")), lost acks \(mutations.lostAcks)"
+        )
+        row(
+            "committed (daemon)",
+            "\(Self.number(mutations.committedPerSecond)) mutations/s in \(deliveries.batches) batches (\(Self.number(deliveries.batchesPerSecond))/s)"
+        )
+        row(
+            "deliveries (frames × subscribers)",
+            "\(deliveries.frames) (\(Self.number(deliveries.framesPerSecond))/s), catch-up diffs \(deliveries.catchUpDiffs), snapshots \(deliveries.snapshots)"
+        )
+        row("row changes delivered", "\(deliveries.rowChanges) (\(Self.number(deliveries.rowChangesPerSecond))/s)")
+        row(
+            "bytes received",
+            "\(Self.number(Double(bytes.wire))) on the wire, \(Self.number(Double(bytes.raw))) raw, ratio \(Self.fixed(bytes.ratio, 2)), \(Self.number(bytes.wirePerSecond)) B/s"
+        )
+        lines.append("")
+        lines.append(
+            "  latency (µs)                           count        p50        p90        p99      p99.9        max")
         var latencies = [("write → delivery (every subscriber)", latency.writeToDelivery)]
         if let cross = latency.crossEndpointDelivery, let same = latency.sameEndpointDelivery {
             latencies += [("  write on A → delivery on B", cross), ("  write and delivery on one endpoint", same)]
         }
         latencies += [("write → ack", latency.writeToAck), ("send → ack (service time)", latency.sendToAck)]
         for (name, s) in latencies {
-            lines.append("  " + name.padding(toLength: 38, withPad: " ", startingAt: 0) + [Self.pad(String(s.count), 6), Self.pad(Self.fixed(s.p50, 0), 10), Self.pad(Self.fixed(s.p90, 0), 10), Self.pad(Self.fixed(s.p99, 0), 10), Self.pad(Self.fixed(s.p999, 0), 10), Self.pad(Self.fixed(s.max, 0), 10)].joined(separator: " "))
+            lines.append(
+                "  " + name.padding(toLength: 38, withPad: " ", startingAt: 0)
+                    + [
+                        Self.pad(String(s.count), 6), Self.pad(Self.fixed(s.p50, 0), 10),
+                        Self.pad(Self.fixed(s.p90, 0), 10), Self.pad(Self.fixed(s.p99, 0), 10),
+                        Self.pad(Self.fixed(s.p999, 0), 10), Self.pad(Self.fixed(s.max, 0), 10),
+                    ].joined(separator: " "))
         }
         lines.append("")
         if let p = daemon.process {
-            row("daemon", "CPU \(Self.fixed(p.cpuPercent, 0))% of a core, RSS \(p.rssKiB) KiB (peak \(p.peakRSSKiB) KiB)")
+            row(
+                "daemon",
+                "CPU \(Self.fixed(p.cpuPercent, 0))% of a core, RSS \(p.rssKiB) KiB (peak \(p.peakRSSKiB) KiB)")
         }
         if let before = daemon.rssBeforeSubscribersKiB, let after = daemon.rssAfterSubscribersKiB {
-            row("daemon RSS for subscribers", "\(before) → \(after) KiB\(daemon.bytesPerConnection.map { ", \(Self.number($0)) bytes per connection" } ?? "")")
+            row(
+                "daemon RSS for subscribers",
+                "\(before) → \(after) KiB\(daemon.bytesPerConnection.map { ", \(Self.number($0)) bytes per connection" } ?? "")"
+            )
         }
-        let counters = ["subscribers.paused", "catchup.diffs", "catchup.snapshots"].compactMap { k in daemon.counters[k].map { "\(k) \($0)" } }
+        let counters = ["subscribers.paused", "catchup.diffs", "catchup.snapshots"].compactMap { k in
+            daemon.counters[k].map { "\(k) \($0)" }
+        }
         if !counters.isEmpty { row("daemon counters (window)", counters.joined(separator: ", ")) }
         row("load tool", "CPU \(Self.fixed(loadTool.cpuPercent, 0))% of a core, RSS \(loadTool.rssKiB) KiB")
         if let storm = resumeStorm {
-            row("resume storm", "\(storm.dropped) dropped; resumed by Diff \(storm.resumedWithDiff), by Snapshot \(storm.resumedWithSnapshot), not recovered \(storm.notRecovered); recovery p50 \(Self.fixed(storm.recoveryMillisecondsP50, 1)) ms, max \(Self.fixed(storm.recoveryMillisecondsMax, 1)) ms")
+            row(
+                "resume storm",
+                "\(storm.dropped) dropped; resumed by Diff \(storm.resumedWithDiff), by Snapshot \(storm.resumedWithSnapshot), not recovered \(storm.notRecovered); recovery p50 \(Self.fixed(storm.recoveryMillisecondsP50, 1)) ms, max \(Self.fixed(storm.recoveryMillisecondsMax, 1)) ms"
+            )
         }
-        row("checks", "\(checks.subscribersChecked) subscribers on \(checks.lists) list(s) (\(checks.fullReplicas) full replicas); divergences \(checks.divergences); full compare \(checks.fullCompared) replicas, \(checks.fullCompareMismatches) mismatches; gaps \(checks.gaps), digest mismatches \(checks.digestMismatches), protocol errors \(checks.protocolErrors)")
-        for example in checks.divergenceExamples + checks.problemExamples + checks.protocolErrorExamples + mutations.rejectExamples + connections.failureExamples {
+        row(
+            "checks",
+            "\(checks.subscribersChecked) subscribers on \(checks.lists) list(s) (\(checks.fullReplicas) full replicas); divergences \(checks.divergences); full compare \(checks.fullCompared) replicas, \(checks.fullCompareMismatches) mismatches; gaps \(checks.gaps), digest mismatches \(checks.digestMismatches), protocol errors \(checks.protocolErrors)"
+        )
+        for example in checks.divergenceExamples + checks.problemExamples + checks.protocolErrorExamples
+            + mutations.rejectExamples + connections.failureExamples
+        {
             lines.append("    · \(example)")
         }
         lines.append("")

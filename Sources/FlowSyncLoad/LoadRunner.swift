@@ -32,7 +32,10 @@ public final class LoadRunner {
     }
 
     private struct Unchecked<T>: @unchecked Sendable { var value: T }
-    private final class Slot<T>: @unchecked Sendable { var value: T?; init() {} }
+    private final class Slot<T>: @unchecked Sendable {
+        var value: T?
+        init() {}
+    }
 
     /// Runs `body` on the loop thread and waits for its result.
     private func onLoop<T>(_ loop: EventLoop, _ body: @escaping () -> T) -> T {
@@ -66,7 +69,9 @@ public final class LoadRunner {
     /// Starts the daemon for `--spawn`: a temporary data directory and config, metrics on
     /// port 0, a connection limit above this machine's fd limit (so the fd limit is what
     /// binds), and stopped by the kernel if the load tester dies without stopping it.
-    static func spawnDaemon(_ c: LoadConfiguration, tls: (certificate: String, key: String)? = nil) throws -> DaemonProcess {
+    static func spawnDaemon(
+        _ c: LoadConfiguration, tls: (certificate: String, key: String)? = nil
+    ) throws -> DaemonProcess {
         // heartbeat_ms = 0: the lean load clients never ping, and a subscriber that only
         // reads would be closed as silent after twice the default interval (40 s).
         var toml = "# Written by flowsync-load --spawn.\n[limits]\nmax_connections = 1000000\nheartbeat_ms = 0\n"
@@ -109,18 +114,25 @@ public final class LoadRunner {
         defer { tlsFiles?.removeTemporary() }
         if c.spawn {
             daemon = try Self.spawnDaemon(c, tls: tlsFiles?.daemonPair)
-            note("spawned \(c.daemonPath) (pid \(daemon!.pid)) on 127.0.0.1:\(daemon!.port), storage \(c.daemonStorage ?? "default"), fsync \(c.daemonFsync ?? "default")")
+            note(
+                "spawned \(c.daemonPath) (pid \(daemon!.pid)) on 127.0.0.1:\(daemon!.port), storage \(c.daemonStorage ?? "default"), fsync \(c.daemonFsync ?? "default")"
+            )
         }
         // This runs on a thread of its own (the command's main thread, or a test's load
         // thread), so waiting for the daemon's exit here blocks no cooperative thread.
         defer { daemon?.terminateBlocking() }
-        guard let endpoints = c.resolvedEndpoints else { throw LoadError("malformed --endpoints: \(c.endpoints ?? [])") }
-        let targets = try daemon.map { [try SocketAddress(host: "127.0.0.1", port: $0.port)] }
+        guard let endpoints = c.resolvedEndpoints else {
+            throw LoadError("malformed --endpoints: \(c.endpoints ?? [])")
+        }
+        let targets =
+            try daemon.map { [try SocketAddress(host: "127.0.0.1", port: $0.port)] }
             ?? endpoints.map { try SocketAddress(host: $0.host, port: $0.port) }
         let target = targets[0]
         var sources: [SocketAddress] = []
         if c.sourceAddresses > 1 {
-            guard targets.allSatisfy({ $0.host.hasPrefix("127.") }) else { throw LoadError("--source-addresses needs a loopback daemon address") }
+            guard targets.allSatisfy({ $0.host.hasPrefix("127.") }) else {
+                throw LoadError("--source-addresses needs a loopback daemon address")
+            }
             sources = try (1...c.sourceAddresses).map { try SocketAddress(host: "127.0.0.\($0)", port: 0) }
         }
         let thread = try EventLoopThread()
@@ -145,14 +157,23 @@ public final class LoadRunner {
 
         // Control connection and lists.
         onLoop(loop) { engine.connectControl() }
-        guard wait(loop, timeout: 10, { engine.controlReady || engine.control.isClosed }), onLoop(loop, { engine.controlReady }) else {
-            let why = onLoop(loop) { (engine.metrics.connectionFailureExamples + engine.metrics.protocolErrorExamples).joined(separator: "; ") }
+        guard wait(loop, timeout: 10, { engine.controlReady || engine.control.isClosed }),
+            onLoop(loop, { engine.controlReady })
+        else {
+            let why = onLoop(loop) {
+                (engine.metrics.connectionFailureExamples + engine.metrics.protocolErrorExamples).joined(
+                    separator: "; ")
+            }
             throw LoadError("cannot reach the daemon at \(target): \(why.isEmpty ? "no Welcome within 10 s" : why)")
         }
         onLoop(loop) { engine.setUpLists() }
-        guard wait(loop, timeout: 60 + Double(c.lists) / 20, { engine.setupPending == 0 }) else { throw LoadError("list setup did not finish") }
+        guard wait(loop, timeout: 60 + Double(c.lists) / 20, { engine.setupPending == 0 }) else {
+            throw LoadError("list setup did not finish")
+        }
         let setupFailures = onLoop(loop) { engine.setupFailures }
-        guard setupFailures.isEmpty else { throw LoadError("list setup rejected: \(setupFailures.prefix(3).joined(separator: "; "))") }
+        guard setupFailures.isEmpty else {
+            throw LoadError("list setup rejected: \(setupFailures.prefix(3).joined(separator: "; "))")
+        }
         note("\(c.lists) list(s) set up with \(c.initialRows) rows each (\(prefix)*)")
 
         // Subscribers, then writers.
@@ -162,12 +183,16 @@ public final class LoadRunner {
         onLoop(loop) { engine.connectSubscribers() }
         wait(loop, timeout: 60 + Double(c.subscriberCount) / 100) { engine.subscribersSettled }
         let subscribed = onLoop(loop) { engine.subscribers.filter(\.hasPosition).count }
-        note("\(subscribed)/\(c.subscriberCount) subscribers have their snapshot (\(String(format: "%.1f", Date().timeIntervalSince(connectStart))) s)")
+        note(
+            "\(subscribed)/\(c.subscriberCount) subscribers have their snapshot (\(String(format: "%.1f", Date().timeIntervalSince(connectStart))) s)"
+        )
         usleep(500_000)
         if let rssBefore, let after = daemon?.sample()?.rssKiB {
             box.report.daemon.rssBeforeSubscribersKiB = rssBefore
             box.report.daemon.rssAfterSubscribersKiB = after
-            if subscribed > 0 { box.report.daemon.bytesPerConnection = Double(after - rssBefore) * 1024 / Double(subscribed) }
+            if subscribed > 0 {
+                box.report.daemon.bytesPerConnection = Double(after - rssBefore) * 1024 / Double(subscribed)
+            }
         }
         onLoop(loop) { engine.connectWriters() }
         wait(loop, timeout: 30) { engine.writersSettled }
@@ -233,25 +258,33 @@ public final class LoadRunner {
                 box.report.endpoints = targets.indices.map { e in
                     let subscribers = engine.subscribers.filter { $0.endpointIndex == e }
                     let writers = engine.writers.filter { $0.endpointIndex == e }
-                    return LoadReport.EndpointLoad(endpoint: "\(targets[e])", subscribers: subscribers.count, writers: writers.count,
-                                                   readyAtWindowEnd: (subscribers.filter(\.isReady).count + writers.filter(\.isReady).count))
+                    return LoadReport.EndpointLoad(
+                        endpoint: "\(targets[e])", subscribers: subscribers.count, writers: writers.count,
+                        readyAtWindowEnd: (subscribers.filter(\.isReady).count + writers.filter(\.isReady).count))
                 }
                 box.report.latency.crossEndpointDelivery = engine.metrics.crossEndpointDelivery.summary
                 box.report.latency.sameEndpointDelivery = engine.metrics.sameEndpointDelivery.summary
             }
         }
-        for key in counters1.keys.sorted() where ["batches", "mutations.committed", "mutations.rejected", "subscribers.paused", "catchup.diffs", "catchup.snapshots", "frames.sent", "bytes.sent"].contains(key) {
+        for key in counters1.keys.sorted()
+        where [
+            "batches", "mutations.committed", "mutations.rejected", "subscribers.paused", "catchup.diffs",
+            "catchup.snapshots", "frames.sent", "bytes.sent",
+        ].contains(key) {
             box.report.daemon.counters[key] = counters1[key]! - (counters0[key] ?? 0)
         }
         box.report.deliveries.batches = Int(box.report.daemon.counters["batches"] ?? 0)
         box.report.deliveries.batchesPerSecond = Double(box.report.deliveries.batches) / seconds
-        box.report.mutations.committedPerSecond = Double(box.report.daemon.counters["mutations.committed"] ?? 0) / seconds
+        box.report.mutations.committedPerSecond =
+            Double(box.report.daemon.counters["mutations.committed"] ?? 0) / seconds
         box.report.daemon.spawned = c.spawn
         if let a = daemon0, let b = daemon1 {
-            box.report.daemon.process = .init(cpuPercent: ProcessSample.cpuPercent(from: a, to: b), rssKiB: b.rssKiB, peakRSSKiB: b.peakRSSKiB)
+            box.report.daemon.process = .init(
+                cpuPercent: ProcessSample.cpuPercent(from: a, to: b), rssKiB: b.rssKiB, peakRSSKiB: b.peakRSSKiB)
         }
         if let a = self0, let b = self1 {
-            box.report.loadTool = .init(cpuPercent: ProcessSample.cpuPercent(from: a, to: b), rssKiB: b.rssKiB, peakRSSKiB: b.peakRSSKiB)
+            box.report.loadTool = .init(
+                cpuPercent: ProcessSample.cpuPercent(from: a, to: b), rssKiB: b.rssKiB, peakRSSKiB: b.peakRSSKiB)
         }
         box.report.mutations.lostAcks = onLoop(loop) { engine.answersOutstanding }
 
@@ -290,7 +323,7 @@ public final class LoadRunner {
         while true {
             let now = MonotonicClock.nanoseconds()
             guard deadline > now else { return }
-            usleep(UInt32(min(deadline - now, 1_000_000_000) / 1_000))   // ≤ 1 s per call
+            usleep(UInt32(min(deadline - now, 1_000_000_000) / 1_000))  // ≤ 1 s per call
         }
     }
 
@@ -315,7 +348,8 @@ public final class LoadRunner {
         report.mutations.sent = m.mutationsSent
         report.mutations.acked = m.mutationsAcked
         report.mutations.rejected = m.mutationsRejected
-        report.mutations.rejectedByCode = Dictionary(uniqueKeysWithValues: m.rejectsByCode.map { (String($0.key), $0.value) })
+        report.mutations.rejectedByCode = Dictionary(
+            uniqueKeysWithValues: m.rejectsByCode.map { (String($0.key), $0.value) })
         report.mutations.rejectExamples = m.rejectExamples
         report.mutations.sentPerSecond = Double(m.mutationsSent) / seconds
         report.mutations.ackedPerSecond = Double(m.mutationsAcked) / seconds
@@ -341,28 +375,41 @@ public final class LoadRunner {
     /// row-by-row compare of a sample of replicas with a fresh Snapshot.
     private func verify(_ box: ReportBox, loop: EventLoop, engine: LoadEngine) {
         let c = configuration
-        final class Finals: @unchecked Sendable { var byList: [String: (ListVersion, UInt64)] = [:]; var pending = 0 }
+        final class Finals: @unchecked Sendable {
+            var byList: [String: (ListVersion, UInt64)] = [:]
+            var pending = 0
+        }
         let finals = Finals()
         onLoop(loop) {
             for list in engine.listNames {
                 finals.pending += 1
                 engine.control.stats(list: list) { values in
                     finals.pending -= 1
-                    if let epoch = values["list.epoch"], let version = values["list.version"], let digest = values["list.digest"] {
-                        finals.byList[list] = (ListVersion(epoch: UInt64(bitPattern: epoch), version: UInt64(version)), UInt64(bitPattern: digest))
+                    if let epoch = values["list.epoch"], let version = values["list.version"],
+                        let digest = values["list.digest"]
+                    {
+                        finals.byList[list] = (
+                            ListVersion(epoch: UInt64(bitPattern: epoch), version: UInt64(version)),
+                            UInt64(bitPattern: digest)
+                        )
                     }
                 }
             }
         }
         // A daemon that went away (or stopped answering) fails the run with a report,
         // not an exception: the figures so far are still worth printing.
-        guard wait(loop, timeout: 30, { finals.pending == 0 || engine.control.isClosed }), onLoop(loop, { finals.pending == 0 }) else {
-            box.report.checks.verificationErrors.append("the daemon did not answer the final StatsRequests: nothing could be verified")
+        guard wait(loop, timeout: 30, { finals.pending == 0 || engine.control.isClosed }),
+            onLoop(loop, { finals.pending == 0 })
+        else {
+            box.report.checks.verificationErrors.append(
+                "the daemon did not answer the final StatsRequests: nothing could be verified")
             return
         }
         // Every live subscriber should reach its list's final version.
         wait(loop, timeout: 30) {
-            engine.subscribers.allSatisfy { s in (s.isClosed && !s.isRecovering) || (finals.byList[s.listName].map { s.position == $0.0 } ?? true) }
+            engine.subscribers.allSatisfy { s in
+                (s.isClosed && !s.isRecovering) || (finals.byList[s.listName].map { s.position == $0.0 } ?? true)
+            }
         }
         onLoop(loop) {
             var divergences = 0
@@ -370,10 +417,16 @@ public final class LoadRunner {
             for s in engine.subscribers {
                 guard let (position, digest) = finals.byList[s.listName] else { continue }
                 var why: String?
-                if s.problems > 0 { why = "\(s.problems) problem(s) during the run" }
-                else if s.position != position { why = "at \(s.position.map { "\($0)" } ?? "nothing"), the daemon at \(position)\(s.isClosed ? " (connection closed)" : "")" }
-                else if s.digest?.rawValue != digest { why = "digest \(s.digest.map { "\($0)" } ?? "none") ≠ daemon's \(StateDigest(rawValue: digest))" }
-                else if s.isFull, s.director?.digest.rawValue != digest { why = "replica digest ≠ daemon's" }
+                if s.problems > 0 {
+                    why = "\(s.problems) problem(s) during the run"
+                } else if s.position != position {
+                    why =
+                        "at \(s.position.map { "\($0)" } ?? "nothing"), the daemon at \(position)\(s.isClosed ? " (connection closed)" : "")"
+                } else if s.digest?.rawValue != digest {
+                    why = "digest \(s.digest.map { "\($0)" } ?? "none") ≠ daemon's \(StateDigest(rawValue: digest))"
+                } else if s.isFull, s.director?.digest.rawValue != digest {
+                    why = "replica digest ≠ daemon's"
+                }
                 if let why {
                     divergences += 1
                     if examples.count < 10 { examples.append("\(s.clientID) (\(s.listName)): \(why)") }
@@ -400,12 +453,21 @@ public final class LoadRunner {
             var compared = 0
             var mismatches = 0
             for list in sample {
-                guard let snapshot = snapshots.byList[list] else { mismatches += 1; continue }
+                guard let snapshot = snapshots.byList[list] else {
+                    mismatches += 1
+                    continue
+                }
                 for s in engine.subscribers.filter({ $0.listName == list && $0.isFull }).prefix(c.fullCompareReplicas) {
                     compared += 1
-                    if s.position != snapshot.position || s.director?.sections != snapshot.sections || s.director?.digest != snapshot.digest {
+                    if s.position != snapshot.position || s.director?.sections != snapshot.sections
+                        || s.director?.digest != snapshot.digest
+                    {
                         mismatches += 1
-                        if box.report.checks.divergenceExamples.count < 10 { box.report.checks.divergenceExamples.append("\(s.clientID) (\(list)): replica differs from a fresh Snapshot at \(snapshot.position)") }
+                        if box.report.checks.divergenceExamples.count < 10 {
+                            box.report.checks.divergenceExamples.append(
+                                "\(s.clientID) (\(list)): replica differs from a fresh Snapshot at \(snapshot.position)"
+                            )
+                        }
                     }
                 }
             }

@@ -25,11 +25,13 @@ struct LoadTLSFiles {
         files.temporaryDirectory = directory
         let certificate = directory + "/cert.pem"
         let key = directory + "/key.pem"
-        let result = try ChildProcess.runBlocking("/usr/bin/openssl", arguments: [
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
-            "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-            "-keyout", key, "-out", certificate,
-        ])
+        let result = try ChildProcess.runBlocking(
+            "/usr/bin/openssl",
+            arguments: [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+                "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                "-keyout", key, "-out", certificate,
+            ])
         guard result.status == 0 else {
             files.removeTemporary()
             throw LoadError("openssl could not make the daemon's certificate: \(result)")

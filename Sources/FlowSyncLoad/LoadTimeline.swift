@@ -34,9 +34,11 @@ public struct TimelineSample: Codable, Sendable, Hashable {
     public var p99WriteToDeliveryMicroseconds: Double?
     public var p99WriteToAckMicroseconds: Double?
 
-    public init(seconds: Double, phase: Phase, subscribers: Int, writers: Int, answeredPerSecond: Double? = nil,
-                deliveriesPerSecond: Double? = nil, rowChangesPerSecond: Double? = nil,
-                p99WriteToDeliveryMicroseconds: Double? = nil, p99WriteToAckMicroseconds: Double? = nil) {
+    public init(
+        seconds: Double, phase: Phase, subscribers: Int, writers: Int, answeredPerSecond: Double? = nil,
+        deliveriesPerSecond: Double? = nil, rowChangesPerSecond: Double? = nil,
+        p99WriteToDeliveryMicroseconds: Double? = nil, p99WriteToAckMicroseconds: Double? = nil
+    ) {
         self.seconds = seconds
         self.phase = phase
         self.subscribers = subscribers
@@ -79,20 +81,27 @@ struct TimelineSampler {
     }
 
     /// Takes the sample for the second that ends `now`.
-    mutating func sample(now: UInt64, phase: TimelineSample.Phase, metrics m: LoadMetrics, subscribers: Int, writers: Int) {
+    mutating func sample(
+        now: UInt64, phase: TimelineSample.Phase, metrics m: LoadMetrics, subscribers: Int, writers: Int
+    ) {
         // The second in which the window opened counts only its part inside the window.
         let from = phase == .measure && m.windowStart > last.at ? m.windowStart : last.at
         let dt = Double(now &- min(from, now)) / 1e9
         // The window's counters restart from zero when it opens.
         func delta(_ current: Int, _ previous: Int) -> Int { current >= previous ? current - previous : current }
         let answered = m.mutationsAcked + m.mutationsRejected
-        var sample = TimelineSample(seconds: Double(now &- start) / 1e9, phase: phase, subscribers: subscribers, writers: writers)
+        var sample = TimelineSample(
+            seconds: Double(now &- start) / 1e9, phase: phase, subscribers: subscribers, writers: writers)
         if phase == .measure, dt > 0 {
             sample.answeredPerSecond = Double(delta(answered, last.answered)) / dt
             sample.deliveriesPerSecond = Double(delta(m.batchDeliveries, last.frames)) / dt
             sample.rowChangesPerSecond = Double(delta(m.rowChangesDelivered, last.rows)) / dt
-            if secondWriteToDelivery.count > 0 { sample.p99WriteToDeliveryMicroseconds = secondWriteToDelivery.microseconds(atPercentile: 99) }
-            if secondWriteToAck.count > 0 { sample.p99WriteToAckMicroseconds = secondWriteToAck.microseconds(atPercentile: 99) }
+            if secondWriteToDelivery.count > 0 {
+                sample.p99WriteToDeliveryMicroseconds = secondWriteToDelivery.microseconds(atPercentile: 99)
+            }
+            if secondWriteToAck.count > 0 {
+                sample.p99WriteToAckMicroseconds = secondWriteToAck.microseconds(atPercentile: 99)
+            }
         }
         samples.append(sample)
         last = (now, answered, m.batchDeliveries, m.rowChangesDelivered)

@@ -32,7 +32,10 @@ public struct OperationGenerator: Sendable {
 
     /// A generator for writer `writerID` on a list whose shared sections are
     /// `sharedSections`, owning `ownedRows` (row ID, section ID) at the start.
-    public init(writerID: String, sharedSections: [String], ownedRows: [(row: String, section: String)], mix: OperationMix, payloadBytes: Int, seed: UInt64) {
+    public init(
+        writerID: String, sharedSections: [String], ownedRows: [(row: String, section: String)], mix: OperationMix,
+        payloadBytes: Int, seed: UInt64
+    ) {
         precondition(!sharedSections.isEmpty, "a list needs at least one shared section")
         self.writerID = writerID
         self.sharedSections = sharedSections
@@ -51,7 +54,8 @@ public struct OperationGenerator: Sendable {
     public static func initialSections(rows: Int, sections: Int, payloadBytes: Int) -> [Section] {
         var result: [[Row]] = Array(repeating: [], count: sections)
         for k in 0..<rows {
-            result[k % sections].append(Row(id: "i\(k)", kind: "item", payload: payload(writer: "init", serial: k, bytes: payloadBytes)))
+            result[k % sections].append(
+                Row(id: "i\(k)", kind: "item", payload: payload(writer: "init", serial: k, bytes: payloadBytes)))
         }
         return (0..<sections).map { Section(id: "s\($0)", rows: result[$0]) }
     }
@@ -60,7 +64,9 @@ public struct OperationGenerator: Sendable {
     public static func sharedSectionIDs(_ sections: Int) -> [String] { (0..<sections).map { "s\($0)" } }
 
     /// The initial rows writer number `writer` (0-based among the list's `writers`) owns.
-    public static func initialOwnership(rows: Int, sections: Int, writers: Int, writer: Int) -> [(row: String, section: String)] {
+    public static func initialOwnership(
+        rows: Int, sections: Int, writers: Int, writer: Int
+    ) -> [(row: String, section: String)] {
         guard writers > 0 else { return [] }
         return stride(from: writer, to: rows, by: writers).map { ("i\($0)", "s\($0 % sections)") }
     }
@@ -158,7 +164,8 @@ public struct OperationGenerator: Sendable {
 
     private mutating func newRow(_ id: String) -> Row {
         nextPayload += 1
-        return Row(id: id, kind: "item", payload: Self.payload(writer: writerID, serial: nextPayload, bytes: payloadBytes))
+        return Row(
+            id: id, kind: "item", payload: Self.payload(writer: writerID, serial: nextPayload, bytes: payloadBytes))
     }
 
     private mutating func own(_ row: String, in section: String) {

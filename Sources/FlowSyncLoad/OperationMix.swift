@@ -59,7 +59,8 @@ public struct OperationMix: Hashable, Sendable, Codable, CustomStringConvertible
             guard pieces.count == 2 else { throw ParseError(description: "mix: '\(part)' is not NAME=PERCENT") }
             let name = pieces[0].trimmingWhitespace().lowercased()
             guard let kind = Kind.allCases.first(where: { $0.names.contains(name) }) else {
-                throw ParseError(description: "mix: unknown kind '\(name)' (insert, remove, move, update, cross, section)")
+                throw ParseError(
+                    description: "mix: unknown kind '\(name)' (insert, remove, move, update, cross, section)")
             }
             guard let value = Int(pieces[1].trimmingWhitespace()) else {
                 throw ParseError(description: "mix: '\(pieces[1])' is not a whole percentage")
@@ -71,11 +72,15 @@ public struct OperationMix: Hashable, Sendable, Codable, CustomStringConvertible
     }
 
     /// The default mix: a churning feed whose row count stays about constant.
-    public static let `default` = try! OperationMix([.insert: 35, .remove: 35, .move: 10, .update: 15, .crossSectionMove: 5])
+    public static let `default` = try! OperationMix([
+        .insert: 35, .remove: 35, .move: 10, .update: 15, .crossSectionMove: 5,
+    ])
     /// Only updates (row count and order stay fixed): the fan-out figure's shape.
     public static let updatesOnly = try! OperationMix([.update: 100])
     /// Every kind, section ops included (the `mixed` scenario).
-    public static let everything = try! OperationMix([.insert: 30, .remove: 25, .move: 10, .update: 20, .crossSectionMove: 10, .section: 5])
+    public static let everything = try! OperationMix([
+        .insert: 30, .remove: 25, .move: 10, .update: 20, .crossSectionMove: 10, .section: 5,
+    ])
 
     /// The share of `kind`, in percent.
     public subscript(kind: Kind) -> Int { percent[kind] ?? 0 }

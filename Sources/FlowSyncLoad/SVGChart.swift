@@ -81,50 +81,81 @@ public struct SVGChart: Sendable {
     ///
     /// - Complexity: O(points).
     public func render() -> String {
-        let drawable = series.map { s in s.points.map { p in (x: p.x, y: p.y.flatMap { y in Self.usable(y, yScale) && Self.usable(p.x, xScale) ? y : nil }) } }
-        let xs = series.flatMap { $0.points.map(\.x) }.filter { Self.usable($0, xScale) } + (xTicks ?? []).map(\.value) + xIncludes
+        let drawable = series.map { s in
+            s.points.map { p in
+                (x: p.x, y: p.y.flatMap { y in Self.usable(y, yScale) && Self.usable(p.x, xScale) ? y : nil })
+            }
+        }
+        let xs =
+            series.flatMap { $0.points.map(\.x) }.filter { Self.usable($0, xScale) } + (xTicks ?? []).map(\.value)
+            + xIncludes
         let ys = drawable.flatMap { $0.compactMap(\.y) }
         let xRange = Self.range(xs, scale: xScale, fallback: (0, 1))
-        let yRange = Self.range(ys + (yScale == .linear ? [0] : []), scale: yScale, fallback: yScale == .log10 ? (1, 10) : (0, 1))
-        func px(_ x: Double) -> Double { left + (Self.position(x, xScale) - Self.position(xRange.0, xScale)) / (Self.position(xRange.1, xScale) - Self.position(xRange.0, xScale)) * (right - left) }
-        func py(_ y: Double) -> Double { bottom - (Self.position(y, yScale) - Self.position(yRange.0, yScale)) / (Self.position(yRange.1, yScale) - Self.position(yRange.0, yScale)) * (bottom - top) }
+        let yRange = Self.range(
+            ys + (yScale == .linear ? [0] : []), scale: yScale, fallback: yScale == .log10 ? (1, 10) : (0, 1))
+        func px(_ x: Double) -> Double {
+            left + (Self.position(x, xScale) - Self.position(xRange.0, xScale))
+                / (Self.position(xRange.1, xScale) - Self.position(xRange.0, xScale)) * (right - left)
+        }
+        func py(_ y: Double) -> Double {
+            bottom - (Self.position(y, yScale) - Self.position(yRange.0, yScale))
+                / (Self.position(yRange.1, yScale) - Self.position(yRange.0, yScale)) * (bottom - top)
+        }
 
-        var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"\(Self.escape(id))\" class=\"chart\" viewBox=\"0 0 \(Self.f(width)) \(Self.f(height))\" width=\"\(Self.f(width))\" height=\"\(Self.f(height))\" role=\"img\" aria-label=\"\(Self.escape(title))\">\n"
+        var svg =
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"\(Self.escape(id))\" class=\"chart\" viewBox=\"0 0 \(Self.f(width)) \(Self.f(height))\" width=\"\(Self.f(width))\" height=\"\(Self.f(height))\" role=\"img\" aria-label=\"\(Self.escape(title))\">\n"
         svg += "<title>\(Self.escape(title))</title>\n"
         svg += "<rect x=\"0\" y=\"0\" width=\"\(Self.f(width))\" height=\"\(Self.f(height))\" fill=\"#ffffff\"/>\n"
-        svg += "<text x=\"\(Self.f(left))\" y=\"24\" font-size=\"16\" font-weight=\"bold\" fill=\"#222222\">\(Self.escape(title))</text>\n"
+        svg +=
+            "<text x=\"\(Self.f(left))\" y=\"24\" font-size=\"16\" font-weight=\"bold\" fill=\"#222222\">\(Self.escape(title))</text>\n"
         if let band, band.to > band.from {
             let a = px(max(band.from, xRange.0)), b = px(min(band.to, xRange.1))
-            svg += "<g class=\"band\"><rect x=\"\(Self.f(a))\" y=\"\(Self.f(top))\" width=\"\(Self.f(max(0, b - a)))\" height=\"\(Self.f(bottom - top))\" fill=\"#eef3fb\"/>"
-            svg += "<text x=\"\(Self.f(a + 4))\" y=\"\(Self.f(top + 14))\" font-size=\"11\" fill=\"#5577aa\">\(Self.escape(band.label))</text></g>\n"
+            svg +=
+                "<g class=\"band\"><rect x=\"\(Self.f(a))\" y=\"\(Self.f(top))\" width=\"\(Self.f(max(0, b - a)))\" height=\"\(Self.f(bottom - top))\" fill=\"#eef3fb\"/>"
+            svg +=
+                "<text x=\"\(Self.f(a + 4))\" y=\"\(Self.f(top + 14))\" font-size=\"11\" fill=\"#5577aa\">\(Self.escape(band.label))</text></g>\n"
         }
         // Grid and ticks.
         svg += "<g class=\"axes\" font-size=\"11\" fill=\"#444444\" stroke-width=\"1\">\n"
         for tick in Self.ticks(yRange, scale: yScale, format: yFormat) {
             let y = py(tick.value)
-            svg += "<line x1=\"\(Self.f(left))\" y1=\"\(Self.f(y))\" x2=\"\(Self.f(right))\" y2=\"\(Self.f(y))\" stroke=\"#dddddd\"/>"
-            svg += "<text x=\"\(Self.f(left - 6))\" y=\"\(Self.f(y + 4))\" text-anchor=\"end\">\(Self.escape(tick.label))</text>\n"
+            svg +=
+                "<line x1=\"\(Self.f(left))\" y1=\"\(Self.f(y))\" x2=\"\(Self.f(right))\" y2=\"\(Self.f(y))\" stroke=\"#dddddd\"/>"
+            svg +=
+                "<text x=\"\(Self.f(left - 6))\" y=\"\(Self.f(y + 4))\" text-anchor=\"end\">\(Self.escape(tick.label))</text>\n"
         }
         for tick in xTicks ?? Self.ticks(xRange, scale: xScale, format: { LoadReport.number($0) }) {
             let x = px(tick.value)
-            svg += "<line x1=\"\(Self.f(x))\" y1=\"\(Self.f(top))\" x2=\"\(Self.f(x))\" y2=\"\(Self.f(bottom))\" stroke=\"#eeeeee\"/>"
-            svg += "<text x=\"\(Self.f(x))\" y=\"\(Self.f(bottom + 16))\" text-anchor=\"middle\">\(Self.escape(tick.label))</text>\n"
+            svg +=
+                "<line x1=\"\(Self.f(x))\" y1=\"\(Self.f(top))\" x2=\"\(Self.f(x))\" y2=\"\(Self.f(bottom))\" stroke=\"#eeeeee\"/>"
+            svg +=
+                "<text x=\"\(Self.f(x))\" y=\"\(Self.f(bottom + 16))\" text-anchor=\"middle\">\(Self.escape(tick.label))</text>\n"
         }
-        svg += "<line x1=\"\(Self.f(left))\" y1=\"\(Self.f(bottom))\" x2=\"\(Self.f(right))\" y2=\"\(Self.f(bottom))\" stroke=\"#888888\"/>"
-        svg += "<line x1=\"\(Self.f(left))\" y1=\"\(Self.f(top))\" x2=\"\(Self.f(left))\" y2=\"\(Self.f(bottom))\" stroke=\"#888888\"/>\n"
-        svg += "<text x=\"\(Self.f((left + right) / 2))\" y=\"\(Self.f(bottom + 34))\" text-anchor=\"middle\">\(Self.escape(xLabel))</text>"
-        svg += "<text x=\"16\" y=\"\(Self.f((top + bottom) / 2))\" text-anchor=\"middle\" transform=\"rotate(-90 16 \(Self.f((top + bottom) / 2)))\">\(Self.escape(yLabel))</text>\n"
+        svg +=
+            "<line x1=\"\(Self.f(left))\" y1=\"\(Self.f(bottom))\" x2=\"\(Self.f(right))\" y2=\"\(Self.f(bottom))\" stroke=\"#888888\"/>"
+        svg +=
+            "<line x1=\"\(Self.f(left))\" y1=\"\(Self.f(top))\" x2=\"\(Self.f(left))\" y2=\"\(Self.f(bottom))\" stroke=\"#888888\"/>\n"
+        svg +=
+            "<text x=\"\(Self.f((left + right) / 2))\" y=\"\(Self.f(bottom + 34))\" text-anchor=\"middle\">\(Self.escape(xLabel))</text>"
+        svg +=
+            "<text x=\"16\" y=\"\(Self.f((top + bottom) / 2))\" text-anchor=\"middle\" transform=\"rotate(-90 16 \(Self.f((top + bottom) / 2)))\">\(Self.escape(yLabel))</text>\n"
         svg += "</g>\n"
         // Series, then the legend under the plot.
         for (s, points) in zip(series, drawable) {
             var runs: [[String]] = [[]]
             for p in points {
-                if let y = p.y { runs[runs.count - 1].append("\(Self.f(px(p.x))),\(Self.f(py(y)))") } else if !runs[runs.count - 1].isEmpty { runs.append([]) }
+                if let y = p.y {
+                    runs[runs.count - 1].append("\(Self.f(px(p.x))),\(Self.f(py(y)))")
+                } else if !runs[runs.count - 1].isEmpty {
+                    runs.append([])
+                }
             }
             runs = runs.filter { !$0.isEmpty }
-            svg += "<g class=\"series\" data-series=\"\(Self.escape(s.id))\" data-points=\"\(runs.reduce(0) { $0 + $1.count })\" stroke=\"\(Self.escape(s.color))\" fill=\"\(Self.escape(s.color))\">"
+            svg +=
+                "<g class=\"series\" data-series=\"\(Self.escape(s.id))\" data-points=\"\(runs.reduce(0) { $0 + $1.count })\" stroke=\"\(Self.escape(s.color))\" fill=\"\(Self.escape(s.color))\">"
             for run in runs {
-                svg += run.count == 1
+                svg +=
+                    run.count == 1
                     ? "<circle cx=\"\(run[0].split(separator: ",")[0])\" cy=\"\(run[0].split(separator: ",")[1])\" r=\"2.5\"/>"
                     : "<polyline fill=\"none\" stroke-width=\"2\" points=\"\(run.joined(separator: " "))\"/>"
             }
@@ -133,7 +164,8 @@ public struct SVGChart: Sendable {
         svg += "<g class=\"legend\" font-size=\"12\" fill=\"#222222\">"
         var x = left
         for s in series {
-            svg += "<rect x=\"\(Self.f(x))\" y=\"\(Self.f(height - 18))\" width=\"14\" height=\"4\" fill=\"\(Self.escape(s.color))\"/>"
+            svg +=
+                "<rect x=\"\(Self.f(x))\" y=\"\(Self.f(height - 18))\" width=\"14\" height=\"4\" fill=\"\(Self.escape(s.color))\"/>"
             svg += "<text x=\"\(Self.f(x + 20))\" y=\"\(Self.f(height - 13))\">\(Self.escape(s.label))</text>"
             x += 28 + Double(s.label.count) * 6.6
         }
@@ -145,7 +177,9 @@ public struct SVGChart: Sendable {
 
     static func usable(_ value: Double, _ scale: Scale) -> Bool { value.isFinite && (scale == .linear || value > 0) }
 
-    static func position(_ value: Double, _ scale: Scale) -> Double { scale == .linear ? value : Foundation.log10(value) }
+    static func position(_ value: Double, _ scale: Scale) -> Double {
+        scale == .linear ? value : Foundation.log10(value)
+    }
 
     /// The range to draw: the data's, widened to whole decades on a log scale and to a
     /// non-empty span on either.

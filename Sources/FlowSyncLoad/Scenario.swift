@@ -20,11 +20,15 @@ public enum Scenario: String, CaseIterable, Sendable, Codable {
     /// What the scenario measures, for `--help` and the report.
     public var summary: String {
         switch self {
-        case .fanout: return "1 list, 1,000 subscribers, 1 writer (closed loop, 16 in flight, 10 updates each); row changes delivered/s"
+        case .fanout:
+            return
+                "1 list, 1,000 subscribers, 1 writer (closed loop, 16 in flight, 10 updates each); row changes delivered/s"
         case .writers: return "1 list, 50 writers, 50 subscribers; committed mutations/s and write→ack latency"
         case .mixed: return "4 lists × 20 subscribers, 8 writers, every op kind incl. section ops"
         case .resumeStorm: return "1 list, 1,000 subscribers; all dropped and resumed mid-run while writes go on"
-        case .slowConsumers: return "1 list, 100 subscribers of which 10 (64 KiB receive buffers) stop reading 4 s out of every 6 s; 1,500 mutations/s of 5 × 1 KB rows"
+        case .slowConsumers:
+            return
+                "1 list, 100 subscribers of which 10 (64 KiB receive buffers) stop reading 4 s out of every 6 s; 1,500 mutations/s of 5 × 1 KB rows"
         case .manyLists: return "1,000 lists × 10 subscribers, 100 writers"
         case .connections: return "5,000 idle subscribed connections on 50 lists, 1 writer at 10 mutations/s"
         }

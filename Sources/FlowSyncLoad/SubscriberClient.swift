@@ -38,14 +38,17 @@ final class SubscriberClient: LoadConnection {
     }
 
     override func didBecomeReady() {
-        if droppedAt == nil { context.metrics.subscribersEstablished += 1 }   // reconnects are counted apart
+        if droppedAt == nil { context.metrics.subscribersEstablished += 1 }  // reconnects are counted apart
         if let position {
             awaitingAnswer = position
             awaitingFresh = false
         } else {
             awaitingFresh = true
         }
-        send([context.encoder.encode(.subscribe(Subscribe(listName: listName, resumeFrom: position, digest: position == nil ? nil : digest)))])
+        send([
+            context.encoder.encode(
+                .subscribe(Subscribe(listName: listName, resumeFrom: position, digest: position == nil ? nil : digest)))
+        ])
     }
 
     /// Drops the connection and reconnects with resume (the resume storm).
@@ -72,8 +75,12 @@ final class SubscriberClient: LoadConnection {
         case .snapshot(let snapshot) where snapshot.listName == listName:
             if isFull {
                 do {
-                    director = try Director(sections: snapshot.sections, limits: DirectorLimits(maxSections: 1_000_000, maxRows: 100_000_000))
-                    if director!.digest != snapshot.digest { fail("snapshot digest mismatch at \(snapshot.position)", digest: true) }
+                    director = try Director(
+                        sections: snapshot.sections,
+                        limits: DirectorLimits(maxSections: 1_000_000, maxRows: 100_000_000))
+                    if director!.digest != snapshot.digest {
+                        fail("snapshot digest mismatch at \(snapshot.position)", digest: true)
+                    }
                 } catch {
                     fail("snapshot at \(snapshot.position) does not load: \(error)", apply: true)
                 }
@@ -89,7 +96,7 @@ final class SubscriberClient: LoadConnection {
             }
             recovered(viaDiff: false)
         case .diff(let diff) where diff.listName == listName:
-            if awaitingFresh { return }   // cannot happen on a fresh connection; ignore like the spec says
+            if awaitingFresh { return }  // cannot happen on a fresh connection; ignore like the spec says
             if let resume = awaitingAnswer {
                 awaitingAnswer = nil
                 guard diff.from == resume else {

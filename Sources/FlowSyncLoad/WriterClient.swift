@@ -109,7 +109,9 @@ final class WriterClient: LoadConnection {
                 metrics.mutationsRejected += 1
                 metrics.rejectsByCode[reject.code.rawValue, default: 0] += 1
             }
-            if metrics.rejectExamples.count < 10 { metrics.rejectExamples.append("\(clientID) seq \(reject.seq): \(reject.code) \(reject.message)") }
+            if metrics.rejectExamples.count < 10 {
+                metrics.rejectExamples.append("\(clientID) seq \(reject.seq): \(reject.code) \(reject.message)")
+            }
             pump(now: MonotonicClock.nanoseconds())
         case .error(let error):
             metrics.protocolError("\(clientID): \(error.code) \(error.message)")

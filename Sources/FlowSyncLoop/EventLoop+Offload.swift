@@ -31,19 +31,22 @@ extension EventLoop {
         // One retained reference for libuv, released in the after-callback (rule 13).
         request.pointee.data = Unmanaged.passRetained(job as OffloadJobBase).toOpaque()
         offloadCount += 1
-        let result = uv_queue_work(raw, request, { request in
-            guard let request else { return }
-            // Pool thread: only the job's Sendable work and its output slot.
-            Unmanaged<OffloadJobBase>.fromOpaque(request.pointee.data).takeUnretainedValue().runWork()
-        }, { request, _ in
-            // Loop thread. libuv orders the pool thread's writes before this callback
-            // (it hands the request back under its own mutex and an async wake-up).
-            guard let request else { return }
-            let job = Unmanaged<OffloadJobBase>.fromOpaque(request.pointee.data).takeRetainedValue()
-            request.deallocate()
-            job.loop.offloadCount -= 1
-            job.complete()
-        })
+        let result = uv_queue_work(
+            raw, request,
+            { request in
+                guard let request else { return }
+                // Pool thread: only the job's Sendable work and its output slot.
+                Unmanaged<OffloadJobBase>.fromOpaque(request.pointee.data).takeUnretainedValue().runWork()
+            },
+            { request, _ in
+                // Loop thread. libuv orders the pool thread's writes before this callback
+                // (it hands the request back under its own mutex and an async wake-up).
+                guard let request else { return }
+                let job = Unmanaged<OffloadJobBase>.fromOpaque(request.pointee.data).takeRetainedValue()
+                request.deallocate()
+                job.loop.offloadCount -= 1
+                job.complete()
+            })
         // uv_queue_work fails only for a NULL work callback.
         precondition(result == 0, "uv_queue_work failed: \(result)")
     }

@@ -1,5 +1,6 @@
 import CLibUV
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -95,7 +96,7 @@ public final class EventLoop: @unchecked Sendable {
         jobs.withLock { queue in
             guard queue != nil else { return false }
             queue!.append(job)
-            uv_async_send(async)   // under the lock: see rule 2
+            uv_async_send(async)  // under the lock: see rule 2
             return true
         }
     }
@@ -133,13 +134,16 @@ public final class EventLoop: @unchecked Sendable {
         let collector = Collector()
         let asyncHandle = UnsafeMutableRawPointer(async)
         withExtendedLifetime(collector) {
-            uv_walk(raw, { handle, arg in
-                guard let handle, let arg else { return }
-                Unmanaged<Collector>.fromOpaque(arg).takeUnretainedValue().handles.append(handle)
-            }, Unmanaged.passUnretained(collector).toOpaque())
+            uv_walk(
+                raw,
+                { handle, arg in
+                    guard let handle, let arg else { return }
+                    Unmanaged<Collector>.fromOpaque(arg).takeUnretainedValue().handles.append(handle)
+                }, Unmanaged.passUnretained(collector).toOpaque())
         }
         var count = 0
-        for handle in collector.handles where UnsafeMutableRawPointer(handle) != asyncHandle && uv_is_closing(handle) == 0 {
+        for handle in collector.handles
+        where UnsafeMutableRawPointer(handle) != asyncHandle && uv_is_closing(handle) == 0 {
             count += 1
             Unmanaged<LoopHandle>.fromOpaque(handle.pointee.data).takeUnretainedValue().close()
         }

@@ -1,7 +1,8 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 
 /// Runs an ``EventLoop`` on a dedicated thread — for the client SDK, the load tester
 /// and tests (the daemon runs its loop on the main thread instead).
@@ -17,7 +18,10 @@ public final class EventLoopThread: Sendable {
     /// Creates the loop and starts its thread.
     public init() throws(UVError) {
         loop = try EventLoop()
-        final class Box { let body: () -> Void; init(_ b: @escaping () -> Void) { body = b } }
+        final class Box {
+            let body: () -> Void
+            init(_ b: @escaping () -> Void) { body = b }
+        }
         let box = Box { [loop, state] in
             Self.blockSIGPIPEOnThisThread()
             loop.run()
@@ -25,11 +29,13 @@ public final class EventLoopThread: Sendable {
         }
         var tid = pthread_t()
         let arg = Unmanaged.passRetained(box).toOpaque()
-        let rc = pthread_create(&tid, nil, { arg in
-            let box = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
-            box.body()
-            return nil
-        }, arg)
+        let rc = pthread_create(
+            &tid, nil,
+            { arg in
+                let box = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
+                box.body()
+                return nil
+            }, arg)
         precondition(rc == 0, "pthread_create failed: \(rc)")
         state.thread.withLock { $0 = tid }
     }

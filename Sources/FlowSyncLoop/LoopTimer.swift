@@ -17,11 +17,13 @@ public final class LoopTimer: LoopHandle {
     public func start(after timeout: UInt64, repeat interval: UInt64 = 0, _ callback: @escaping () -> Void) {
         guard !isClosing else { return }
         self.callback = callback
-        uv_timer_start(timer, { raw in
-            guard let raw else { return }
-            let me = Unmanaged<LoopTimer>.fromOpaque(raw.pointee.data).takeUnretainedValue()
-            me.callback?()
-        }, timeout, interval)
+        uv_timer_start(
+            timer,
+            { raw in
+                guard let raw else { return }
+                let me = Unmanaged<LoopTimer>.fromOpaque(raw.pointee.data).takeUnretainedValue()
+                me.callback?()
+            }, timeout, interval)
     }
 
     /// Stops the timer (it can be started again).
@@ -98,10 +100,12 @@ public final class SignalWatcher: LoopHandle {
         self.signal = signal
         self.callback = callback
         super.init(loop: loop, handle: CLibUV_signal_as_handle(signal), deallocate: { signal.deallocate() })
-        let result = uv_signal_start(signal, { raw, signum in
-            guard let raw else { return }
-            Unmanaged<SignalWatcher>.fromOpaque(raw.pointee.data).takeUnretainedValue().callback?(signum)
-        }, signum)
+        let result = uv_signal_start(
+            signal,
+            { raw, signum in
+                guard let raw else { return }
+                Unmanaged<SignalWatcher>.fromOpaque(raw.pointee.data).takeUnretainedValue().callback?(signum)
+            }, signum)
         if result < 0 {
             close()
             throw UVError(code: result, operation: "uv_signal_start")

@@ -1,4 +1,5 @@
 import CLibUV
+
 #if canImport(Glibc)
 import Glibc
 #endif

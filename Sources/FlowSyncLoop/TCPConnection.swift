@@ -1,4 +1,5 @@
 import CLibUV
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -37,7 +38,8 @@ public final class TCPConnection: LoopHandle {
     init(loop: EventLoop, unixSocket: Bool = false) {
         // One allocation that fits a uv_tcp_t or a uv_pipe_t: both begin with the
         // uv_stream_t fields, which is all the read/write paths use.
-        let raw = UnsafeMutableRawPointer.allocate(byteCount: max(MemoryLayout<uv_tcp_t>.size, MemoryLayout<uv_pipe_t>.size), alignment: 16)
+        let raw = UnsafeMutableRawPointer.allocate(
+            byteCount: max(MemoryLayout<uv_tcp_t>.size, MemoryLayout<uv_pipe_t>.size), alignment: 16)
         let tcp = raw.bindMemory(to: uv_tcp_t.self, capacity: 1)
         if unixSocket {
             uv_pipe_init(loop.raw, UnsafeMutablePointer<uv_pipe_t>(OpaquePointer(raw)), 0)
@@ -78,22 +80,27 @@ public final class TCPConnection: LoopHandle {
         final class Context {
             let connection: TCPConnection
             let completion: (Result<TCPConnection, UVError>) -> Void
-            init(_ c: TCPConnection, _ k: @escaping (Result<TCPConnection, UVError>) -> Void) { connection = c; completion = k }
+            init(_ c: TCPConnection, _ k: @escaping (Result<TCPConnection, UVError>) -> Void) {
+                connection = c
+                completion = k
+            }
         }
         let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
         request.pointee.data = Unmanaged.passRetained(Context(connection, completion)).toOpaque()
-        let result = address.withSockaddr { uv_tcp_connect(request, connection.tcp, $0) { request, status in
-            guard let request else { return }
-            let context = Unmanaged<Context>.fromOpaque(request.pointee.data).takeRetainedValue()
-            request.deallocate()
-            if status < 0 {
-                context.connection.close()
-                context.completion(.failure(UVError(code: status, operation: "uv_tcp_connect")))
-            } else {
-                context.connection.setNoDelay()
-                context.completion(.success(context.connection))
+        let result = address.withSockaddr {
+            uv_tcp_connect(request, connection.tcp, $0) { request, status in
+                guard let request else { return }
+                let context = Unmanaged<Context>.fromOpaque(request.pointee.data).takeRetainedValue()
+                request.deallocate()
+                if status < 0 {
+                    context.connection.close()
+                    context.completion(.failure(UVError(code: status, operation: "uv_tcp_connect")))
+                } else {
+                    context.connection.setNoDelay()
+                    context.completion(.success(context.connection))
+                }
             }
-        } }
+        }
         if result < 0 {
             Unmanaged<Context>.fromOpaque(request.pointee.data).release()
             request.deallocate()
@@ -144,22 +151,25 @@ public final class TCPConnection: LoopHandle {
 
     /// Starts delivering reads to ``onRead``.
     public func startReading() throws(UVError) {
-        let result = uv_read_start(stream, { handle, _, buf in
-            guard let handle, let buf else { return }
-            let me = Unmanaged<TCPConnection>.fromOpaque(handle.pointee.data).takeUnretainedValue()
-            // The loop's buffer: free here, since reads on one loop never overlap
-            // (EventLoop.readBuffer says why).
-            let buffer = me.loop.readBuffer
-            buf.pointee = uv_buf_init(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(buffer.count))
-        }, { stream, nread, _ in
-            guard let stream else { return }
-            let me = Unmanaged<TCPConnection>.fromOpaque(stream.pointee.data).takeUnretainedValue()
-            if nread > 0 {
-                me.onRead?(UnsafeRawBufferPointer(rebasing: me.loop.readBuffer[0..<nread]))
-            } else if nread < 0 {
-                me.end(nread == Int(UV_EOF.rawValue) ? nil : UVError(code: Int32(nread), operation: "read"))
-            }
-        })
+        let result = uv_read_start(
+            stream,
+            { handle, _, buf in
+                guard let handle, let buf else { return }
+                let me = Unmanaged<TCPConnection>.fromOpaque(handle.pointee.data).takeUnretainedValue()
+                // The loop's buffer: free here, since reads on one loop never overlap
+                // (EventLoop.readBuffer says why).
+                let buffer = me.loop.readBuffer
+                buf.pointee = uv_buf_init(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(buffer.count))
+            },
+            { stream, nread, _ in
+                guard let stream else { return }
+                let me = Unmanaged<TCPConnection>.fromOpaque(stream.pointee.data).takeUnretainedValue()
+                if nread > 0 {
+                    me.onRead?(UnsafeRawBufferPointer(rebasing: me.loop.readBuffer[0..<nread]))
+                } else if nread < 0 {
+                    me.end(nread == Int(UV_EOF.rawValue) ? nil : UVError(code: Int32(nread), operation: "read"))
+                }
+            })
         try UVError.check(result, "uv_read_start")
     }
 
@@ -211,7 +221,10 @@ public final class TCPConnection: LoopHandle {
         try queueCopy(of: remainder) { payload in
             var offset = 0
             for chunk in chunks {
-                if skip >= chunk.count { skip -= chunk.count; continue }
+                if skip >= chunk.count {
+                    skip -= chunk.count
+                    continue
+                }
                 chunk.withUnsafeBytes { bytes in
                     let part = UnsafeRawBufferPointer(rebasing: bytes[skip...])
                     (payload + offset).copyMemory(from: part.baseAddress!, byteCount: part.count)
@@ -236,7 +249,8 @@ public final class TCPConnection: LoopHandle {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return queuedBytes }
         var written = 0
         if queuedBytes == 0 {
-            var buf = uv_buf_init(UnsafeMutableRawPointer(mutating: base).assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
+            var buf = uv_buf_init(
+                UnsafeMutableRawPointer(mutating: base).assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
             written = Int(uv_try_write(stream, &buf, 1))
             if written < 0 {
                 if written != Int(UV_EAGAIN.rawValue) { throw UVError(code: Int32(written), operation: "uv_try_write") }
@@ -283,14 +297,18 @@ public final class TCPConnection: LoopHandle {
     private func tryWrite(_ chunks: ArraySlice<[UInt8]>, skipping: Int) -> Int32 {
         // Build the iovec from the arrays' storage; the pointers are used only inside
         // this call, while the arrays are alive and unmutated.
-        func gather(_ index: Int, _ skip: Int, _ bufs: UnsafeMutableBufferPointer<uv_buf_t>, _ count: inout Int) -> Int32 {
+        func gather(
+            _ index: Int, _ skip: Int, _ bufs: UnsafeMutableBufferPointer<uv_buf_t>, _ count: inout Int
+        ) -> Int32 {
             if index == chunks.endIndex {
                 return uv_try_write(stream, bufs.baseAddress, UInt32(count))
             }
             return chunks[index].withUnsafeBytes { bytes in
                 // The first `skip` bytes were sent already (by another path).
                 if bytes.count > skip {
-                    bufs[count] = uv_buf_init(UnsafeMutableRawPointer(mutating: bytes.baseAddress! + skip).assumingMemoryBound(to: CChar.self), UInt32(bytes.count - skip))
+                    bufs[count] = uv_buf_init(
+                        UnsafeMutableRawPointer(mutating: bytes.baseAddress! + skip).assumingMemoryBound(
+                            to: CChar.self), UInt32(bytes.count - skip))
                     count += 1
                 }
                 return gather(index + 1, max(0, skip - bytes.count), bufs, &count)
@@ -303,7 +321,9 @@ public final class TCPConnection: LoopHandle {
             joined.reserveCapacity(chunks.reduce(0) { $0 + $1.count })
             for chunk in chunks { joined.append(contentsOf: chunk) }
             return joined.withUnsafeBytes { bytes in
-                var buf = uv_buf_init(UnsafeMutableRawPointer(mutating: bytes.baseAddress! + skipping).assumingMemoryBound(to: CChar.self), UInt32(bytes.count - skipping))
+                var buf = uv_buf_init(
+                    UnsafeMutableRawPointer(mutating: bytes.baseAddress! + skipping).assumingMemoryBound(
+                        to: CChar.self), UInt32(bytes.count - skipping))
                 return uv_try_write(stream, &buf, 1)
             }
         }

@@ -1,4 +1,5 @@
 import CLibUV
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -30,7 +31,10 @@ public final class UnixListener: LoopHandle {
         do throws(UVError) {
             var info = stat()
             if lstat(path, &info) == 0 {
-                guard (info.st_mode & S_IFMT) == S_IFSOCK else { throw UVError(code: -EEXIST, operation: "unix socket \(path): a file that is not a socket is in the way") }
+                guard (info.st_mode & S_IFMT) == S_IFSOCK else {
+                    throw UVError(
+                        code: -EEXIST, operation: "unix socket \(path): a file that is not a socket is in the way")
+                }
                 unlink(path)
             }
             try UVError.check(uv_pipe_bind(pipe, path), "uv_pipe_bind \(path)")

@@ -69,18 +69,21 @@ extension ClusterLog {
     /// while it was down or cut off are served now rather than when their nodes forward
     /// them again.
     public func waitingLists(_ completion: @escaping (Result<[WaitingList], PostgresError>) -> Void) {
-        connection.send("""
+        connection.send(
+            """
             SELECT DISTINCT i.list, l.owner IS DISTINCT FROM $1
             FROM fs_inbox i JOIN fs_lists l ON l.list = i.list
             WHERE l.owner = $1 OR l.owner IS NULL
                OR NOT EXISTS (SELECT 1 FROM fs_leases s WHERE s.node = l.owner AND s.expires_at > clock_timestamp())
-            """, [.text(node)]) { result in
-            completion(result.map { rows in
-                rows.rows.compactMap { row in
-                    guard let list = row.first ?? nil else { return nil }
-                    return WaitingList(list: list, free: row.count > 1 && row[1] == "t")
-                }
-            })
+            """, [.text(node)]
+        ) { result in
+            completion(
+                result.map { rows in
+                    rows.rows.compactMap { row in
+                        guard let list = row.first ?? nil else { return nil }
+                        return WaitingList(list: list, free: row.count > 1 && row[1] == "t")
+                    }
+                })
         }
     }
 
@@ -89,13 +92,17 @@ extension ClusterLog {
     /// ``inboxChannel``, which makes it claim the list — in one statement. `true` when
     /// released; `false` when this node no longer owned it at that term (it was fenced
     /// meanwhile: another node claimed it).
-    public func handOver(list: String, ownership: Ownership, to node: String,
-                         _ completion: @escaping (Result<Bool, PostgresError>) -> Void) {
-        connection.send("""
+    public func handOver(
+        list: String, ownership: Ownership, to node: String,
+        _ completion: @escaping (Result<Bool, PostgresError>) -> Void
+    ) {
+        connection.send(
+            """
             WITH released AS (
                 UPDATE fs_lists SET owner = NULL WHERE list = $1 AND owner = $2 AND term = $3::bigint RETURNING list)
             SELECT pg_notify('\(Self.inboxChannel)', $4 || ' ' || list) FROM released
-            """, [.text(list), .text(self.node), .text("\(ownership.term)"), .text(node)]) { result in
+            """, [.text(list), .text(self.node), .text("\(ownership.term)"), .text(node)]
+        ) { result in
             completion(result.map { $0.rows.count == 1 })
         }
     }

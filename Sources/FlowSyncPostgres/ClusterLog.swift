@@ -170,10 +170,12 @@ public final class ClusterLog {
 
     /// Extends this node's lease to `milliseconds` from now, on PostgreSQL's clock.
     public func renewLease(milliseconds: Int, _ completion: @escaping (Result<Void, PostgresError>) -> Void) {
-        connection.send("""
+        connection.send(
+            """
             INSERT INTO fs_leases (node, expires_at) VALUES ($1, clock_timestamp() + $2::bigint * interval '1 millisecond')
             ON CONFLICT (node) DO UPDATE SET expires_at = EXCLUDED.expires_at
-            """, [.text(node), .text("\(milliseconds)")]) { result in
+            """, [.text(node), .text("\(milliseconds)")]
+        ) { result in
             completion(result.map { _ in () })
         }
     }
@@ -182,16 +184,22 @@ public final class ClusterLog {
     /// is already ours or — with `takeFree` — has no owner or its owner's lease has
     /// expired, and only while this node's own lease is alive. `nil`: not taken
     /// (another live node owns it, or it is free and `takeFree` is false).
-    public func claim(list: String, epoch: Int64, takeFree: Bool = true, _ completion: @escaping (Result<Ownership?, PostgresError>) -> Void) {
+    public func claim(
+        list: String, epoch: Int64, takeFree: Bool = true,
+        _ completion: @escaping (Result<Ownership?, PostgresError>) -> Void
+    ) {
         // Two statements, pipelined: the insert must be committed for the update to see
         // a new list's row (one statement's CTEs share a snapshot).
-        connection.send("INSERT INTO fs_lists (list, epoch, head, owner, term) VALUES ($1, $2::bigint, 0, NULL, 0) ON CONFLICT (list) DO NOTHING",
-                        [.text(list), .text("\(epoch)")]) { _ in }
+        connection.send(
+            "INSERT INTO fs_lists (list, epoch, head, owner, term) VALUES ($1, $2::bigint, 0, NULL, 0) ON CONFLICT (list) DO NOTHING",
+            [.text(list), .text("\(epoch)")]
+        ) { _ in }
         // A claim notifies ``claimsChannel`` in the same statement (so only when it
         // commits): the nodes with writes waiting for the list send them to the new
         // owner at once. Claims are rare (a load, a take-over), never per batch: the
         // notification's server-wide lock stays out of the appends' path.
-        connection.send("""
+        connection.send(
+            """
             WITH claimed AS (
                 UPDATE fs_lists SET owner = $2, term = term + 1
                 WHERE list = $1
@@ -201,20 +209,27 @@ public final class ClusterLog {
                 RETURNING term, epoch, head, list)
             SELECT term, epoch, head, pg_notify('\(Self.claimsChannel)', term::text || ' ' || octet_length($2)::text || ' ' || $2 || list)
             FROM claimed
-            """, [.text(list), .text(node), .text(takeFree ? "true" : "false")]) { result in
-            completion(result.map { rows in
-                guard rows.rows.count == 1, let term = rows.int(0, 0), let epoch = rows.int(0, 1), let head = rows.int(0, 2) else { return nil }
-                return Ownership(term: term, epoch: epoch, head: head)
-            })
+            """, [.text(list), .text(node), .text(takeFree ? "true" : "false")]
+        ) { result in
+            completion(
+                result.map { rows in
+                    guard rows.rows.count == 1, let term = rows.int(0, 0), let epoch = rows.int(0, 1),
+                        let head = rows.int(0, 2)
+                    else { return nil }
+                    return Ownership(term: term, epoch: epoch, head: head)
+                })
         }
     }
 
     /// Appends batch `version` of `list` under `ownership`: the fenced statement (see the
     /// type's notes). Acknowledge the batch's writes only after `.appended`. It notifies
     /// nobody: announce it with ``announce(_:_:)`` once it committed.
-    public func append(list: String, ownership: Ownership, version: Int64, body: [UInt8],
-                       _ completion: @escaping (Result<AppendOutcome, PostgresError>) -> Void) {
-        connection.send("""
+    public func append(
+        list: String, ownership: Ownership, version: Int64, body: [UInt8],
+        _ completion: @escaping (Result<AppendOutcome, PostgresError>) -> Void
+    ) {
+        connection.send(
+            """
             WITH advanced AS (
                 UPDATE fs_lists SET head = $5::bigint
                 WHERE list = $1 AND owner = $2 AND term = $3::bigint AND epoch = $4::bigint AND head = $5::bigint - 1
@@ -223,7 +238,12 @@ public final class ClusterLog {
                 INSERT INTO fs_batches (list, epoch, version, body) SELECT $1, $4::bigint, $5::bigint, $6::bytea FROM advanced
                 RETURNING version)
             SELECT version FROM inserted
-            """, [.text(list), .text(node), .text("\(ownership.term)"), .text("\(ownership.epoch)"), .text("\(version)"), .bytes(body)]) { result in
+            """,
+            [
+                .text(list), .text(node), .text("\(ownership.term)"), .text("\(ownership.epoch)"), .text("\(version)"),
+                .bytes(body),
+            ]
+        ) { result in
             completion(result.map { $0.rows.count == 1 ? .appended : .fenced })
         }
     }
@@ -242,12 +262,16 @@ public final class ClusterLog {
     /// ``batchesChannel`` notification: a follower at the version before applies it
     /// without reading `fs_batches` (issue #33). Nodes of an older build listen only on
     /// ``batchesChannel``, which is why both are sent.
-    public func announce(_ batches: [(list: String, version: Int64, frame: [UInt8]?)],
-                         _ completion: @escaping (Result<Void, PostgresError>) -> Void) {
+    public func announce(
+        _ batches: [(list: String, version: Int64, frame: [UInt8]?)],
+        _ completion: @escaping (Result<Void, PostgresError>) -> Void
+    ) {
         var channels: [String] = []
         var payloads: [String] = []
         for batch in batches {
-            if let frame = batch.frame, let payload = Self.framePayload(list: batch.list, version: batch.version, frame: frame) {
+            if let frame = batch.frame,
+                let payload = Self.framePayload(list: batch.list, version: batch.version, frame: frame)
+            {
                 channels.append(Self.framesChannel)
                 payloads.append(payload)
             }
@@ -256,8 +280,10 @@ public final class ClusterLog {
         }
         // unnest yields the pairs in order, and notifications are delivered in the
         // order a transaction sent them.
-        connection.send("SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS t(c, p)",
-                        [.text(Self.arrayLiteral(channels)), .text(Self.arrayLiteral(payloads))]) { result in
+        connection.send(
+            "SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS t(c, p)",
+            [.text(Self.arrayLiteral(channels)), .text(Self.arrayLiteral(payloads))]
+        ) { result in
             completion(result.map { _ in () })
         }
     }
@@ -285,10 +311,10 @@ public final class ClusterLog {
     public static func parseFrameNotification(_ payload: String) -> (list: String, version: Int64, frame: [UInt8])? {
         let bytes = Array(payload.utf8)
         guard let space = bytes.firstIndex(of: UInt8(ascii: " ")), space > 0,
-              let version = Int64(String(decoding: bytes[..<space], as: UTF8.self)), version > 0,
-              let colon = bytes[(space + 1)...].firstIndex(of: UInt8(ascii: ":")), colon > space + 1, colon - space <= 6,
-              let count = Int(String(decoding: bytes[(space + 1)..<colon], as: UTF8.self)), count > 0,
-              count <= bytes.count - (colon + 1)
+            let version = Int64(String(decoding: bytes[..<space], as: UTF8.self)), version > 0,
+            let colon = bytes[(space + 1)...].firstIndex(of: UInt8(ascii: ":")), colon > space + 1, colon - space <= 6,
+            let count = Int(String(decoding: bytes[(space + 1)..<colon], as: UTF8.self)), count > 0,
+            count <= bytes.count - (colon + 1)
         else { return nil }
         let list = String(decoding: bytes[(colon + 1)..<(colon + 1 + count)], as: UTF8.self)
         let hex = bytes[(colon + 1 + count)...]
@@ -328,7 +354,9 @@ public final class ClusterLog {
 
     /// Parses a ``batchesChannel`` payload; `nil` when it is not one.
     public static func parseBatchNotification(_ payload: String) -> (list: String, version: Int64)? {
-        guard let space = payload.firstIndex(of: " "), let version = Int64(payload[..<space]), version > 0 else { return nil }
+        guard let space = payload.firstIndex(of: " "), let version = Int64(payload[..<space]), version > 0 else {
+            return nil
+        }
         let list = String(payload[payload.index(after: space)...])
         return list.isEmpty ? nil : (list, version)
     }
@@ -343,35 +371,48 @@ public final class ClusterLog {
     /// Asks `owner` to claim `list` (placement: it is the preferred owner of a list that
     /// has none): an ``inboxChannel`` notification naming it, as a forwarded write's.
     public func nudge(owner: String, list: String) {
-        connection.send("SELECT pg_notify('\(Self.inboxChannel)', $1 || ' ' || $2)", [.text(owner), .text(list)]) { _ in }
+        connection.send("SELECT pg_notify('\(Self.inboxChannel)', $1 || ' ' || $2)", [.text(owner), .text(list)]) { _ in
+        }
     }
 
     /// The list's row, or `nil` when the list does not exist: how a node resolves an
     /// append whose outcome a lost connection left unknown.
     public func head(list: String, _ completion: @escaping (Result<ListState?, PostgresError>) -> Void) {
-        connection.send("""
+        connection.send(
+            """
             SELECT epoch, head, owner, term,
                    EXISTS (SELECT 1 FROM fs_leases l WHERE l.node = fs_lists.owner AND l.expires_at > clock_timestamp())
             FROM fs_lists WHERE list = $1
-            """, [.text(list)]) { result in
-            completion(result.map { rows in
-                guard rows.rows.count == 1, let epoch = rows.int(0, 0), let head = rows.int(0, 1), let term = rows.int(0, 3) else { return nil }
-                return ListState(epoch: epoch, head: head, owner: rows.rows[0][2], term: term, ownerAlive: rows.rows[0][4] == "t")
-            })
+            """, [.text(list)]
+        ) { result in
+            completion(
+                result.map { rows in
+                    guard rows.rows.count == 1, let epoch = rows.int(0, 0), let head = rows.int(0, 1),
+                        let term = rows.int(0, 3)
+                    else { return nil }
+                    return ListState(
+                        epoch: epoch, head: head, owner: rows.rows[0][2], term: term, ownerAlive: rows.rows[0][4] == "t"
+                    )
+                })
         }
     }
 
     /// The batches of `list` at `epoch` after `version`, in order: (version, body).
-    public func batches(list: String, epoch: Int64, after version: Int64,
-                        _ completion: @escaping (Result<[(version: Int64, body: [UInt8])], PostgresError>) -> Void) {
-        connection.send("SELECT version, body FROM fs_batches WHERE list = $1 AND epoch = $2::bigint AND version > $3::bigint ORDER BY version",
-                        [.text(list), .text("\(epoch)"), .text("\(version)")]) { result in
-            completion(result.map { rows in
-                (0..<rows.rows.count).compactMap { r in
-                    guard let v = rows.int(r, 0), let body = rows.bytes(r, 1) else { return nil }
-                    return (version: v, body: body)
-                }
-            })
+    public func batches(
+        list: String, epoch: Int64, after version: Int64,
+        _ completion: @escaping (Result<[(version: Int64, body: [UInt8])], PostgresError>) -> Void
+    ) {
+        connection.send(
+            "SELECT version, body FROM fs_batches WHERE list = $1 AND epoch = $2::bigint AND version > $3::bigint ORDER BY version",
+            [.text(list), .text("\(epoch)"), .text("\(version)")]
+        ) { result in
+            completion(
+                result.map { rows in
+                    (0..<rows.rows.count).compactMap { r in
+                        guard let v = rows.int(r, 0), let body = rows.bytes(r, 1) else { return nil }
+                        return (version: v, body: body)
+                    }
+                })
         }
     }
 
@@ -386,15 +427,22 @@ public final class ClusterLog {
     /// `LISTEN`s to every channel a node follows: batches, its inbox, its outbox, claims
     /// and node arrivals.
     public func listen(_ completion: @escaping (Result<Void, PostgresError>) -> Void) {
-        let channels = [Self.batchesChannel, Self.framesChannel, Self.inboxChannel, Self.outboxChannel, Self.answersChannel, Self.claimsChannel, Self.nodesChannel]
+        let channels = [
+            Self.batchesChannel, Self.framesChannel, Self.inboxChannel, Self.outboxChannel, Self.answersChannel,
+            Self.claimsChannel, Self.nodesChannel,
+        ]
         var remaining = channels.count
         var failed = false
         for channel in channels {
             connection.send("LISTEN \(channel)") { result in
                 guard !failed else { return }
                 switch result {
-                case .failure(let error): failed = true; completion(.failure(error))
-                case .success: remaining -= 1; if remaining == 0 { completion(.success(())) }
+                case .failure(let error):
+                    failed = true
+                    completion(.failure(error))
+                case .success:
+                    remaining -= 1
+                    if remaining == 0 { completion(.success(())) }
                 }
             }
         }
@@ -410,10 +458,12 @@ public final class ClusterLog {
     /// Forwards a write (`body`: its encoded `Mutate`) to the owner of `list`, and
     /// notifies it — in one statement.
     public func forward(list: String, body: [UInt8], _ completion: @escaping (Result<Void, PostgresError>) -> Void) {
-        connection.send("""
+        connection.send(
+            """
             WITH queued AS (INSERT INTO fs_inbox (list, origin, body, answer_by_notification) VALUES ($1, $2, $3::bytea, true) RETURNING list)
             SELECT pg_notify('\(Self.inboxChannel)', coalesce(l.owner, '') || ' ' || l.list) FROM fs_lists l JOIN queued q ON l.list = q.list
-            """, [.text(list), .text(node), .bytes(body)]) { result in completion(result.map { _ in () }) }
+            """, [.text(list), .text(node), .bytes(body)]
+        ) { result in completion(result.map { _ in () }) }
     }
 
     /// A forwarded write as the owner takes it.
@@ -429,18 +479,26 @@ public final class ClusterLog {
     /// Takes (deletes and returns, in the order they were forwarded) the writes
     /// forwarded to `list` — only while this node owns it at `term`, so a node that lost
     /// the list leaves them to the new owner.
-    public func takeInbox(list: String, term: Int64, _ completion: @escaping (Result<[InboxEntry], PostgresError>) -> Void) {
-        connection.send("""
+    public func takeInbox(
+        list: String, term: Int64, _ completion: @escaping (Result<[InboxEntry], PostgresError>) -> Void
+    ) {
+        connection.send(
+            """
             DELETE FROM fs_inbox WHERE list = $1
               AND EXISTS (SELECT 1 FROM fs_lists WHERE list = $1 AND owner = $2 AND term = $3::bigint)
             RETURNING id, origin, body, answer_by_notification
-            """, [.text(list), .text(node), .text("\(term)")]) { result in
-            completion(result.map { rows in
-                (0..<rows.rows.count).compactMap { r -> InboxEntry? in
-                    guard let id = rows.int(r, 0), let origin = rows.rows[r][1], let body = rows.bytes(r, 2) else { return nil }
-                    return InboxEntry(id: id, origin: origin, body: body, answerByNotification: rows.rows[r][3] == "t")
-                }.sorted { $0.id < $1.id }
-            })
+            """, [.text(list), .text(node), .text("\(term)")]
+        ) { result in
+            completion(
+                result.map { rows in
+                    (0..<rows.rows.count).compactMap { r -> InboxEntry? in
+                        guard let id = rows.int(r, 0), let origin = rows.rows[r][1], let body = rows.bytes(r, 2) else {
+                            return nil
+                        }
+                        return InboxEntry(
+                            id: id, origin: origin, body: body, answerByNotification: rows.rows[r][3] == "t")
+                    }.sorted { $0.id < $1.id }
+                })
         }
     }
 
@@ -464,7 +522,10 @@ public final class ClusterLog {
                 .map { "\($0.utf8.count):\($0)" }.joined()
         }
 
-        public init(origin: String, list: String, clientID: String, seq: Int64, epoch: Int64, version: Int64, code: Int, message: String) {
+        public init(
+            origin: String, list: String, clientID: String, seq: Int64, epoch: Int64, version: Int64, code: Int,
+            message: String
+        ) {
             self.origin = origin
             self.list = list
             self.clientID = clientID
@@ -493,7 +554,9 @@ public final class ClusterLog {
     ///
     /// `byNotification` false (the origin runs a build before issue #33, which does not
     /// listen on ``answersChannel``): always through `fs_outbox`.
-    public func answer(_ answer: Answer, byNotification: Bool, _ completion: @escaping (Result<Void, PostgresError>) -> Void) {
+    public func answer(
+        _ answer: Answer, byNotification: Bool, _ completion: @escaping (Result<Void, PostgresError>) -> Void
+    ) {
         let payload = answer.notificationPayload
         if byNotification && payload.utf8.count <= Self.answerPayloadLimit {
             connection.send("SELECT pg_notify('\(Self.answersChannel)', $1)", [.text(payload)]) { result in
@@ -501,13 +564,19 @@ public final class ClusterLog {
             }
             return
         }
-        connection.send("""
+        connection.send(
+            """
             WITH posted AS (
                 INSERT INTO fs_outbox (origin, list, client_id, seq, epoch, version, code, message)
                 VALUES ($1, $2, $3, $4::bigint, $5::bigint, $6::bigint, $7::integer, $8) RETURNING origin)
             SELECT pg_notify('\(Self.outboxChannel)', origin) FROM posted
-            """, [.text(answer.origin), .text(answer.list), .text(answer.clientID), .text("\(answer.seq)"), .text("\(answer.epoch)"),
-                  .text("\(answer.version)"), .text("\(answer.code)"), .text(answer.message)]) { result in completion(result.map { _ in () }) }
+            """,
+            [
+                .text(answer.origin), .text(answer.list), .text(answer.clientID), .text("\(answer.seq)"),
+                .text("\(answer.epoch)"),
+                .text("\(answer.version)"), .text("\(answer.code)"), .text(answer.message),
+            ]
+        ) { result in completion(result.map { _ in () }) }
     }
 
     /// Parses an ``answersChannel`` payload; `nil` when it is not one.
@@ -517,29 +586,44 @@ public final class ClusterLog {
         var at = 0
         while at < bytes.count && fields.count < 8 {
             guard let colon = bytes[at...].firstIndex(of: UInt8(ascii: ":")), colon > at, colon - at <= 5,
-                  let count = Int(String(decoding: bytes[at..<colon], as: UTF8.self)), count >= 0,
-                  count <= bytes.count - (colon + 1)
+                let count = Int(String(decoding: bytes[at..<colon], as: UTF8.self)), count >= 0,
+                count <= bytes.count - (colon + 1)
             else { return nil }
             fields.append(String(decoding: bytes[(colon + 1)..<(colon + 1 + count)], as: UTF8.self))
             at = colon + 1 + count
         }
         guard at == bytes.count else { return nil }
-        guard fields.count == 8, !fields[0].isEmpty, !fields[1].isEmpty, let seq = Int64(fields[3]), let epoch = Int64(fields[4]),
-              let version = Int64(fields[5]), let code = Int(fields[6]) else { return nil }
-        return Answer(origin: fields[0], list: fields[1], clientID: fields[2], seq: seq, epoch: epoch, version: version, code: code, message: fields[7])
+        guard fields.count == 8, !fields[0].isEmpty, !fields[1].isEmpty, let seq = Int64(fields[3]),
+            let epoch = Int64(fields[4]),
+            let version = Int64(fields[5]), let code = Int(fields[6])
+        else { return nil }
+        return Answer(
+            origin: fields[0], list: fields[1], clientID: fields[2], seq: seq, epoch: epoch, version: version,
+            code: code, message: fields[7])
     }
 
     /// Takes (deletes and returns) every answer posted for this node.
     public func takeOutbox(_ completion: @escaping (Result<[Answer], PostgresError>) -> Void) {
-        connection.send("DELETE FROM fs_outbox WHERE origin = $1 RETURNING id, list, client_id, seq, epoch, version, code, message",
-                        [.text(node)]) { result in
-            completion(result.map { rows in
-                (0..<rows.rows.count).compactMap { r -> (Int64, Answer)? in
-                    guard let id = rows.int(r, 0), let list = rows.rows[r][1], let client = rows.rows[r][2], let seq = rows.int(r, 3),
-                          let epoch = rows.int(r, 4), let version = rows.int(r, 5), let code = rows.int(r, 6), let message = rows.rows[r][7] else { return nil }
-                    return (id, Answer(origin: self.node, list: list, clientID: client, seq: seq, epoch: epoch, version: version, code: Int(code), message: message))
-                }.sorted { $0.0 < $1.0 }.map(\.1)
-            })
+        connection.send(
+            "DELETE FROM fs_outbox WHERE origin = $1 RETURNING id, list, client_id, seq, epoch, version, code, message",
+            [.text(node)]
+        ) { result in
+            completion(
+                result.map { rows in
+                    (0..<rows.rows.count).compactMap { r -> (Int64, Answer)? in
+                        guard let id = rows.int(r, 0), let list = rows.rows[r][1], let client = rows.rows[r][2],
+                            let seq = rows.int(r, 3),
+                            let epoch = rows.int(r, 4), let version = rows.int(r, 5), let code = rows.int(r, 6),
+                            let message = rows.rows[r][7]
+                        else { return nil }
+                        return (
+                            id,
+                            Answer(
+                                origin: self.node, list: list, clientID: client, seq: seq, epoch: epoch,
+                                version: version, code: Int(code), message: message)
+                        )
+                    }.sorted { $0.0 < $1.0 }.map(\.1)
+                })
         }
     }
 
@@ -549,14 +633,18 @@ public final class ClusterLog {
     /// number of lists released.
     public func release(_ completion: @escaping (Result<Int, PostgresError>) -> Void) {
         var released = 0
-        connection.send("""
+        connection.send(
+            """
             WITH released AS (UPDATE fs_lists SET owner = NULL WHERE owner = $1 RETURNING list)
             SELECT pg_notify('\(Self.inboxChannel)', ' ' || list) FROM released
-            """, [.text(node)]) { result in
+            """, [.text(node)]
+        ) { result in
             if case .success(let rows) = result { released = rows.rows.count }
         }
         // Completes after the first (statements complete in order).
-        connection.send("DELETE FROM fs_leases WHERE node = $1", [.text(node)]) { result in completion(result.map { _ in released }) }
+        connection.send("DELETE FROM fs_leases WHERE node = $1", [.text(node)]) { result in
+            completion(result.map { _ in released })
+        }
     }
 
     // MARK: Snapshots
@@ -570,21 +658,29 @@ public final class ClusterLog {
     }
 
     public func load(list: String, epoch: Int64, _ completion: @escaping (Result<Stored, PostgresError>) -> Void) {
-        connection.send("""
+        connection.send(
+            """
             WITH newest AS (SELECT max(version) AS v FROM fs_snapshots WHERE list = $1 AND epoch = $2::bigint)
             SELECT 0 AS kind, s.version, s.body FROM fs_snapshots s, newest WHERE s.list = $1 AND s.epoch = $2::bigint AND s.version = newest.v
             UNION ALL
             SELECT 1, b.version, b.body FROM fs_batches b, newest WHERE b.list = $1 AND b.epoch = $2::bigint AND b.version > coalesce(newest.v, 0)
             ORDER BY 1, 2
-            """, [.text(list), .text("\(epoch)")]) { result in
-            completion(result.map { rows in
-                var stored = Stored(snapshot: nil, batches: [])
-                for r in 0..<rows.rows.count {
-                    guard let kind = rows.int(r, 0), let version = rows.int(r, 1), let body = rows.bytes(r, 2) else { continue }
-                    if kind == 0 { stored.snapshot = (version, body) } else { stored.batches.append((version, body)) }
-                }
-                return stored
-            })
+            """, [.text(list), .text("\(epoch)")]
+        ) { result in
+            completion(
+                result.map { rows in
+                    var stored = Stored(snapshot: nil, batches: [])
+                    for r in 0..<rows.rows.count {
+                        guard let kind = rows.int(r, 0), let version = rows.int(r, 1), let body = rows.bytes(r, 2)
+                        else { continue }
+                        if kind == 0 {
+                            stored.snapshot = (version, body)
+                        } else {
+                            stored.batches.append((version, body))
+                        }
+                    }
+                    return stored
+                })
         }
     }
 
@@ -592,27 +688,41 @@ public final class ClusterLog {
     /// ownership's term — and trims: the batches up to the *previous* snapshot and the
     /// snapshots before it are deleted. Keeping one interval of batches before the new
     /// snapshot lets a replica a little behind still read the batches it misses.
-    public func putSnapshot(list: String, ownership: Ownership, version: Int64, body: [UInt8],
-                            _ completion: @escaping (Result<Bool, PostgresError>) -> Void) {
+    public func putSnapshot(
+        list: String, ownership: Ownership, version: Int64, body: [UInt8],
+        _ completion: @escaping (Result<Bool, PostgresError>) -> Void
+    ) {
         var stored = false
-        connection.send("""
+        connection.send(
+            """
             INSERT INTO fs_snapshots (list, epoch, version, body)
             SELECT $1, $2::bigint, $3::bigint, $4::bytea
             WHERE EXISTS (SELECT 1 FROM fs_lists WHERE list = $1 AND owner = $5 AND term = $6::bigint AND epoch = $2::bigint AND head >= $3::bigint)
             ON CONFLICT DO NOTHING
-            """, [.text(list), .text("\(ownership.epoch)"), .text("\(version)"), .bytes(body), .text(node), .text("\(ownership.term)")]) { result in
+            """,
+            [
+                .text(list), .text("\(ownership.epoch)"), .text("\(version)"), .bytes(body), .text(node),
+                .text("\(ownership.term)"),
+            ]
+        ) { result in
             if case .success(let rows) = result { stored = rows.affectedRows == 1 }
         }
-        connection.send("""
+        connection.send(
+            """
             WITH previous AS (SELECT max(version) AS v FROM fs_snapshots WHERE list = $1 AND epoch = $2::bigint AND version < $3::bigint)
             DELETE FROM fs_batches WHERE list = $1 AND epoch = $2::bigint AND version <= (SELECT v FROM previous)
               AND EXISTS (SELECT 1 FROM fs_lists WHERE list = $1 AND owner = $4 AND term = $5::bigint)
-            """, [.text(list), .text("\(ownership.epoch)"), .text("\(version)"), .text(node), .text("\(ownership.term)")]) { _ in }
-        connection.send("""
+            """,
+            [.text(list), .text("\(ownership.epoch)"), .text("\(version)"), .text(node), .text("\(ownership.term)")]
+        ) { _ in }
+        connection.send(
+            """
             WITH previous AS (SELECT max(version) AS v FROM fs_snapshots WHERE list = $1 AND epoch = $2::bigint AND version < $3::bigint)
             DELETE FROM fs_snapshots WHERE list = $1 AND epoch = $2::bigint AND version < (SELECT v FROM previous)
               AND EXISTS (SELECT 1 FROM fs_lists WHERE list = $1 AND owner = $4 AND term = $5::bigint)
-            """, [.text(list), .text("\(ownership.epoch)"), .text("\(version)"), .text(node), .text("\(ownership.term)")]) { result in
+            """,
+            [.text(list), .text("\(ownership.epoch)"), .text("\(version)"), .text(node), .text("\(ownership.term)")]
+        ) { result in
             completion(result.map { _ in stored })
         }
     }

@@ -59,7 +59,9 @@ struct PipelineLedger<Token> {
         guard head < pending.count else { throw .protocolViolation("a result with no statement pending") }
         switch event {
         case .result(let result):
-            guard !pending[head].ended else { throw .protocolViolation("a result after the end of a statement, before its sync") }
+            guard !pending[head].ended else {
+                throw .protocolViolation("a result after the end of a statement, before its sync")
+            }
             // The first error wins; otherwise the first result.
             if let error = result.error {
                 if case .failure = pending[head].outcome {} else { pending[head].outcome = .failure(error) }

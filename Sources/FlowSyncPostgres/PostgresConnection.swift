@@ -1,5 +1,6 @@
 import CLibPQ
 import FlowSyncLoop
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -53,7 +54,9 @@ public final class PostgresConnection {
     /// Opens a connection (`conninfo` as libpq takes it, e.g.
     /// `host=127.0.0.1 port=5432 dbname=flowsync user=flowsync`); `completion` runs on
     /// the loop thread. Call on the loop thread.
-    public static func connect(loop: EventLoop, conninfo: String, _ completion: @escaping (Result<PostgresConnection, PostgresError>) -> Void) {
+    public static func connect(
+        loop: EventLoop, conninfo: String, _ completion: @escaping (Result<PostgresConnection, PostgresError>) -> Void
+    ) {
         guard let conn = PQconnectStart(conninfo) else {
             completion(.failure(.connection("out of memory")))
             return
@@ -71,8 +74,10 @@ public final class PostgresConnection {
 
     /// Drives `PQconnectPoll`: waits for what it asks for, on the socket it names (which
     /// may change between calls: a new address, or SSL negotiation).
-    private func continueConnecting(_ state: PostgresPollingStatusType, pollErrors: Int = 0,
-                                    _ completion: @escaping (Result<PostgresConnection, PostgresError>) -> Void) {
+    private func continueConnecting(
+        _ state: PostgresPollingStatusType, pollErrors: Int = 0,
+        _ completion: @escaping (Result<PostgresConnection, PostgresError>) -> Void
+    ) {
         guard let conn else { return }
         switch state {
         case PGRES_POLLING_OK:
@@ -275,14 +280,16 @@ public final class PostgresConnection {
             var rows: [[String?]] = []
             rows.reserveCapacity(Int(PQntuples(result)))
             for r in 0..<PQntuples(result) {
-                rows.append((0..<PQnfields(result)).map { c in
-                    PQgetisnull(result, r, c) == 1 ? nil : String(cString: PQgetvalue(result, r, c))
-                })
+                rows.append(
+                    (0..<PQnfields(result)).map { c in
+                        PQgetisnull(result, r, c) == 1 ? nil : String(cString: PQgetvalue(result, r, c))
+                    })
             }
             let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
             return .result(PostgresResult(columns: columns, rows: rows, affectedRows: affected))
         case PGRES_PIPELINE_ABORTED:
-            return .result(PostgresResult(error: .server(sqlState: "", message: "aborted by an earlier error in the pipeline")))
+            return .result(
+                PostgresResult(error: .server(sqlState: "", message: "aborted by an earlier error in the pipeline")))
         default:
             let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
             let message = String(cString: PQresultErrorMessage(result)).trimmingTrailingNewlines()
@@ -323,7 +330,10 @@ public final class PostgresConnection {
 
     /// Calls `body` with libpq's parameter arrays: text values NUL-terminated, bytes as
     /// binary with their length.
-    private static func withParameters<R>(_ parameters: [PostgresValue], _ body: (UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) -> R) -> R {
+    private static func withParameters<R>(
+        _ parameters: [PostgresValue],
+        _ body: (UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) -> R
+    ) -> R {
         var storage: [UnsafeMutablePointer<CChar>?] = []
         var lengths: [Int32] = []
         var formats: [Int32] = []
@@ -331,18 +341,26 @@ public final class PostgresConnection {
         for parameter in parameters {
             switch parameter {
             case .null:
-                storage.append(nil); lengths.append(0); formats.append(0)
+                storage.append(nil)
+                lengths.append(0)
+                formats.append(0)
             case .text(let text):
                 let utf8 = Array(text.utf8CString)
                 let pointer = UnsafeMutablePointer<CChar>.allocate(capacity: utf8.count)
                 pointer.initialize(from: utf8, count: utf8.count)
-                storage.append(pointer); lengths.append(0); formats.append(0)
+                storage.append(pointer)
+                lengths.append(0)
+                formats.append(0)
             case .bytes(let bytes):
                 let pointer = UnsafeMutablePointer<CChar>.allocate(capacity: max(1, bytes.count))
                 bytes.withUnsafeBytes { raw in
-                    if let base = raw.baseAddress { UnsafeMutableRawPointer(pointer).copyMemory(from: base, byteCount: bytes.count) }
+                    if let base = raw.baseAddress {
+                        UnsafeMutableRawPointer(pointer).copyMemory(from: base, byteCount: bytes.count)
+                    }
                 }
-                storage.append(pointer); lengths.append(Int32(bytes.count)); formats.append(1)
+                storage.append(pointer)
+                lengths.append(Int32(bytes.count))
+                formats.append(1)
             }
         }
         let values = storage.map { UnsafePointer($0) }

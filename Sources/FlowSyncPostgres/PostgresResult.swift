@@ -29,7 +29,9 @@ public struct PostgresResult: Sendable, Equatable {
     public func bytes(_ row: Int, _ column: Int) -> [UInt8]? {
         guard row < rows.count, column < rows[row].count, let text = rows[row][column] else { return nil }
         let utf8 = Array(text.utf8)
-        guard utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x"), utf8.count % 2 == 0 else { return nil }
+        guard utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x"), utf8.count % 2 == 0 else {
+            return nil
+        }
         var out: [UInt8] = []
         out.reserveCapacity((utf8.count - 2) / 2)
         var i = 2

@@ -1,5 +1,6 @@
 import Subprocess
 import Synchronization
+
 #if canImport(System)
 import System
 #else
@@ -91,15 +92,18 @@ public final class ChildProcess: Sendable {
     ///   - separateStandardError: stderr goes to ``errorLog`` instead of being combined
     ///     with stdout in ``log``.
     /// - Throws: when the executable cannot be started.
-    public static func start(_ executable: String, arguments: [String], environment: [String: String?] = [:],
-                             input: String? = nil, separateStandardError: Bool = false) async throws -> ChildProcess {
+    public static func start(
+        _ executable: String, arguments: [String], environment: [String: String?] = [:],
+        input: String? = nil, separateStandardError: Bool = false
+    ) async throws -> ChildProcess {
         if input != nil { ignoreBrokenPipes }
         let log = OutputLog()
         let (started, startedContinuation) = AsyncStream<Int32>.makeStream()
         var changes: [Environment.Key: String?] = ["SWIFT_BACKTRACE": "enable=no"]
         for (key, value) in environment { changes[Environment.Key(rawValue: key)!] = value }
-        let configuration = Configuration(executable: .path(FilePath(executable)), arguments: Arguments(arguments),
-                                          environment: .inherit.updating(changes))
+        let configuration = Configuration(
+            executable: .path(FilePath(executable)), arguments: Arguments(arguments),
+            environment: .inherit.updating(changes))
         let errorLog = separateStandardError ? OutputLog() : nil
         let exit = ExitLatch()
         let completion = Task.detached { () async throws -> Termination in
@@ -116,8 +120,10 @@ public final class ChildProcess: Sendable {
             // while a grandchild still holds the pipe). Returning does not reap the child:
             // `run` waits for its exit after the body, so a child that closed its output
             // early still runs, unreaped, and takes signals.
-            @Sendable func drive<I: InputProtocol, E: ErrorOutputProtocol>(_ execution: Execution<I, SequenceOutput, E>,
-                                                                          errors: SubprocessOutputSequence?) async throws {
+            @Sendable func drive<I: InputProtocol, E: ErrorOutputProtocol>(
+                _ execution: Execution<I, SequenceOutput, E>,
+                errors: SubprocessOutputSequence?
+            ) async throws {
                 startedContinuation.yield(execution.processIdentifier.value)
                 startedContinuation.finish()
                 await withTaskGroup(of: Void.self) { group in
@@ -132,11 +138,14 @@ public final class ChildProcess: Sendable {
             @Sendable func launch() async throws -> TerminationStatus {
                 switch (input, separateStandardError) {
                 case (let text?, false):
-                    try await Subprocess.run(configuration, input: .string(text), output: .sequence, error: .combinedWithOutput) {
+                    try await Subprocess.run(
+                        configuration, input: .string(text), output: .sequence, error: .combinedWithOutput
+                    ) {
                         try await drive($0, errors: nil)
                     }.terminationStatus
                 case (nil, false):
-                    try await Subprocess.run(configuration, input: .none, output: .sequence, error: .combinedWithOutput) {
+                    try await Subprocess.run(configuration, input: .none, output: .sequence, error: .combinedWithOutput)
+                    {
                         try await drive($0, errors: nil)
                     }.terminationStatus
                 case (let text?, true):
@@ -187,11 +196,14 @@ public final class ChildProcess: Sendable {
     /// Runs a short-lived tool to its end.
     /// - Parameter timeout: after this the tool is killed (SIGKILL) and the result says
     ///   `.signaled(SIGKILL)`; a hung tool becomes a failure, never a hang.
-    public static func run(_ executable: String, arguments: [String], environment: [String: String?] = [:],
-                           input: String? = nil, separateStandardError: Bool = false,
-                           timeout: Duration = .seconds(60)) async throws -> Completed {
-        let child = try await start(executable, arguments: arguments, environment: environment, input: input,
-                                    separateStandardError: separateStandardError)
+    public static func run(
+        _ executable: String, arguments: [String], environment: [String: String?] = [:],
+        input: String? = nil, separateStandardError: Bool = false,
+        timeout: Duration = .seconds(60)
+    ) async throws -> Completed {
+        let child = try await start(
+            executable, arguments: arguments, environment: environment, input: input,
+            separateStandardError: separateStandardError)
         let termination = await child.stop(gracePeriod: timeout, signal: 0)
         // The termination comes from the run task after its readers ended and the logs
         // were finished, so the output is complete here.
@@ -244,7 +256,9 @@ public final class ChildProcess: Sendable {
     /// Waits until the output contains a complete line for which `matches` returns a
     /// value, at most `timeout`; `nil` if the child exits or the time passes first.
     /// Woken by each write of the child, never by polling.
-    public func waitForLine<T: Sendable>(timeout: Duration, _ matches: @escaping @Sendable (Substring) -> T?) async -> T? {
+    public func waitForLine<T: Sendable>(
+        timeout: Duration, _ matches: @escaping @Sendable (Substring) -> T?
+    ) async -> T? {
         await log.waitForLine(timeout: timeout, matches)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -91,7 +92,9 @@ public final class DaemonProcess: Sendable {
             config = path
         }
         var arguments = options.prefixArguments + (config.map { ["--config", $0] } ?? [])
-        arguments += ["--host", "127.0.0.1", "--port", "0", "--log-level", options.logLevel, "--data-dir", dataDirectory]
+        arguments += [
+            "--host", "127.0.0.1", "--port", "0", "--log-level", options.logLevel, "--data-dir", dataDirectory,
+        ]
         arguments += options.metrics ? ["--metrics-port", "0"] : ["--no-metrics"]
         arguments += options.arguments
         var executable = options.binary
@@ -113,19 +116,24 @@ public final class DaemonProcess: Sendable {
             throw error
         }
         let port = await child.waitForLine(timeout: options.startTimeout) { portNumber(in: $0, after: "listening on ") }
-        let metricsPort = options.metrics ? await child.waitForLine(timeout: options.startTimeout) { portNumber(in: $0, after: "metrics on ") } : nil
+        let metricsPort =
+            options.metrics
+            ? await child.waitForLine(timeout: options.startTimeout) { portNumber(in: $0, after: "metrics on ") } : nil
         guard let port, metricsPort != nil || !options.metrics else {
             let termination = await child.stop(gracePeriod: .seconds(5))
             remove(temporary)
             throw ChildProcessError("flowsyncd did not start (\(termination)): \(child.output)")
         }
-        return DaemonProcess(child: child, port: port, metricsPort: metricsPort, dataDirectory: dataDirectory, temporaryPaths: temporary)
+        return DaemonProcess(
+            child: child, port: port, metricsPort: metricsPort, dataDirectory: dataDirectory, temporaryPaths: temporary)
     }
 
     /// Starts `binary` with `--data-dir dataDirectory` (and `--config config` when given)
     /// plus `extraArguments`; `prefixArguments` come first (for a wrapper that execs it).
-    public static func start(binary: String, dataDirectory: String?, config: String?, extraArguments: [String] = [],
-                             prefixArguments: [String] = []) async throws -> DaemonProcess {
+    public static func start(
+        binary: String, dataDirectory: String?, config: String?, extraArguments: [String] = [],
+        prefixArguments: [String] = []
+    ) async throws -> DaemonProcess {
         var options = Options(binary: binary, dataDirectory: dataDirectory, config: config)
         options.arguments = extraArguments
         options.prefixArguments = prefixArguments
@@ -226,7 +234,9 @@ extension ChildProcess {
     /// ``run(_:arguments:environment:input:separateStandardError:timeout:)`` for a caller
     /// on a thread of its own (a load run making its certificate).
     /// - Precondition: not called from async code (it would block a pool thread).
-    public static func runBlocking(_ executable: String, arguments: [String], timeout: Duration = .seconds(60)) throws -> Completed {
+    public static func runBlocking(
+        _ executable: String, arguments: [String], timeout: Duration = .seconds(60)
+    ) throws -> Completed {
         try blocking { try await run(executable, arguments: arguments, timeout: timeout) }
     }
 }

@@ -46,7 +46,9 @@ public final class OutputLog: Sendable {
 
     /// Waits until a complete line (ended by a newline) makes `matches` return a value,
     /// and returns that value; `nil` when the output ends or `timeout` passes first.
-    public func waitForLine<T: Sendable>(timeout: Duration, _ matches: @escaping @Sendable (Substring) -> T?) async -> T? {
+    public func waitForLine<T: Sendable>(
+        timeout: Duration, _ matches: @escaping @Sendable (Substring) -> T?
+    ) async -> T? {
         await withDeadline(timeout) { await self.waitForLine(matches) }
     }
 
@@ -54,9 +56,13 @@ public final class OutputLog: Sendable {
     /// cancelled.
     private func waitForLine<T: Sendable>(_ matches: @Sendable (Substring) -> T?) async -> T? {
         while !Task.isCancelled {
-            let (text, count, finished) = state.withLock { (String(decoding: $0.bytes, as: UTF8.self), $0.bytes.count, $0.finished) }
+            let (text, count, finished) = state.withLock {
+                (String(decoding: $0.bytes, as: UTF8.self), $0.bytes.count, $0.finished)
+            }
             // Only complete lines: a line still being written may not be whole yet.
-            for line in text.split(separator: "\n", omittingEmptySubsequences: true).dropLast(text.hasSuffix("\n") ? 0 : 1) {
+            for line in text.split(separator: "\n", omittingEmptySubsequences: true).dropLast(
+                text.hasSuffix("\n") ? 0 : 1)
+            {
                 if let value = matches(line) { return value }
             }
             if finished { return nil }

@@ -18,7 +18,8 @@ public struct ProcessSample: Sendable {
     /// Reads `/proc/<pid>` (`"self"` for this process); nil when it is gone.
     public static func read(pid: String) -> ProcessSample? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+            let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        else { return nil }
         // Fields after the command name (which may contain spaces) start after ") ".
         guard let close = stat.lastIndex(of: ")") else { return nil }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
@@ -31,7 +32,9 @@ public struct ProcessSample: Sendable {
             }
             return 0
         }
-        return ProcessSample(cpuSeconds: (user + system) / ticks, rssKiB: kib("VmRSS:"), peakRSSKiB: kib("VmHWM:"), takenAt: .now, userSeconds: user / ticks)
+        return ProcessSample(
+            cpuSeconds: (user + system) / ticks, rssKiB: kib("VmRSS:"), peakRSSKiB: kib("VmHWM:"), takenAt: .now,
+            userSeconds: user / ticks)
     }
 
     /// CPU use between two samples, in percent of one core.

@@ -16,7 +16,9 @@ public enum ProtocolVersion {
 
     /// The version a server speaking `minimum...current` picks for a client's range, or
     /// `nil` when the ranges do not overlap.
-    public static func negotiate(clientMin: UInt16, clientMax: UInt16, serverMin: UInt16 = minimum, serverMax: UInt16 = current) -> UInt16? {
+    public static func negotiate(
+        clientMin: UInt16, clientMax: UInt16, serverMin: UInt16 = minimum, serverMax: UInt16 = current
+    ) -> UInt16? {
         let best = min(clientMax, serverMax)
         return best >= max(clientMin, serverMin) ? best : nil
     }

@@ -38,8 +38,10 @@ public final class TLSChannel {
     private let scratch: TLSScratch
 
     /// A channel of `context`'s role; `serverName` as ``TLSSession/init(context:serverName:)``.
-    public init(context: TLSContext, serverName: String? = nil,
-                configuration: TLSStateMachine.Configuration = .init(), scratch: TLSScratch) throws(TLSError) {
+    public init(
+        context: TLSContext, serverName: String? = nil,
+        configuration: TLSStateMachine.Configuration = .init(), scratch: TLSScratch
+    ) throws(TLSError) {
         session = try TLSSession(context: context, serverName: serverName)
         machine = TLSStateMachine(role: context.isServer ? .server : .client, configuration: configuration)
         self.scratch = scratch
@@ -61,7 +63,9 @@ public final class TLSChannel {
     /// during the handshake the bytes are only buffered and counted against the
     /// handshake's byte budget; the owner runs the step later with
     /// ``continueHandshake(_:)``. Once established it makes no difference.
-    public func received<IO: TLSChannelIO>(_ ciphertext: UnsafeRawBufferPointer, _ io: inout IO, stepsHandshake: Bool = true) {
+    public func received<IO: TLSChannelIO>(
+        _ ciphertext: UnsafeRawBufferPointer, _ io: inout IO, stepsHandshake: Bool = true
+    ) {
         var offset = 0
         // Fed a chunk at a time, each decrypted before the next is fed: the input BIO
         // never holds more than a chunk and a partial record.
@@ -94,7 +98,9 @@ public final class TLSChannel {
             switch machine.plaintextQueued(frame) {
             case .encrypt:
                 if gathered + frame.count > scratch.gathered.count {
-                    guard encrypt(UnsafeRawBufferPointer(rebasing: scratch.gathered[..<gathered]), &io) else { return false }
+                    guard encrypt(UnsafeRawBufferPointer(rebasing: scratch.gathered[..<gathered]), &io) else {
+                        return false
+                    }
                     gathered = 0
                 }
                 if frame.count > scratch.gathered.count / 2 {
@@ -103,7 +109,9 @@ public final class TLSChannel {
                         var offset = 0
                         while offset < bytes.count {
                             let end = min(bytes.count, offset + TLSSession.chunk)
-                            guard encrypt(UnsafeRawBufferPointer(rebasing: bytes[offset..<end]), &io) else { return false }
+                            guard encrypt(UnsafeRawBufferPointer(rebasing: bytes[offset..<end]), &io) else {
+                                return false
+                            }
                             offset = end
                         }
                         return true
@@ -111,7 +119,8 @@ public final class TLSChannel {
                     guard ok else { return false }
                 } else {
                     frame.withUnsafeBytes { bytes in
-                        (scratch.gathered.baseAddress! + gathered).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+                        (scratch.gathered.baseAddress! + gathered).copyMemory(
+                            from: bytes.baseAddress!, byteCount: bytes.count)
                     }
                     gathered += frame.count
                 }

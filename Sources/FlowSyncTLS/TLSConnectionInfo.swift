@@ -28,8 +28,10 @@ public struct TLSConnectionInfo: Hashable, Sendable {
     /// OpenSSL's verdict on the peer's chain.
     public var peerVerification: PeerVerification
 
-    public init(protocolVersion: String, cipher: String, applicationProtocol: String?, peerSubject: String?,
-                peerCertificateExpiry: Double?, peerChainSHA256: [[UInt8]], peerVerification: PeerVerification) {
+    public init(
+        protocolVersion: String, cipher: String, applicationProtocol: String?, peerSubject: String?,
+        peerCertificateExpiry: Double?, peerChainSHA256: [[UInt8]], peerVerification: PeerVerification
+    ) {
         self.protocolVersion = protocolVersion
         self.cipher = cipher
         self.applicationProtocol = applicationProtocol

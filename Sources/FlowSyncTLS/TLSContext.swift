@@ -132,7 +132,8 @@ public final class TLSContext: @unchecked Sendable {
         let chain = options.certificateChainFile
         let key = options.privateKeyFile
         guard SSL_CTX_use_certificate_chain_file(ctx, chain) == 1 else {
-            throw .file(key: "tls.certificate_file", path: chain, drainingErrorQueue: "cannot load the certificate chain")
+            throw .file(
+                key: "tls.certificate_file", path: chain, drainingErrorQueue: "cannot load the certificate chain")
         }
         guard SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) == 1, SSL_CTX_check_private_key(ctx) == 1 else {
             // OpenSSL refuses a key of another certificate while loading it; say which
@@ -140,40 +141,46 @@ public final class TLSContext: @unchecked Sendable {
             guard isReadablePrivateKey(key) else {
                 throw .file(key: "tls.key_file", path: key, drainingErrorQueue: "cannot load the private key")
             }
-            throw .file(key: "tls.key_file", path: key,
-                        drainingErrorQueue: "does not match the certificate in tls.certificate_file \"\(chain)\"")
+            throw .file(
+                key: "tls.key_file", path: key,
+                drainingErrorQueue: "does not match the certificate in tls.certificate_file \"\(chain)\"")
         }
         if options.clientCertificates != .off {
             guard let caFile = options.clientCAFile else {
-                throw .setting("client certificates are \(options.clientCertificates.rawValue) but tls.client_ca_file is not set")
+                throw .setting(
+                    "client certificates are \(options.clientCertificates.rawValue) but tls.client_ca_file is not set")
             }
-            guard SSL_CTX_load_verify_locations(ctx, caFile, nil) == 1, let names = SSL_load_client_CA_file(caFile) else {
-                throw .file(key: "tls.client_ca_file", path: caFile, drainingErrorQueue: "cannot load the CA certificates")
+            guard SSL_CTX_load_verify_locations(ctx, caFile, nil) == 1, let names = SSL_load_client_CA_file(caFile)
+            else {
+                throw .file(
+                    key: "tls.client_ca_file", path: caFile, drainingErrorQueue: "cannot load the CA certificates")
             }
             SSL_CTX_set_client_CA_list(ctx, names)
             var mode = SSL_VERIFY_PEER
             if options.clientCertificates == .required { mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT }
             SSL_CTX_set_verify(ctx, mode, nil)
         }
-        SSL_CTX_set_alpn_select_cb(ctx, { _, out, outLength, offered, offeredLength, _ in
-            // Answers "flowsync" when the client offers it; refuses a client whose list
-            // lacks it (a client that offers no ALPN is not asked).
-            guard let out, let outLength, let offered else { return SSL_TLSEXT_ERR_ALERT_FATAL }
-            var index = 0
-            let count = Int(offeredLength)
-            while index < count {
-                let length = Int(offered[index])
-                let start = index + 1
-                guard start + length <= count else { break }
-                if length == 8, memcmp(offered + start, "flowsync", 8) == 0 {
-                    out.pointee = UnsafePointer(offered + start)
-                    outLength.pointee = UInt8(length)
-                    return SSL_TLSEXT_ERR_OK
+        SSL_CTX_set_alpn_select_cb(
+            ctx,
+            { _, out, outLength, offered, offeredLength, _ in
+                // Answers "flowsync" when the client offers it; refuses a client whose list
+                // lacks it (a client that offers no ALPN is not asked).
+                guard let out, let outLength, let offered else { return SSL_TLSEXT_ERR_ALERT_FATAL }
+                var index = 0
+                let count = Int(offeredLength)
+                while index < count {
+                    let length = Int(offered[index])
+                    let start = index + 1
+                    guard start + length <= count else { break }
+                    if length == 8, memcmp(offered + start, "flowsync", 8) == 0 {
+                        out.pointee = UnsafePointer(offered + start)
+                        outLength.pointee = UInt8(length)
+                        return SSL_TLSEXT_ERR_OK
+                    }
+                    index = start + length
                 }
-                index = start + length
-            }
-            return SSL_TLSEXT_ERR_ALERT_FATAL
-        }, nil)
+                return SSL_TLSEXT_ERR_ALERT_FATAL
+            }, nil)
         let certificate = SSL_CTX_get0_certificate(ctx)
         let expiry = certificate.map { CLibSSL_X509_notAfter_unix($0) }
         let subject = certificate.flatMap { TLSCertificateText.subject(of: $0) }
@@ -205,7 +212,9 @@ public final class TLSContext: @unchecked Sendable {
                     var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
                     return d2i_X509(nil, &cursor, buffer.count)
                 }
-                guard let certificate else { throw .drainingErrorQueue("a trusted root is not a DER certificate", fallback: .configuration) }
+                guard let certificate else {
+                    throw .drainingErrorQueue("a trusted root is not a DER certificate", fallback: .configuration)
+                }
                 defer { X509_free(certificate) }
                 guard X509_STORE_add_cert(store, certificate) == 1 else {
                     throw .drainingErrorQueue("cannot add a trusted root", fallback: .configuration)
@@ -218,10 +227,14 @@ public final class TLSContext: @unchecked Sendable {
         if let chain = options.certificateChainFile {
             guard let key = options.privateKeyFile else { throw .setting("a client certificate needs its private key") }
             guard SSL_CTX_use_certificate_chain_file(ctx, chain) == 1 else {
-                throw .file(key: "client certificate", path: chain, drainingErrorQueue: "cannot load the certificate chain")
+                throw .file(
+                    key: "client certificate", path: chain, drainingErrorQueue: "cannot load the certificate chain")
             }
-            guard SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) == 1, SSL_CTX_check_private_key(ctx) == 1 else {
-                throw .file(key: "client key", path: key, drainingErrorQueue: "cannot load the key, or it does not match the certificate")
+            guard SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) == 1, SSL_CTX_check_private_key(ctx) == 1
+            else {
+                throw .file(
+                    key: "client key", path: key,
+                    drainingErrorQueue: "cannot load the key, or it does not match the certificate")
             }
         }
         owned = nil
@@ -230,7 +243,9 @@ public final class TLSContext: @unchecked Sendable {
 
     /// What both roles set: the version floor, no renegotiation, no compression, and
     /// buffers released when idle.
-    private static func configureCommon(_ ctx: OpaquePointer, minimum: TLSVersion, maximum: TLSVersion?) throws(TLSError) {
+    private static func configureCommon(
+        _ ctx: OpaquePointer, minimum: TLSVersion, maximum: TLSVersion?
+    ) throws(TLSError) {
         guard CLibSSL_CTX_set_min_proto_version(ctx, minimum.openSSLValue) == 1 else {
             throw .drainingErrorQueue("cannot set the minimum version", fallback: .configuration)
         }
@@ -243,9 +258,11 @@ public final class TLSContext: @unchecked Sendable {
         // whenever they are empty, so an idle connection holds none (docs/BENCHMARKS.md,
         // "Memory per idle TLS connection").
         _ = CLibSSL_CTX_set_mode(ctx, Int(SSL_MODE_RELEASE_BUFFERS))
-        SSL_CTX_set_info_callback(ctx, { ssl, where_, value in
-            TLSSession.infoCallback(ssl, where_, value)
-        })
+        SSL_CTX_set_info_callback(
+            ctx,
+            { ssl, where_, value in
+                TLSSession.infoCallback(ssl, where_, value)
+            })
     }
 
     /// Whether `path` holds a PEM private key OpenSSL can read.

@@ -77,7 +77,8 @@ extension TLSError {
         switch alert {
         case 70: return .protocolVersion  // protocol_version
         case 116: return .certificateRequired  // certificate_required
-        case 42, 43, 44, 46, 48, 49: return .badCertificate  // bad, unsupported, revoked, unknown cert; unknown_ca; access_denied
+        // bad, unsupported, revoked, unknown certificate; unknown_ca; access_denied
+        case 42, 43, 44, 46, 48, 49: return .badCertificate
         case 45: return .certificateExpired  // certificate_expired
         case 120: return .noApplicationProtocol  // no_application_protocol
         case 100: return .renegotiation  // no_renegotiation

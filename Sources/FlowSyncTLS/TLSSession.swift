@@ -1,4 +1,5 @@
 import CLibSSL
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -122,7 +123,9 @@ public final class TLSSession {
 
     /// Decrypts what was fed, handing each piece of plaintext to `deliver` (valid only
     /// during the call), until nothing whole is left.
-    public func read(into buffer: UnsafeMutableRawBufferPointer, _ deliver: (UnsafeRawBufferPointer) -> Void) -> ReadStep {
+    public func read(
+        into buffer: UnsafeMutableRawBufferPointer, _ deliver: (UnsafeRawBufferPointer) -> Void
+    ) -> ReadStep {
         TLSError.clearErrorQueue()
         while true {
             var count = 0
@@ -164,7 +167,9 @@ public final class TLSSession {
 
     /// Moves the outgoing ciphertext through `scratch`, handing each piece to `body`
     /// (valid only during the call), until none is left.
-    public func drainCiphertext(through scratch: UnsafeMutableRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
+    public func drainCiphertext(
+        through scratch: UnsafeMutableRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void
+    ) {
         let output = SSL_get_wbio(ssl)
         while BIO_ctrl_pending(output) > 0 {
             let count = BIO_read(output, scratch.baseAddress, Int32(min(scratch.count, Int(Int32.max))))
@@ -217,7 +222,10 @@ public final class TLSSession {
         var alpnData: UnsafePointer<UInt8>?
         var alpnLength: UInt32 = 0
         SSL_get0_alpn_selected(ssl, &alpnData, &alpnLength)
-        let alpn = alpnData.flatMap { alpnLength > 0 ? String(decoding: UnsafeBufferPointer(start: $0, count: Int(alpnLength)), as: UTF8.self) : nil }
+        let alpn = alpnData.flatMap {
+            alpnLength > 0
+                ? String(decoding: UnsafeBufferPointer(start: $0, count: Int(alpnLength)), as: UTF8.self) : nil
+        }
         var subject: String?
         var expiry: Double?
         var verification = TLSConnectionInfo.PeerVerification.notChecked
@@ -226,7 +234,8 @@ public final class TLSSession {
             expiry = CLibSSL_X509_notAfter_unix(peer)
             X509_free(peer)
             let result = SSL_get_verify_result(ssl)
-            verification = result == X509_V_OK
+            verification =
+                result == X509_V_OK
                 ? .trusted : .failed(TLSError.reason(ofVerifyResult: result), TLSError.verifyResultText(result))
         }
         var chain: [[UInt8]] = []
@@ -237,9 +246,10 @@ public final class TLSSession {
                 chain.append(TLSCertificateText.sha256(of: OpaquePointer(certificate)))
             }
         }
-        return TLSConnectionInfo(protocolVersion: version, cipher: cipher, applicationProtocol: alpn,
-                                 peerSubject: subject, peerCertificateExpiry: expiry, peerChainSHA256: chain,
-                                 peerVerification: verification)
+        return TLSConnectionInfo(
+            protocolVersion: version, cipher: cipher, applicationProtocol: alpn,
+            peerSubject: subject, peerCertificateExpiry: expiry, peerChainSHA256: chain,
+            peerVerification: verification)
     }
 
     private static func isIPAddress(_ text: String) -> Bool {

@@ -173,13 +173,18 @@ public struct TLSStateMachine {
         case .handshaking(var handshaking):
             handshaking.ciphertextBytes += count
             if handshaking.ciphertextBytes > configuration.handshakeByteLimit {
-                return fail(.connection(.handshakeTooLarge, "\(handshaking.ciphertextBytes) bytes before the handshake completed (limit \(configuration.handshakeByteLimit))"))
+                return fail(
+                    .connection(
+                        .handshakeTooLarge,
+                        "\(handshaking.ciphertextBytes) bytes before the handshake completed (limit \(configuration.handshakeByteLimit))"
+                    ))
             }
             state = .handshaking(handshaking)
             return .continueHandshake
         case .verifyingPeer:
             // The shell answers verifyPeer before it reads again (one thread, no wait).
-            preconditionFailure("Internal inconsistency in TLSStateMachine: bytes read while the peer was being verified")
+            preconditionFailure(
+                "Internal inconsistency in TLSStateMachine: bytes read while the peer was being verified")
         case .established:
             return .readPlaintext
         case .closing, .closed:

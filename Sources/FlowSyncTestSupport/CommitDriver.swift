@@ -15,7 +15,8 @@ public struct CommitDriver {
 
     public init(name: String, seed: UInt64, epoch: UInt64 = 0xE90C, historyLimits: Sequencer.HistoryLimits = .init()) {
         self.name = name
-        sequencer = Sequencer(director: Director(), position: ListVersion(epoch: epoch, version: 0), historyLimits: historyLimits)
+        sequencer = Sequencer(
+            director: Director(), position: ListVersion(epoch: epoch, version: 0), historyLimits: historyLimits)
         generator = DirectorGenerator(seed: seed, idPrefix: "\(name)-")
     }
 
@@ -28,7 +29,8 @@ public struct CommitDriver {
             let seq = (seqs[client] ?? 0) + 1
             seqs[client] = seq
             let ops = generator.group(for: sequencer.director)
-            sequencer.submit(MutationRequest(clientID: client, seq: seq, base: sequencer.position, operations: ops), tag: 0)
+            sequencer.submit(
+                MutationRequest(clientID: client, seq: seq, base: sequencer.position, operations: ops), tag: 0)
         }
         let sealed = sequencer.seal()
         for outcome in sealed.outcomes {
@@ -70,7 +72,10 @@ public struct CommitDriver {
         var problems: [String] = []
         let before = recovered.director
         for (id, version) in acked.suffix(count) {
-            recovered.submit(MutationRequest(clientID: id.clientID, seq: id.seq, base: ListVersion(epoch: 0, version: 0), operations: [.removeAllSections]), tag: 0)
+            recovered.submit(
+                MutationRequest(
+                    clientID: id.clientID, seq: id.seq, base: ListVersion(epoch: 0, version: 0),
+                    operations: [.removeAllSections]), tag: 0)
             let sealed = recovered.seal()
             if sealed.commit != nil { problems.append("retry of \(id) applied again") }
             switch sealed.outcomes[0].result {
@@ -86,15 +91,19 @@ public struct CommitDriver {
     public func snapshotAtOldestResumable() -> StoredSnapshot {
         let base = sequencer.oldestResumable
         let state = sequencer.state(at: base)!
-        return StoredSnapshot(listName: name, position: base, digest: state.digest, sections: state.sections,
-                              dedupe: sequencer.dedupeRecords(through: base))
+        return StoredSnapshot(
+            listName: name, position: base, digest: state.digest, sections: state.sections,
+            dedupe: sequencer.dedupeRecords(through: base))
     }
 
     /// Steps until `count` batches are committed, handing each to `submit` (an
     /// asynchronous store: cluster mode) and compacting with `compact` when `submit`
     /// says a snapshot is due; returns whether one became due.
     @discardableResult
-    public mutating func commit(_ count: Int, submit: (StoredBatch) async throws -> Bool, compact: ((StoredSnapshot) async throws -> Void)? = nil) async throws -> Bool {
+    public mutating func commit(
+        _ count: Int, submit: (StoredBatch) async throws -> Bool,
+        compact: ((StoredSnapshot) async throws -> Void)? = nil
+    ) async throws -> Bool {
         var due = false
         for _ in 0..<count {
             guard let commit = nextCommit() else { break }

@@ -4,6 +4,7 @@ import FlowSyncProcess
 import FlowSyncProtocol
 import FlowSyncTLS
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -112,8 +113,9 @@ public final class CrashTestDriver: @unchecked Sendable {
         let thread = try EventLoopThread()
         defer { _ = thread.shutdown() }
         for cycle in 0..<options.cycles {
-            let daemon = try await DaemonProcess.start(binary: options.binary, dataDirectory: options.dataDirectory, config: config,
-                                                       extraArguments: options.daemonArguments)
+            let daemon = try await DaemonProcess.start(
+                binary: options.binary, dataDirectory: options.dataDirectory, config: config,
+                extraArguments: options.daemonArguments)
             do {
                 try await runCycle(cycle, daemon: daemon, thread: thread)
             } catch {
@@ -127,12 +129,15 @@ public final class CrashTestDriver: @unchecked Sendable {
                 result.outputMatches += daemon.output.components(separatedBy: needle).count - 1
             }
             if (cycle + 1) % 10 == 0 || cycle + 1 == options.cycles {
-                options.log("cycle \(cycle + 1)/\(options.cycles): \(acked.values.map(\.count).reduce(0, +)) acked rows, problems \(result.problems.count)")
+                options.log(
+                    "cycle \(cycle + 1)/\(options.cycles): \(acked.values.map(\.count).reduce(0, +)) acked rows, problems \(result.problems.count)"
+                )
             }
             if result.problems.count > 5 { break }
         }
         result.ackedMutations = acked.values.map(\.count).reduce(0, +)
-        result.elapsedSeconds = Double((ContinuousClock.now - started).components.seconds)
+        result.elapsedSeconds =
+            Double((ContinuousClock.now - started).components.seconds)
             + Double((ContinuousClock.now - started).components.attoseconds) / 1e18
         return result
     }
@@ -143,8 +148,9 @@ public final class CrashTestDriver: @unchecked Sendable {
     /// smaller frame. Anything else answering a resume with a snapshot is lost history.
     static func isSmallerThanTheDiff(_ snapshot: Snapshot, resumingFrom replica: Replica?) -> Bool {
         guard let replica, let position = replica.position, snapshot.reason == .resumeTooOld,
-              snapshot.position.epoch == position.epoch, snapshot.position.version > position.version,
-              let now = try? Director(sections: snapshot.sections, limits: replica.director.limits) else { return false }
+            snapshot.position.epoch == position.epoch, snapshot.position.version > position.version,
+            let now = try? Director(sections: snapshot.sections, limits: replica.director.limits)
+        else { return false }
         let changes = Changeset.diff(from: replica.director, to: now).changeCount
         return changes * 2 > now.rowCount + now.sections.count
     }
@@ -165,17 +171,27 @@ public final class CrashTestDriver: @unchecked Sendable {
         let checker = try await TestClient.connect(port: daemon.port, on: thread, clientID: "checker", tls: options.tls)
         for list in options.lists {
             checker.send(.subscribe(Subscribe(listName: list)))
-            guard case .snapshot(let snapshot)? = await checker.waitFor(timeout: 10, { if case .snapshot(let s) = $0 { return s.listName == list } else { return false } }) else {
+            guard
+                case .snapshot(let snapshot)? = await checker.waitFor(
+                    timeout: 10, { if case .snapshot(let s) = $0 { return s.listName == list } else { return false } })
+            else {
                 throw CrashTestError("no snapshot of \(list) after restart")
             }
             let present = Set(snapshot.sections.flatMap { $0.rows.map(\.id) })
             let missing = (acked[list] ?? []).subtracting(present)
-            if !missing.isEmpty { problem("cycle \(cycle): \(missing.count) acknowledged rows of \(list) missing, e.g. \(missing.sorted().prefix(3))") }
+            if !missing.isEmpty {
+                problem(
+                    "cycle \(cycle): \(missing.count) acknowledged rows of \(list) missing, e.g. \(missing.sorted().prefix(3))"
+                )
+            }
             result.finalVersions[list] = snapshot.position
             for (_, byList) in replicas {
                 if let replica = byList[list], let position = replica.position, !Self.neverWritten(replica),
-                   position.epoch != snapshot.position.epoch || position.version > snapshot.position.version {
-                    problem("cycle \(cycle): a subscriber saw \(position) of \(list), the restarted daemon is at \(snapshot.position)")
+                    position.epoch != snapshot.position.epoch || position.version > snapshot.position.version
+                {
+                    problem(
+                        "cycle \(cycle): a subscriber saw \(position) of \(list), the restarted daemon is at \(snapshot.position)"
+                    )
                 }
             }
         }
@@ -184,12 +200,14 @@ public final class CrashTestDriver: @unchecked Sendable {
         // 2. Subscribers resume from what they saw.
         var subscribers: [TestClient] = []
         for k in 0..<options.subscribers {
-            let client = try await TestClient.connect(port: daemon.port, on: thread, clientID: "subscriber-\(k)", tls: options.tls)
+            let client = try await TestClient.connect(
+                port: daemon.port, on: thread, clientID: "subscriber-\(k)", tls: options.tls)
             subscribers.append(client)
             for list in options.subscribedLists ?? options.lists {
                 let replica = replicas[k]?[list]
                 if let replica, let position = replica.position {
-                    client.send(.subscribe(Subscribe(listName: list, resumeFrom: position, digest: replica.director.digest)))
+                    client.send(
+                        .subscribe(Subscribe(listName: list, resumeFrom: position, digest: replica.director.digest)))
                 } else {
                     client.send(.subscribe(Subscribe(listName: list)))
                 }
@@ -207,10 +225,17 @@ public final class CrashTestDriver: @unchecked Sendable {
                     case .diff(let d)? where d.from == position: result.resumesAsDiff += 1
                     case .snapshot(let s)? where Self.isSmallerThanTheDiff(s, resumingFrom: replicas[k]?[list]):
                         result.resumesAsSmallerSnapshot += 1
-                    case .snapshot(let s)? where replicas[k]?[list].map(Self.neverWritten) == true && s.position.epoch != position.epoch:
+                    case .snapshot(let s)?
+                    where replicas[k]?[list].map(Self.neverWritten) == true && s.position.epoch != position.epoch:
                         result.resumesOfNeverWrittenList += 1
-                    case .snapshot(let s)?: problem("cycle \(cycle): subscriber \(k) resuming \(list) from \(position) got a snapshot (\(s.reason)) at \(s.position)")
-                    default: problem("cycle \(cycle): subscriber \(k) resuming \(list) from \(position) got \(first.map { "\($0)" } ?? "nothing")")
+                    case .snapshot(let s)?:
+                        problem(
+                            "cycle \(cycle): subscriber \(k) resuming \(list) from \(position) got a snapshot (\(s.reason)) at \(s.position)"
+                        )
+                    default:
+                        problem(
+                            "cycle \(cycle): subscriber \(k) resuming \(list) from \(position) got \(first.map { "\($0)" } ?? "nothing")"
+                        )
                     }
                 }
             }
@@ -223,7 +248,9 @@ public final class CrashTestDriver: @unchecked Sendable {
         let tls = options.tls
         let writerClients = try await withThrowingTaskGroup(of: TestClient.self) { group in
             for w in 0..<options.writers {
-                group.addTask { try await TestClient.connect(port: daemon.port, on: thread, clientID: "writer-\(w)", tls: tls) }
+                group.addTask {
+                    try await TestClient.connect(port: daemon.port, on: thread, clientID: "writer-\(w)", tls: tls)
+                }
             }
             var clients: [TestClient] = []
             for try await c in group { clients.append(c) }
@@ -249,13 +276,26 @@ public final class CrashTestDriver: @unchecked Sendable {
                     if pending == nil && plan.needsSection {
                         // The writer's section in this list, created at head (once per
                         // writer and list; rows go into whichever section is first).
-                        pending = Mutate(listName: plan.list, clientID: plan.client.clientID, seq: seq, base: ListVersion(epoch: 0, version: 0),
-                                         operations: [.insertSections([Section(id: "s-\(w)")], at: 0)])
+                        pending = Mutate(
+                            listName: plan.list, clientID: plan.client.clientID, seq: seq,
+                            base: ListVersion(epoch: 0, version: 0),
+                            operations: [.insertSections([Section(id: "s-\(w)")], at: 0)])
                     }
                     while !stop.get() {
-                        let mutate = pending ?? Mutate(listName: plan.list, clientID: plan.client.clientID, seq: seq, base: ListVersion(epoch: 0, version: 0),
-                                                       operations: [.insertRows([Row(id: "w\(w)-\(seq)", kind: "t", payload: Array("mutation \(seq) of writer \(w)".utf8))],
-                                                                                in: .index(0), at: 0)])
+                        let mutate =
+                            pending
+                            ?? Mutate(
+                                listName: plan.list, clientID: plan.client.clientID, seq: seq,
+                                base: ListVersion(epoch: 0, version: 0),
+                                operations: [
+                                    .insertRows(
+                                        [
+                                            Row(
+                                                id: "w\(w)-\(seq)", kind: "t",
+                                                payload: Array("mutation \(seq) of writer \(w)".utf8))
+                                        ],
+                                        in: .index(0), at: 0)
+                                ])
                         pending = mutate
                         inFlightAtKill.update { $0[w] = mutate }
                         plan.client.send(.mutate(mutate))
@@ -267,17 +307,21 @@ public final class CrashTestDriver: @unchecked Sendable {
                             }
                         }
                         _ = plan.client.drain()
-                        guard let reply else { break }   // the daemon died (or stalled): stop here
+                        guard let reply else { break }  // the daemon died (or stalled): stop here
                         if isRetry { retryOutcome.update { $0.retried += 1 } }
                         if case .ack(let ack) = reply {
-                            if case .insertSections = mutate.operations[0] { sectionsAcked.update { $0.append("\(w)/\(mutate.listName)") } }
+                            if case .insertSections = mutate.operations[0] {
+                                sectionsAcked.update { $0.append("\(w)/\(mutate.listName)") }
+                            }
                             if case .insertRows(let rows, _, _) = mutate.operations[0] {
                                 ackedThisCycle.update { $0.append((mutate.listName, rows[0].id)) }
                             }
                             // Committed before the kill: answered from the idempotency table
                             // with its original version, which the restarted daemon already had.
                             // (A retry may be of another list than this cycle's, when lists rotate.)
-                            if isRetry && ack.committed.version <= (versionsAtStart[mutate.listName]?.version ?? 0) { retryOutcome.update { $0.original += 1 } }
+                            if isRetry && ack.committed.version <= (versionsAtStart[mutate.listName]?.version ?? 0) {
+                                retryOutcome.update { $0.original += 1 }
+                            }
                         }
                         isRetry = false
                         pending = nil

@@ -1,4 +1,5 @@
 import FlowSyncServer
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -13,12 +13,15 @@ public final class RawPeer: Sendable {
 
     /// Opens `count` connections to 127.0.0.1:`port` from one loop job, each sending
     /// `firstBytes` as soon as it is connected; returns once all are connected.
-    public static func connect(count: Int = 1, port: Int, on thread: EventLoopThread, firstBytes: [UInt8] = []) async throws -> [RawPeer] {
+    public static func connect(
+        count: Int = 1, port: Int, on thread: EventLoopThread, firstBytes: [UInt8] = []
+    ) async throws -> [RawPeer] {
         let peers = (0..<count).map { _ in RawPeer(thread: thread) }
         let outcome = Shared<(connected: Int, failure: UVError?)>((0, nil))
         thread.loop.execute {
             for peer in peers {
-                TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port)) { result in
+                TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port)) {
+                    result in
                     switch result {
                     case .failure(let error):
                         outcome.update { $0.failure = error }
@@ -30,7 +33,14 @@ public final class RawPeer: Sendable {
                 }
             }
         }
-        guard await eventually(timeout: 60, { let o = outcome.get(); return o.connected == count || o.failure != nil }) else {
+        guard
+            await eventually(
+                timeout: 60,
+                {
+                    let o = outcome.get()
+                    return o.connected == count || o.failure != nil
+                })
+        else {
             throw UVError(code: -1, operation: "connect timed out")
         }
         if let failure = outcome.get().failure { throw failure }
@@ -42,7 +52,12 @@ public final class RawPeer: Sendable {
         connection.value = tcp
         tcp.onRead = { [state] bytes in state.update { $0.received += bytes } }
         let ended: @Sendable () -> Void = { [state] in
-            state.update { if !$0.closed { $0.closed = true; $0.closedAt = MonotonicNanoseconds.now() } }
+            state.update {
+                if !$0.closed {
+                    $0.closed = true
+                    $0.closedAt = MonotonicNanoseconds.now()
+                }
+            }
         }
         tcp.onEnd = { _ in ended() }
         tcp.onClose = { ended() }

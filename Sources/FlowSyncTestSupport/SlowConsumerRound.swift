@@ -96,7 +96,8 @@ public enum SlowConsumerRound {
     public static func run(
         daemon: DaemonProcess, thread: EventLoopThread, list: String, parameters p: Parameters, seed: UInt64
     ) async throws -> Figures {
-        try await run(daemon: Target(port: daemon.port, pid: daemon.pid), thread: thread, list: list, parameters: p, seed: seed)
+        try await run(
+            daemon: Target(port: daemon.port, pid: daemon.pid), thread: thread, list: list, parameters: p, seed: seed)
     }
 
     /// Runs one round against a daemon started elsewhere (under a profiler, say).
@@ -162,7 +163,9 @@ public enum SlowConsumerRound {
 
     /// The list: one section of `rows` rows, written in chunks small enough for the
     /// default frame limit. Returns the problem, if any.
-    private static func makeList(_ writer: TestClient, _ list: String, _ p: Parameters, _ state: WriterState) async -> String? {
+    private static func makeList(
+        _ writer: TestClient, _ list: String, _ p: Parameters, _ state: WriterState
+    ) async -> String? {
         guard await commit(writer, list, state.nextSeq(), [.insertSections([Section(id: "s")], at: 0)]) else {
             return "the list could not be created"
         }
@@ -178,21 +181,26 @@ public enum SlowConsumerRound {
         return nil
     }
 
-    private static func connect(daemon: Target, thread: EventLoopThread, list: String, _ p: Parameters) async throws -> Subscribers {
+    private static func connect(
+        daemon: Target, thread: EventLoopThread, list: String, _ p: Parameters
+    ) async throws -> Subscribers {
         var subscribers = Subscribers()
         for k in 0..<p.fastSubscribers {
-            subscribers.fast.append(try await LeanSubscriber.connect(port: daemon.port, on: thread, list: list, clientID: "fast-\(k)"))
+            subscribers.fast.append(
+                try await LeanSubscriber.connect(port: daemon.port, on: thread, list: list, clientID: "fast-\(k)"))
         }
         for k in 0..<p.pausedSubscribers {
             subscribers.paused.append(
                 try await LeanSubscriber.connect(
-                    port: daemon.port, on: thread, list: list, clientID: "paused-\(k)", receiveBufferBytes: p.receiveBufferBytes,
+                    port: daemon.port, on: thread, list: list, clientID: "paused-\(k)",
+                    receiveBufferBytes: p.receiveBufferBytes,
                     tracksPosition: true))
         }
         for k in 0..<p.deadSubscribers {
             subscribers.dead.append(
                 try await LeanSubscriber.connect(
-                    port: daemon.port, on: thread, list: list, clientID: "dead-\(k)", receiveBufferBytes: p.receiveBufferBytes,
+                    port: daemon.port, on: thread, list: list, clientID: "dead-\(k)",
+                    receiveBufferBytes: p.receiveBufferBytes,
                     reading: false))
         }
         return subscribers
@@ -296,7 +304,8 @@ public enum SlowConsumerRound {
                 writer.send(
                     .mutate(
                         Mutate(
-                            listName: list, clientID: writer.clientID, seq: seq, base: ListVersion(epoch: 0, version: 0),
+                            listName: list, clientID: writer.clientID, seq: seq,
+                            base: ListVersion(epoch: 0, version: 0),
                             operations: [.replaceRow(.id(row.id), with: row)])))
                 pending.append(seq)
                 next += 1
@@ -340,8 +349,14 @@ public enum SlowConsumerRound {
         return false
     }
 
-    private static func commit(_ writer: TestClient, _ list: String, _ mine: UInt64, _ ops: [FlowSyncCore.Operation]) async -> Bool {
-        writer.send(.mutate(Mutate(listName: list, clientID: writer.clientID, seq: mine, base: ListVersion(epoch: 0, version: 0), operations: ops)))
+    private static func commit(
+        _ writer: TestClient, _ list: String, _ mine: UInt64, _ ops: [FlowSyncCore.Operation]
+    ) async -> Bool {
+        writer.send(
+            .mutate(
+                Mutate(
+                    listName: list, clientID: writer.clientID, seq: mine, base: ListVersion(epoch: 0, version: 0),
+                    operations: ops)))
         let reply = await writer.waitFor(timeout: 30) { answers($0, mine) }
         _ = writer.drain()
         if case .ack? = reply { return true }

@@ -17,11 +17,17 @@ public enum StoreBenchmarks {
     /// list of 256 sections: 70% insert a ~60-byte row at a random index, 20% replace a
     /// row, 10% remove one. Seeded: the same log every time.
     public static func writeSyntheticLog(directory: String, mutations: Int, perBatch: Int) throws -> SyntheticLog {
-        let store = FileStore(directory: directory, options: .init(fsync: .never, snapshotEveryBatches: 0, snapshotEveryBytes: 0))
+        let store = FileStore(
+            directory: directory, options: .init(fsync: .never, snapshotEveryBatches: 0, snapshotEveryBytes: 0))
         _ = try store.recover(RecoveryOptions())
-        var sequencer = Sequencer(director: Director(limits: DirectorLimits(maxRows: 100_000_000)), position: ListVersion(epoch: 42, version: 0))
+        var sequencer = Sequencer(
+            director: Director(limits: DirectorLimits(maxRows: 100_000_000)),
+            position: ListVersion(epoch: 42, version: 0))
         var random = SeededRandom(seed: 99)
-        sequencer.submit(MutationRequest(clientID: "gen", seq: 1, base: sequencer.position, operations: [.setSections((0..<256).map { Section(id: "s\($0)") })]), tag: 0)
+        sequencer.submit(
+            MutationRequest(
+                clientID: "gen", seq: 1, base: sequencer.position,
+                operations: [.setSections((0..<256).map { Section(id: "s\($0)") })]), tag: 0)
         if let commit = sequencer.seal().commit { _ = try store.append(StoredBatch(listName: "big", commit: commit)) }
         var seq: UInt64 = 2
         var done = 1
@@ -32,14 +38,26 @@ public enum StoreBenchmarks {
                 let roll = random.int(0..<10)
                 let op: Operation
                 if rows == 0 || roll < 7 {
-                    op = .insertRows([Row(id: "r\(seq)", kind: "item", payload: Array("{\"title\":\"row \(seq)\",\"done\":false}".utf8))], in: .index(s), at: random.int(0...rows))
+                    op = .insertRows(
+                        [
+                            Row(
+                                id: "r\(seq)", kind: "item",
+                                payload: Array("{\"title\":\"row \(seq)\",\"done\":false}".utf8))
+                        ], in: .index(s), at: random.int(0...rows))
                 } else if roll < 9 {
                     let r = random.int(0..<rows)
-                    op = .replaceRow(.index(r, in: .index(s)), with: Row(id: sequencer.director.sections[s].rows[r].id, kind: "item", payload: Array("{\"title\":\"edited \(seq)\"}".utf8)))
+                    op = .replaceRow(
+                        .index(r, in: .index(s)),
+                        with: Row(
+                            id: sequencer.director.sections[s].rows[r].id, kind: "item",
+                            payload: Array("{\"title\":\"edited \(seq)\"}".utf8)))
                 } else {
                     op = .removeRows([.index(random.int(0..<rows), in: .index(s))])
                 }
-                sequencer.submit(MutationRequest(clientID: "gen-\(seq % 100)", seq: seq, base: ListVersion(epoch: 0, version: 0), operations: [op]), tag: 0)
+                sequencer.submit(
+                    MutationRequest(
+                        clientID: "gen-\(seq % 100)", seq: seq, base: ListVersion(epoch: 0, version: 0),
+                        operations: [op]), tag: 0)
                 seq += 1
             }
             let sealed = sequencer.seal()
@@ -68,8 +86,10 @@ public enum StoreBenchmarks {
         for list in report.lists {
             let sequencer = list.sequencer
             let t0 = clock()
-            try store.compact(StoredSnapshot(listName: list.name, position: sequencer.position, digest: sequencer.director.digest,
-                                             sections: sequencer.director.sections, dedupe: sequencer.dedupeRecords()))
+            try store.compact(
+                StoredSnapshot(
+                    listName: list.name, position: sequencer.position, digest: sequencer.director.digest,
+                    sections: sequencer.director.sections, dedupe: sequencer.dedupeRecords()))
             seconds += clock() - t0
             rows += sequencer.director.rowCount
         }

@@ -96,15 +96,22 @@ public enum StoredListsLayout {
             let ops: [FlowSyncCore.Operation] =
                 step == 0
                 ? [.insertSections([Section(id: "s")], at: 0)]
-                : [.insertRows([Row(id: "r\(step)", kind: "t", payload: Array("row \(step)".utf8))], in: .index(0), at: 0)]
+                : [
+                    .insertRows(
+                        [Row(id: "r\(step)", kind: "t", payload: Array("row \(step)".utf8))], in: .index(0), at: 0)
+                ]
             sequencer.submit(
-                MutationRequest(clientID: "layout", seq: UInt64(step + 1), base: sequencer.position, operations: ops), tag: 0)
-            guard let commit = sequencer.seal().commit else { throw CrashTestError("the template's mutation was refused") }
+                MutationRequest(clientID: "layout", seq: UInt64(step + 1), base: sequencer.position, operations: ops),
+                tag: 0)
+            guard let commit = sequencer.seal().commit else {
+                throw CrashTestError("the template's mutation was refused")
+            }
             let diff = Diff(
                 listName: listName, epoch: commit.to.epoch, fromVersion: commit.from.version,
                 toVersion: commit.to.version, digest: commit.digest, changeset: commit.changeset,
                 mutations: commit.mutations)
-            _ = try store.append(StoredBatch(listName: listName, commit: commit, encodedDiff: encoder.encode(.diff(diff))))
+            _ = try store.append(
+                StoredBatch(listName: listName, commit: commit, encodedDiff: encoder.encode(.diff(diff))))
         }
         try store.close()
         let listDirectory = scratch + "/lists/" + listName
@@ -125,7 +132,8 @@ public enum StoredListsLayout {
         var at = headerEnd + 4
         while at + 8 <= bytes.count {
             let length = Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24
-            let crc = CRC32C.checksum(bytes[(at + 8)..<(at + 8 + length)], continuing: CRC32C.checksum(bytes[at..<(at + 4)]))
+            let crc = CRC32C.checksum(
+                bytes[(at + 8)..<(at + 8 + length)], continuing: CRC32C.checksum(bytes[at..<(at + 4)]))
             store(crc, at: at + 4, in: &bytes)
             at += 8 + length
         }
@@ -134,7 +142,9 @@ public enum StoredListsLayout {
     // MARK: The manifest
 
     /// `STOPPED` recording `count` lists of one segment each, ordered by directory.
-    static func manifest(count: Int, prefix: String, epoch: UInt64, version: UInt64, fileName: String, fileLength: Int) -> [UInt8] {
+    static func manifest(
+        count: Int, prefix: String, epoch: UInt64, version: UInt64, fileName: String, fileLength: Int
+    ) -> [UInt8] {
         var out: [UInt8] = Array("FSYNCSTP".utf8)
         out.reserveCapacity(24 + count * (2 * (prefix.utf8.count + 7) + 40 + fileName.utf8.count))
         append16(1, to: &out)

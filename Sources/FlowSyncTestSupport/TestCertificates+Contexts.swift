@@ -1,5 +1,5 @@
-@_spi(Testing) import FlowSyncTLS
 import FlowSyncServer
+@_spi(Testing) import FlowSyncTLS
 
 extension TestCertificates {
     /// `[tls]` for a daemon serving `certificate` (`server` by default) over TLS only.
@@ -14,8 +14,10 @@ extension TestCertificates {
     /// A client context trusting the test CA only (not the system store), optionally
     /// with a client certificate of the set (`client`, `rogue-client`), and test-only
     /// limits (a version ceiling, renegotiation allowed).
-    public func clientContext(certificate: String? = nil, maximumVersion: TLSVersion? = nil,
-                              allowsRenegotiation: Bool = false) throws -> TLSContext {
+    public func clientContext(
+        certificate: String? = nil, maximumVersion: TLSVersion? = nil,
+        allowsRenegotiation: Bool = false
+    ) throws -> TLSContext {
         var options = TLSContext.ClientOptions()
         options.usesSystemTrustStore = false
         options.additionalTrustedRoots = [try der("ca.pem")]

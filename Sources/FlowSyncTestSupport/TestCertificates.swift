@@ -51,8 +51,9 @@ public struct TestCertificates: Sendable {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("flowsync-certs-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let result = try await ChildProcess.run("/bin/sh", arguments: ["-c", script], environment: ["DIR": directory],
-                                                timeout: .seconds(120))
+        let result = try await ChildProcess.run(
+            "/bin/sh", arguments: ["-c", script], environment: ["DIR": directory],
+            timeout: .seconds(120))
         guard result.status == 0 else { throw ChildProcessError("making test certificates failed: \(result)") }
         return TestCertificates(directory: directory)
     }

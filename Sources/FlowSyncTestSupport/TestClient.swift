@@ -45,9 +45,12 @@ public final class TestClient: Sendable {
     /// `tls`: speak TLS with this client context (`serverName` checked; a chain OpenSSL
     /// does not trust is refused); the Hello waits for the handshake. `firstBytes` are
     /// raw socket bytes even then (hostile input below TLS).
-    public static func connect(port: Int, on thread: EventLoopThread, clientID: String = "client-\(UInt32.random(in: 0...UInt32.max))", handshake: Bool = true,
-                               authToken: String? = nil, firstBytes: [UInt8]? = nil,
-                               tls: TLSContext? = nil, serverName: String = "localhost") async throws -> TestClient {
+    public static func connect(
+        port: Int, on thread: EventLoopThread, clientID: String = "client-\(UInt32.random(in: 0...UInt32.max))",
+        handshake: Bool = true,
+        authToken: String? = nil, firstBytes: [UInt8]? = nil,
+        tls: TLSContext? = nil, serverName: String = "localhost"
+    ) async throws -> TestClient {
         let result = Shared<Result<Void, UVError>?>(nil)
         let client = TestClient(thread: thread, clientID: clientID, connection: nil)
         thread.loop.execute {
@@ -68,7 +71,10 @@ public final class TestClient: Sendable {
                     // task next gets a thread: on a loaded machine that can take longer
                     // than a server's handshake deadline.
                     if handshake {
-                        let hello = Message.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "test", clientID: clientID, authToken: authToken))
+                        let hello = Message.hello(
+                            Hello(
+                                minVersion: 1, maxVersion: 1, clientName: "test", clientID: clientID,
+                                authToken: authToken))
                         client.write([client.codec.value.encoder.encode(hello)], on: tcp)
                     }
                     if let firstBytes, !firstBytes.isEmpty { _ = try? tcp.write([firstBytes]) }
@@ -85,7 +91,11 @@ public final class TestClient: Sendable {
                 let why = client.messages.compactMap { message -> String? in
                     if case .error(let e) = message { return "\(e.code) \(e.message)" } else { return nil }
                 }
-                throw UVError(code: -1, operation: "no Welcome (\(client.isClosed ? "closed" : "open")\(why.isEmpty ? "" : ": " + why.joined(separator: "; ")))")
+                throw UVError(
+                    code: -1,
+                    operation:
+                        "no Welcome (\(client.isClosed ? "closed" : "open")\(why.isEmpty ? "" : ": " + why.joined(separator: "; ")))"
+                )
             }
         }
         return client
@@ -117,7 +127,9 @@ public final class TestClient: Sendable {
 
     /// Loop thread only: wraps the socket in TLS and sends the ClientHello.
     private func startTLS(_ context: TLSContext, serverName: String, on tcp: TCPConnection) {
-        guard let channel = try? TLSChannel(context: context, serverName: serverName, scratch: TLSScratch()) else { return }
+        guard let channel = try? TLSChannel(context: context, serverName: serverName, scratch: TLSScratch()) else {
+            return
+        }
         tls.value = channel
         tcp.onRead = { [self] bytes in
             var io = TLSIO(client: self, tcp: tcp)
@@ -228,7 +240,9 @@ public final class TestClient: Sendable {
     /// message matches). Woken by each arriving message rather than by polling, so
     /// latencies measured through it are the network's, not a poll interval's. The
     /// default timeout is generous: it bounds a failure, not a passing wait.
-    public func waitFor(timeout: Double = 30, isolation: isolated (any Actor)? = #isolation, _ predicate: (Message) -> Bool) async -> Message? {
+    public func waitFor(
+        timeout: Double = 30, isolation: isolated (any Actor)? = #isolation, _ predicate: (Message) -> Bool
+    ) async -> Message? {
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
         while true {
             let snapshot = arrivals.get()
@@ -338,7 +352,9 @@ public struct Replica: Sendable {
             } catch {
                 problems.append("snapshot does not load: \(error)")
             }
-            if director.digest != snapshot.digest { problems.append("snapshot digest mismatch at \(snapshot.position)") }
+            if director.digest != snapshot.digest {
+                problems.append("snapshot digest mismatch at \(snapshot.position)")
+            }
             position = snapshot.position
             snapshotsApplied += 1
         case .diff(let diff) where diff.listName == list:

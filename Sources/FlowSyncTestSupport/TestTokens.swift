@@ -23,9 +23,13 @@ public enum TestTokens {
 
     /// A token with the usual claims: `sub`, `exp` = now + `ttl`, `read`, `write`, and
     /// `extra` claims merged in (they may override those).
-    public static func make(kid: String?, alg: String = "HS256", signer: Signer, sub: String = "tester", ttl: Double = 3_600,
-                            read: [String] = [], write: [String] = [], extra: [String: any Sendable] = [:]) async throws -> String {
-        var payload: [String: Any] = ["sub": sub, "exp": Int(Date().timeIntervalSince1970 + ttl), "read": read, "write": write]
+    public static func make(
+        kid: String?, alg: String = "HS256", signer: Signer, sub: String = "tester", ttl: Double = 3_600,
+        read: [String] = [], write: [String] = [], extra: [String: any Sendable] = [:]
+    ) async throws -> String {
+        var payload: [String: Any] = [
+            "sub": sub, "exp": Int(Date().timeIntervalSince1970 + ttl), "read": read, "write": write,
+        ]
         for (k, v) in extra { payload[k] = v }
         var header: [String: Any] = ["alg": alg, "typ": "JWT"]
         if let kid { header["kid"] = kid }
@@ -51,7 +55,8 @@ public enum TestTokens {
     /// `token` with its payload replaced by `claims` and the old signature kept.
     public static func tampered(_ token: String, claims: [String: any Sendable]) throws -> String {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        let body = base64URL(try JSONSerialization.data(withJSONObject: claims as [String: Any], options: [.sortedKeys]))
+        let body = base64URL(
+            try JSONSerialization.data(withJSONObject: claims as [String: Any], options: [.sortedKeys]))
         return "\(parts[0]).\(body).\(parts[2])"
     }
 

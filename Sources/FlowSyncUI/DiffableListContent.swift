@@ -44,16 +44,18 @@ public struct DiffableListContent: Hashable, Sendable {
         var seenItems = Set<String>()
         func consider(_ id: String) {
             guard seenItems.insert(id).inserted,
-                  let old = before.rowPath(id: id), let new = after.rowPath(id: id),
-                  !before[old].hasSameContent(as: after[new]) else { return }
+                let old = before.rowPath(id: id), let new = after.rowPath(id: id),
+                !before[old].hasSameContent(as: after[new])
+            else { return }
             items.append(id)
         }
         var sectionIDs: [String] = []
         var seenSections = Set<String>()
         func consider(section id: String) {
             guard seenSections.insert(id).inserted,
-                  let old = before.section(id: id), let new = after.section(id: id),
-                  old.header != new.header || old.footer != new.footer else { return }
+                let old = before.section(id: id), let new = after.section(id: id),
+                old.header != new.header || old.footer != new.footer
+            else { return }
             sectionIDs.append(id)
         }
         for stage in change.changeset.stages {

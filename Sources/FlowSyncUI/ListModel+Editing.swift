@@ -1,6 +1,7 @@
 import FlowSyncClient
 import FlowSyncCore
-import struct Foundation.IndexSet   // not all of Foundation: its `Operation` would shadow FlowSyncCore's
+
+import struct Foundation.IndexSet  // not all of Foundation: its `Operation` would shadow FlowSyncCore's
 
 // MARK: - Edits with SwiftUI's shapes
 //
@@ -70,10 +71,13 @@ extension ListModel {
     /// - Complexity: O(n + k·n) for k moved rows in a section of n rows (SwiftUI
     ///   moves one row at a time), plus the write.
     @discardableResult
-    public func move(fromOffsets offsets: IndexSet, toOffset destination: Int, inSection sectionID: String) throws(FlowSyncError) -> WriteTicket? {
+    public func move(
+        fromOffsets offsets: IndexSet, toOffset destination: Int, inSection sectionID: String
+    ) throws(FlowSyncError) -> WriteTicket? {
         let operations: [Operation]
         do {
-            operations = try OffsetEdits.move(fromOffsets: Array(offsets), toOffset: destination, inSection: sectionID, of: snapshot.director)
+            operations = try OffsetEdits.move(
+                fromOffsets: Array(offsets), toOffset: destination, inSection: sectionID, of: snapshot.director)
         } catch {
             throw .invalidEdit(error)
         }
@@ -150,7 +154,8 @@ extension ListModel {
         let now = director.snapshot
         // The digest decides, as the SDK does between two views: O(1).
         guard now.director.digest == snapshot.director.digest, now.director.rowCount == snapshot.director.rowCount,
-              now.director.sections.count == snapshot.director.sections.count else { return }
+            now.director.sections.count == snapshot.director.sections.count
+        else { return }
         snapshot = now
     }
 }
@@ -165,13 +170,17 @@ enum OffsetEdits {
     /// ID; no operation for no offsets.
     ///
     /// - Throws: ``MutationError`` (`unknownSection`, `indexOutOfRange`).
-    static func delete(atOffsets offsets: [Int], inSection sectionID: String, of shown: Director) throws(MutationError) -> [Operation] {
+    static func delete(
+        atOffsets offsets: [Int], inSection sectionID: String, of shown: Director
+    ) throws(MutationError) -> [Operation] {
         let rows = try section(sectionID, of: shown).rows
         var ids: [RowRef] = []
         ids.reserveCapacity(offsets.count)
         for offset in offsets {
             guard rows.indices.contains(offset) else {
-                throw MutationError(opIndex: 0, reason: .indexOutOfRange, message: "offset \(offset) not in 0..<\(rows.count) of section \"\(sectionID)\"")
+                throw MutationError(
+                    opIndex: 0, reason: .indexOutOfRange,
+                    message: "offset \(offset) not in 0..<\(rows.count) of section \"\(sectionID)\"")
             }
             ids.append(.id(rows[offset].id))
         }
@@ -194,15 +203,21 @@ enum OffsetEdits {
     ///   the start), and each next one after the one before it.
     ///
     /// - Throws: ``MutationError`` (`unknownSection`, `indexOutOfRange`).
-    static func move(fromOffsets offsets: [Int], toOffset destination: Int, inSection sectionID: String, of shown: Director) throws(MutationError) -> [Operation] {
+    static func move(
+        fromOffsets offsets: [Int], toOffset destination: Int, inSection sectionID: String, of shown: Director
+    ) throws(MutationError) -> [Operation] {
         let rows = try section(sectionID, of: shown).rows
         guard destination >= 0 && destination <= rows.count else {
-            throw MutationError(opIndex: 0, reason: .indexOutOfRange, message: "destination \(destination) not in 0...\(rows.count) of section \"\(sectionID)\"")
+            throw MutationError(
+                opIndex: 0, reason: .indexOutOfRange,
+                message: "destination \(destination) not in 0...\(rows.count) of section \"\(sectionID)\"")
         }
         let moved = Set(offsets)
         let sources = moved.sorted()
         for offset in sources where !rows.indices.contains(offset) {
-            throw MutationError(opIndex: 0, reason: .indexOutOfRange, message: "offset \(offset) not in 0..<\(rows.count) of section \"\(sectionID)\"")
+            throw MutationError(
+                opIndex: 0, reason: .indexOutOfRange,
+                message: "offset \(offset) not in 0..<\(rows.count) of section \"\(sectionID)\"")
         }
         // The rows the block lands between: the nearest unmoved ones before and from
         // `destination` (`nil`: the start, the end).
@@ -218,7 +233,7 @@ enum OffsetEdits {
             order.remove(at: order.firstIndex(of: id)!)
             let to: Int
             if after == nil {
-                to = order.count   // "at the end", whatever the replica appended meanwhile
+                to = order.count  // "at the end", whatever the replica appended meanwhile
             } else {
                 to = previous.map { order.firstIndex(of: $0)! + 1 } ?? 0
             }

@@ -106,12 +106,14 @@ extension ListUpdateApplier {
         var target = list.director
         var kept: [ViewEdit] = []
         for edit in viewEdits where (try? target.applyResolving(edit.anchored)) != nil {
-            kept.append(edit)   // applyResolving is all or nothing: a refused edit left `target` as it was
+            kept.append(edit)  // applyResolving is all or nothing: a refused edit left `target` as it was
         }
         viewEdits = kept
         delivered = kept.isEmpty ? nil : list
         let next = list.replacing(director: target)
-        let changeset = Self.sameState(snapshot.director, target) ? Changeset() : Changeset.diff(from: snapshot.director, to: target)
+        let changeset =
+            Self.sameState(snapshot.director, target)
+            ? Changeset() : Changeset.diff(from: snapshot.director, to: target)
         return animate(ListChange(cause: cause, previous: snapshot, changeset: changeset, snapshot: next))
     }
 }

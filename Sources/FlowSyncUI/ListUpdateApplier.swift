@@ -112,8 +112,12 @@ public final class ListUpdateApplier<Target: ListUpdateTarget> {
             return .unchanged
         }
         guard target.isOnScreen else { return reload(to: change.snapshot, .offScreen) }
-        guard changeset.changeCount <= maximumAnimatedChanges else { return reload(to: change.snapshot, .tooManyChanges) }
-        guard let stageData = change.snapshotsAfterEachStage() else { return reload(to: change.snapshot, .stagesDoNotApply) }
+        guard changeset.changeCount <= maximumAnimatedChanges else {
+            return reload(to: change.snapshot, .tooManyChanges)
+        }
+        guard let stageData = change.snapshotsAfterEachStage() else {
+            return reload(to: change.snapshot, .stagesDoNotApply)
+        }
 
         var batches = 0
         var before = change.previous.director
@@ -131,7 +135,8 @@ public final class ListUpdateApplier<Target: ListUpdateTarget> {
                 // refreshes a header) next to row changes of that section in one batch
                 // is an "Invalid update". Each section once (SupplementaryRefresh).
                 batches += 1
-                let refreshes = SupplementaryRefresh.grouping(stage.supplementaryUpdates, before: before, after: data.director)
+                let refreshes = SupplementaryRefresh.grouping(
+                    stage.supplementaryUpdates, before: before, after: data.director)
                 target.performBatchUpdates { [self] in
                     snapshot = data
                     target.refreshSupplementaries(refreshes)
@@ -157,7 +162,8 @@ public final class ListUpdateApplier<Target: ListUpdateTarget> {
 
     private static func hasStructuralChanges(_ stage: ChangesetStage) -> Bool {
         !(stage.sectionDeletes.isEmpty && stage.sectionInserts.isEmpty && stage.sectionMoves.isEmpty
-            && stage.rowDeletes.isEmpty && stage.rowInserts.isEmpty && stage.rowMoves.isEmpty && stage.rowUpdates.isEmpty)
+            && stage.rowDeletes.isEmpty && stage.rowInserts.isEmpty && stage.rowMoves.isEmpty
+            && stage.rowUpdates.isEmpty)
     }
 }
 

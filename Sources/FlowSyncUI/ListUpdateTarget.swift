@@ -73,7 +73,10 @@ public struct SupplementaryRefresh: Hashable, Sendable, CustomStringConvertible 
     /// Whether the section gained or lost its footer.
     public var footerPresenceChanged: Bool
 
-    public init(section: Int, header: Bool, footer: Bool, headerPresenceChanged: Bool = false, footerPresenceChanged: Bool = false) {
+    public init(
+        section: Int, header: Bool, footer: Bool, headerPresenceChanged: Bool = false,
+        footerPresenceChanged: Bool = false
+    ) {
         self.section = section
         self.header = header
         self.footer = footer
@@ -88,7 +91,9 @@ public struct SupplementaryRefresh: Hashable, Sendable, CustomStringConvertible 
     ///     from one that changes); `nil` when unknown (no presence change is reported).
     ///   - after: The list after the stage.
     /// - Complexity: O(k) for k updates.
-    public static func grouping(_ updates: [SupplementaryUpdate], before: Director? = nil, after: Director? = nil) -> [SupplementaryRefresh] {
+    public static func grouping(
+        _ updates: [SupplementaryUpdate], before: Director? = nil, after: Director? = nil
+    ) -> [SupplementaryRefresh] {
         var position: [Int: Int] = [:]
         var result: [SupplementaryRefresh] = []
         for update in updates {

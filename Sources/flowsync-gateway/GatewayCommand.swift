@@ -55,7 +55,9 @@ struct GatewayCommand: AsyncParsableCommand {
             """)
     var webhook: [String] = []
 
-    @Option(name: .long, help: "Where webhook cursors live (default: $STATE_DIRECTORY, as systemd sets it; none: in memory).")
+    @Option(
+        name: .long,
+        help: "Where webhook cursors live (default: $STATE_DIRECTORY, as systemd sets it; none: in memory).")
     var stateDir: String?
 
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
@@ -83,7 +85,9 @@ struct GatewayCommand: AsyncParsableCommand {
         let listenEndpoint = (host: String(listen[..<colon]), port: listenPort)
         var endpoints: [Endpoint] = []
         for text in daemon {
-            guard let endpoint = Endpoint(parsing: text, defaultPort: 7400) else { throw ValidationError("--daemon: expected HOST:PORT, got \(text)") }
+            guard let endpoint = Endpoint(parsing: text, defaultPort: 7400) else {
+                throw ValidationError("--daemon: expected HOST:PORT, got \(text)")
+            }
             endpoints.append(endpoint)
         }
         let limits = GatewayLimits(
@@ -93,11 +97,13 @@ struct GatewayCommand: AsyncParsableCommand {
         let hooks = try webhook.map(Self.parseWebhook)
         let state = stateDir ?? ProcessInfo.processInfo.environment["STATE_DIRECTORY"]
         if !hooks.isEmpty && state == nil {
-            logger.warning("webhooks without --state-dir: cursors are kept in memory, a restart starts each hook from a snapshot")
+            logger.warning(
+                "webhooks without --state-dir: cursors are kept in memory, a restart starts each hook from a snapshot")
         }
         let gateway = Gateway(
             configuration: GatewayConfiguration(
-                host: listenEndpoint.host, port: listenEndpoint.port, endpoints: endpoints, limits: limits, corsOrigins: corsOrigin,
+                host: listenEndpoint.host, port: listenEndpoint.port, endpoints: endpoints, limits: limits,
+                corsOrigins: corsOrigin,
                 webhooks: hooks, stateDirectory: state),
             logger: logger)
 
@@ -120,7 +126,7 @@ struct GatewayCommand: AsyncParsableCommand {
             sources.append(source)
         }
         try await task.value
-        sources.forEach { $0.cancel() }
+        for source in sources { source.cancel() }
     }
 
     /// `name=…,url=…,lists=a;b,secret-file=…[,token-file=…][,max-queued=N][,timeout-ms=N]`.
@@ -140,10 +146,19 @@ struct GatewayCommand: AsyncParsableCommand {
         }
         let lists = (fields["lists"] ?? "").split(separator: ";").map(String.init)
         guard !lists.isEmpty else { throw ValidationError("--webhook \(name): lists= names at least one list") }
-        guard let secretFile = fields["secret-file"] else { throw ValidationError("--webhook \(name): secret-file= is required") }
-        var hook = WebhookConfiguration(name: name, url: url, lists: lists, secret: try read(secretFile), token: try fields["token-file"].map(read))
-        if let n = fields["max-queued"] { guard let v = Int(n), v >= 1 else { throw ValidationError("--webhook \(name): max-queued") }; hook.maxQueued = v }
-        if let n = fields["timeout-ms"] { guard let v = Int(n), v >= 1 else { throw ValidationError("--webhook \(name): timeout-ms") }; hook.timeoutMilliseconds = v }
+        guard let secretFile = fields["secret-file"] else {
+            throw ValidationError("--webhook \(name): secret-file= is required")
+        }
+        var hook = WebhookConfiguration(
+            name: name, url: url, lists: lists, secret: try read(secretFile), token: try fields["token-file"].map(read))
+        if let n = fields["max-queued"] {
+            guard let v = Int(n), v >= 1 else { throw ValidationError("--webhook \(name): max-queued") }
+            hook.maxQueued = v
+        }
+        if let n = fields["timeout-ms"] {
+            guard let v = Int(n), v >= 1 else { throw ValidationError("--webhook \(name): timeout-ms") }
+            hook.timeoutMilliseconds = v
+        }
         return hook
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FlowSyncClient
+import Foundation
 
 /// The CLI's exit codes (documented in `flowsync --help` and the README):
 ///
@@ -23,7 +24,8 @@ struct CLIError: Error, CustomStringConvertible {
         switch error {
         case .invalidEdit(let mutation):
             let code = error.code!
-            return CLIError(message: "the edit does not apply to the list: error \(code): \(mutation.message)", exitCode: 1)
+            return CLIError(
+                message: "the edit does not apply to the list: error \(code): \(mutation.message)", exitCode: 1)
         case .modelCoding, .persistenceUnavailable:
             return CLIError(message: "\(error)", exitCode: 1)
         case .rejected(let code, let message):
@@ -46,8 +48,6 @@ extension CLIError {
         Foundation.exit(exitCode)
     }
 }
-
-import Foundation
 
 struct StandardError: TextOutputStream {
     mutating func write(_ string: String) { FileHandle.standardError.write(Data(string.utf8)) }

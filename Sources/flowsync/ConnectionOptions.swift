@@ -14,7 +14,10 @@ import Logging
 /// already write `--host`, one server stays `--host H --port P` exactly as before, and
 /// nothing new must be learnt for a second one.
 struct ConnectionOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Server host, or host:port; repeat it for several servers (cluster nodes), tried in order until one answers (env FLOWSYNC_HOST, comma-separated; default 127.0.0.1).", valueName: "host[:port]"))
+    @Option(
+        help: ArgumentHelp(
+            "Server host, or host:port; repeat it for several servers (cluster nodes), tried in order until one answers (env FLOWSYNC_HOST, comma-separated; default 127.0.0.1).",
+            valueName: "host[:port]"))
     var host: [String] = []
 
     @Option(help: "Server port (env FLOWSYNC_PORT; default 7400).")
@@ -26,25 +29,39 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "Seconds to wait for the server before giving up (exit 2).")
     var timeout: Double = 10
 
-    @Flag(help: "Plain TCP even to a host that is not loopback (the token travels in clear text). Without it, every host but loopback gets TLS.")
+    @Flag(
+        help:
+            "Plain TCP even to a host that is not loopback (the token travels in clear text). Without it, every host but loopback gets TLS."
+    )
     var plaintext = false
 
     @Flag(help: "TLS even to a loopback host (by default loopback is plain TCP; every other host gets TLS).")
     var tls = false
 
-    @Option(help: ArgumentHelp("PEM file of CA certificates to trust besides the system's (a private CA).", valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "PEM file of CA certificates to trust besides the system's (a private CA).", valueName: "file"))
     var cacert: String?
 
-    @Flag(name: .customLong("no-system-trust"), help: "Accept the server on its --pin alone, whoever signed its certificate (a self-signed server).")
+    @Flag(
+        name: .customLong("no-system-trust"),
+        help: "Accept the server on its --pin alone, whoever signed its certificate (a self-signed server).")
     var noSystemTrust = false
 
-    @Option(help: ArgumentHelp("SHA-256 of a certificate of the server's chain to accept, as `openssl x509 -noout -fingerprint -sha256` prints it; repeat it for several (the next key too).", valueName: "sha256"))
+    @Option(
+        help: ArgumentHelp(
+            "SHA-256 of a certificate of the server's chain to accept, as `openssl x509 -noout -fingerprint -sha256` prints it; repeat it for several (the next key too).",
+            valueName: "sha256"))
     var pin: [String] = []
 
-    @Option(name: .customLong("server-name"), help: ArgumentHelp("Name checked against the server's certificate (and sent as SNI) instead of the host.", valueName: "name"))
+    @Option(
+        name: .customLong("server-name"),
+        help: ArgumentHelp(
+            "Name checked against the server's certificate (and sent as SNI) instead of the host.", valueName: "name"))
     var serverName: String?
 
-    @Option(help: ArgumentHelp("Client certificate (PEM chain) for a daemon that requires one (mTLS).", valueName: "file"))
+    @Option(
+        help: ArgumentHelp("Client certificate (PEM chain) for a daemon that requires one (mTLS).", valueName: "file"))
     var cert: String?
 
     @Option(help: ArgumentHelp("Private key (PEM) of --cert.", valueName: "file"))
@@ -99,7 +116,9 @@ struct ConnectionOptions: ParsableArguments {
                 throw CLIError.input("--cacert \(cacert): \(error.localizedDescription)")
             }
             policy.additionalTrustedRoots = TLSPolicy.certificates(pem: text)
-            if policy.additionalTrustedRoots.isEmpty { throw CLIError.input("--cacert \(cacert): no certificate in it") }
+            if policy.additionalTrustedRoots.isEmpty {
+                throw CLIError.input("--cacert \(cacert): no certificate in it")
+            }
         }
         policy.pinnedCertificateSHA256 = Set(pin.compactMap(TLSPolicy.sha256Pin(hex:)))
         policy.requiresSystemTrust = !noSystemTrust
@@ -114,18 +133,21 @@ struct ConnectionOptions: ParsableArguments {
         var logger = Logger(label: "flowsync")
         logger.logLevel = .critical
         guard let endpoints = resolvedEndpoints else { throw CLIError.input("bad --host: \(hostArguments)") }
-        return try FlowSyncClient(configuration: .init(
-            endpoints: endpoints, endpointOrder: .listed, token: resolvedToken,
-            clientName: "flowsync-cli/1",
-            reconnect: ReconnectPolicy(initialDelayMilliseconds: 100, maxDelayMilliseconds: 1_000),
-            callbackQueue: DispatchQueue(label: "flowsync.callbacks"), logger: logger,
-            tls: try tlsPolicy()))
+        return try FlowSyncClient(
+            configuration: .init(
+                endpoints: endpoints, endpointOrder: .listed, token: resolvedToken,
+                clientName: "flowsync-cli/1",
+                reconnect: ReconnectPolicy(initialDelayMilliseconds: 100, maxDelayMilliseconds: 1_000),
+                callbackQueue: DispatchQueue(label: "flowsync.callbacks"), logger: logger,
+                tls: try tlsPolicy()))
     }
 
     /// Opens `list` and waits for its first snapshot, within the timeout.
     func open(_ list: String, on client: FlowSyncClient) async throws -> ListDirector {
         let director = client.director(list)
-        try await withDeadline(timeout, "no snapshot of \(list) from \(endpointsDescription) within \(timeout) s (\(client.status))") {
+        try await withDeadline(
+            timeout, "no snapshot of \(list) from \(endpointsDescription) within \(timeout) s (\(client.status))"
+        ) {
             do throws(FlowSyncError) { try await director.waitUntilLoaded() } catch { throw CLIError.from(error) }
         }
         return director
@@ -136,8 +158,10 @@ struct ConnectionOptions: ParsableArguments {
 ///
 /// A race rather than a task group: the SDK's waits do not end on cancellation, and a
 /// group would wait for them before returning. The loser keeps running; the CLI exits.
-func withDeadline<T: Sendable>(_ seconds: Double, _ message: @autoclosure @escaping @Sendable () -> String,
-                               _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+func withDeadline<T: Sendable>(
+    _ seconds: Double, _ message: @autoclosure @escaping @Sendable () -> String,
+    _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
     let race = DeadlineRace<T>()
     return try await withCheckedThrowingContinuation { continuation in
         race.continuation = continuation

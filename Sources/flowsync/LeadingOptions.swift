@@ -12,8 +12,10 @@
 /// as it would after its name.
 enum LeadingOptions {
     /// Connection options that take a value (`--port 7400` or `--port=7400`).
-    static let valued: Set<String> = ["--host", "--port", "--token", "--timeout",
-                                      "--cacert", "--pin", "--server-name", "--cert", "--key"]
+    static let valued: Set<String> = [
+        "--host", "--port", "--token", "--timeout",
+        "--cacert", "--pin", "--server-name", "--cert", "--key",
+    ]
     /// Connection options without a value.
     static let flags: Set<String> = ["--plaintext", "--tls", "--no-system-trust"]
 

@@ -38,7 +38,9 @@ enum OperationJSON {
         var scratch = director
         var ops: [FlowSyncCore.Operation] = []
         for (index, item) in list.enumerated() {
-            guard let object = item as? [String: Any] else { throw Failure(description: "operation \(index) is not an object") }
+            guard let object = item as? [String: Any] else {
+                throw Failure(description: "operation \(index) is not an object")
+            }
             let op = try operation(object, index: index, in: scratch)
             // Defaults such as "the end" depend on the state the earlier operations left.
             _ = try? scratch.apply([op])
@@ -49,11 +51,15 @@ enum OperationJSON {
 
     static func operation(_ o: [String: Any], index: Int, in d: Director) throws -> FlowSyncCore.Operation {
         func string(_ key: String) throws -> String {
-            guard let value = o[key] as? String else { throw Failure(description: "operation \(index): \"\(key)\" (a string) is missing") }
+            guard let value = o[key] as? String else {
+                throw Failure(description: "operation \(index): \"\(key)\" (a string) is missing")
+            }
             return value
         }
         func strings(_ key: String) throws -> [String] {
-            guard let value = o[key] as? [String] else { throw Failure(description: "operation \(index): \"\(key)\" (an array of strings) is missing") }
+            guard let value = o[key] as? [String] else {
+                throw Failure(description: "operation \(index): \"\(key)\" (an array of strings) is missing")
+            }
             return value
         }
         func int(_ key: String, default fallback: Int? = nil) throws -> Int {
@@ -62,13 +68,19 @@ enum OperationJSON {
             throw Failure(description: "operation \(index): \"\(key)\" (an integer) is missing")
         }
         func rows(_ key: String) throws -> [Row] {
-            guard let value = o[key] as? [[String: Any]] else { throw Failure(description: "operation \(index): \"\(key)\" (an array of rows) is missing") }
+            guard let value = o[key] as? [[String: Any]] else {
+                throw Failure(description: "operation \(index): \"\(key)\" (an array of rows) is missing")
+            }
             return try value.map { try row($0, index: index) }
         }
         func sections(_ key: String) throws -> [Section] {
-            guard let value = o[key] as? [[String: Any]] else { throw Failure(description: "operation \(index): \"\(key)\" (an array of sections) is missing") }
+            guard let value = o[key] as? [[String: Any]] else {
+                throw Failure(description: "operation \(index): \"\(key)\" (an array of sections) is missing")
+            }
             return try value.map { s in
-                guard let id = s["id"] as? String else { throw Failure(description: "operation \(index): a section without \"id\"") }
+                guard let id = s["id"] as? String else {
+                    throw Failure(description: "operation \(index): a section without \"id\"")
+                }
                 let rows = try (s["rows"] as? [[String: Any]] ?? []).map { try row($0, index: index) }
                 return Section(id: id, header: try bytes(s["header"]), footer: try bytes(s["footer"]), rows: rows)
             }
@@ -77,7 +89,8 @@ enum OperationJSON {
 
         guard let name = o["op"] as? String else { throw Failure(description: "operation \(index): \"op\" is missing") }
         switch name {
-        case "insertSections": return .insertSections(try sections("sections"), at: try int("at", default: d.sections.count))
+        case "insertSections":
+            return .insertSections(try sections("sections"), at: try int("at", default: d.sections.count))
         case "setSections": return .setSections(try sections("sections"))
         case "removeSections": return .removeSections(try strings("ids").map { .id($0) })
         case "removeAllSections": return .removeAllSections
@@ -90,7 +103,9 @@ enum OperationJSON {
             return .insertRows(try rows("rows"), in: .id(section), at: try int("at", default: sectionCount(section)))
         case "setRows": return .setRows(try rows("rows"), in: .id(try string("section")))
         case "replaceRow":
-            guard let r = o["row"] as? [String: Any] else { throw Failure(description: "operation \(index): \"row\" is missing") }
+            guard let r = o["row"] as? [String: Any] else {
+                throw Failure(description: "operation \(index): \"row\" is missing")
+            }
             return .replaceRow(.id(try string("id")), with: try row(r, index: index))
         case "removeRows": return .removeRows(try strings("ids").map { .id($0) })
         case "removeAllRows": return .removeAllRows(in: .id(try string("section")))
@@ -105,7 +120,9 @@ enum OperationJSON {
     }
 
     static func row(_ o: [String: Any], index: Int) throws -> Row {
-        guard let id = o["id"] as? String else { throw Failure(description: "operation \(index): a row without \"id\"") }
+        guard let id = o["id"] as? String else {
+            throw Failure(description: "operation \(index): a row without \"id\"")
+        }
         let kind = o["kind"] as? String ?? "json"
         if let text = o["text"] as? String { return Row(id: id, kind: kind, payload: Array(text.utf8)) }
         return Row(id: id, kind: kind, payload: try bytes(o["payload"]) ?? [])
@@ -114,7 +131,10 @@ enum OperationJSON {
     /// A JSON value as its JSON text (`nil` for absent or null).
     static func bytes(_ value: Any?) throws -> [UInt8]? {
         guard let value, !(value is NSNull) else { return nil }
-        guard let data = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys, .withoutEscapingSlashes]) else {
+        guard
+            let data = try? JSONSerialization.data(
+                withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys, .withoutEscapingSlashes])
+        else {
             throw Failure(description: "a payload is not valid JSON")
         }
         return Array(data)

@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import Metrics
 import Prometheus
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,15 +19,15 @@ struct FlowSyncDaemon: ParsableCommand {
         commandName: "flowsyncd",
         abstract: "The FlowSync daemon: mirrors ordered lists to subscribed clients.",
         discussion: """
-        Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT) or a valid --check-config;
-        2 for a configuration error (the message names the key; --check-config also reads
-        the TLS certificate pair); 1 when the listener cannot be opened, the TLS pair does
-        not load, or the loop fails; 65 (EX_DATAERR) when the store holds damaged
-        data at start, or after a clean stop anything but exactly what the stop recorded
-        (--repair keeps the valid prefix); 74 (EX_IOERR) when a write or an
-        fsync of the store fails (nothing unsynced was acknowledged; systemd restarts the
-        daemon, and recovery keeps every acknowledged batch).
-        """
+            Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT) or a valid --check-config;
+            2 for a configuration error (the message names the key; --check-config also reads
+            the TLS certificate pair); 1 when the listener cannot be opened, the TLS pair does
+            not load, or the loop fails; 65 (EX_DATAERR) when the store holds damaged
+            data at start, or after a clean stop anything but exactly what the stop recorded
+            (--repair keeps the valid prefix); 74 (EX_IOERR) when a write or an
+            fsync of the store fails (nothing unsynced was acknowledged; systemd restarts the
+            daemon, and recovery keeps every acknowledged batch).
+            """
     )
 
     @Option(name: .long, help: "TOML configuration file (default: built-in defaults).")
@@ -41,10 +42,14 @@ struct FlowSyncDaemon: ParsableCommand {
     @Option(name: .customLong("data-dir"), help: "Data directory, overriding server.data_dir.")
     var dataDir: String?
 
-    @Option(name: .customLong("log-level"), help: "trace|debug|info|notice|warning|error|critical, overriding logging.level.")
+    @Option(
+        name: .customLong("log-level"),
+        help: "trace|debug|info|notice|warning|error|critical, overriding logging.level.")
     var logLevel: String?
 
-    @Option(name: .customLong("metrics-port"), help: "Port of the Prometheus endpoint (GET /metrics), overriding metrics.port (0: let the OS choose).")
+    @Option(
+        name: .customLong("metrics-port"),
+        help: "Port of the Prometheus endpoint (GET /metrics), overriding metrics.port (0: let the OS choose).")
     var metricsPort: Int?
 
     @Flag(name: .customLong("no-metrics"), help: "Do not serve metrics (overrides metrics.enabled).")
@@ -53,10 +58,18 @@ struct FlowSyncDaemon: ParsableCommand {
     @Flag(name: .customLong("check-config"), help: "Validate the configuration and exit (0 valid, 2 invalid).")
     var checkConfig = false
 
-    @Flag(name: .long, help: "Start even when a stored log or snapshot is damaged: keep the valid prefix, set damaged files aside (*.damaged), start a new epoch for the lists concerned, and say what was dropped.")
+    @Flag(
+        name: .long,
+        help:
+            "Start even when a stored log or snapshot is damaged: keep the valid prefix, set damaged files aside (*.damaged), start a new epoch for the lists concerned, and say what was dropped."
+    )
     var repair = false
 
-    @Flag(name: .customLong("check-store"), help: "Check every list of the data directory offline with recovery's rules, change nothing, and exit: 0 all ok, 3 a torn tail the next start cuts, 65 damaged lists, 1 the store is locked by a running daemon. With --repair, repair first (as --repair at start), then check.")
+    @Flag(
+        name: .customLong("check-store"),
+        help:
+            "Check every list of the data directory offline with recovery's rules, change nothing, and exit: 0 all ok, 3 a torn tail the next start cuts, 65 damaged lists, 1 the store is locked by a running daemon. With --repair, repair first (as --repair at start), then check."
+    )
     var checkStore = false
 
     func run() throws {
@@ -94,7 +107,7 @@ struct FlowSyncDaemon: ParsableCommand {
         let level = Logger.Level(rawValue: configuration.logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .trace   // each Logger instance filters by its own level
+            handler.logLevel = .trace  // each Logger instance filters by its own level
             return handler
         }
         var logger = Logger(label: "flowsyncd")
@@ -111,7 +124,7 @@ struct FlowSyncDaemon: ParsableCommand {
         // under appendfsync always.
         server.onFatalStorageError = { error in
             logger.critical("storage failure, exiting for a restart", metadata: ["error": "\(error)"])
-            Glibc.exit(74)   // EX_IOERR
+            Glibc.exit(74)  // EX_IOERR
         }
         // The signal watchers first, before the store is opened and long before READY=1:
         // a SIGHUP (systemctl reload) or SIGTERM that arrives as soon as the daemon says
@@ -121,52 +134,63 @@ struct FlowSyncDaemon: ParsableCommand {
         var metricsEndpoint: MetricsEndpoint?
         var watchers: [SignalWatcher] = []
         for signum in [SIGTERM, SIGINT] {
-            watchers.append(try SignalWatcher(loop: loop, signal: signum) { received in
-                logger.notice("signal received, shutting down", metadata: ["signal": "\(received)"])
-                supervision.stopping()
-                server.shutdown {
-                    // The server's handles are closed; close ours too (timers, signal
-                    // watchers — `watchers` is captured by reference, so it is the full
-                    // list by now), so stop() finds nothing left open. Closing clears
-                    // each watcher's callback, which breaks the watcher → closure →
-                    // `watchers` cycle.
-                    supervision.close()
-                    metricsEndpoint?.close()
-                    for watcher in watchers { watcher.close() }
-                    loop.stop()
+            watchers.append(
+                try SignalWatcher(loop: loop, signal: signum) { received in
+                    logger.notice("signal received, shutting down", metadata: ["signal": "\(received)"])
+                    supervision.stopping()
+                    server.shutdown {
+                        // The server's handles are closed; close ours too (timers, signal
+                        // watchers — `watchers` is captured by reference, so it is the full
+                        // list by now), so stop() finds nothing left open. Closing clears
+                        // each watcher's callback, which breaks the watcher → closure →
+                        // `watchers` cycle.
+                        supervision.close()
+                        metricsEndpoint?.close()
+                        for watcher in watchers { watcher.close() }
+                        loop.stop()
+                    }
+                })
+        }
+        watchers.append(
+            try SignalWatcher(loop: loop, signal: SIGHUP) { _ in
+                supervision.reloading()
+                do {
+                    let fresh = try loadConfiguration()
+                    let changes = server.reload(fresh)
+                    server.logger.logLevel = Logger.Level(rawValue: fresh.logLevel) ?? .info
+                    logger.notice(
+                        "configuration reloaded",
+                        metadata: ["changes": "\(changes.isEmpty ? "none" : changes.joined(separator: "; "))"])
+                    supervision.reloaded("reloaded")
+                } catch {
+                    logger.error("reload failed; keeping the running configuration", metadata: ["error": "\(error)"])
+                    supervision.reloaded("reload failed, running configuration kept")
                 }
             })
-        }
-        watchers.append(try SignalWatcher(loop: loop, signal: SIGHUP) { _ in
-            supervision.reloading()
-            do {
-                let fresh = try loadConfiguration()
-                let changes = server.reload(fresh)
-                server.logger.logLevel = Logger.Level(rawValue: fresh.logLevel) ?? .info
-                logger.notice("configuration reloaded", metadata: ["changes": "\(changes.isEmpty ? "none" : changes.joined(separator: "; "))"])
-                supervision.reloaded("reloaded")
-            } catch {
-                logger.error("reload failed; keeping the running configuration", metadata: ["error": "\(error)"])
-                supervision.reloaded("reload failed, running configuration kept")
-            }
-        })
         do {
             let report = try server.recover(repair: repair)
             if repair {
                 // A repair can drop nothing and still matter (a segment deleted after a
                 // clean stop is found missing): say "repaired", not "nothing was damaged".
-                let dropped = report.repairedBytes > 0 ? "dropped \(report.repairedBytes) damaged bytes"
+                let dropped =
+                    report.repairedBytes > 0
+                    ? "dropped \(report.repairedBytes) damaged bytes"
                     : report.repairedAnything ? "repaired" : "nothing was damaged"
-                FileHandle.standardOutput.write(Data("flowsyncd: repair: \(dropped)\(report.notes.isEmpty ? "" : "; " + report.notes.joined(separator: "; "))\n".utf8))
+                FileHandle.standardOutput.write(
+                    Data(
+                        "flowsyncd: repair: \(dropped)\(report.notes.isEmpty ? "" : "; " + report.notes.joined(separator: "; "))\n"
+                            .utf8))
             }
         } catch {
             if error.isCorruption {
                 logger.critical("refusing to start: the store holds damaged data", metadata: ["error": "\(error)"])
                 FileHandle.standardError.write(Data("flowsyncd: refusing to start: \(error)\n".utf8))
-                throw ExitCode(65)   // EX_DATAERR
+                throw ExitCode(65)  // EX_DATAERR
             }
-            logger.critical("cannot open the store", metadata: ["error": "\(error)", "data_dir": "\(configuration.dataDirectory)"])
-            FileHandle.standardError.write(Data("flowsyncd: cannot open the store in \(configuration.dataDirectory): \(error)\n".utf8))
+            logger.critical(
+                "cannot open the store", metadata: ["error": "\(error)", "data_dir": "\(configuration.dataDirectory)"])
+            FileHandle.standardError.write(
+                Data("flowsyncd: cannot open the store in \(configuration.dataDirectory): \(error)\n".utf8))
             throw ExitCode(error.errno == nil ? 1 : 74)
         }
         do {
@@ -179,15 +203,20 @@ struct FlowSyncDaemon: ParsableCommand {
         FileHandle.standardOutput.write(Data("flowsyncd: listening on \(configuration.host):\(server.port)\n".utf8))
         if configuration.metricsEnabled {
             do {
-                let endpoint = try MetricsEndpoint(loop: loop, address: SocketAddress(host: configuration.metricsHost, port: configuration.metricsPort)) {
+                let endpoint = try MetricsEndpoint(
+                    loop: loop, address: SocketAddress(host: configuration.metricsHost, port: configuration.metricsPort)
+                ) {
                     var text: [UInt8] = []
                     registry.emit(into: &text)
                     return text
                 }
                 metricsEndpoint = endpoint
-                FileHandle.standardOutput.write(Data("flowsyncd: metrics on \(configuration.metricsHost):\(endpoint.port)\n".utf8))
+                FileHandle.standardOutput.write(
+                    Data("flowsyncd: metrics on \(configuration.metricsHost):\(endpoint.port)\n".utf8))
             } catch {
-                logger.critical("cannot open the metrics listener (set [metrics] enabled = false to run without)", metadata: ["error": "\(error)"])
+                logger.critical(
+                    "cannot open the metrics listener (set [metrics] enabled = false to run without)",
+                    metadata: ["error": "\(error)"])
                 throw ExitCode(1)
             }
         }
@@ -198,7 +227,9 @@ struct FlowSyncDaemon: ParsableCommand {
         if result != 0 { logger.warning("loop closed with open handles", metadata: ["result": "\(result)"]) }
         // A handle nobody closed (stop() had to) is a lifecycle bug even when the loop
         // then closes cleanly: say so, the process tests look for this line.
-        if loop.handlesOpenAtStop != 0 { logger.warning("handles left open at stop", metadata: ["count": "\(loop.handlesOpenAtStop)"]) }
+        if loop.handlesOpenAtStop != 0 {
+            logger.warning("handles left open at stop", metadata: ["count": "\(loop.handlesOpenAtStop)"])
+        }
     }
 
     /// The file (if any) over the defaults, then the flags over the file.
@@ -228,7 +259,8 @@ struct FlowSyncDaemon: ParsableCommand {
     static func activationDescriptor() -> Int32? {
         let environment = ProcessInfo.processInfo.environment
         guard let pid = environment["LISTEN_PID"].flatMap(Int32.init), pid == getpid(),
-              let count = environment["LISTEN_FDS"].flatMap(Int.init), count >= 1 else { return nil }
+            let count = environment["LISTEN_FDS"].flatMap(Int.init), count >= 1
+        else { return nil }
         unsetenv("LISTEN_PID")
         unsetenv("LISTEN_FDS")
         return 3

@@ -31,7 +31,10 @@ final class ServiceSupervision {
             // thread: if a callback blocks or spins, the loop stops turning, the pings
             // stop, and systemd kills and restarts the daemon. A thread would keep
             // pinging for a dead loop.
-            let milliseconds = max(1, UInt64(interval.components.seconds) * 1_000 + UInt64(interval.components.attoseconds / 1_000_000_000_000_000))
+            let milliseconds = max(
+                1,
+                UInt64(interval.components.seconds) * 1_000
+                    + UInt64(interval.components.attoseconds / 1_000_000_000_000_000))
             let timer = LoopTimer(loop: server.loop)
             timer.start(after: milliseconds, repeat: milliseconds) { [notifier] in notifier.watchdog() }
             // Unreferenced: supervision must never be what keeps the loop running.
@@ -85,6 +88,7 @@ final class ServiceSupervision {
         let rate = elapsed == 0 ? 0 : Double(batches - lastSample.batches) * 1_000 / Double(elapsed)
         lastSample = (now, batches)
         let rounded = (rate * 10).rounded() / 10
-        return "listening on \(server.configuration.host):\(server.port); \(server.listNames.count) lists, \(server.connectionCount) connections, \(rounded) batches/s"
+        return
+            "listening on \(server.configuration.host):\(server.port); \(server.listNames.count) lists, \(server.connectionCount) connections, \(rounded) batches/s"
     }
 }

@@ -9,14 +9,21 @@ import Foundation
 enum StoreCheckCommand {
     static func run(_ configuration: ServerConfiguration, repair: Bool) -> Int32 {
         guard configuration.storageEngine == .file else {
-            printError("--check-store checks a file store; storage.engine is \"\(configuration.storageEngine.rawValue)\" (nothing is on disk)")
+            printError(
+                "--check-store checks a file store; storage.engine is \"\(configuration.storageEngine.rawValue)\" (nothing is on disk)"
+            )
             return 2
         }
         let directory = configuration.dataDirectory
         if repair {
             do throws(StoreError) {
-                let report = try FileStore.repairOffline(directory: directory, options: configuration.fileStoreOptions, recovery: configuration.recoveryOptions)
-                let what = report.repairedBytes > 0 ? "dropped \(report.repairedBytes) damaged bytes" : report.repairedAnything ? "repaired" : "nothing was damaged"
+                let report = try FileStore.repairOffline(
+                    directory: directory, options: configuration.fileStoreOptions,
+                    recovery: configuration.recoveryOptions)
+                let what =
+                    report.repairedBytes > 0
+                    ? "dropped \(report.repairedBytes) damaged bytes"
+                    : report.repairedAnything ? "repaired" : "nothing was damaged"
                 print("flowsyncd: repair: \(what)")
                 for note in report.notes { print("  \(note)") }
             } catch {
@@ -45,16 +52,24 @@ enum StoreCheckCommand {
             print(line)
             for detail in list.details { print("    \(detail)") }
         }
-        let counts = [StoreCheckReport.Verdict.ok, .repairable, .damaged].map { v in report.lists.filter { $0.verdict == v }.count }
+        let counts = [StoreCheckReport.Verdict.ok, .repairable, .damaged].map { v in
+            report.lists.filter { $0.verdict == v }.count
+        }
         let manifest = report.storeVerdict == .damaged ? "; the clean-stop manifest is damaged" : ""
-        print("flowsyncd: \(report.lists.count) lists: \(counts[0]) ok, \(counts[1]) repairable, \(counts[2]) damaged\(manifest)")
+        print(
+            "flowsyncd: \(report.lists.count) lists: \(counts[0]) ok, \(counts[1]) repairable, \(counts[2]) damaged\(manifest)"
+        )
         switch report.verdict {
         case .ok: return 0
         case .repairable:
-            print("flowsyncd: the next start cuts the torn tails (acknowledged data is intact); --check-store --repair does it now")
+            print(
+                "flowsyncd: the next start cuts the torn tails (acknowledged data is intact); --check-store --repair does it now"
+            )
             return 3
         case .damaged:
-            print("flowsyncd: the daemon refuses this store; --repair (at start, or with --check-store) keeps each damaged list's valid prefix in a new epoch")
+            print(
+                "flowsyncd: the daemon refuses this store; --repair (at start, or with --check-store) keeps each damaged list's valid prefix in a new epoch"
+            )
             return 65
         }
     }

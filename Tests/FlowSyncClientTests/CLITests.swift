@@ -19,10 +19,13 @@ import Testing
 
     /// Runs `flowsync` with `arguments` (and `input` on stdin); killed after 30 s, so a
     /// hung CLI is a failed expectation, never a hung suite.
-    static func run(_ arguments: [String], port: Int, input: String? = nil, executable: String = "flowsync") async throws -> Run {
+    static func run(
+        _ arguments: [String], port: Int, input: String? = nil, executable: String = "flowsync"
+    ) async throws -> Run {
         let timeout = arguments.contains("--timeout") || executable != "flowsync" ? [] : ["--timeout", "10"]
-        let done = try await ChildProcess.run(try binary(executable), arguments: arguments + ["--port", "\(port)"] + timeout,
-                                              input: input ?? "", separateStandardError: true, timeout: .seconds(30))
+        let done = try await ChildProcess.run(
+            try binary(executable), arguments: arguments + ["--port", "\(port)"] + timeout,
+            input: input ?? "", separateStandardError: true, timeout: .seconds(30))
         return Run(status: done.status, stdout: done.output, stderr: done.errorOutput)
     }
 
@@ -33,14 +36,30 @@ import Testing
     @Test func writesThenReadsBack() async throws {
         let server = try await EmbeddedServer()
         let p = server.port
-        #expect(try await Self.run(["add-section", "people", "--id", "friends", "--header", #"{"title":"Friends"}"#], port: p).status == 0)
-        let ada = try await Self.run(["insert", "people", "--section", "friends", "--id", "ada", "--kind", "contact", "--json", #"{"id":"ada","name":"Ada"}"#], port: p)
+        #expect(
+            try await Self.run(
+                ["add-section", "people", "--id", "friends", "--header", #"{"title":"Friends"}"#], port: p
+            ).status == 0)
+        let ada = try await Self.run(
+            [
+                "insert", "people", "--section", "friends", "--id", "ada", "--kind", "contact", "--json",
+                #"{"id":"ada","name":"Ada"}"#,
+            ], port: p)
         #expect(ada.status == 0 && ada.stdout.hasPrefix("OK people @ "), "\(ada)")
-        #expect(try await Self.run(["insert", "people", "--section", "friends", "--id", "bob", "--kind", "contact", "--json", "-"], port: p, input: #"{"id":"bob","name":"Bob"}"#).status == 0)
+        #expect(
+            try await Self.run(
+                ["insert", "people", "--section", "friends", "--id", "bob", "--kind", "contact", "--json", "-"],
+                port: p, input: #"{"id":"bob","name":"Bob"}"#
+            ).status == 0)
         // A section that does not exist yet is created by insert.
-        #expect(try await Self.run(["insert", "people", "--section", "foes", "--id", "eve", "--json", "1"], port: p).status == 0)
+        #expect(
+            try await Self.run(["insert", "people", "--section", "foes", "--id", "eve", "--json", "1"], port: p).status
+                == 0)
         #expect(try await Self.run(["move", "people", "--id", "bob", "--at", "0"], port: p).status == 0)
-        #expect(try await Self.run(["update", "people", "--id", "ada", "--json", #"{"id":"ada","name":"Ada L."}"#], port: p).status == 0)
+        #expect(
+            try await Self.run(
+                ["update", "people", "--id", "ada", "--json", #"{"id":"ada","name":"Ada L."}"#], port: p
+            ).status == 0)
         #expect(try await Self.run(["move", "people", "--section", "foes", "--at", "0"], port: p).status == 0)
 
         let get = try await Self.run(["get", "people", "--json"], port: p)
@@ -70,12 +89,14 @@ import Testing
         let server = try await EmbeddedServer()
         let file = NSTemporaryDirectory() + "flowsync-ops-\(UUID().uuidString).json"
         defer { try? FileManager.default.removeItem(atPath: file) }
-        try Data("""
-        [{"op": "insertSections", "sections": [{"id": "inbox"}, {"id": "archive"}]},
-         {"op": "insertRows", "section": "inbox", "rows": [{"id": "m1", "kind": "mail", "payload": {"subject": "Hi"}}, {"id": "m2", "text": "plain"}]},
-         {"op": "moveRow", "id": "m1", "toSection": "archive"},
-         {"op": "setFooter", "section": "inbox", "value": "end"}]
-        """.utf8).write(to: URL(fileURLWithPath: file))
+        try Data(
+            """
+            [{"op": "insertSections", "sections": [{"id": "inbox"}, {"id": "archive"}]},
+             {"op": "insertRows", "section": "inbox", "rows": [{"id": "m1", "kind": "mail", "payload": {"subject": "Hi"}}, {"id": "m2", "text": "plain"}]},
+             {"op": "moveRow", "id": "m1", "toSection": "archive"},
+             {"op": "setFooter", "section": "inbox", "value": "end"}]
+            """.utf8
+        ).write(to: URL(fileURLWithPath: file))
         let result = try await Self.run(["apply", "mail", file], port: server.port)
         #expect(result.status == 0, "\(result)")
         let state = try #require(await server.withServer { $0.state(of: "mail") })
@@ -83,7 +104,10 @@ import Testing
         #expect(state.director.sections.map { $0.rows.map(\.id) } == [["m2"], ["m1"]])
         #expect(state.director.sections[0].footer == Array(#""end""#.utf8))
         // A failing operation anywhere refuses the whole file.
-        try Data(#"[{"op": "removeRows", "ids": ["m2"]}, {"op": "moveRow", "id": "ghost", "toSection": "inbox", "at": 0}]"#.utf8).write(to: URL(fileURLWithPath: file))
+        try Data(
+            #"[{"op": "removeRows", "ids": ["m2"]}, {"op": "moveRow", "id": "ghost", "toSection": "inbox", "at": 0}]"#
+                .utf8
+        ).write(to: URL(fileURLWithPath: file))
         let bad = try await Self.run(["apply", "mail", file], port: server.port)
         #expect(bad.status == 1 && bad.stderr.contains("4003"), "\(bad)")
         #expect(await server.withServer { $0.state(of: "mail")?.director.rowCount } == 2)
@@ -97,7 +121,9 @@ import Testing
         let watcher = Task.detached { try await Self.run(["watch", "feed", "--json", "--count", "3"], port: p) }
         // Wait until the watcher is subscribed before writing.
         #expect(await ClientTests.until { await server.withServer { $0.subscriberCount(of: "feed") } >= 1 })
-        #expect(try await Self.run(["insert", "feed", "--section", "s", "--id", "a", "--json", #"{"n":1}"#], port: p).status == 0)
+        #expect(
+            try await Self.run(["insert", "feed", "--section", "s", "--id", "a", "--json", #"{"n":1}"#], port: p).status
+                == 0)
         #expect(try await Self.run(["remove", "feed", "--id", "a"], port: p).status == 0)
         let watched = try await watcher.value
         #expect(watched.status == 0, "\(watched)")
@@ -116,10 +142,24 @@ import Testing
     @Test func mirrorExamplePrintsBatchUpdates() async throws {
         let server = try await EmbeddedServer()
         let p = server.port
-        #expect(try await Self.run(["insert", "demo", "--section", "s", "--id", "ada", "--kind", "contact", "--json", #"{"id":"ada","name":"Ada"}"#], port: p).status == 0)
-        let mirror = Task.detached { try await Self.run(["demo", "--count", "2"], port: p, executable: "flowsync-mirror") }
+        #expect(
+            try await Self.run(
+                [
+                    "insert", "demo", "--section", "s", "--id", "ada", "--kind", "contact", "--json",
+                    #"{"id":"ada","name":"Ada"}"#,
+                ], port: p
+            ).status == 0)
+        let mirror = Task.detached {
+            try await Self.run(["demo", "--count", "2"], port: p, executable: "flowsync-mirror")
+        }
         #expect(await ClientTests.until { await server.withServer { $0.subscriberCount(of: "demo") } >= 1 })
-        #expect(try await Self.run(["insert", "demo", "--section", "s", "--id", "bob", "--kind", "contact", "--json", #"{"id":"bob","name":"Bob"}"#, "--at", "0"], port: p).status == 0)
+        #expect(
+            try await Self.run(
+                [
+                    "insert", "demo", "--section", "s", "--id", "bob", "--kind", "contact", "--json",
+                    #"{"id":"bob","name":"Bob"}"#, "--at", "0",
+                ], port: p
+            ).status == 0)
         let output = try await mirror.value
         #expect(output.status == 0, "\(output)")
         #expect(output.stdout.contains("insertSections([0])"), "\(output.stdout)")
@@ -132,7 +172,8 @@ import Testing
         configuration.director.maxRows = 1
         let server = try await EmbeddedServer(configuration: configuration)
         let p = server.port
-        #expect(try await Self.run(["insert", "l", "--section", "s", "--id", "a", "--json", "{}"], port: p).status == 0)
+        #expect(
+            try await Self.run(["insert", "l", "--section", "s", "--id", "a", "--json", "{}"], port: p).status == 0)
         // The server's own limit: refused by the server, exit 3 with its code.
         let refused = try await Self.run(["insert", "l", "--section", "s", "--id", "b", "--json", "{}"], port: p)
         #expect(refused.status == 3 && refused.stderr.contains("3005"), "\(refused)")

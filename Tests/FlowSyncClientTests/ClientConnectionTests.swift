@@ -1,15 +1,19 @@
-@testable import FlowSyncClient
 import FlowSyncCore
 import FlowSyncProtocol
 import Testing
+
+@testable import FlowSyncClient
 
 /// The connection's state machine on its own, without a session, lists or a socket:
 /// every phase change, the deadlines it keeps and the verdicts it gives.
 @Suite(.timeLimit(.minutes(2))) struct ClientConnectionTests {
     static func machine(ping: UInt64 = 0, maxAttempts: Int? = nil, refreshes: Bool = false) -> ClientConnection {
-        ClientConnection(settings: .init(clientID: "me", clientName: "test", token: "t0", refreshesTokens: refreshes, maxTokenRefreshes: 2,
-                                         reconnect: ReconnectPolicy(initialDelayMilliseconds: 100, maxDelayMilliseconds: 1_000, jitter: 0, maxAttempts: maxAttempts),
-                                         pingIntervalMilliseconds: ping, handshakeTimeoutMilliseconds: 5_000, firstSeq: 1, randomSeed: 1))
+        ClientConnection(
+            settings: .init(
+                clientID: "me", clientName: "test", token: "t0", refreshesTokens: refreshes, maxTokenRefreshes: 2,
+                reconnect: ReconnectPolicy(
+                    initialDelayMilliseconds: 100, maxDelayMilliseconds: 1_000, jitter: 0, maxAttempts: maxAttempts),
+                pingIntervalMilliseconds: ping, handshakeTimeoutMilliseconds: 5_000, firstSeq: 1, randomSeed: 1))
     }
 
     static func ready(_ c: inout ClientConnection, heartbeat: UInt32 = 0, now: UInt64 = 0) {
@@ -33,10 +37,14 @@ import Testing
         #expect(c.phase == .connecting && start.contains { if case .connect = $0 { true } else { false } })
         #expect(c.start(now: 1).isEmpty, "start is once")
         let hello = c.connected(now: 1)
-        guard case .send(.hello(let h))? = hello.first else { Issue.record("no Hello: \(hello)"); return }
+        guard case .send(.hello(let h))? = hello.first else {
+            Issue.record("no Hello: \(hello)")
+            return
+        }
         #expect(h.clientID == "me" && h.authToken == "t0" && c.phase == .handshaking)
         #expect(c.connected(now: 2).isEmpty, "a second open is ignored")
-        let welcome = c.welcomed(Welcome(serverName: "s", limits: ServerLimits(maxFrameBytes: 4_096), heartbeatMilliseconds: 0))
+        let welcome = c.welcomed(
+            Welcome(serverName: "s", limits: ServerLimits(maxFrameBytes: 4_096), heartbeatMilliseconds: 0))
         #expect(c.phase == .ready && c.serverLimits?.maxFrameBytes == 4_096)
         #expect(welcome.contains { if case .status(.connected(server: "s")) = $0 { true } else { false } })
     }
@@ -62,7 +70,9 @@ import Testing
         c.heard(now: 5_000)
         #expect(!Self.isDisconnect(c.tick(now: 12_999)))
         #expect(Self.isDisconnect(c.tick(now: 13_000)), "silent for twice the heartbeat")
-        #expect(c.transportClosed(reason: "dead", now: 13_000) == .retry(milliseconds: 0), "the server is fine, the path was not: at once")
+        #expect(
+            c.transportClosed(reason: "dead", now: 13_000) == .retry(milliseconds: 0),
+            "the server is fine, the path was not: at once")
         #expect(c.phase == .backingOff)
     }
 
@@ -75,7 +85,9 @@ import Testing
         _ = c.reconnectDue(now: 2)
         _ = c.connected(now: 2)
         _ = c.welcomed(Welcome(serverName: "s", heartbeatMilliseconds: 0))
-        #expect(c.transportClosed(reason: "cut", now: 3) == .retry(milliseconds: 100), "a connection that got ready starts the count again")
+        #expect(
+            c.transportClosed(reason: "cut", now: 3) == .retry(milliseconds: 100),
+            "a connection that got ready starts the count again")
         #expect(c.transportClosed(reason: "again", now: 4) == .ignored, "already waiting")
     }
 
@@ -91,7 +103,10 @@ import Testing
         _ = c.start(now: 0)
         #expect(c.transportClosed(reason: "no", now: 0) == .retry(milliseconds: 200))
         _ = c.reconnectDue(now: 1)
-        guard case .closedForGood = c.transportClosed(reason: "no", now: 1) else { Issue.record("did not give up"); return }
+        guard case .closedForGood = c.transportClosed(reason: "no", now: 1) else {
+            Issue.record("did not give up")
+            return
+        }
         #expect(c.phase == .closed)
     }
 
@@ -99,7 +114,9 @@ import Testing
         var c = Self.machine()
         Self.ready(&c)
         #expect(Self.isDisconnect(c.serverClosed(ErrorMessage(code: .forbidden, message: "no", reaction: .giveUp))))
-        #expect(c.transportClosed(reason: "closed", now: 1) == .closedForGood(.connectionRefused(code: .forbidden, message: "no")))
+        #expect(
+            c.transportClosed(reason: "closed", now: 1)
+                == .closedForGood(.connectionRefused(code: .forbidden, message: "no")))
         #expect(c.reconnectNow(now: 2).isEmpty && c.phase == .closed)
     }
 
@@ -112,10 +129,16 @@ import Testing
             _ = c.serverClosed(ErrorMessage(code: .tokenExpired, message: "expired", reaction: .refreshToken))
             let loss = c.transportClosed(reason: "expired", now: UInt64(attempt))
             if attempt < 2 {
-                guard case .retry = loss else { Issue.record("refusal \(attempt + 1) ended the client: \(loss)"); return }
+                guard case .retry = loss else {
+                    Issue.record("refusal \(attempt + 1) ended the client: \(loss)")
+                    return
+                }
                 _ = c.reconnectDue(now: UInt64(attempt))
             } else {
-                guard case .closedForGood = loss else { Issue.record("the third refusal must end it: \(loss)"); return }
+                guard case .closedForGood = loss else {
+                    Issue.record("the third refusal must end it: \(loss)")
+                    return
+                }
             }
         }
     }

@@ -1,11 +1,12 @@
 import Dispatch
-@testable import FlowSyncClient
 import FlowSyncCore
 import FlowSyncProtocol
 import FlowSyncServer
 import FlowSyncTestSupport
 import Foundation
 import Testing
+
+@testable import FlowSyncClient
 
 /// The SDK against a real daemon on loopback (and, where the network must misbehave, a
 /// proxy between them). Every test also checks the UI contract: each delivered change is
@@ -15,7 +16,10 @@ import Testing
         let server = try await EmbeddedServer()
         let writer = try ClientTests.client(port: server.port, id: "writer")
         let reader = try ClientTests.client(port: server.port, id: "reader")
-        defer { writer.close(); reader.close(); }
+        defer {
+            writer.close()
+            reader.close()
+        }
         reader.register(Contact.self)
         reader.register(Group.self)
 
@@ -24,7 +28,9 @@ import Testing
         let ada = Contact(id: "ada", name: "Ada Lovelace", favourite: true)
         let alan = Contact(id: "alan", name: "Alan Turing")
         let team = Group(id: 7, title: "Pioneers", members: ["ada", "alan"])
-        let version = try await contacts.add(section: NewSection(id: "friends", header: Header(title: "Friends"), models: [ada, team, alan])).committed()
+        let version = try await contacts.add(
+            section: NewSection(id: "friends", header: Header(title: "Friends"), models: [ada, team, alan])
+        ).committed()
         #expect(version.version >= 1)
 
         let mirror = reader.director("contacts")
@@ -52,7 +58,10 @@ import Testing
         let server = try await EmbeddedServer()
         let a = try ClientTests.client(port: server.port, id: "a", seed: 1)
         let b = try ClientTests.client(port: server.port, id: "b", seed: 2)
-        defer { a.close(); b.close() }
+        defer {
+            a.close()
+            b.close()
+        }
         let la = a.director("shared"), lb = b.director("shared")
         let ra = LiveRecorder(la), rb = LiveRecorder(lb)
         try await la.waitUntilLoaded()
@@ -63,14 +72,20 @@ import Testing
         var tickets: [WriteTicket] = []
         for round in 0..<150 {
             for (list, generator) in [(la, 0), (lb, 1)] {
-                let ops = generator == 0 ? ga.group(for: list.snapshot.director, maxOps: 3) : gb.group(for: list.snapshot.director, maxOps: 3)
+                let ops =
+                    generator == 0
+                    ? ga.group(for: list.snapshot.director, maxOps: 3)
+                    : gb.group(for: list.snapshot.director, maxOps: 3)
                 if let ticket = try? list.submit(ops) { tickets.append(ticket) }
             }
             if round % 10 == 0 { try await Task.sleep(nanoseconds: 2_000_000) }
         }
         var committed = 0, rejected = 0
         for ticket in tickets {
-            do { _ = try await ticket.committed(); committed += 1 } catch { rejected += 1 }
+            do {
+                _ = try await ticket.committed()
+                committed += 1
+            } catch { rejected += 1 }
         }
         #expect(await ClientTests.settled(la, server: server))
         #expect(await ClientTests.settled(lb, server: server))
@@ -79,7 +94,9 @@ import Testing
         // The server acks at most what the clients saw succeed: a write whose every
         // operation others already did (deleting a deleted row) completes without a trip.
         let serverCommitted = await ClientTests.committedMutations(server)
-        #expect(serverCommitted <= committed + 1 && serverCommitted > 100, "server acked \(serverCommitted), clients saw \(committed) + 1 commits")
+        #expect(
+            serverCommitted <= committed + 1 && serverCommitted > 100,
+            "server acked \(serverCommitted), clients saw \(committed) + 1 commits")
         for recorder in [ra, rb] {
             #expect(recorder.failures.isEmpty, "\(recorder.failures.prefix(2))")
         }
@@ -98,7 +115,9 @@ import Testing
         let list = client.director("inbox")
         let recorder = LiveRecorder(list)
         try await list.waitUntilLoaded()
-        try await list.add(section: NewSection(id: "mail", models: [Contact(id: "1", name: "one"), Contact(id: "2", name: "two")])).committed()
+        try await list.add(
+            section: NewSection(id: "mail", models: [Contact(id: "1", name: "one"), Contact(id: "2", name: "two")])
+        ).committed()
         let before = list.snapshot.director
         let ticket = try list.section(at: 0)!.add(model: Contact(id: "3", name: "three"))
         #expect(list.snapshot.numberOfModels == 3, "shown at once")
@@ -107,7 +126,8 @@ import Testing
         #expect(await ClientTests.settled(list, server: server))
         #expect(list.snapshot.director == before)
         let causes = recorder.causes
-        #expect(causes.contains { if case .rollback(let seq, _) = $0 { seq == ticket.seq } else { false } }, "\(causes)")
+        #expect(
+            causes.contains { if case .rollback(let seq, _) = $0 { seq == ticket.seq } else { false } }, "\(causes)")
         #expect(recorder.failures.isEmpty, "\(recorder.failures)")
         #expect(await server.stop())
     }
@@ -145,10 +165,18 @@ import Testing
         try await list.waitUntilLoaded()
         // 2,000 rows of random-ish text: far over 32 KiB even compressed.
         var random = SeededRandom(seed: 5)
-        let models: [any FlowModel] = (0..<2_000).map { i in Contact(id: "c\(i)", name: String((0..<24).map { _ in Character(UnicodeScalar(UInt8(97 + random.int(0..<26)))) })) }
+        let models: [any FlowModel] = (0..<2_000).map { i in
+            Contact(
+                id: "c\(i)",
+                name: String((0..<24).map { _ in Character(UnicodeScalar(UInt8(97 + random.int(0..<26)))) }))
+        }
         let ticket = try list.add(section: NewSection(id: "big", models: models))
         await #expect(throws: FlowSyncError.self) { _ = try await ticket.committed() }
-        if case .failure(let error) = ticket.result { #expect(error.code == .frameTooLarge, "\(error)") } else { Issue.record("not refused") }
+        if case .failure(let error) = ticket.result {
+            #expect(error.code == .frameTooLarge, "\(error)")
+        } else {
+            Issue.record("not refused")
+        }
         #expect(list.snapshot.numberOfSections == 0, "rolled back")
         _ = try await list.add(section: NewSection(id: "small")).committed()
         #expect(client.status == .connected(server: "flowsyncd"), "the connection was never at risk")
@@ -161,7 +189,11 @@ import Testing
         let proxy = try await ChaosProxy(upstreamPort: server.port)
         let producer = try ClientTests.client(port: server.port, id: "producer")
         let flaky = try ClientTests.client(port: proxy.port, id: "flaky")
-        defer { producer.close(); flaky.close(); proxy.stop() }
+        defer {
+            producer.close()
+            flaky.close()
+            proxy.stop()
+        }
         let source = producer.director("feed"), mirror = flaky.director("feed")
         let recorder = LiveRecorder(mirror)
         try await source.waitUntilLoaded()
@@ -172,10 +204,15 @@ import Testing
         var mine: [WriteTicket] = []
         var theirs: [WriteTicket] = []
         for round in 0..<6 {
-            for k in 0..<20 { theirs.append(try source.section(at: 0)!.add(model: Contact(id: "p\(round)-\(k)", name: "from the producer"))) }
-            mine.append(try mirror.perform { batch throws(FlowSyncError) in
-                try batch.section("items").add(model: Contact(id: "f\(round)", name: "from the flaky client"), at: 0)
-            })
+            for k in 0..<20 {
+                theirs.append(
+                    try source.section(at: 0)!.add(model: Contact(id: "p\(round)-\(k)", name: "from the producer")))
+            }
+            mine.append(
+                try mirror.perform { batch throws(FlowSyncError) in
+                    try batch.section("items").add(
+                        model: Contact(id: "f\(round)", name: "from the flaky client"), at: 0)
+                })
             try await Task.sleep(nanoseconds: 5_000_000)
             // Cut mid-stream, then wait for the client to come back before the next round.
             let connections = await proxy.acceptedCount()
@@ -213,7 +250,10 @@ import Testing
         let first = try await EmbeddedServer()
         let proxy = try await ChaosProxy(upstreamPort: first.port)
         let client = try ClientTests.client(port: proxy.port)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
         let list = client.director("board")
         let recorder = LiveRecorder(list)
         try await list.waitUntilLoaded()
@@ -240,7 +280,10 @@ import Testing
         let first = try await EmbeddedServer(storage: .file(directory: directory))
         let proxy = try await ChaosProxy(upstreamPort: first.port)
         let client = try ClientTests.client(port: proxy.port)
-        defer { client.close(); proxy.stop() }
+        defer {
+            client.close()
+            proxy.stop()
+        }
         let list = client.director("durable")
         let recorder = LiveRecorder(list)
         try await list.waitUntilLoaded()
@@ -256,7 +299,9 @@ import Testing
         #expect(await ClientTests.settled(list, server: second))
         #expect(version == before.next, "the same epoch, the next version: history survived")
         #expect(list.snapshot.director.sections[0].rows.map(\.id) == ["b", "a"])
-        #expect(!recorder.causes.contains { if case .resync = $0 { true } else { false } }, "resumed, not reloaded: \(recorder.causes)")
+        #expect(
+            !recorder.causes.contains { if case .resync = $0 { true } else { false } },
+            "resumed, not reloaded: \(recorder.causes)")
         #expect(recorder.failures.isEmpty, "\(recorder.failures.prefix(2))")
         #expect(await second.stop())
     }
@@ -265,7 +310,10 @@ import Testing
         let server = try await EmbeddedServer()
         let writer = try ClientTests.client(port: server.port, id: "w")
         let victim = try ClientTests.client(port: server.port, id: "v")
-        defer { writer.close(); victim.close() }
+        defer {
+            writer.close()
+            victim.close()
+        }
         let source = writer.director("l"), replica = victim.director("l")
         let recorder = LiveRecorder(replica)
         try await source.waitUntilLoaded()

@@ -1,8 +1,9 @@
-@testable import FlowSyncClient
 import FlowSyncCore
 import FlowSyncProtocol
 import FlowSyncTestSupport
 import Testing
+
+@testable import FlowSyncClient
 
 /// The session state machine, one scripted conversation at a time.
 @Suite(.timeLimit(.minutes(2))) struct ClientSessionTests {
@@ -19,11 +20,16 @@ import Testing
         var recorder = ChangeRecorder()
         var now: UInt64 = 0
 
-        init(policy: ReconnectPolicy = ReconnectPolicy(initialDelayMilliseconds: 100, maxDelayMilliseconds: 1_000, jitter: 0),
-             ping: UInt64 = 0) {
-            session = ClientSession(settings: .init(clientID: "me", clientName: "test", token: "t0k", reconnect: policy,
-                                                    pingIntervalMilliseconds: ping, handshakeTimeoutMilliseconds: 5_000,
-                                                    firstSeq: 100, randomSeed: 1))
+        init(
+            policy: ReconnectPolicy = ReconnectPolicy(
+                initialDelayMilliseconds: 100, maxDelayMilliseconds: 1_000, jitter: 0),
+            ping: UInt64 = 0
+        ) {
+            session = ClientSession(
+                settings: .init(
+                    clientID: "me", clientName: "test", token: "t0k", reconnect: policy,
+                    pingIntervalMilliseconds: ping, handshakeTimeoutMilliseconds: 5_000,
+                    firstSeq: 100, randomSeed: 1))
         }
 
         mutating func take(_ actions: [SessionAction]) {
@@ -43,7 +49,10 @@ import Testing
             }
         }
 
-        mutating func receive(_ message: Message) { now += 1; take(session.received(message, now: now)) }
+        mutating func receive(_ message: Message) {
+            now += 1
+            take(session.received(message, now: now))
+        }
 
         /// Start, connect, Welcome, subscribe.
         mutating func ready(subscribe: Bool = true) {
@@ -60,19 +69,31 @@ import Testing
         }
 
         var replica: ListReplica { session.lists[ClientSessionTests.list]! }
-        var lastMutate: Mutate? { sent.reversed().lazy.compactMap { if case .mutate(let m) = $0 { return m } else { return nil } }.first }
+        var lastMutate: Mutate? {
+            sent.reversed().lazy.compactMap { if case .mutate(let m) = $0 { return m } else { return nil } }.first
+        }
     }
 
     static func snapshot(_ sections: [Section], version: UInt64, reason: Snapshot.Reason = .freshSubscribe) -> Message {
         let director = try! Director(sections: sections)
-        return .snapshot(Snapshot(listName: list, position: ListVersion(epoch: epoch, version: version), digest: director.digest, reason: reason, sections: sections))
+        return .snapshot(
+            Snapshot(
+                listName: list, position: ListVersion(epoch: epoch, version: version), digest: director.digest,
+                reason: reason, sections: sections))
     }
 
     /// A Diff taking `from` (at `version`) through `ops`.
-    static func diff(from director: Director, version: UInt64, _ ops: [Operation], mutations: [MutationID] = []) -> (Message, Director) {
+    static func diff(
+        from director: Director, version: UInt64, _ ops: [Operation], mutations: [MutationID] = []
+    ) -> (Message, Director) {
         var next = director
         let changeset = try! next.apply(ops)
-        return (.diff(Diff(listName: list, epoch: epoch, fromVersion: version, toVersion: version + 1, digest: next.digest, changeset: changeset, mutations: mutations)), next)
+        return (
+            .diff(
+                Diff(
+                    listName: list, epoch: epoch, fromVersion: version, toVersion: version + 1, digest: next.digest,
+                    changeset: changeset, mutations: mutations)), next
+        )
     }
 
     static let base = [Section(id: "s", rows: [Row(id: "a", text: "A"), Row(id: "b", text: "B")])]
@@ -83,11 +104,18 @@ import Testing
         h.take(h.session.subscribe(Self.list))
         #expect(h.sent.isEmpty, "nothing before the connection is up")
         h.take(h.session.connected(now: 0))
-        guard case .hello(let hello) = h.sent.first else { Issue.record("no Hello first"); return }
+        guard case .hello(let hello) = h.sent.first else {
+            Issue.record("no Hello first")
+            return
+        }
         #expect(hello.clientID == "me" && hello.authToken == "t0k")
         h.receive(.welcome(Welcome(serverName: "test", heartbeatMilliseconds: 0)))
         #expect(h.sent.count == 2)
-        if case .subscribe(let s) = h.sent.last { #expect(s.listName == Self.list && s.resumeFrom == nil) } else { Issue.record("no Subscribe") }
+        if case .subscribe(let s) = h.sent.last {
+            #expect(s.listName == Self.list && s.resumeFrom == nil)
+        } else {
+            Issue.record("no Subscribe")
+        }
     }
 
     @Test func editsBeforeTheFirstSnapshotAreRebasedOntoIt() throws {
@@ -98,7 +126,9 @@ import Testing
         #expect(h.lastMutate == nil, "no base version yet: nothing is sent")
         #expect(h.replica.view.sections.map(\.id) == ["mine"])
         h.receive(Self.snapshot(Self.base, version: 4))
-        #expect(h.replica.view.sections.map(\.id) == ["mine", "s"], "the edit stays at the start, on top of the server's state")
+        #expect(
+            h.replica.view.sections.map(\.id) == ["mine", "s"],
+            "the edit stays at the start, on top of the server's state")
         let mutate = try #require(h.lastMutate)
         #expect(mutate.seq == seq && mutate.base == ListVersion(epoch: Self.epoch, version: 4))
         #expect(mutate.operations == [.insertSections([Section(id: "mine", rows: [Row(id: "m1")])], at: 0)])
@@ -132,7 +162,8 @@ import Testing
         #expect(h.replica.view.rowCount == 3)
         h.receive(.reject(Reject(listName: Self.list, seq: seq, code: .payloadTooLarge, message: "too big")))
         #expect(h.replica.view == before)
-        #expect(h.changes.last?.cause == .rollback(seq: seq, error: .rejected(code: .payloadTooLarge, message: "too big")))
+        #expect(
+            h.changes.last?.cause == .rollback(seq: seq, error: .rejected(code: .payloadTooLarge, message: "too big")))
         #expect(h.completions[seq] == .failure(.rejected(code: .payloadTooLarge, message: "too big")))
     }
 
@@ -142,7 +173,9 @@ import Testing
         h.receive(Self.snapshot(Self.base, version: 1))
         // Mine: insert "x" after "a" (index 1). Theirs, committed first: insert "z" at 0.
         let seq = try h.submit([.insertRows([Row(id: "x")], in: .id("s"), at: 1)])
-        let (theirs, _) = Self.diff(from: h.replica.confirmed, version: 1, [.insertRows([Row(id: "z")], in: .id("s"), at: 0)], mutations: [MutationID(clientID: "other", seq: 1)])
+        let (theirs, _) = Self.diff(
+            from: h.replica.confirmed, version: 1, [.insertRows([Row(id: "z")], in: .id("s"), at: 0)],
+            mutations: [MutationID(clientID: "other", seq: 1)])
         h.receive(theirs)
         #expect(h.replica.view.sections[0].rows.map(\.id) == ["z", "a", "x", "b"], "x stays right after a")
         #expect(h.changes.last?.cause == .remote)
@@ -181,7 +214,9 @@ import Testing
         #expect(h.sent.count == sentBefore + 2)
         if case .unsubscribe = h.sent[sentBefore], case .subscribe(let s) = h.sent[sentBefore + 1] {
             #expect(s.resumeFrom == nil)
-        } else { Issue.record("expected Unsubscribe then a fresh Subscribe, got \(h.sent.suffix(2))") }
+        } else {
+            Issue.record("expected Unsubscribe then a fresh Subscribe, got \(h.sent.suffix(2))")
+        }
         // A stale batch of the old subscription is ignored until the snapshot.
         h.receive(Self.diff(from: after, version: 2, [.removeRows([.id("b")])]).0)
         h.receive(Self.snapshot(after.sections, version: 2))
@@ -205,7 +240,10 @@ import Testing
         let seq = try h.submit([.removeRows([.id("b")])])
         let original = try #require(h.lastMutate)
         h.take(h.session.transportClosed(reason: "cut", now: 10))
-        guard case .scheduleReconnect(let delay) = h.other.last else { Issue.record("no reconnect scheduled"); return }
+        guard case .scheduleReconnect(let delay) = h.other.last else {
+            Issue.record("no reconnect scheduled")
+            return
+        }
         #expect(delay == 100)
         h.sent = []
         h.take(h.session.reconnectDue(now: 110))
@@ -242,7 +280,8 @@ import Testing
     }
 
     @Test func jitterStaysWithinTheInterval() {
-        let policy = ReconnectPolicy(initialDelayMilliseconds: 100, maxDelayMilliseconds: 10_000, multiplier: 2, jitter: 0.5)
+        let policy = ReconnectPolicy(
+            initialDelayMilliseconds: 100, maxDelayMilliseconds: 10_000, multiplier: 2, jitter: 0.5)
         for unit in stride(from: 0.0, to: 1.0, by: 0.1) {
             let d = policy.delay(attempt: 3, unit: unit)
             #expect((400...800).contains(d))
@@ -255,7 +294,11 @@ import Testing
         h.ready()
         h.receive(Self.snapshot(Self.base, version: 1))
         let seq = try h.submit([.removeRows([.id("a")])])
-        h.receive(.error(ErrorMessage(code: .unsupportedProtocolVersion, message: "no", reaction: .giveUp, listName: nil, closesConnection: true)))
+        h.receive(
+            .error(
+                ErrorMessage(
+                    code: .unsupportedProtocolVersion, message: "no", reaction: .giveUp, listName: nil,
+                    closesConnection: true)))
         h.take(h.session.transportClosed(reason: "closed", now: 50))
         #expect(h.session.phase == .closed)
         #expect(h.completions[seq] == .failure(.connectionRefused(code: .unsupportedProtocolVersion, message: "no")))
@@ -266,7 +309,11 @@ import Testing
         var h = Harness()
         h.ready()
         h.take(h.session.subscribe("other"))
-        h.receive(.error(ErrorMessage(code: .unknownList, message: "no such list", reaction: .giveUp, listName: "other", closesConnection: false)))
+        h.receive(
+            .error(
+                ErrorMessage(
+                    code: .unknownList, message: "no such list", reaction: .giveUp, listName: "other",
+                    closesConnection: false)))
         #expect(h.session.lists["other"]?.phase == .failed(.listFailed(code: .unknownList, message: "no such list")))
         #expect(h.replica.phase == .subscribing)
         #expect(h.session.phase == .ready)

@@ -1,10 +1,11 @@
 import Dispatch
-@testable import FlowSyncClient
 import FlowSyncCore
 import FlowSyncProcess
 import FlowSyncTestSupport
 import Foundation
 import Testing
+
+@testable import FlowSyncClient
 
 /// Several endpoints end to end, against two real `flowsyncd` processes on 127.0.0.1
 /// port 0 (not a cluster: each has its own store, so a list on one is not the list on
@@ -19,11 +20,14 @@ import Testing
         return try await DaemonProcess.start(options)
     }
 
-    static func client(_ endpoints: [Endpoint], id: String = "ep-\(UInt32.random(in: 0...UInt32.max))") throws -> FlowSyncClient {
-        try FlowSyncClient(configuration: .init(
-            endpoints: endpoints, endpointOrder: .listed, clientID: id,
-            reconnect: ReconnectPolicy(initialDelayMilliseconds: 20, maxDelayMilliseconds: 200),
-            callbackQueue: DispatchQueue(label: "callbacks-\(id)"), randomSeed: 1))
+    static func client(
+        _ endpoints: [Endpoint], id: String = "ep-\(UInt32.random(in: 0...UInt32.max))"
+    ) throws -> FlowSyncClient {
+        try FlowSyncClient(
+            configuration: .init(
+                endpoints: endpoints, endpointOrder: .listed, clientID: id,
+                reconnect: ReconnectPolicy(initialDelayMilliseconds: 20, maxDelayMilliseconds: 200),
+                callbackQueue: DispatchQueue(label: "callbacks-\(id)"), randomSeed: 1))
     }
 
     static func local(_ port: Int) -> Endpoint { Endpoint(host: "127.0.0.1", port: port) }
@@ -67,7 +71,9 @@ import Testing
             let seeder = try Self.client([Self.local(port)])
             let list = seeder.director("shared")
             try await list.waitUntilLoaded()
-            _ = try await list.submit([.insertSections([Section(id: "s", rows: [Row(id: "r1"), Row(id: "r2")])], at: 0)]).committed()
+            _ = try await list.submit([
+                .insertSections([Section(id: "s", rows: [Row(id: "r1"), Row(id: "r2")])], at: 0)
+            ]).committed()
             seeder.close()
         }
         let client = try Self.client([Self.local(a.port), Self.local(b.port)])
@@ -78,8 +84,9 @@ import Testing
         #expect(rowsBefore == ["r1", "r2"])
 
         #expect(await a.kill9() == .signaled(9))
-        #expect(await ClientTests.until { client.currentEndpoint == Self.local(b.port) && Self.isConnected(client) },
-                "status \(client.status), endpoint \(client.currentEndpoint)")
+        #expect(
+            await ClientTests.until { client.currentEndpoint == Self.local(b.port) && Self.isConnected(client) },
+            "status \(client.status), endpoint \(client.currentEndpoint)")
         // The replica was kept while offline and after the move (no empty list in between).
         #expect(shared.snapshot.isLoaded)
         let ticket = try shared.submit([.insertRows([Row(id: "r3")], in: .id("s"), at: 2)])
@@ -114,8 +121,11 @@ import Testing
         seeder.close()
 
         #expect(await a.kill9() == .signaled(9))
-        #expect(await ClientTests.until { client.currentEndpoint == Self.local(b.port) && list.snapshot.version?.epoch == epochOfB },
-                "moved to B and resynced: \(client.currentEndpoint), \(String(describing: list.snapshot.version))")
+        #expect(
+            await ClientTests.until {
+                client.currentEndpoint == Self.local(b.port) && list.snapshot.version?.epoch == epochOfB
+            },
+            "moved to B and resynced: \(client.currentEndpoint), \(String(describing: list.snapshot.version))")
         let ticket = try list.submit([.insertRows([Row(id: "late")], in: .id("s"), at: 0)])
         _ = try await ticket.committed()
         #expect(client.currentEndpoint == Self.local(b.port))
@@ -126,32 +136,41 @@ import Testing
 
     // MARK: The CLI
 
-    static func cli(_ arguments: [String], environment: [String: String?] = [:], timeout: String = "10") async throws -> ChildProcess.Completed {
+    static func cli(
+        _ arguments: [String], environment: [String: String?] = [:], timeout: String = "10"
+    ) async throws -> ChildProcess.Completed {
         var environment = environment
         for name in ["FLOWSYNC_HOST", "FLOWSYNC_PORT", "FLOWSYNC_TOKEN"] where environment[name] == nil {
             environment[name] = .some(nil)
         }
-        return try await ChildProcess.run(try BuiltProduct.path("flowsync"), arguments: arguments + ["--timeout", timeout],
-                                          environment: environment, separateStandardError: true, timeout: .seconds(30))
+        return try await ChildProcess.run(
+            try BuiltProduct.path("flowsync"), arguments: arguments + ["--timeout", timeout],
+            environment: environment, separateStandardError: true, timeout: .seconds(30))
     }
 
     @Test func theCLITriesItsHostsInOrderPastADeadOne() async throws {
         let dead = try freeLoopbackPort()
         let live = try await Self.daemon()
         // Repeated --host, before and after the command.
-        let insert = try await Self.cli(["--host", "127.0.0.1:\(dead)", "--host", "127.0.0.1:\(live.port)",
-                                         "insert", "cli", "--section", "s", "--id", "a", "--json", "1"])
+        let insert = try await Self.cli([
+            "--host", "127.0.0.1:\(dead)", "--host", "127.0.0.1:\(live.port)",
+            "insert", "cli", "--section", "s", "--id", "a", "--json", "1",
+        ])
         #expect(insert.status == 0, "\(insert)")
-        let get = try await Self.cli(["get", "cli", "--json", "--host", "127.0.0.1:\(dead)", "--host", "127.0.0.1", "--port", "\(live.port)"])
+        let get = try await Self.cli([
+            "get", "cli", "--json", "--host", "127.0.0.1:\(dead)", "--host", "127.0.0.1", "--port", "\(live.port)",
+        ])
         #expect(get.status == 0 && get.output.contains("\"a\""), "\(get)")
         // FLOWSYNC_HOST as a comma-separated list.
-        let env = try await Self.cli(["get", "cli", "--json"], environment: ["FLOWSYNC_HOST": "127.0.0.1:\(dead),127.0.0.1:\(live.port)"])
+        let env = try await Self.cli(
+            ["get", "cli", "--json"], environment: ["FLOWSYNC_HOST": "127.0.0.1:\(dead),127.0.0.1:\(live.port)"])
         #expect(env.status == 0 && env.output.contains("\"a\""), "\(env)")
         // Malformed: a usage error, before any connection.
         let bad = try await Self.cli(["get", "cli", "--host", "127.0.0.1:0"])
         #expect(bad.status == 64, "\(bad)")
         // Only dead hosts: no connection within the timeout (exit 2), both named.
-        let none = try await Self.cli(["get", "cli", "--host", "127.0.0.1:\(dead)", "--host", "127.0.0.1:\(dead)"], timeout: "1")
+        let none = try await Self.cli(
+            ["get", "cli", "--host", "127.0.0.1:\(dead)", "--host", "127.0.0.1:\(dead)"], timeout: "1")
         #expect(none.status == 2 && none.errorOutput.contains("127.0.0.1:\(dead), 127.0.0.1:\(dead)"), "\(none)")
         #expect(await live.terminate() == .exited(0), "\(live.output)")
     }

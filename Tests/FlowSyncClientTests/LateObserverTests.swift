@@ -24,7 +24,8 @@ import Testing
         // Without the current state, the first change starts where the list was.
         let queue = DispatchQueue(label: "old-style")
         let seen = Shared<[ListChange]>([])
-        let observation = list.observe(on: queue, includingCurrent: false) { change in seen.update { $0.append(change) } }
+        let observation = list.observe(on: queue, includingCurrent: false) { change in seen.update { $0.append(change) }
+        }
         _ = try await list.remove(sectionID: "b").committed()
         queue.sync {}
         observation.cancel()
@@ -44,7 +45,9 @@ import Testing
         let writer = Task.detached {
             var tickets: [WriteTicket] = []
             for i in 0..<200 {
-                tickets.append(try list.section(id: "s")!.add(model: Contact(id: "c\(i)", name: "n\(i)"), at: i % 3 == 0 ? 0 : nil))
+                tickets.append(
+                    try list.section(id: "s")!.add(model: Contact(id: "c\(i)", name: "n\(i)"), at: i % 3 == 0 ? 0 : nil)
+                )
                 if i % 7 == 0, let first = list.snapshot.director.sections.first?.rows.first {
                     tickets.append(try list.remove(modelID: first.id))
                 }

@@ -1,8 +1,9 @@
-@testable import FlowSyncClient
 import FlowSyncServer
 import FlowSyncTestSupport
 import Foundation
 import Testing
+
+@testable import FlowSyncClient
 
 /// A phone's life: background and foreground (pause/resume), a network path that comes
 /// back (reconnectNow), lists left (unsubscribe), the status stream for a banner, edits
@@ -12,7 +13,10 @@ import Testing
         let server = try await EmbeddedServer()
         let phone = try ClientTests.client(port: server.port, id: "phone")
         let desk = try ClientTests.client(port: server.port, id: "desk")
-        defer { phone.close(); desk.close() }
+        defer {
+            phone.close()
+            desk.close()
+        }
         var statuses = phone.statusUpdates.makeAsyncIterator()
         let list = phone.director("l")
         let recorder = LiveRecorder(list)
@@ -21,7 +25,9 @@ import Testing
 
         phone.pause()
         #expect(phone.status == .paused)
-        #expect(await ClientTests.until { await server.withServer { $0.connectionCount } == 1 }, "the paused client's socket is closed")
+        #expect(
+            await ClientTests.until { await server.withServer { $0.connectionCount } == 1 },
+            "the paused client's socket is closed")
         // Edits still show, and wait; others write meanwhile.
         let offline = try #require(list.section(id: "s")).add(model: Contact(id: "p", name: "while paused"))
         #expect(list.snapshot.pendingWrites == 1)
@@ -50,14 +56,17 @@ import Testing
         let proxy = try await ChaosProxy(upstreamPort: server.port)
         defer { proxy.stop() }
         // A first retry after 20 s: only reconnectNow can bring it back within the test.
-        let phone = try FlowSyncClient(configuration: .init(
-            port: proxy.port, clientID: "phone", reconnect: ReconnectPolicy(initialDelayMilliseconds: 20_000, maxDelayMilliseconds: 20_000, jitter: 0),
-            callbackQueue: DispatchQueue(label: "phone"), randomSeed: 1))
+        let phone = try FlowSyncClient(
+            configuration: .init(
+                port: proxy.port, clientID: "phone",
+                reconnect: ReconnectPolicy(initialDelayMilliseconds: 20_000, maxDelayMilliseconds: 20_000, jitter: 0),
+                callbackQueue: DispatchQueue(label: "phone"), randomSeed: 1))
         defer { phone.close() }
         let list = phone.director("l")
         try await list.waitUntilLoaded()
         await proxy.cutAll()
-        #expect(await ClientTests.until { if case .disconnected(_, let ms) = phone.status { ms == 20_000 } else { false } })
+        #expect(
+            await ClientTests.until { if case .disconnected(_, let ms) = phone.status { ms == 20_000 } else { false } })
         phone.reconnectNow()
         #expect(await ClientTests.until(timeout: 10) { if case .connected = phone.status { true } else { false } })
         try await list.add(section: NewSection(id: "back")).committed()
@@ -74,7 +83,7 @@ import Testing
         let stream = list.changes
         list.unsubscribe()
         var count = 0
-        for try await _ in stream { count += 1 }   // ends
+        for try await _ in stream { count += 1 }  // ends
         #expect(count >= 1)
         #expect(await ClientTests.until { await server.withServer { $0.subscriberCount(of: "gone") } == 0 })
         #expect(throws: FlowSyncError.closed) { try list.add(section: NewSection(id: "late")) }
@@ -88,15 +97,21 @@ import Testing
         let server = try await EmbeddedServer()
         let client = try ClientTests.client(port: server.port, id: "ui")
         let other = try ClientTests.client(port: server.port, id: "other")
-        defer { client.close(); other.close() }
+        defer {
+            client.close()
+            other.close()
+        }
         let list = client.director("l")
-        try await list.add(section: NewSection(id: "s", models: [Contact(id: "a", name: "A"), Contact(id: "b", name: "B")])).committed()
+        try await list.add(
+            section: NewSection(id: "s", models: [Contact(id: "a", name: "A"), Contact(id: "b", name: "B")])
+        ).committed()
         let table = Shared<[ListChange]>([]), log = Shared<[ListChange]>([])
         let queue = DispatchQueue(label: "ui")
         let tableView = list.observe(on: queue) { change in table.update { $0.append(change) } }
         list.observe(on: queue) { change in log.update { $0.append(change) } }
         // The user dragged row 0 below row 1: the table already shows it.
-        _ = try await list.perform(withoutNotifying: [tableView]) { batch in try batch.section("s").move(from: 0, to: 1) }.committed()
+        _ = try await list.perform(withoutNotifying: [tableView]) { batch in try batch.section("s").move(from: 0, to: 1)
+        }.committed()
         let theirs = other.director("l")
         try await theirs.waitUntilLoaded()
         _ = try await #require(theirs.section(id: "s")).add(model: Contact(id: "c", name: "C")).committed()
@@ -114,7 +129,8 @@ import Testing
 
     @Test func flowKitConveniences() throws {
         // Offline (nothing listens on port 1): every edit applies to the replica at once.
-        let client = try FlowSyncClient(configuration: .init(port: 1, clientID: "k", callbackQueue: DispatchQueue(label: "k")))
+        let client = try FlowSyncClient(
+            configuration: .init(port: 1, clientID: "k", callbackQueue: DispatchQueue(label: "k")))
         defer { client.close() }
         let list = client.director("l")
         #expect(list.section(at: 0) == nil && list.section(at: -1) == nil)

@@ -1,5 +1,4 @@
 import Dispatch
-@testable import FlowSyncClient
 import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProtocol
@@ -7,6 +6,9 @@ import FlowSyncServer
 import FlowSyncTestSupport
 import Foundation
 import Testing
+
+@testable import FlowSyncClient
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,12 +24,16 @@ import Glibc
     }
 
     /// A client keeping its lists in `directory`; port 1 (nothing listens) is "offline".
-    static func client(port: Int, directory: String, every batches: Int = 100, waitsForDisk: Bool = true) throws -> FlowSyncClient {
-        try FlowSyncClient(configuration: .init(
-            port: port, clientID: "fresh-\(UInt32.random(in: 0...UInt32.max))",
-            reconnect: ReconnectPolicy(initialDelayMilliseconds: 20, maxDelayMilliseconds: 200),
-            callbackQueue: DispatchQueue(label: "offline-callbacks"), randomSeed: 1,
-            persistence: PersistenceOptions(directory: directory, writeEveryBatches: batches, waitsForDisk: waitsForDisk)))
+    static func client(
+        port: Int, directory: String, every batches: Int = 100, waitsForDisk: Bool = true
+    ) throws -> FlowSyncClient {
+        try FlowSyncClient(
+            configuration: .init(
+                port: port, clientID: "fresh-\(UInt32.random(in: 0...UInt32.max))",
+                reconnect: ReconnectPolicy(initialDelayMilliseconds: 20, maxDelayMilliseconds: 200),
+                callbackQueue: DispatchQueue(label: "offline-callbacks"), randomSeed: 1,
+                persistence: PersistenceOptions(
+                    directory: directory, writeEveryBatches: batches, waitsForDisk: waitsForDisk)))
     }
 
     static func rows(_ director: Director, section: String) -> [String] {
@@ -43,7 +49,9 @@ import Glibc
         let first = try Self.client(port: server.port, directory: directory)
         let list = first.director("notes")
         try await list.waitUntilLoaded()
-        try await list.add(section: NewSection(id: "mine", models: (0..<50).map { Contact(id: "c\($0)", name: "n\($0)") })).committed()
+        try await list.add(
+            section: NewSection(id: "mine", models: (0..<50).map { Contact(id: "c\($0)", name: "n\($0)") })
+        ).committed()
         try await list.add(section: NewSection(id: "theirs")).committed()
         let storedID = first.clientID
         #expect(await ClientTests.settled(list, server: server))
@@ -69,7 +77,9 @@ import Glibc
         let other = try ClientTests.client(port: server.port, id: "other")
         let theirs = other.director("notes")
         try await theirs.waitUntilLoaded()
-        for k in 0..<3 { _ = try await theirs.section(id: "theirs")!.add(model: Contact(id: "t\(k)", name: "t")).committed() }
+        for k in 0..<3 {
+            _ = try await theirs.section(id: "theirs")!.add(model: Contact(id: "t\(k)", name: "t")).committed()
+        }
         _ = try await theirs.section(id: "mine")!.add(model: Contact(id: "t-first", name: "t"), at: 0).committed()
         other.close()
 
@@ -90,11 +100,15 @@ import Glibc
         let live = LiveRecorder(resumed)
         #expect(await ClientTests.settled(resumed, server: server))
         let final = try #require(await ClientTests.serverState(server, "notes"))
-        #expect(Self.rows(final.director, section: "mine") == ["t-first"] + (1..<50).map { "c\($0)" } + (0..<5).map { "offline\($0)" })
+        #expect(
+            Self.rows(final.director, section: "mine") == ["t-first"] + (1..<50).map { "c\($0)" }
+                + (0..<5).map { "offline\($0)" })
         #expect(Self.rows(final.director, section: "theirs") == ["t0", "t1", "t2"])
         #expect(!resumed.snapshot.isFromDisk)
         #expect(live.failures.isEmpty, "\(live.failures)")
-        #expect(!live.causes.contains { if case .resync = $0 { return true } else { return false } }, "resumed by a Diff: \(live.causes)")
+        #expect(
+            !live.causes.contains { if case .resync = $0 { return true } else { return false } },
+            "resumed by a Diff: \(live.causes)")
         back.close()
         #expect(await server.stop())
     }
@@ -109,12 +123,15 @@ import Glibc
         do {
             _ = try Self.client(port: 1, directory: directory)
         } catch let error as FlowSyncError {
-            guard case .persistenceUnavailable(let detail) = error else { Issue.record("\(error)"); return }
+            guard case .persistenceUnavailable(let detail) = error else {
+                Issue.record("\(error)")
+                return
+            }
             #expect(detail.contains("in use by another FlowSyncClient"), "\(detail)")
         }
         first.close()
         let second = try Self.client(port: 1, directory: directory)
-        second.core.abandonForTesting()   // a killed app's lock goes with it
+        second.core.abandonForTesting()  // a killed app's lock goes with it
         let third = try Self.client(port: 1, directory: directory)
         third.close()
         // A path that cannot be a directory: refused, not kept in memory silently.
@@ -145,7 +162,7 @@ import Glibc
         let again = try Self.client(port: server.port, directory: directory)
         let reloaded = again.director("l")
         #expect(await ClientTests.settled(reloaded, server: server))
-        again.close()   // writes a fresh replica
+        again.close()  // writes a fresh replica
         let replaced = try ReplicaFileFormat.decodeReplica(try #require(ReplicaDirectory.readFile(path)))
         #expect(replaced.confirmed == reloaded.snapshot.director)
         #expect(await server.stop())
@@ -190,7 +207,8 @@ import Glibc
             // Half the cases wait for the disk at every edit (the default: nothing whose
             // call returned may be lost), half write in the background.
             let waits = random.chance(0.5)
-            var client: FlowSyncClient? = try Self.client(port: server.port, directory: directory, every: random.int(1...4), waitsForDisk: waits)
+            var client: FlowSyncClient? = try Self.client(
+                port: server.port, directory: directory, every: random.int(1...4), waitsForDisk: waits)
             _ = try client!.director(name).add(section: NewSection(id: "mine"))
             let lives = random.int(2...4)
             var lostAtKills = 0
@@ -202,12 +220,19 @@ import Glibc
                     // may lose the newest ones — only unsent ones, only a suffix. What the
                     // relaunch shows must be the edits in order, up to some point.
                     let shown = Self.rows(list.snapshot.director, section: "mine")
-                    #expect(shown == Array(made.prefix(shown.count)), "seed \(seed): relaunched with \(shown), the writer made \(made)")
-                    #expect(!waits || shown == made, "seed \(seed): waiting for the disk, the relaunch must show every edit: \(shown), made \(made)")
-                    #expect(!flushedBeforeKill || shown == made, "seed \(seed): flushPersistence() returned before every edit was on disk: \(shown), made \(made)")
+                    #expect(
+                        shown == Array(made.prefix(shown.count)),
+                        "seed \(seed): relaunched with \(shown), the writer made \(made)")
+                    #expect(
+                        !waits || shown == made,
+                        "seed \(seed): waiting for the disk, the relaunch must show every edit: \(shown), made \(made)")
+                    #expect(
+                        !flushedBeforeKill || shown == made,
+                        "seed \(seed): flushPersistence() returned before every edit was on disk: \(shown), made \(made)"
+                    )
                     if shown == Array(made.prefix(shown.count)) {
                         lostAtKills += made.count - shown.count
-                        made = shown   // the lost ones must then never reach the server
+                        made = shown  // the lost ones must then never reach the server
                     }
                     if list.section(id: "mine") == nil && made.isEmpty && !waits {
                         // The section's own write was the lost one (killed within
@@ -216,8 +241,16 @@ import Glibc
                         _ = try list.add(section: NewSection(id: "mine"))
                     }
                 }
-                let stored = client!.core.read { $0.session.lists[name].map { $0.pending.map { "\($0.seq)\($0.sent == nil ? "" : " sent")\($0.ackedAt.map { " acked at \($0)" } ?? "")" } } ?? [] }
-                trace.append("life \(life): shown from disk \(list.snapshot.isFromDisk) at \(list.snapshot.version.map { "\($0)" } ?? "none"), rows \(Self.rows(list.snapshot.director, section: "mine")), pending \(stored)")
+                let stored = client!.core.read {
+                    $0.session.lists[name].map {
+                        $0.pending.map {
+                            "\($0.seq)\($0.sent == nil ? "" : " sent")\($0.ackedAt.map { " acked at \($0)" } ?? "")"
+                        }
+                    } ?? []
+                }
+                trace.append(
+                    "life \(life): shown from disk \(list.snapshot.isFromDisk) at \(list.snapshot.version.map { "\($0)" } ?? "none"), rows \(Self.rows(list.snapshot.director, section: "mine")), pending \(stored)"
+                )
                 for _ in 0..<random.int(1...8) {
                     let id = "r\(made.count)"
                     // Every earlier edit is committed or pending (none is refused), so the
@@ -228,10 +261,13 @@ import Glibc
                     let shown = Set(Self.rows(list.snapshot.director, section: "mine"))
                     if !made.allSatisfy(shown.contains) {
                         viewLackedEarlierEdits += 1
-                        print("seed \(seed): the view lacks \(made.filter { !shown.contains($0) }) before \(id); trace:\n  " + trace.joined(separator: "\n  "))
+                        print(
+                            "seed \(seed): the view lacks \(made.filter { !shown.contains($0) }) before \(id); trace:\n  "
+                                + trace.joined(separator: "\n  "))
                         #expect(await ClientTests.settled(list, server: server), "seed \(seed)")
                     }
-                    _ = try #require(list.section(id: "mine"), "seed \(seed)").add(model: Contact(id: id, name: "\(life)"))
+                    _ = try #require(list.section(id: "mine"), "seed \(seed)").add(
+                        model: Contact(id: id, name: "\(life)"))
                     made.append(id)
                     if random.chance(0.3) {
                         try theirs.add(section: NewSection(id: "b\(bystander)"))
@@ -246,7 +282,8 @@ import Glibc
                     flushedBeforeKill = random.chance(0.5)
                     if flushedBeforeKill { client!.flushPersistence() }
                     client!.core.abandonForTesting()
-                    client = try Self.client(port: server.port, directory: directory, every: random.int(1...4), waitsForDisk: waits)
+                    client = try Self.client(
+                        port: server.port, directory: directory, every: random.int(1...4), waitsForDisk: waits)
                 }
             }
             lostUnsent += lostAtKills
@@ -260,19 +297,31 @@ import Glibc
             #expect(settled && otherSettled, "seed \(seed): did not settle")
             // Exactly once and in order.
             let rows = Self.rows(final.director, section: "mine")
-            #expect(rows == made, "seed \(seed): the server has \(rows), the writer made \(made); trace: \(trace.joined(separator: " | "))")
+            #expect(
+                rows == made,
+                "seed \(seed): the server has \(rows), the writer made \(made); trace: \(trace.joined(separator: " | "))"
+            )
             // Every batch up to the final version, read by the raw subscriber: the
             // writer's mutations committed once each (the section, then one per edit).
-            _ = await observer.waitFor { if case .diff(let d) = $0 { return d.to == final.position } else { return false } }
+            _ = await observer.waitFor {
+                if case .diff(let d) = $0 { return d.to == final.position } else { return false }
+            }
             var commits: [MutationID: Int] = [:]
             for case .diff(let diff) in observer.messages { for id in diff.mutations { commits[id, default: 0] += 1 } }
-            #expect(commits.values.allSatisfy { $0 == 1 }, "seed \(seed): committed twice: \(commits.filter { $0.value > 1 })")
-            #expect(commits.keys.filter { $0.clientID == writerID }.count == made.count + 1, "seed \(seed): \(commits.keys.filter { $0.clientID == writerID }.count) commits of the writer for \(made.count + 1) edits")
+            #expect(
+                commits.values.allSatisfy { $0 == 1 },
+                "seed \(seed): committed twice: \(commits.filter { $0.value > 1 })")
+            #expect(
+                commits.keys.filter { $0.clientID == writerID }.count == made.count + 1,
+                "seed \(seed): \(commits.keys.filter { $0.clientID == writerID }.count) commits of the writer for \(made.count + 1) edits"
+            )
             #expect(commits.count == made.count + 1 + bystander)
             cases += 1
         }
         #expect(cases >= 20, "only \(cases) cases ran")
-        print("kill-relaunch end to end: \(cases) cases; \(lostUnsent) unsent edits lost at kills; a view lacked an earlier edit \(viewLackedEarlierEdits) times")
+        print(
+            "kill-relaunch end to end: \(cases) cases; \(lostUnsent) unsent edits lost at kills; a view lacked an earlier edit \(viewLackedEarlierEdits) times"
+        )
         #expect(await server.stop())
     }
 }

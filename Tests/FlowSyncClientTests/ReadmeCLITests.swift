@@ -26,7 +26,7 @@ import Testing
         let text = try String(contentsOf: BuiltProduct.root.appendingPathComponent("README.md"), encoding: .utf8)
         var synopsis: String?
         var lines: [Line] = []
-        var block: String?   // the info string of the open fenced block
+        var block: String?  // the info string of the open fenced block
         var pending = ""
         for raw in text.components(separatedBy: "\n") {
             if raw.hasPrefix("```") {
@@ -56,19 +56,23 @@ import Testing
         let binDirectory = URL(fileURLWithPath: try BuiltProduct.path("flowsync")).deletingLastPathComponent().path
         let directory = NSTemporaryDirectory() + "readme-cli-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory + "/.build", withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: directory + "/.build/debug", withDestinationPath: binDirectory)
+        try FileManager.default.createSymbolicLink(
+            atPath: directory + "/.build/debug", withDestinationPath: binDirectory)
         return (directory, binDirectory + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"))
     }
 
     /// Runs `line` with `/bin/sh` in `directory`; killed after 30 s.
-    static func sh(_ line: String, in directory: String, path: String, environment: [String: String?] = [:]) async throws -> ChildProcess.Completed {
+    static func sh(
+        _ line: String, in directory: String, path: String, environment: [String: String?] = [:]
+    ) async throws -> ChildProcess.Completed {
         var environment = environment
         environment["PATH"] = path
         for name in ["FLOWSYNC_HOST", "FLOWSYNC_PORT", "FLOWSYNC_TOKEN"] where environment[name] == nil {
             environment[name] = .some(nil)
         }
-        return try await ChildProcess.run("/bin/sh", arguments: ["-c", "cd '\(directory)' && \(line)"], environment: environment,
-                                          separateStandardError: true, timeout: .seconds(30))
+        return try await ChildProcess.run(
+            "/bin/sh", arguments: ["-c", "cd '\(directory)' && \(line)"], environment: environment,
+            separateStandardError: true, timeout: .seconds(30))
     }
 
     static func daemon(config: String = "") async throws -> DaemonProcess {
@@ -88,7 +92,8 @@ import Testing
 
         let asWritten = try await Self.daemon()
         for line in tryIt {
-            let run = try await Self.sh(line.text, in: directory, path: path, environment: ["FLOWSYNC_PORT": "\(asWritten.port)"])
+            let run = try await Self.sh(
+                line.text, in: directory, path: path, environment: ["FLOWSYNC_PORT": "\(asWritten.port)"])
             #expect(run.status == 0, "\(line)\n\(run)")
             if line.command?.hasPrefix("get ") == true {
                 #expect(run.output.contains("r1") && run.output.contains("r2"), "\(line)\n\(run)")
@@ -102,7 +107,8 @@ import Testing
         // port is `--port`'s (the CLI tries them in order).
         let synopsisForm = try await Self.daemon()
         let dead = try freeLoopbackPort()
-        let options = synopsis
+        let options =
+            synopsis
             .replacingOccurrences(of: "[--token T] ", with: "")
             .replacingOccurrences(of: "[--host H[:P] …]", with: "--host 127.0.0.1:\(dead) --host 127.0.0.1")
             .replacingOccurrences(of: "[--port P]", with: "--port \(synopsisForm.port)")
@@ -119,10 +125,12 @@ import Testing
             }
         }
         // After the command, as before.
-        let after = try await Self.sh("flowsync get todo --json --port \(synopsisForm.port) --timeout 10", in: directory, path: path)
+        let after = try await Self.sh(
+            "flowsync get todo --json --port \(synopsisForm.port) --timeout 10", in: directory, path: path)
         #expect(after.status == 0 && after.output.contains("\"r2\""), "\(after)")
         // `--opt=value` before the command, and help after leading options.
-        let equals = try await Self.sh("flowsync --port=\(synopsisForm.port) --timeout=10 lists", in: directory, path: path)
+        let equals = try await Self.sh(
+            "flowsync --port=\(synopsisForm.port) --timeout=10 lists", in: directory, path: path)
         #expect(equals.status == 0 && equals.output.contains("todo\tversion"), "\(equals)")
         let help = try await Self.sh("flowsync --port 1 help insert", in: directory, path: path)
         #expect(help.status == 0 && help.output.contains("--section"), "\(help)")
@@ -134,30 +142,36 @@ import Testing
     /// `--token` before the command to a daemon that requires one.
     @Test func tokenLineMintsATokenThatWorksBeforeTheCommand() async throws {
         let (_, lines) = try Self.readme()
-        let tokenLine = try #require(lines.first { $0.text.contains("flowsync token") }, "README.md's token line: \(lines)")
+        let tokenLine = try #require(
+            lines.first { $0.text.contains("flowsync token") }, "README.md's token line: \(lines)")
         let (directory, path) = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try "readme-cli-test-secret-0123456789abcdef\n".write(toFile: directory + "/dev.secret", atomically: true, encoding: .utf8)
+        try "readme-cli-test-secret-0123456789abcdef\n".write(
+            toFile: directory + "/dev.secret", atomically: true, encoding: .utf8)
         let auth = """
-        [auth]
-        mode = "required"
-        [[auth.keys]]
-        kid = "dev"
-        alg = "HS256"
-        secret_file = "\(directory)/dev.secret"
+            [auth]
+            mode = "required"
+            [[auth.keys]]
+            kid = "dev"
+            alg = "HS256"
+            secret_file = "\(directory)/dev.secret"
 
-        """
+            """
         try auth.write(toFile: directory + "/flowsyncd.toml", atomically: true, encoding: .utf8)
-        let line = tokenLine.text.replacingOccurrences(of: "/etc/flowsyncd/flowsyncd.toml", with: directory + "/flowsyncd.toml")
+        let line = tokenLine.text.replacingOccurrences(
+            of: "/etc/flowsyncd/flowsyncd.toml", with: directory + "/flowsyncd.toml")
         let minted = try await Self.sh(line + #" && printf '%s' "$FLOWSYNC_TOKEN""#, in: directory, path: path)
         #expect(minted.status == 0, "\(line)\n\(minted)")
         let token = minted.output.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(token.split(separator: ".").count == 3, "not a JWT: \(minted)")
 
         let daemon = try await Self.daemon(config: auth)
-        let withToken = try await Self.sh("flowsync --port \(daemon.port) --token '\(token)' --timeout 10 get team/42/inbox", in: directory, path: path)
+        let withToken = try await Self.sh(
+            "flowsync --port \(daemon.port) --token '\(token)' --timeout 10 get team/42/inbox", in: directory,
+            path: path)
         #expect(withToken.status == 0, "\(withToken)")
-        let withoutToken = try await Self.sh("flowsync --port \(daemon.port) --timeout 5 get team/42/inbox", in: directory, path: path)
+        let withoutToken = try await Self.sh(
+            "flowsync --port \(daemon.port) --timeout 5 get team/42/inbox", in: directory, path: path)
         #expect(withoutToken.status != 0, "\(withoutToken)")
         #expect(await daemon.terminate() == .exited(0), "\(daemon.output)")
     }

@@ -1,8 +1,9 @@
-@testable import FlowSyncClient
 import FlowSyncCore
 import FlowSyncProtocol
 import FlowSyncTestSupport
 import Testing
+
+@testable import FlowSyncClient
 
 /// The persisted files' format: round trips of random lists and of every kind of
 /// anchored operation, and hostile input — every truncation, random byte flips, and
@@ -19,7 +20,9 @@ import Testing
             guard let anchored = try? probe.anchor(ops), (try? state.apply(ops)) != nil else { continue }
             var write = PendingWrite(seq: UInt64(100 + k), anchored: anchored)
             if k % 2 == 0 {
-                write.sent = Mutate(listName: "list/ü", clientID: "c", seq: write.seq, base: ListVersion(epoch: 9, version: UInt64(k)), operations: ops)
+                write.sent = Mutate(
+                    listName: "list/ü", clientID: "c", seq: write.seq, base: ListVersion(epoch: 9, version: UInt64(k)),
+                    operations: ops)
             }
             if k % 3 == 0 { write.ackedAt = ListVersion(epoch: 9, version: UInt64(k + 1)) }
             writes.append(write)
@@ -31,7 +34,9 @@ import Testing
     func replicaRoundTrip(seed: Int) throws {
         var generator = DirectorGenerator(seed: UInt64(seed))
         let director = try Director(sections: generator.director().sections, limits: ListReplica.limits)
-        let replica = PersistedReplica(name: "list-\(seed)", position: ListVersion(epoch: UInt64(seed) &* 77, version: UInt64(seed)), confirmed: director)
+        let replica = PersistedReplica(
+            name: "list-\(seed)", position: ListVersion(epoch: UInt64(seed) &* 77, version: UInt64(seed)),
+            confirmed: director)
         let decoded = try ReplicaFileFormat.decodeReplica(ReplicaFileFormat.encode(replica))
         #expect(decoded == replica)
         #expect(decoded.confirmed.digest == director.digest)
@@ -51,10 +56,13 @@ import Testing
         let row = Row(id: "r", kind: "k", text: "{}")
         let section = Section(id: "s", header: [1, 2], footer: nil, rows: [row])
         let all: [AnchoredOperation] = [
-            .setSections([section]), .insertSections([section], at: anchor), .removeSections(["s", "t"]), .removeAllSections,
-            .moveSection("s", to: anchor), .swapSections("s", "t"), .setHeader("s", [9]), .setHeader("s", nil), .setFooter("s", []),
+            .setSections([section]), .insertSections([section], at: anchor), .removeSections(["s", "t"]),
+            .removeAllSections,
+            .moveSection("s", to: anchor), .swapSections("s", "t"), .setHeader("s", [9]), .setHeader("s", nil),
+            .setFooter("s", []),
             .setRows([row], in: "s"), .insertRows([row, Row(id: "q")], in: "s", at: Anchor(after: [], before: [])),
-            .replaceRow("r", with: row), .removeRows(["r"]), .removeAllRows(in: "s"), .moveRow("r", toSection: "t", at: anchor),
+            .replaceRow("r", with: row), .removeRows(["r"]), .removeAllRows(in: "s"),
+            .moveRow("r", toSection: "t", at: anchor),
             .swapRows("r", "q"),
         ]
         let pending = PersistedPending(name: "x", nextSeq: 2, writes: [PendingWrite(seq: 1, anchored: all)])
@@ -66,13 +74,18 @@ import Testing
         var generator = DirectorGenerator(seed: 42)
         let director = try Director(sections: generator.director().sections, limits: ListReplica.limits)
         let files = [
-            ReplicaFileFormat.encode(PersistedReplica(name: "l", position: ListVersion(epoch: 1, version: 2), confirmed: director)),
-            ReplicaFileFormat.encode(PersistedPending(name: "list/ü", nextSeq: 5, writes: Self.pendingWrites(&generator, on: director, count: 8))),
+            ReplicaFileFormat.encode(
+                PersistedReplica(name: "l", position: ListVersion(epoch: 1, version: 2), confirmed: director)),
+            ReplicaFileFormat.encode(
+                PersistedPending(
+                    name: "list/ü", nextSeq: 5, writes: Self.pendingWrites(&generator, on: director, count: 8))),
         ]
         var random = SeededRandom(seed: 7)
         for file in files {
             let decode = { (bytes: [UInt8]) -> Bool in
-                if file.starts(with: ReplicaFileFormat.replicaMagic) { return (try? ReplicaFileFormat.decodeReplica(bytes)) != nil }
+                if file.starts(with: ReplicaFileFormat.replicaMagic) {
+                    return (try? ReplicaFileFormat.decodeReplica(bytes)) != nil
+                }
                 return (try? ReplicaFileFormat.decodePending(bytes)) != nil
             }
             #expect(decode(file))
@@ -109,8 +122,10 @@ import Testing
     @Test("restoring: a damaged replica is left out, intact writes still come back")
     func restoreLeavesDamageOut() throws {
         let director = try Director(sections: [Section(id: "s", rows: [Row(id: "r")])], limits: ListReplica.limits)
-        var replica = ReplicaFileFormat.encode(PersistedReplica(name: "l", position: ListVersion(epoch: 1, version: 3), confirmed: director))
-        let pending = ReplicaFileFormat.encode(PersistedPending(name: "l", nextSeq: 9, writes: [PendingWrite(seq: 8, anchored: [.removeRows(["r"])])]))
+        var replica = ReplicaFileFormat.encode(
+            PersistedReplica(name: "l", position: ListVersion(epoch: 1, version: 3), confirmed: director))
+        let pending = ReplicaFileFormat.encode(
+            PersistedPending(name: "l", nextSeq: 9, writes: [PendingWrite(seq: 8, anchored: [.removeRows(["r"])])]))
         replica[replica.count / 2] ^= 0x40
         let (restored, discarded) = ReplicaFileFormat.restore(list: "l", replica: replica, pending: pending)
         #expect(discarded.count == 1 && discarded[0].contains("replica file"))
@@ -142,8 +157,10 @@ import Testing
     }
 
     static func session() -> ClientSession {
-        ClientSession(settings: .init(clientID: "me", clientName: "t", token: nil, reconnect: .default, pingIntervalMilliseconds: 0,
-                                      handshakeTimeoutMilliseconds: 10_000, firstSeq: 1, randomSeed: 1))
+        ClientSession(
+            settings: .init(
+                clientID: "me", clientName: "t", token: nil, reconnect: .default, pingIntervalMilliseconds: 0,
+                handshakeTimeoutMilliseconds: 10_000, firstSeq: 1, randomSeed: 1))
     }
 
     @Test("an edit rewrites the pending file; a commit keeps the write there until a replica holds it")
@@ -153,15 +170,25 @@ import Testing
         _ = session.start(now: 0)
         _ = session.connected(now: 0)
         _ = session.subscribe("l")
-        _ = session.received(.welcome(Welcome(version: 1, serverName: "s", limits: ServerLimits(), heartbeatMilliseconds: 0, dictionary: [])), now: 0)
+        _ = session.received(
+            .welcome(
+                Welcome(version: 1, serverName: "s", limits: ServerLimits(), heartbeatMilliseconds: 0, dictionary: [])),
+            now: 0)
         let epoch = ListVersion(epoch: 5, version: 0)
-        _ = session.received(.snapshot(Snapshot(listName: "l", position: epoch, digest: StateDigest.compute([]), reason: .freshSubscribe, sections: [])), now: 0)
+        _ = session.received(
+            .snapshot(
+                Snapshot(
+                    listName: "l", position: epoch, digest: StateDigest.compute([]), reason: .freshSubscribe,
+                    sections: [])), now: 0)
         // The first snapshot is one batch: nothing written yet (cadence 2), no writes.
         #expect(persistence.observe(session, now: 0).isEmpty)
 
         let (seq, actions) = try session.submit([.insertSections([Section(id: "a")], at: 0)], to: "l")
         for case .complete(let list, let s, let result) in actions { persistence.completed(list: list, seq: s, result) }
-        guard case .writePending(let pending)? = persistence.observe(session, now: 1).first else { Issue.record("no pending write"); return }
+        guard case .writePending(let pending)? = persistence.observe(session, now: 1).first else {
+            Issue.record("no pending write")
+            return
+        }
         #expect(pending.writes.map(\.seq) == [seq] && pending.writes[0].sent != nil && pending.nextSeq == seq + 1)
 
         // The server commits it at 5:1 (a Diff naming it): the write leaves the session's
@@ -169,22 +196,33 @@ import Testing
         // still names the write, with its commit version.
         var director = Director(limits: ListReplica.limits)
         let changeset = try director.apply([.insertSections([Section(id: "a")], at: 0)])
-        let diff = Diff(listName: "l", epoch: 5, fromVersion: 0, toVersion: 1, digest: director.digest, changeset: changeset,
-                        mutations: [MutationID(clientID: "me", seq: seq)])
-        for case .complete(let list, let s, let result) in session.received(.diff(diff), now: 2) { persistence.completed(list: list, seq: s, result) }
+        let diff = Diff(
+            listName: "l", epoch: 5, fromVersion: 0, toVersion: 1, digest: director.digest, changeset: changeset,
+            mutations: [MutationID(clientID: "me", seq: seq)])
+        for case .complete(let list, let s, let result) in session.received(.diff(diff), now: 2) {
+            persistence.completed(list: list, seq: s, result)
+        }
         #expect(session.lists["l"]!.pending.isEmpty)
         let due = persistence.observe(session, now: 2)
-        guard due.count == 2, case .writePending(let now) = due[0], case .writeReplica(let replica, let withReplica) = due[1] else {
-            Issue.record("expected a pending write and a replica write, got \(due)"); return
+        guard due.count == 2, case .writePending(let now) = due[0],
+            case .writeReplica(let replica, let withReplica) = due[1]
+        else {
+            Issue.record("expected a pending write and a replica write, got \(due)")
+            return
         }
         #expect(now.writes.map(\.seq) == [seq] && now.writes[0].ackedAt == ListVersion(epoch: 5, version: 1))
         #expect(replica.position == ListVersion(epoch: 5, version: 1) && replica.confirmed == director)
-        #expect(withReplica.writes.map(\.seq) == [seq] && withReplica.writes[0].ackedAt == ListVersion(epoch: 5, version: 1))
+        #expect(
+            withReplica.writes.map(\.seq) == [seq] && withReplica.writes[0].ackedAt == ListVersion(epoch: 5, version: 1)
+        )
 
         // Until that replica is durable nothing changes; then the write leaves the file.
         #expect(persistence.observe(session, now: 3).isEmpty)
         persistence.replicaWritten(list: "l", at: replica.position)
-        guard case .writePending(let after)? = persistence.observe(session, now: 4).first else { Issue.record("no rewrite"); return }
+        guard case .writePending(let after)? = persistence.observe(session, now: 4).first else {
+            Issue.record("no rewrite")
+            return
+        }
         #expect(after.writes.isEmpty)
     }
 
@@ -193,19 +231,32 @@ import Testing
         let confirmed = try Director(sections: [Section(id: "a", rows: [Row(id: "r1")])], limits: ListReplica.limits)
         var probe = confirmed
         let ops: [FlowSyncCore.Operation] = [.insertRows([Row(id: "r2")], in: .id("a"), at: 1)]
-        let sent = Mutate(listName: "l", clientID: "me", seq: 40, base: ListVersion(epoch: 5, version: 7), operations: ops)
-        let restored = RestoredList(confirmed: confirmed, position: ListVersion(epoch: 5, version: 7),
-                                    pending: [PendingWrite(seq: 40, anchored: try probe.anchor(ops), sent: sent)], nextSeq: 41)
+        let sent = Mutate(
+            listName: "l", clientID: "me", seq: 40, base: ListVersion(epoch: 5, version: 7), operations: ops)
+        let restored = RestoredList(
+            confirmed: confirmed, position: ListVersion(epoch: 5, version: 7),
+            pending: [PendingWrite(seq: 40, anchored: try probe.anchor(ops), sent: sent)], nextSeq: 41)
         var session = Self.session()
         _ = session.start(now: 0)
         let shown = session.subscribe("l", restoring: restored)
-        guard case .deliver(_, let cause, _, let view, let version, let pending)? = shown.first else { Issue.record("nothing shown"); return }
+        guard case .deliver(_, let cause, _, let view, let version, let pending)? = shown.first else {
+            Issue.record("nothing shown")
+            return
+        }
         #expect(cause == .initial && version == ListVersion(epoch: 5, version: 7) && pending == 1)
         #expect(view.rowCount == 2 && session.lists["l"]!.isRestored)
         _ = session.connected(now: 1)
-        let welcome = session.received(.welcome(Welcome(version: 1, serverName: "s", limits: ServerLimits(), heartbeatMilliseconds: 0, dictionary: [])), now: 1)
-        let sends = welcome.compactMap { action -> Message? in if case .send(let m) = action { return m } else { return nil } }
-        #expect(sends.contains(.subscribe(Subscribe(listName: "l", resumeFrom: ListVersion(epoch: 5, version: 7), digest: confirmed.digest))))
+        let welcome = session.received(
+            .welcome(
+                Welcome(version: 1, serverName: "s", limits: ServerLimits(), heartbeatMilliseconds: 0, dictionary: [])),
+            now: 1)
+        let sends = welcome.compactMap { action -> Message? in
+            if case .send(let m) = action { return m } else { return nil }
+        }
+        #expect(
+            sends.contains(
+                .subscribe(
+                    Subscribe(listName: "l", resumeFrom: ListVersion(epoch: 5, version: 7), digest: confirmed.digest))))
         #expect(sends.contains(.mutate(sent)))
         // New writes never reuse a stored seq.
         let (seq, _) = try session.submit([.removeRows([.id("r1")])], to: "l")

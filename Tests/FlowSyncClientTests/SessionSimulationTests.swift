@@ -1,8 +1,9 @@
-@testable import FlowSyncClient
 import FlowSyncCore
 import FlowSyncProtocol
 import FlowSyncTestSupport
 import Testing
+
+@testable import FlowSyncClient
 
 /// The session state machine against the real sequencer, with no sockets: seeded random
 /// schedules of edits, deliveries, batch seals and connection cuts. After each run every
@@ -23,17 +24,30 @@ import Testing
         let server = net.sequencer.director
         for (i, client) in net.clients.enumerated() {
             let list = client.session.lists[SimulatedNetwork.list]!
-            #expect(list.position == net.sequencer.position, "seed \(seed) client \(i): at \(String(describing: list.position)), server at \(net.sequencer.position)")
-            #expect(list.confirmed == server && list.confirmed.digest == server.digest, "seed \(seed) client \(i): replica differs from the server")
-            #expect(list.view == list.confirmed, "seed \(seed) client \(i): view differs from confirmed with nothing pending")
-            #expect(client.recorder.table == list.view, "seed \(seed) client \(i): the changes do not add up to the view")
+            #expect(
+                list.position == net.sequencer.position,
+                "seed \(seed) client \(i): at \(String(describing: list.position)), server at \(net.sequencer.position)"
+            )
+            #expect(
+                list.confirmed == server && list.confirmed.digest == server.digest,
+                "seed \(seed) client \(i): replica differs from the server")
+            #expect(
+                list.view == list.confirmed,
+                "seed \(seed) client \(i): view differs from confirmed with nothing pending")
+            #expect(
+                client.recorder.table == list.view, "seed \(seed) client \(i): the changes do not add up to the view")
             // Every write answered once; every committed one is in the server's log once.
-            #expect(Set(client.completions.keys) == client.submitted, "seed \(seed) client \(i): unanswered writes \(client.submitted.subtracting(client.completions.keys).sorted())")
+            #expect(
+                Set(client.completions.keys) == client.submitted,
+                "seed \(seed) client \(i): unanswered writes \(client.submitted.subtracting(client.completions.keys).sorted())"
+            )
             for (seq, result) in client.completions {
                 if case .success(let version) = result, version.version > 0 {
                     let id = MutationID(clientID: "c\(i)", seq: seq)
                     // An empty resolution completes without a commit; others must be logged.
-                    if let at = net.committed[id] { #expect(at == version, "seed \(seed): \(id) acked at \(version), committed at \(at)") }
+                    if let at = net.committed[id] {
+                        #expect(at == version, "seed \(seed): \(id) acked at \(version), committed at \(at)")
+                    }
                 }
             }
         }

@@ -1,8 +1,9 @@
-@testable import FlowSyncClient
 import FlowSyncCore
 import FlowSyncProtocol
 import FlowSyncTestSupport
 import Testing
+
+@testable import FlowSyncClient
 
 /// Edits the app built on a view that changed before they were submitted (a batch
 /// landed between the read and the write): they must mean what they meant on the view
@@ -23,15 +24,18 @@ import Testing
     @Test func removeAtAnIndexRemovesTheRowTheAppSawThere() throws {
         var h = H()
         let confirmed = Self.live(&h)
-        let seen = h.replica.view   // the app reads [a, b] ...
+        let seen = h.replica.view  // the app reads [a, b] ...
         // ... a remote insert at the top lands ...
-        let (diff, _) = ClientSessionTests.diff(from: confirmed, version: 1, [.insertRows([Row(id: "x")], in: .id("s"), at: 0)])
+        let (diff, _) = ClientSessionTests.diff(
+            from: confirmed, version: 1, [.insertRows([Row(id: "x")], in: .id("s"), at: 0)])
         h.receive(diff)
         #expect(Self.rows(h.replica.view) == ["x", "a", "b"])
         // ... then the app removes row 0, which it saw as "a".
-        let (_, actions) = try h.session.submit([.removeRows([.index(0, in: .index(0))])], to: ClientSessionTests.list, basedOn: seen)
+        let (_, actions) = try h.session.submit(
+            [.removeRows([.index(0, in: .index(0))])], to: ClientSessionTests.list, basedOn: seen)
         h.take(actions)
-        #expect(Self.rows(h.replica.view) == ["x", "b"], "the row the app saw at 0 is gone, not the one that moved there")
+        #expect(
+            Self.rows(h.replica.view) == ["x", "b"], "the row the app saw at 0 is gone, not the one that moved there")
         #expect(h.lastMutate?.operations == [.removeRows([.id("a")])], "sent as the row the app meant")
     }
 
@@ -39,10 +43,12 @@ import Testing
         var h = H()
         let confirmed = Self.live(&h)
         let seen = h.replica.view
-        let (diff, _) = ClientSessionTests.diff(from: confirmed, version: 1, [.insertRows([Row(id: "x"), Row(id: "y")], in: .id("s"), at: 2)])
+        let (diff, _) = ClientSessionTests.diff(
+            from: confirmed, version: 1, [.insertRows([Row(id: "x"), Row(id: "y")], in: .id("s"), at: 2)])
         h.receive(diff)
         // "at 2" was the end of what the app saw; it is the end still.
-        let (_, actions) = try h.session.submit([.insertRows([Row(id: "c")], in: .id("s"), at: 2)], to: ClientSessionTests.list, basedOn: seen)
+        let (_, actions) = try h.session.submit(
+            [.insertRows([Row(id: "c")], in: .id("s"), at: 2)], to: ClientSessionTests.list, basedOn: seen)
         h.take(actions)
         #expect(Self.rows(h.replica.view) == ["a", "b", "x", "y", "c"])
     }
@@ -55,7 +61,9 @@ import Testing
         h.receive(diff)
         let before = h.replica.view
         #expect(throws: FlowSyncError.self) {
-            _ = try h.session.submit([.replaceRow(.index(0, in: .index(0)), with: Row(id: "a", text: "edited"))], to: ClientSessionTests.list, basedOn: seen)
+            _ = try h.session.submit(
+                [.replaceRow(.index(0, in: .index(0)), with: Row(id: "a", text: "edited"))],
+                to: ClientSessionTests.list, basedOn: seen)
         }
         #expect(h.replica.view == before && h.replica.pending.isEmpty)
     }
@@ -64,7 +72,8 @@ import Testing
         var h = H()
         _ = Self.live(&h)
         let seen = h.replica.view
-        let (_, actions) = try h.session.submit([.insertRows([Row(id: "c")], in: .id("s"), at: 1)], to: ClientSessionTests.list, basedOn: seen)
+        let (_, actions) = try h.session.submit(
+            [.insertRows([Row(id: "c")], in: .id("s"), at: 1)], to: ClientSessionTests.list, basedOn: seen)
         h.take(actions)
         #expect(Self.rows(h.replica.view) == ["a", "c", "b"])
     }
@@ -81,8 +90,12 @@ import Testing
             var h = H()
             h.ready()
             let start = generator.director()
-            h.receive(.snapshot(Snapshot(listName: ClientSessionTests.list, position: ListVersion(epoch: ClientSessionTests.epoch, version: 1),
-                                         digest: start.digest, reason: .freshSubscribe, sections: start.sections)))
+            h.receive(
+                .snapshot(
+                    Snapshot(
+                        listName: ClientSessionTests.list,
+                        position: ListVersion(epoch: ClientSessionTests.epoch, version: 1),
+                        digest: start.digest, reason: .freshSubscribe, sections: start.sections)))
             let seen = h.replica.view
             let local = generator.group(for: seen, maxOps: 3)
             var probe = seen
@@ -90,8 +103,12 @@ import Testing
             let remote = others.group(for: seen, maxOps: 2)
             var next = seen
             guard let changeset = try? next.apply(remote) else { continue }
-            h.receive(.diff(Diff(listName: ClientSessionTests.list, epoch: ClientSessionTests.epoch, fromVersion: 1, toVersion: 2,
-                                 digest: next.digest, changeset: changeset, mutations: [])))
+            h.receive(
+                .diff(
+                    Diff(
+                        listName: ClientSessionTests.list, epoch: ClientSessionTests.epoch, fromVersion: 1,
+                        toVersion: 2,
+                        digest: next.digest, changeset: changeset, mutations: [])))
             // The oracle.
             var anchorIn = seen
             let anchored = try anchorIn.anchor(local)

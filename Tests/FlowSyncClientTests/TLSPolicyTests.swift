@@ -1,19 +1,24 @@
-@testable import FlowSyncClient
 import Testing
+
+@testable import FlowSyncClient
 
 /// Every TLS decision the transports delegate (``TLSPolicy``), tested without a socket:
 /// when TLS is used, and which certificate chains are accepted.
 @Suite(.timeLimit(.minutes(2))) struct TLSPolicyTests {
-    @Test(arguments: ["localhost", "LOCALHOST", "localhost.", "api.localhost", "127.0.0.1", "127.1.2.3",
-                      "127.255.255.255", "::1", "[::1]", "0:0:0:0:0:0:0:1", "::0:1", "::ffff:127.0.0.1", "::1%lo0"])
+    @Test(arguments: [
+        "localhost", "LOCALHOST", "localhost.", "api.localhost", "127.0.0.1", "127.1.2.3",
+        "127.255.255.255", "::1", "[::1]", "0:0:0:0:0:0:0:1", "::0:1", "::ffff:127.0.0.1", "::1%lo0",
+    ])
     func loopbackHostsArePlainByDefault(host: String) {
         #expect(TLSPolicy.isLoopback(host: host))
         #expect(!TLSPolicy.automatic.usesTLS(host: host))
         #expect(TLSPolicy.required.usesTLS(host: host))
     }
 
-    @Test(arguments: ["sync.example.com", "10.0.0.1", "192.168.1.10", "128.0.0.1", "127.0.0", "127.0.0.1.evil.com",
-                      "localhost.evil.com", "evil-localhost", "::2", "1::1", "::ffff:10.0.0.1", "127.0.0.256", "", "1270.0.0.1"])
+    @Test(arguments: [
+        "sync.example.com", "10.0.0.1", "192.168.1.10", "128.0.0.1", "127.0.0", "127.0.0.1.evil.com",
+        "localhost.evil.com", "evil-localhost", "::2", "1::1", "::ffff:10.0.0.1", "127.0.0.256", "", "1270.0.0.1",
+    ])
     func everyOtherHostUsesTLSByDefault(host: String) {
         #expect(!TLSPolicy.isLoopback(host: host))
         #expect(TLSPolicy.automatic.usesTLS(host: host))
@@ -37,13 +42,21 @@ import Testing
     @Test func pinsMatchAnyCertificateOfTheChainAndStillNeedSystemTrust() {
         #expect(TLSPolicy(pinnedCertificateSHA256: [Self.leaf]).accepts(evaluation(trusted: true)))
         #expect(TLSPolicy(pinnedCertificateSHA256: [Self.intermediate, Self.other]).accepts(evaluation(trusted: true)))
-        #expect(!TLSPolicy(pinnedCertificateSHA256: [Self.other]).accepts(evaluation(trusted: true)), "no pinned certificate in the chain")
-        #expect(!TLSPolicy(pinnedCertificateSHA256: [Self.leaf]).accepts(evaluation(trusted: false)), "pinned but not trusted by the system")
+        #expect(
+            !TLSPolicy(pinnedCertificateSHA256: [Self.other]).accepts(evaluation(trusted: true)),
+            "no pinned certificate in the chain")
+        #expect(
+            !TLSPolicy(pinnedCertificateSHA256: [Self.leaf]).accepts(evaluation(trusted: false)),
+            "pinned but not trusted by the system")
     }
 
     @Test func aSelfSignedServerNeedsAPinWhenSystemTrustIsNotRequired() {
-        #expect(TLSPolicy(pinnedCertificateSHA256: [Self.leaf], requiresSystemTrust: false).accepts(evaluation(trusted: false)))
-        #expect(!TLSPolicy(pinnedCertificateSHA256: [Self.other], requiresSystemTrust: false).accepts(evaluation(trusted: false)))
+        #expect(
+            TLSPolicy(pinnedCertificateSHA256: [Self.leaf], requiresSystemTrust: false).accepts(
+                evaluation(trusted: false)))
+        #expect(
+            !TLSPolicy(pinnedCertificateSHA256: [Self.other], requiresSystemTrust: false).accepts(
+                evaluation(trusted: false)))
         // No pins and no system trust would accept anything: it accepts nothing instead.
         #expect(!TLSPolicy(requiresSystemTrust: false).accepts(evaluation(trusted: true)))
         #expect(!TLSPolicy(requiresSystemTrust: false).accepts(evaluation(trusted: false)))
@@ -51,11 +64,16 @@ import Testing
 
     @Test func theHookDecidesAndSeesTheBuiltInDecision() {
         let seen = Locked<[Bool]>([])
-        let refuseAll = TLSPolicy(verify: { _, builtIn in seen.withLock { $0.append(builtIn) }; return false })
-        #expect(!refuseAll.accepts(evaluation(trusted: true)))
-        let acceptPinnedLeafOnly = TLSPolicy(requiresSystemTrust: false, verify: { evaluation, _ in
-            evaluation.certificateChainSHA256.first == Self.leaf
+        let refuseAll = TLSPolicy(verify: { _, builtIn in
+            seen.withLock { $0.append(builtIn) }
+            return false
         })
+        #expect(!refuseAll.accepts(evaluation(trusted: true)))
+        let acceptPinnedLeafOnly = TLSPolicy(
+            requiresSystemTrust: false,
+            verify: { evaluation, _ in
+                evaluation.certificateChainSHA256.first == Self.leaf
+            })
         #expect(acceptPinnedLeafOnly.accepts(evaluation(trusted: false)))
         #expect(seen.withLock { $0 } == [true])
     }

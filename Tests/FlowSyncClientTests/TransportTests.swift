@@ -1,11 +1,12 @@
 import Dispatch
-@testable import FlowSyncClient
 import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncTestSupport
 import Foundation
 import Glibc
 import Testing
+
+@testable import FlowSyncClient
 
 /// The transports that run here, through the one contract of ``ClientTransport``.
 enum TransportKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
@@ -39,17 +40,24 @@ final class EventLog: Sendable {
     func aClientSyncsOverEachTransport(kind: TransportKind) async throws {
         let server = try await EmbeddedServer()
         let writer = try FlowSyncClient(
-            configuration: .init(port: server.port, clientID: "writer-\(kind)", callbackQueue: DispatchQueue(label: "w"), randomSeed: 1),
+            configuration: .init(
+                port: server.port, clientID: "writer-\(kind)", callbackQueue: DispatchQueue(label: "w"), randomSeed: 1),
             transport: try kind.make())
         let reader = try ClientTests.client(port: server.port, id: "reader-\(kind)")
-        defer { writer.close(); reader.close() }
+        defer {
+            writer.close()
+            reader.close()
+        }
         let list = writer.director("transport/\(kind)")
         try await list.waitUntilLoaded()
         try await list.add(section: NewSection(id: "over-\(kind)", models: [Contact(id: "1", name: "Ada")])).committed()
         let mirror = reader.director("transport/\(kind)")
         try await mirror.waitUntilLoaded()
         #expect(await ClientTests.settled(mirror, server: server))
-        #expect(try mirror.section(id: "over-\(kind)")?.snapshot?.models(as: Contact.self) == [Contact(id: "1", name: "Ada")])
+        #expect(
+            try mirror.section(id: "over-\(kind)")?.snapshot?.models(as: Contact.self) == [
+                Contact(id: "1", name: "Ada")
+            ])
         writer.close()
         #expect(await server.stop())
     }
@@ -137,7 +145,7 @@ final class EventLog: Sendable {
         let result = Locked<Int32?>(nil)
         thread.loop.execute {
             let fd = Self.brokenPipe()
-            let n = write(fd, "x", 1)   // plain write(2), as libuv's uv_write does
+            let n = write(fd, "x", 1)  // plain write(2), as libuv's uv_write does
             result.withLock { $0 = n < 0 ? errno : 0 }
             close(fd)
         }

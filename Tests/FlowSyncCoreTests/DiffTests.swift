@@ -33,7 +33,10 @@ import Testing
         var b = try director([("s", ["b"]), ("t", ["c", "a"])])
         try b.replace(row: .id("a"), with: Row(id: "a", text: "changed"))
         let c = check(a, b)
-        #expect(c.stages.flatMap(\.rowMoves) == [RowMove(from: RowPath(section: 0, row: 0), to: RowPath(section: 1, row: 1))])
+        #expect(
+            c.stages.flatMap(\.rowMoves) == [
+                RowMove(from: RowPath(section: 0, row: 0), to: RowPath(section: 1, row: 1))
+            ])
         #expect(c.stages.flatMap(\.rowUpdates).map(\.path) == [RowPath(section: 0, row: 0)])
         #expect(c.stages.first?.rowUpdates.isEmpty == false, "updates come first, at old positions")
     }

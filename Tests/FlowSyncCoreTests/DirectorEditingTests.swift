@@ -47,10 +47,11 @@ import Testing
         (n, c) = try edit(d, [.setHeader(.id("B"), [7]), .setFooter(.index(0), [8])])
         #expect(n.sections[1].header == [7] && n.sections[0].footer == [8])
         #expect(c.stages.count == 1)
-        #expect(Set(c.stages[0].supplementaryUpdates) == [
-            SupplementaryUpdate(section: 1, element: .header, value: [7]),
-            SupplementaryUpdate(section: 0, element: .footer, value: [8]),
-        ], "header/footer changes are their own kind, not section reloads")
+        #expect(
+            Set(c.stages[0].supplementaryUpdates) == [
+                SupplementaryUpdate(section: 1, element: .header, value: [7]),
+                SupplementaryUpdate(section: 0, element: .footer, value: [8]),
+            ], "header/footer changes are their own kind, not section reloads")
 
         (n, _) = try edit(d, [.setSections([Section(id: "C", rows: rows("a1")), Section(id: "Z")])])
         #expect(n.sections.map(\.id) == ["C", "Z"] && ids(n) == [["a1"], []])
@@ -82,7 +83,9 @@ import Testing
 
         (n, c) = try edit(d, [.moveRow(.id("a1"), toSection: .id("C"), at: 0)])
         #expect(ids(n) == [["a0", "a2"], ["b0", "b1"], ["a1"]])
-        #expect(c.stages[0].rowMoves == [RowMove(from: RowPath(section: 0, row: 1), to: RowPath(section: 2, row: 0))], "a cross-section move is one move")
+        #expect(
+            c.stages[0].rowMoves == [RowMove(from: RowPath(section: 0, row: 1), to: RowPath(section: 2, row: 0))],
+            "a cross-section move is one move")
 
         (n, _) = try edit(d, [.swapRows(.id("a0"), .id("a2"))])
         #expect(ids(n)[0] == ["a2", "a1", "a0"])
@@ -93,7 +96,9 @@ import Testing
         #expect(ids(n)[0] == ["a2", "q", "a0"])
         #expect(c.stages.flatMap(\.rowDeletes) == [RowPath(section: 0, row: 1)])
         #expect(c.stages.flatMap(\.rowInserts).map(\.path) == [RowPath(section: 0, row: 1)])
-        #expect(c.stages.flatMap(\.rowMoves).count == 1, "set(rows:) is diffed: one move, not a delete and insert of every row")
+        #expect(
+            c.stages.flatMap(\.rowMoves).count == 1,
+            "set(rows:) is diffed: one move, not a delete and insert of every row")
     }
 
     @Test func setRowsMayTakeRowsFromItsOwnSectionOnly() throws {
@@ -137,7 +142,11 @@ import Testing
         ("unknown section", [.insertRows([Row(id: "x")], in: .id("nope"), at: 0)], .unknownSection, 0),
         ("unknown row", [.removeRows([.id("nope")])], .unknownRow, 0),
         ("empty ID", [.insertRows([Row(id: "")], in: .id("A"), at: 0)], .invalidID, 0),
-        ("later op fails", [.removeRows([.id("a0")]), .insertSections([Section(id: "N")], at: 0), .removeRows([.id("a0")])], .unknownRow, 2),
+        (
+            "later op fails",
+            [.removeRows([.id("a0")]), .insertSections([Section(id: "N")], at: 0), .removeRows([.id("a0")])],
+            .unknownRow, 2
+        ),
         ("replace with an existing ID", [.replaceRow(.id("a0"), with: Row(id: "b1"))], .duplicateID, 0),
     ]
 
@@ -158,7 +167,8 @@ import Testing
     }
 
     @Test func limitsAreEnforced() throws {
-        let limits = DirectorLimits(maxIDBytes: 4, maxKindBytes: 2, maxPayloadBytes: 3, maxSections: 2, maxRows: 3, maxOpsPerMutation: 2)
+        let limits = DirectorLimits(
+            maxIDBytes: 4, maxKindBytes: 2, maxPayloadBytes: 3, maxSections: 2, maxRows: 3, maxOpsPerMutation: 2)
         var d = try Director(sections: [Section(id: "s")], limits: limits)
         let cases: [([Operation], MutationError.Reason)] = [
             ([.insertRows([Row(id: "12345")], in: .index(0), at: 0)], .invalidID),
@@ -166,7 +176,10 @@ import Testing
             ([.insertRows([Row(id: "p", payload: [1, 2, 3, 4])], in: .index(0), at: 0)], .limitExceeded),
             ([.setHeader(.index(0), [1, 2, 3, 4])], .limitExceeded),
             ([.insertSections([Section(id: "t"), Section(id: "u")], at: 0)], .limitExceeded),
-            ([.insertRows([Row(id: "1"), Row(id: "2"), Row(id: "3"), Row(id: "4")], in: .index(0), at: 0)], .limitExceeded),
+            (
+                [.insertRows([Row(id: "1"), Row(id: "2"), Row(id: "3"), Row(id: "4")], in: .index(0), at: 0)],
+                .limitExceeded
+            ),
             ([.setHeader(.index(0), nil), .setHeader(.index(0), nil), .setHeader(.index(0), nil)], .limitExceeded),
         ]
         for (ops, reason) in cases {

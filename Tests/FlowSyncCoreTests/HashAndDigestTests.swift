@@ -49,7 +49,9 @@ import Testing
         var emptyHeader = base
         try emptyHeader.set(header: [], forSection: .id("s"))
         #expect(emptyHeader.digest != base.digest, "an empty header is not the same as no header")
-        var moved = try Director(sections: [Section(id: "s", rows: [Row(id: "a")]), Section(id: "t", rows: [Row(id: "b")])])
+        var moved = try Director(sections: [
+            Section(id: "s", rows: [Row(id: "a")]), Section(id: "t", rows: [Row(id: "b")]),
+        ])
         let before = moved.digest
         try moved.move(row: .id("a"), toSection: .id("t"), at: 0)
         #expect(moved.digest != before)

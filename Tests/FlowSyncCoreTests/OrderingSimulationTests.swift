@@ -29,12 +29,13 @@ import Testing
     static func simulate(seed: UInt64, clients count: Int, mutations target: Int) -> (Report, [String]) {
         var random = SeededRandom(seed: seed)
         var generator = DirectorGenerator(seed: seed &* 31 &+ 7)
-        var server = Sequencer(position: ListVersion(epoch: 42, version: 0), historyLimits: .init(maxBatches: 64, maxBytes: 1 << 30))
+        var server = Sequencer(
+            position: ListVersion(epoch: 42, version: 0), historyLimits: .init(maxBatches: 64, maxBytes: 1 << 30))
         var clients = [Client](repeating: Client(position: server.position), count: count)
         var toServer: [(at: Int, request: MutationRequest, client: Int)] = []
         var report = Report()
         var problems: [String] = []
-        var committedIn: [MutationID: Int] = [:]   // mutation → how many commits contain it
+        var committedIn: [MutationID: Int] = [:]  // mutation → how many commits contain it
         var step = 0
 
         func deliver(_ message: Message, to client: Int, at step: Int) {
@@ -43,7 +44,9 @@ import Testing
             clients[client].inbox.append((max(step + random.int(0...6), earliest), message))
         }
 
-        while (report.mutations < target || toServer.contains(where: { _ in true }) || clients.contains { $0.inFlight != nil || !$0.inbox.isEmpty }) && step < target * 50 {
+        while (report.mutations < target || toServer.contains(where: { _ in true })
+            || clients.contains { $0.inFlight != nil || !$0.inbox.isEmpty }) && step < target * 50
+        {
             step += 1
             // Writers: an idle one starts a mutation against its (possibly stale) replica.
             if report.mutations < target {
@@ -58,7 +61,8 @@ import Testing
                         continue
                     }
                     let ops = generator.group(for: clients[k].replica, maxOps: 4)
-                    let request = MutationRequest(clientID: "c\(k)", seq: clients[k].nextSeq, base: clients[k].position, operations: ops)
+                    let request = MutationRequest(
+                        clientID: "c\(k)", seq: clients[k].nextSeq, base: clients[k].position, operations: ops)
                     clients[k].nextSeq += 1
                     clients[k].inFlight = request
                     toServer.append((step + random.int(0...4), request, k))
@@ -90,7 +94,8 @@ import Testing
                     switch first.message {
                     case .commit(let commit):
                         guard commit.from == clients[k].position else {
-                            problems.append("seed \(seed) client \(k): gap at \(clients[k].position), commit from \(commit.from)")
+                            problems.append(
+                                "seed \(seed) client \(k): gap at \(clients[k].position), commit from \(commit.from)")
                             continue
                         }
                         do {
@@ -98,12 +103,16 @@ import Testing
                         } catch {
                             problems.append("seed \(seed) client \(k): commit \(commit.to) does not apply: \(error)")
                         }
-                        if clients[k].replica.digest != commit.digest { problems.append("seed \(seed) client \(k): digest mismatch at \(commit.to)") }
+                        if clients[k].replica.digest != commit.digest {
+                            problems.append("seed \(seed) client \(k): digest mismatch at \(commit.to)")
+                        }
                         clients[k].position = commit.to
                     case .outcome(let outcome):
                         guard let inFlight = clients[k].inFlight, inFlight.seq == outcome.id.seq else {
                             // A late answer to a resent mutation: it must agree with the first.
-                            if case .success(let v) = outcome.result, let first = clients[k].acked[outcome.id], first != v {
+                            if case .success(let v) = outcome.result, let first = clients[k].acked[outcome.id],
+                                first != v
+                            {
                                 problems.append("seed \(seed): \(outcome.id) acked twice with different versions")
                             }
                             continue
@@ -113,7 +122,9 @@ import Testing
                             clients[k].acked[outcome.id] = version
                             report.acked += 1
                             // Commits come before their acks on the same channel.
-                            if clients[k].position.version < version.version { problems.append("seed \(seed): ack \(version) before its commit at client \(k)") }
+                            if clients[k].position.version < version.version {
+                                problems.append("seed \(seed): ack \(version) before its commit at client \(k)")
+                            }
                         case .failure:
                             report.rejected += 1
                         }
@@ -122,13 +133,19 @@ import Testing
                 }
             }
         }
-        for (k, client) in clients.enumerated() where client.replica != server.director || client.position != server.position {
-            problems.append("seed \(seed) client \(k) at \(client.position) differs from the server at \(server.position)")
+        for (k, client) in clients.enumerated()
+        where client.replica != server.director || client.position != server.position {
+            problems.append(
+                "seed \(seed) client \(k) at \(client.position) differs from the server at \(server.position)")
         }
         for client in clients {
             for (id, version) in client.acked {
-                if committedIn[id] != 1 { problems.append("seed \(seed): acked \(id) is in \(committedIn[id] ?? 0) batches") }
-                if version.version > server.position.version { problems.append("seed \(seed): \(id) acked with a future version") }
+                if committedIn[id] != 1 {
+                    problems.append("seed \(seed): acked \(id) is in \(committedIn[id] ?? 0) batches")
+                }
+                if version.version > server.position.version {
+                    problems.append("seed \(seed): \(id) acked with a future version")
+                }
             }
         }
         for (id, n) in committedIn where n > 1 { problems.append("seed \(seed): \(id) applied \(n) times") }
@@ -140,10 +157,14 @@ import Testing
     /// The cases run one at a time (`.serialized`) and off the cooperative pool: each is
     /// seconds of CPU in a debug build, and ten at once on 2 cores made every one of them
     /// ten times slower, past its time limit on a loaded machine.
-    @Test(.serialized, arguments: [(UInt64(1), 2), (2, 5), (3, 10), (4, 20), (5, 50), (6, 50), (7, 8), (8, 30), (9, 3), (10, 40)])
+    @Test(
+        .serialized,
+        arguments: [(UInt64(1), 2), (2, 5), (3, 10), (4, 20), (5, 50), (6, 50), (7, 8), (8, 30), (9, 3), (10, 40)])
     func writersConvergeThroughTheSequencer(seed: UInt64, clients: Int) async throws {
         let mutations = 5_000
-        let (report, problems) = try await offThePool { Self.simulate(seed: seed, clients: clients, mutations: mutations) }
+        let (report, problems) = try await offThePool {
+            Self.simulate(seed: seed, clients: clients, mutations: mutations)
+        }
         #expect(problems.isEmpty, "\(problems.prefix(5).joined(separator: "\n"))")
         #expect(report.mutations == mutations)
         #expect(report.acked + report.rejected == mutations, "every mutation was answered: \(report)")

@@ -6,7 +6,9 @@ import Testing
 /// committed first, the other rebased over it.
 @Suite(.timeLimit(.minutes(2))) struct OrderingIntentionTests {
     /// Commits `first`, then `second` (both against `base`), in separate turns.
-    func race(_ base: Director, _ first: [Operation], _ second: [Operation]) -> (Sequencer, Result<ListVersion, SequencerRejection>, [Changeset]) {
+    func race(
+        _ base: Director, _ first: [Operation], _ second: [Operation]
+    ) -> (Sequencer, Result<ListVersion, SequencerRejection>, [Changeset]) {
         var s = Sequencer(director: base, position: ListVersion(epoch: 1, version: 5))
         let v = s.position
         var changesets: [Changeset] = []
@@ -28,37 +30,56 @@ import Testing
 
     @Test func twoInsertsAtTheSameIndexBothSurviveInCommitOrder() throws {
         let base = try list("a", "b")
-        let (s, result, _) = race(base, [.insertRows([Row(id: "x")], in: .id("S"), at: 1)], [.insertRows([Row(id: "y")], in: .id("S"), at: 1)])
+        let (s, result, _) = race(
+            base, [.insertRows([Row(id: "x")], in: .id("S"), at: 1)], [.insertRows([Row(id: "y")], in: .id("S"), at: 1)]
+        )
         #expect((try? result.get()) != nil)
         // Both after "a" (their predecessor): the later one lands right after "a".
         #expect(ids(s) == ["a", "y", "x", "b"])
         // At the very start, both are prepended: the later one first.
-        let (front, _, _) = race(base, [.insertRows([Row(id: "x")], in: .id("S"), at: 0)], [.insertRows([Row(id: "y")], in: .id("S"), at: 0)])
+        let (front, _, _) = race(
+            base, [.insertRows([Row(id: "x")], in: .id("S"), at: 0)], [.insertRows([Row(id: "y")], in: .id("S"), at: 0)]
+        )
         #expect(ids(front) == ["y", "x", "a", "b"])
         // Deterministic: the same race gives the same result.
-        let (again, _, _) = race(base, [.insertRows([Row(id: "x")], in: .id("S"), at: 1)], [.insertRows([Row(id: "y")], in: .id("S"), at: 1)])
+        let (again, _, _) = race(
+            base, [.insertRows([Row(id: "x")], in: .id("S"), at: 1)], [.insertRows([Row(id: "y")], in: .id("S"), at: 1)]
+        )
         #expect(ids(again) == ids(s))
     }
 
     @Test func concurrentDeletesOfOneRowRemoveItOnce() throws {
-        let (s, result, _) = race(try list("a", "b", "c"), [.removeRows([.index(1, in: .id("S"))])], [.removeRows([.index(1, in: .id("S")), .index(2, in: .id("S"))])])
+        let (s, result, _) = race(
+            try list("a", "b", "c"), [.removeRows([.index(1, in: .id("S"))])],
+            [.removeRows([.index(1, in: .id("S")), .index(2, in: .id("S"))])])
         #expect((try? result.get()) != nil, "the second delete is acked, not refused")
         #expect(ids(s) == ["a"], "b removed once, c removed by the second writer")
     }
 
     @Test func moveAfterDeleteIsAConflictAndDeleteAfterMoveFollowsTheRow() throws {
-        let (s1, r1, _) = race(try list("a", "b", "c"), [.removeRows([.id("b")])], [.moveRow(.index(1, in: .id("S")), toSection: .id("S"), at: 2)])
-        guard case .failure(.invalid(let e)) = r1 else { Issue.record("\(r1)"); return }
+        let (s1, r1, _) = race(
+            try list("a", "b", "c"), [.removeRows([.id("b")])],
+            [.moveRow(.index(1, in: .id("S")), toSection: .id("S"), at: 2)])
+        guard case .failure(.invalid(let e)) = r1 else {
+            Issue.record("\(r1)")
+            return
+        }
         #expect(e.reason == .conflict && e.message.contains("\"b\""))
         #expect(ids(s1) == ["a", "c"])
-        let (s2, r2, _) = race(try list("a", "b", "c"), [.moveRow(.id("b"), toSection: .id("T"), at: 0)], [.removeRows([.index(1, in: .id("S"))])])
+        let (s2, r2, _) = race(
+            try list("a", "b", "c"), [.moveRow(.id("b"), toSection: .id("T"), at: 0)],
+            [.removeRows([.index(1, in: .id("S"))])])
         #expect((try? r2.get()) != nil)
         #expect(ids(s2) == ["a", "c"] && ids(s2, 1).isEmpty, "the delete found b in its new section")
     }
 
     @Test func insertIntoAConcurrentlyDeletedSectionIsRejectedWithItsCause() throws {
-        let (s, result, _) = race(try list("a"), [.removeSections([.id("T")])], [.insertRows([Row(id: "x")], in: .index(1), at: 0)])
-        guard case .failure(.invalid(let e)) = result else { Issue.record("\(result)"); return }
+        let (s, result, _) = race(
+            try list("a"), [.removeSections([.id("T")])], [.insertRows([Row(id: "x")], in: .index(1), at: 0)])
+        guard case .failure(.invalid(let e)) = result else {
+            Issue.record("\(result)")
+            return
+        }
         #expect(e.reason == .conflict)
         #expect(e.message.contains("section \"T\" was deleted"))
         #expect(s.director.rowCount == 1)
@@ -73,33 +94,45 @@ import Testing
     }
 
     @Test func swapAgainstAnInsert() throws {
-        let (s, result, _) = race(try list("a", "b", "c"), [.insertRows([Row(id: "x")], in: .id("S"), at: 0)], [.swapRows(.index(0, in: .id("S")), .index(2, in: .id("S")))])
+        let (s, result, _) = race(
+            try list("a", "b", "c"), [.insertRows([Row(id: "x")], in: .id("S"), at: 0)],
+            [.swapRows(.index(0, in: .id("S")), .index(2, in: .id("S")))])
         #expect((try? result.get()) != nil)
         #expect(ids(s) == ["x", "c", "b", "a"], "the swap still exchanges a and c, wherever they are now")
     }
 
     @Test func moveDestinationFollowsItsNeighbours() throws {
         // B moves "a" to the end while A deletes the last row: "a" still ends up last.
-        let (s, result, _) = race(try list("a", "b", "c"), [.removeRows([.id("c")])], [.moveRow(.id("a"), toSection: .id("S"), at: 2)])
+        let (s, result, _) = race(
+            try list("a", "b", "c"), [.removeRows([.id("c")])], [.moveRow(.id("a"), toSection: .id("S"), at: 2)])
         #expect((try? result.get()) != nil)
         #expect(ids(s) == ["b", "a"])
     }
 
     @Test func updateOfADeletedRowIsAConflict() throws {
-        let (_, result, _) = race(try list("a", "b"), [.removeRows([.id("a")])], [.replaceRow(.index(0, in: .id("S")), with: Row(id: "a", text: "new"))])
-        guard case .failure(.invalid(let e)) = result else { Issue.record("\(result)"); return }
+        let (_, result, _) = race(
+            try list("a", "b"), [.removeRows([.id("a")])],
+            [.replaceRow(.index(0, in: .id("S")), with: Row(id: "a", text: "new"))])
+        guard case .failure(.invalid(let e)) = result else {
+            Issue.record("\(result)")
+            return
+        }
         #expect(e.reason == .conflict)
     }
 
     @Test func retriesAreNotAppliedTwice() throws {
         var s = Sequencer(director: try list("a"), position: ListVersion(epoch: 1, version: 0))
-        let m = MutationRequest(clientID: "w", seq: 9, base: s.position, operations: [.insertRows([Row(id: "x")], in: .id("S"), at: 0)])
+        let m = MutationRequest(
+            clientID: "w", seq: 9, base: s.position, operations: [.insertRows([Row(id: "x")], in: .id("S"), at: 0)])
         s.submit(m, tag: 0)
-        s.submit(m, tag: 1)   // resent within the same turn
+        s.submit(m, tag: 1)  // resent within the same turn
         let first = s.seal()
         #expect(first.commit?.mutations.count == 1)
-        #expect(first.outcomes.map { try? $0.result.get() } == [ListVersion(epoch: 1, version: 1), ListVersion(epoch: 1, version: 1)])
-        s.submit(m, tag: 2)   // resent after a reconnect
+        #expect(
+            first.outcomes.map { try? $0.result.get() } == [
+                ListVersion(epoch: 1, version: 1), ListVersion(epoch: 1, version: 1),
+            ])
+        s.submit(m, tag: 2)  // resent after a reconnect
         let second = s.seal()
         #expect(second.commit == nil, "nothing applied twice")
         #expect((try? second.outcomes[0].result.get()) == ListVersion(epoch: 1, version: 1), "the original ack again")
@@ -107,13 +140,24 @@ import Testing
     }
 
     @Test func retryOlderThanTheWindowIsRefused() throws {
-        var s = Sequencer(director: try list(), position: ListVersion(epoch: 1, version: 0), dedupeLimits: .init(perClient: 4, clients: 10))
+        var s = Sequencer(
+            director: try list(), position: ListVersion(epoch: 1, version: 0),
+            dedupeLimits: .init(perClient: 4, clients: 10))
         for seq in 1...10 {
-            s.submit(MutationRequest(clientID: "w", seq: UInt64(seq), base: ListVersion(epoch: 0, version: 0), operations: [.insertRows([Row(id: "r\(seq)")], in: .id("S"), at: 0)]), tag: 0)
+            s.submit(
+                MutationRequest(
+                    clientID: "w", seq: UInt64(seq), base: ListVersion(epoch: 0, version: 0),
+                    operations: [.insertRows([Row(id: "r\(seq)")], in: .id("S"), at: 0)]), tag: 0)
             _ = s.seal()
         }
-        s.submit(MutationRequest(clientID: "w", seq: 1, base: ListVersion(epoch: 0, version: 0), operations: [.insertRows([Row(id: "r1")], in: .id("S"), at: 0)]), tag: 0)
-        guard case .failure(.retryOutsideWindow) = s.seal().outcomes[0].result else { Issue.record("expected retryOutsideWindow"); return }
+        s.submit(
+            MutationRequest(
+                clientID: "w", seq: 1, base: ListVersion(epoch: 0, version: 0),
+                operations: [.insertRows([Row(id: "r1")], in: .id("S"), at: 0)]), tag: 0)
+        guard case .failure(.retryOutsideWindow) = s.seal().outcomes[0].result else {
+            Issue.record("expected retryOutsideWindow")
+            return
+        }
         #expect(s.director.rowCount == 10)
     }
 }
@@ -135,10 +179,16 @@ import Testing
                 var changesets: [Changeset] = []
                 s.submit(MutationRequest(clientID: "A", seq: 1, base: s.position, operations: a), tag: 0)
                 let v = s.position
-                if let c = s.seal().commit { changesets.append(c.changeset); states.append(s.director) }
+                if let c = s.seal().commit {
+                    changesets.append(c.changeset)
+                    states.append(s.director)
+                }
                 s.submit(MutationRequest(clientID: "B", seq: 1, base: v, operations: b), tag: 0)
                 let sealed = s.seal()
-                if let c = sealed.commit { changesets.append(c.changeset); states.append(s.director) }
+                if let c = sealed.commit {
+                    changesets.append(c.changeset)
+                    states.append(s.director)
+                }
                 return (s.director, (try? sealed.outcomes[0].result.get()) != nil, changesets, states)
             }
             let (final, accepted, changesets, states) = run()

@@ -109,7 +109,7 @@ import Testing
     @Test func literalsAndConversions() {
         let rows: RowList = [Row(id: "a"), Row(id: "b")]
         #expect(Array(rows) == [Row(id: "a"), Row(id: "b")])
-        #expect(rows.firstIndex(ofID: "b") == 1)   // no index: a scan
+        #expect(rows.firstIndex(ofID: "b") == 1)  // no index: a scan
         #expect(Section(id: "s", rows: [Row(id: "a")]).rows == [Row(id: "a")])
         var empty = RowList()
         empty.turnOnIDIndex()
@@ -148,18 +148,25 @@ import Testing
                 let op: Operation
                 switch random.int(0..<5) {
                 case 0:
-                    op = .insertRows((0..<random.int(1...400)).map { _ in fresh() }, in: .index(s), at: random.int(0...count))
+                    op = .insertRows(
+                        (0..<random.int(1...400)).map { _ in fresh() }, in: .index(s), at: random.int(0...count))
                 case 1 where count > 0:
                     var ids = Set<String>()
-                    for _ in 0..<random.int(1...min(count, 300)) { ids.insert(scratch.sections[s].rows[random.int(0..<count)].id) }
+                    for _ in 0..<random.int(1...min(count, 300)) {
+                        ids.insert(scratch.sections[s].rows[random.int(0..<count)].id)
+                    }
                     op = .removeRows(ids.sorted().map { .id($0) })
                 case 2 where count > 0:
                     let t = random.int(0..<scratch.sections.count)
                     let capacity = scratch.sections[t].rows.count - (t == s ? 1 : 0)
-                    op = .moveRow(.index(random.int(0..<count), in: .index(s)), toSection: .index(t), at: random.int(0...capacity))
+                    op = .moveRow(
+                        .index(random.int(0..<count), in: .index(s)), toSection: .index(t), at: random.int(0...capacity)
+                    )
                 case 3 where count > 0:
                     let r = random.int(0..<count)
-                    op = .replaceRow(.id(scratch.sections[s].rows[r].id), with: Row(id: scratch.sections[s].rows[r].id, text: "u\(serial)"))
+                    op = .replaceRow(
+                        .id(scratch.sections[s].rows[r].id),
+                        with: Row(id: scratch.sections[s].rows[r].id, text: "u\(serial)"))
                 case 4 where count > 1:
                     op = .swapRows(.index(0, in: .index(s)), .index(count - 1, in: .index(s)))
                 default:

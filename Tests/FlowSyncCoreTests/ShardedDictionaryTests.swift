@@ -1,6 +1,7 @@
-@testable import FlowSyncCore
 import FlowSyncCoreTestSupport
 import Testing
+
+@testable import FlowSyncCore
 
 /// The sharded map against a `Dictionary` oracle, with copies held across edits (the
 /// case it exists for): seeded random inserts, updates and removals; every held copy
@@ -31,7 +32,9 @@ import Testing
                 }
                 if map.count != oracle.count || map[key] != oracle[key] {
                     failures += 1
-                    Issue.record("seed \(seed) case \(caseIndex) step \(step): count \(map.count) vs \(oracle.count), \(key) → \(String(describing: map[key])) vs \(String(describing: oracle[key]))")
+                    Issue.record(
+                        "seed \(seed) case \(caseIndex) step \(step): count \(map.count) vs \(oracle.count), \(key) → \(String(describing: map[key])) vs \(String(describing: oracle[key]))"
+                    )
                 }
             }
             for (copy, expected) in held where failures == 0 {
@@ -78,10 +81,12 @@ import Testing
     /// copies one shard of each ID map, not the maps.
     @Test func aDirectorEditedWhileACopyIsHeldSharesItsIDMaps() throws {
         let rows = (0..<50_000).map { Row(id: "r\($0)") }
-        var director = try Director(sections: [Section(id: "s", rows: rows)], limits: DirectorLimits(maxRows: 1_000_000))
+        var director = try Director(
+            sections: [Section(id: "s", rows: rows)], limits: DirectorLimits(maxRows: 1_000_000))
         let held = director
         _ = try director.add(row: Row(id: "new"), inSection: .id("s"), at: 10)
-        let rowMap = Set(held.rowSectionIDs.storageIdentities).intersection(director.rowSectionIDs.storageIdentities).count
+        let rowMap = Set(held.rowSectionIDs.storageIdentities).intersection(director.rowSectionIDs.storageIdentities)
+            .count
         #expect(rowMap >= held.rowSectionIDs.storageIdentities.count - 1)
         let index = try #require(held.sections[0].rows.idIndex?.storageIdentities)
         let indexShared = Set(index).intersection(director.sections[0].rows.idIndex?.storageIdentities ?? []).count
@@ -94,7 +99,8 @@ import Testing
     private static func matches(_ map: ShardedDictionary<String, Int>, _ oracle: [String: Int]) -> Bool {
         guard map.count == oracle.count else { return false }
         var same = true
-        map.forEach { key, value in if oracle[key] != value { same = false } }
+        // swift-format-ignore: ReplaceForEachWithForLoop
+        map.forEach { key, value in if oracle[key] != value { same = false } }  // no Sequence: its own forEach
         return same
     }
 }

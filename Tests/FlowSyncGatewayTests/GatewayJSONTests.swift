@@ -35,12 +35,15 @@ import Testing
     @Test func everyOperationRoundTrips() throws {
         let row = Row(id: "x", kind: "k", payload: Array(#"[1,2]"#.utf8))
         let ops: [FlowSyncCore.Operation] = [
-            .setSections(Self.sections), .insertSections([Section(id: "S3")], at: 1), .removeSections([.id("S1"), .index(2)]),
+            .setSections(Self.sections), .insertSections([Section(id: "S3")], at: 1),
+            .removeSections([.id("S1"), .index(2)]),
             .removeAllSections, .moveSection(.id("S1"), to: 3), .swapSections(.index(0), .id("S2")),
             .setHeader(.id("S1"), Array(#""h""#.utf8)), .setHeader(.index(0), nil), .setFooter(.id("S2"), [9, 9]),
             .setRows([row], in: .id("S1")), .insertRows([row, Row(id: "y")], in: .index(1), at: 0),
-            .replaceRow(.id("r1"), with: row), .removeRows([.id("r1"), .index(3, in: .id("S2"))]), .removeAllRows(in: .index(0)),
-            .moveRow(.index(0, in: .index(1)), toSection: .id("S1"), at: 2), .swapRows(.id("a"), .index(1, in: .id("S1"))),
+            .replaceRow(.id("r1"), with: row), .removeRows([.id("r1"), .index(3, in: .id("S2"))]),
+            .removeAllRows(in: .index(0)),
+            .moveRow(.index(0, in: .index(1)), toSection: .id("S1"), at: 2),
+            .swapRows(.id("a"), .index(1, in: .id("S1"))),
         ]
         var names = Set<String>()
         for op in ops {
@@ -56,7 +59,9 @@ import Testing
     @Test func diffAndSnapshotBodiesAreJSONWithTheStagedChangeset() throws {
         let old = try Director(sections: [Section(id: "S1", rows: [Row(id: "a"), Row(id: "b")])])
         let new = try Director(sections: [
-            Section(id: "S1", header: Array("1".utf8), rows: [Row(id: "b"), Row(id: "c", kind: "k", payload: Array("true".utf8))])
+            Section(
+                id: "S1", header: Array("1".utf8),
+                rows: [Row(id: "b"), Row(id: "c", kind: "k", payload: Array("true".utf8))])
         ])
         let changeset = Changeset.diff(from: old, to: new)
         let diff = Diff(
@@ -64,7 +69,8 @@ import Testing
             mutations: [MutationID(clientID: "c", seq: 2)])
         let object = try #require(try parse(ChangeJSON.diff(diff, type: "diff")) as? [String: Any])
         #expect(object["type"] as? String == "diff")
-        #expect(object["epoch"] as? String == "3" && object["fromVersion"] as? Int == 7 && object["toVersion"] as? Int == 8)
+        #expect(
+            object["epoch"] as? String == "3" && object["fromVersion"] as? Int == 7 && object["toVersion"] as? Int == 8)
         #expect((object["digest"] as? String)?.count == 16)
         let stages = try #require((object["changeset"] as? [String: Any])?["stages"] as? [[String: Any]])
         #expect(stages.count == changeset.stages.count)
@@ -79,7 +85,9 @@ import Testing
         let s = try #require(try parse(ChangeJSON.snapshot(snapshot)) as? [String: Any])
         #expect(s["reason"] as? String == "resumeTooOld")
         #expect((s["position"] as? [String: Any])?["version"] as? Int == 8)
-        #expect((s["position"] as? [String: Any])?["epoch"] as? String == "3", "a u64 epoch is a string (JavaScript numbers are doubles)")
+        #expect(
+            (s["position"] as? [String: Any])?["epoch"] as? String == "3",
+            "a u64 epoch is a string (JavaScript numbers are doubles)")
         #expect(try ModelJSON.sections(from: s["sections"] as Any, at: "/sections") == new.sections)
     }
 

@@ -25,7 +25,8 @@ import Glibc
         let child = try await ChildProcess.start(
             binary,
             arguments: [
-                "--listen", "127.0.0.1:0", "--daemon", "127.0.0.1:\(server.port)", "--log-level", "warning", "--state-dir", state,
+                "--listen", "127.0.0.1:0", "--daemon", "127.0.0.1:\(server.port)", "--log-level", "warning",
+                "--state-dir", state,
                 "--webhook", "name=p,url=\(receiver.url.absoluteString),lists=p;q,secret-file=\(state)/p.secret",
             ])
         let port = await child.waitForLine(timeout: .seconds(30)) { line -> Int? in
@@ -34,7 +35,8 @@ import Glibc
         }
         let bound = try #require(port, "no 'listening on' line: \(child.output)")
         let posted = try await RawConnection.request(
-            port: bound, "POST", "/v1/lists/p/mutations", body: #"{"operations":[{"op":"insertSections","at":0,"sections":[{"id":"S"}]}]}"#)
+            port: bound, "POST", "/v1/lists/p/mutations",
+            body: #"{"operations":[{"op":"insertSections","at":0,"sections":[{"id":"S"}]}]}"#)
         #expect(posted.status == 200, "\(posted)")
         let got = try await RawConnection.request(port: bound, "GET", "/v1/lists/p")
         #expect(got.status == 200 && got.text.contains(#""id":"S""#), "\(got)")
@@ -58,14 +60,25 @@ import Glibc
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let unit = try String(contentsOf: Self.unit, encoding: .utf8)
-        #expect(unit.contains("ExecStart=/usr/local/bin/flowsync-gateway "), "the shipped ExecStart changed; update this test")
-        try unit.replacingOccurrences(of: "ExecStart=/usr/local/bin/flowsync-gateway ", with: "ExecStart=\(try BuiltProduct.path("flowsync-gateway")) ")
-            .write(toFile: directory + "/flowsync-gateway.service", atomically: true, encoding: .utf8)
-        let verify = try await ChildProcess.run(analyze, arguments: ["verify", "--man=no", directory + "/flowsync-gateway.service"], separateStandardError: true)
+        #expect(
+            unit.contains("ExecStart=/usr/local/bin/flowsync-gateway "),
+            "the shipped ExecStart changed; update this test")
+        try unit.replacingOccurrences(
+            of: "ExecStart=/usr/local/bin/flowsync-gateway ",
+            with: "ExecStart=\(try BuiltProduct.path("flowsync-gateway")) "
+        )
+        .write(toFile: directory + "/flowsync-gateway.service", atomically: true, encoding: .utf8)
+        let verify = try await ChildProcess.run(
+            analyze, arguments: ["verify", "--man=no", directory + "/flowsync-gateway.service"],
+            separateStandardError: true)
         #expect(verify.status == 0 && verify.errorOutput.isEmpty, "systemd-analyze verify: \(verify.errorOutput)")
-        let security = try await ChildProcess.run(analyze, arguments: ["security", "--offline=yes", directory + "/flowsync-gateway.service"], separateStandardError: true)
+        let security = try await ChildProcess.run(
+            analyze, arguments: ["security", "--offline=yes", directory + "/flowsync-gateway.service"],
+            separateStandardError: true)
         let exposure = security.output.split(separator: "\n").first { $0.contains("Overall exposure level") }
             .flatMap { $0.split(separator: ":").last?.split(separator: " ").first }.flatMap { Double($0) }
-        #expect(exposure != nil && exposure! <= 2.0, "exposure \(exposure.map { "\($0)" } ?? "unparsed"): \(security.output.suffix(300))")
+        #expect(
+            exposure != nil && exposure! <= 2.0,
+            "exposure \(exposure.map { "\($0)" } ?? "unparsed"): \(security.output.suffix(300))")
     }
 }

@@ -1,9 +1,10 @@
 import FlowSyncCore
-@testable import FlowSyncGateway
 import FlowSyncGatewayCore
 import FlowSyncTestSupport
 import Foundation
 import Testing
+
+@testable import FlowSyncGateway
 
 /// Limits against hostile clients: each gets a clear 4xx or a close, and others carry on.
 @Suite(.timeLimit(.minutes(2))) struct HostileHTTPTests {
@@ -34,7 +35,9 @@ import Testing
         let server = try await EmbeddedServer()
         let gateway = try await GatewayHarness(server: server) { $0.limits.bodyTimeoutMilliseconds = 300 }
         let slow = try await RawConnection.connect(port: gateway.port)
-        try await slow.send("POST /v1/lists/a/mutations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"operations\":")
+        try await slow.send(
+            "POST /v1/lists/a/mutations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"operations\":"
+        )
         for _ in 0..<40 where !slow.isClosed {
             try? await slow.send(" ")
             try await Task.sleep(for: .milliseconds(50))
@@ -62,7 +65,9 @@ import Testing
         let server = try await EmbeddedServer()
         let gateway = try await GatewayHarness(server: server) { $0.limits.maxBodyBytes = 1_000 }
         let c = try await RawConnection.connect(port: gateway.port)
-        try await c.send("POST /v1/lists/a/mutations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n{")
+        try await c.send(
+            "POST /v1/lists/a/mutations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n{"
+        )
         #expect(await c.waitUntil(timeout: .seconds(5)) { HTTPAnswer.parse($0.bytes) != nil })
         let answer = try #require(HTTPAnswer.parse(c.bytes))
         #expect(answer.status == 413 && answer.headers["connection"] == "close", "\(answer)")
@@ -71,7 +76,8 @@ import Testing
         let chunked = try await RawConnection.connect(port: gateway.port)
         let big = String(repeating: "x", count: 600)
         try await chunked.send(
-            "POST /v1/lists/a/mutations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n258\r\n\(big)\r\n258\r\n\(big)\r\n")
+            "POST /v1/lists/a/mutations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n258\r\n\(big)\r\n258\r\n\(big)\r\n"
+        )
         #expect(await chunked.waitUntil(timeout: .seconds(5)) { HTTPAnswer.parse($0.bytes) != nil })
         #expect(HTTPAnswer.parse(chunked.bytes)?.status == 413, "\(chunked.text.prefix(200))")
         chunked.close()

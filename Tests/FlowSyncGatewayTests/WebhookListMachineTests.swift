@@ -7,7 +7,9 @@ import Testing
     static func v(_ version: UInt64, epoch: UInt64 = 1) -> ListVersion { ListVersion(epoch: epoch, version: version) }
 
     static func batch(_ from: UInt64, _ to: UInt64, epoch: UInt64 = 1) -> WebhookBatch {
-        WebhookBatch(list: "l", kind: to == from + 1 ? .batch : .catchUp, from: v(from, epoch: epoch), to: v(to, epoch: epoch), body: [])
+        WebhookBatch(
+            list: "l", kind: to == from + 1 ? .batch : .catchUp, from: v(from, epoch: epoch), to: v(to, epoch: epoch),
+            body: [])
     }
 
     static func snapshot(_ at: UInt64, epoch: UInt64 = 1) -> WebhookBatch {
@@ -36,7 +38,10 @@ import Testing
         _ = m.received(Self.batch(1, 2))
         var delays: [UInt64] = []
         for attempt in 1...12 {
-            guard case .retry(let ms) = m.deliveryFailed() else { Issue.record("expected a retry"); return }
+            guard case .retry(let ms) = m.deliveryFailed() else {
+                Issue.record("expected a retry")
+                return
+            }
             delays.append(ms)
             #expect(m.retryDue() == .deliver(Self.batch(0, 1), attempt: attempt + 1))
         }
@@ -81,7 +86,9 @@ import Testing
         // A new epoch: the daemon answers the resume with a snapshot; it is delivered.
         #expect(m.received(Self.snapshot(0, epoch: 2)) == .deliver(Self.snapshot(0, epoch: 2), attempt: 1))
         #expect(m.received(Self.batch(0, 1, epoch: 2)) == .none)
-        #expect(m.deliverySucceeded() == .saveCursor(Self.v(0, epoch: 2), then: .deliver(Self.batch(0, 1, epoch: 2), attempt: 1)))
+        #expect(
+            m.deliverySucceeded()
+                == .saveCursor(Self.v(0, epoch: 2), then: .deliver(Self.batch(0, 1, epoch: 2), attempt: 1)))
     }
 
     @Test func duplicatesAfterAResubscriptionAreDropped() {
@@ -161,14 +168,20 @@ import Testing
             }
             // Drain: the receiver recovers.
             for _ in 0..<1_000 {
-                if case .retry = pending { pending = .none; run(m.retryDue()) }
+                if case .retry = pending {
+                    pending = .none
+                    run(m.retryDue())
+                }
                 guard let b = inFlight else { break }
                 received.append(b.to)
                 inFlight = nil
                 run(m.deliverySucceeded())
             }
-            #expect(zip(received, received.dropFirst()).allSatisfy { $0.version < $1.version }, "seed \(seed): in order")
-            #expect(received.last?.version == head || head == 0, "seed \(seed): reached head \(head), got \(received.last.map(\.description) ?? "nothing")")
+            #expect(
+                zip(received, received.dropFirst()).allSatisfy { $0.version < $1.version }, "seed \(seed): in order")
+            #expect(
+                received.last?.version == head || head == 0,
+                "seed \(seed): reached head \(head), got \(received.last.map(\.description) ?? "nothing")")
         }
     }
 }

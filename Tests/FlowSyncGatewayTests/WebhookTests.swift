@@ -1,10 +1,11 @@
 import Crypto
 import FlowSyncCore
-@testable import FlowSyncGateway
 import FlowSyncGatewayCore
 import FlowSyncTestSupport
 import Foundation
 import Testing
+
+@testable import FlowSyncGateway
 
 /// Webhooks against real receivers: every committed batch arrives, in order per list,
 /// signed; duplicates only carry the same version; a restart resumes from the cursor file;
@@ -12,9 +13,12 @@ import Testing
 @Suite(.timeLimit(.minutes(2))) struct WebhookTests {
     static let secret = "whsec-test-0123456789"
 
-    static func hook(_ name: String, _ receiver: WebhookReceiver, lists: [String] = ["w"], maxQueued: Int = 1_000) -> WebhookConfiguration {
+    static func hook(
+        _ name: String, _ receiver: WebhookReceiver, lists: [String] = ["w"], maxQueued: Int = 1_000
+    ) -> WebhookConfiguration {
         WebhookConfiguration(
-            name: name, url: receiver.url, lists: lists, secret: secret, maxQueued: maxQueued, timeoutMilliseconds: 2_000,
+            name: name, url: receiver.url, lists: lists, secret: secret, maxQueued: maxQueued,
+            timeoutMilliseconds: 2_000,
             backoffBaseMilliseconds: 5, backoffCapMilliseconds: 50)
     }
 
@@ -22,30 +26,39 @@ import Testing
     static func write(_ gateway: GatewayHarness, _ count: Int, from start: Int = 0) async throws -> UInt64 {
         var last: (epoch: String, version: Int) = ("", 0)
         for i in start..<start + count {
-            last = try await ChangesStreamTests.post(gateway, "w", #"[{"op":"insertRows","section":"S","at":0,"rows":[{"id":"r\#(i)"}]}]"#)
+            last = try await ChangesStreamTests.post(
+                gateway, "w", #"[{"op":"insertRows","section":"S","at":0,"rows":[{"id":"r\#(i)"}]}]"#)
         }
         return UInt64(last.version)
     }
 
     /// Accepted deliveries of `hook`, with consecutive duplicates (same key) dropped after
     /// checking they are identical; then each must start where the previous ended.
-    static func checkContiguous(_ deliveries: [WebhookReceiver.Delivery], hook: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func checkContiguous(
+        _ deliveries: [WebhookReceiver.Delivery], hook: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         var previous: WebhookReceiver.Delivery?
         for d in deliveries where d.hook == hook {
             #expect(d.list == "w", sourceLocation: sourceLocation)
             // The signature: t=UNIX,v1=HMAC-SHA256(secret, "UNIX." + body).
-            let parts = Dictionary(uniqueKeysWithValues: d.signature.split(separator: ",").map { p -> (String, String) in
-                let kv = p.split(separator: "=", maxSplits: 1)
-                return (String(kv[0]), kv.count > 1 ? String(kv[1]) : "")
-            })
-            let mac = HMAC<SHA256>.authenticationCode(for: Array("\(parts["t"] ?? "").".utf8) + d.body, using: SymmetricKey(data: Array(secret.utf8)))
-            #expect(parts["v1"] == mac.map { String(format: "%02x", $0) }.joined(), "signature of \(d.key)", sourceLocation: sourceLocation)
+            let parts = Dictionary(
+                uniqueKeysWithValues: d.signature.split(separator: ",").map { p -> (String, String) in
+                    let kv = p.split(separator: "=", maxSplits: 1)
+                    return (String(kv[0]), kv.count > 1 ? String(kv[1]) : "")
+                })
+            let mac = HMAC<SHA256>.authenticationCode(
+                for: Array("\(parts["t"] ?? "").".utf8) + d.body, using: SymmetricKey(data: Array(secret.utf8)))
+            #expect(
+                parts["v1"] == mac.map { String(format: "%02x", $0) }.joined(), "signature of \(d.key)",
+                sourceLocation: sourceLocation)
             if let p = previous, p.key == d.key {
                 #expect(p.body == d.body, "a duplicate carries the same body", sourceLocation: sourceLocation)
                 continue
             }
             if let p = previous, d.type != "snapshot" {
-                #expect(d.fromVersion.map(UInt64.init) == p.version, "\(d.key) (\(d.type)) follows \(p.key)", sourceLocation: sourceLocation)
+                #expect(
+                    d.fromVersion.map(UInt64.init) == p.version, "\(d.key) (\(d.type)) follows \(p.key)",
+                    sourceLocation: sourceLocation)
             }
             previous = d
         }
@@ -55,9 +68,12 @@ import Testing
         let server = try await EmbeddedServer()
         let receiver = try await WebhookReceiver(failureRate: 0.3, seed: 31)
         let gateway = try await GatewayHarness(server: server) { $0.webhooks = [Self.hook("flaky", receiver)] }
-        _ = try await ChangesStreamTests.post(gateway, "w", #"[{"op":"insertSections","at":0,"sections":[{"id":"S"}]}]"#)
+        _ = try await ChangesStreamTests.post(
+            gateway, "w", #"[{"op":"insertSections","at":0,"sections":[{"id":"S"}]}]"#)
         let last = try await Self.write(gateway, 30)
-        #expect(await receiver.waitFor(hook: "flaky", version: last), "reached \(receiver.accepted.last?.key ?? "nothing") of \(last)")
+        #expect(
+            await receiver.waitFor(hook: "flaky", version: last),
+            "reached \(receiver.accepted.last?.key ?? "nothing") of \(last)")
         let accepted = receiver.accepted
         #expect(accepted.first?.type == "snapshot", "first sight of the list: a snapshot")
         Self.checkContiguous(accepted, hook: "flaky")
@@ -81,11 +97,14 @@ import Testing
             $0.webhooks = [Self.hook("h", receiver)]
             $0.stateDirectory = directory
         }
-        _ = try await ChangesStreamTests.post(gateway, "w", #"[{"op":"insertSections","at":0,"sections":[{"id":"S"}]}]"#)
+        _ = try await ChangesStreamTests.post(
+            gateway, "w", #"[{"op":"insertSections","at":0,"sections":[{"id":"S"}]}]"#)
         let first = try await Self.write(gateway, 5)
         #expect(await receiver.waitFor(hook: "h", version: first))
         await gateway.stop()
-        let cursor = try FileWebhookCursorStore(directory: URL(fileURLWithPath: directory).appendingPathComponent("webhooks")).load(hook: "h", list: "w")
+        let cursor = try FileWebhookCursorStore(
+            directory: URL(fileURLWithPath: directory).appendingPathComponent("webhooks")
+        ).load(hook: "h", list: "w")
         #expect(cursor?.version == first, "the cursor file holds the last delivered position")
         let before = receiver.accepted.count
 
@@ -99,7 +118,9 @@ import Testing
         }
         #expect(await receiver.waitFor(hook: "h", version: second))
         let after = Array(receiver.accepted.dropFirst(before))
-        #expect(after.first?.type == "catchUp" && after.first?.fromVersion.map(UInt64.init) == first, "resumed at the cursor: \(after.first.map { "\($0.type) \($0.key)" } ?? "nothing")")
+        #expect(
+            after.first?.type == "catchUp" && after.first?.fromVersion.map(UInt64.init) == first,
+            "resumed at the cursor: \(after.first.map { "\($0.type) \($0.key)" } ?? "nothing")")
         Self.checkContiguous(receiver.accepted, hook: "h")
         await gateway.stop()
         await receiver.stop()
@@ -114,7 +135,8 @@ import Testing
         let gateway = try await GatewayHarness(server: server) {
             $0.webhooks = [Self.hook("dead", dead, maxQueued: 3), Self.hook("alive", alive)]
         }
-        _ = try await ChangesStreamTests.post(gateway, "w", #"[{"op":"insertSections","at":0,"sections":[{"id":"S"}]}]"#)
+        _ = try await ChangesStreamTests.post(
+            gateway, "w", #"[{"op":"insertSections","at":0,"sections":[{"id":"S"}]}]"#)
         let last = try await Self.write(gateway, 20)
         #expect(await alive.waitFor(hook: "alive", version: last), "the live hook is not held back")
         Self.checkContiguous(alive.accepted, hook: "alive")
@@ -140,7 +162,9 @@ import Testing
     @Test(arguments: ["memory", "file"]) func cursorStoresKeepTheLastSave(kind: String) throws {
         let directory = NSTemporaryDirectory() + "flowsync-cursors-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store: any WebhookCursorStore = kind == "memory" ? MemoryWebhookCursorStore() : FileWebhookCursorStore(directory: URL(fileURLWithPath: directory))
+        let store: any WebhookCursorStore =
+            kind == "memory"
+            ? MemoryWebhookCursorStore() : FileWebhookCursorStore(directory: URL(fileURLWithPath: directory))
         #expect(try store.load(hook: "h", list: "team/1") == nil)
         try store.save(ListVersion(epoch: .max, version: 3), hook: "h", list: "team/1")
         try store.save(ListVersion(epoch: .max, version: 4), hook: "h", list: "team/1")
@@ -151,7 +175,8 @@ import Testing
         #expect(try store.load(hook: "other", list: "team/1") == ListVersion(epoch: 2, version: 1))
         if kind == "file" {
             let files = FileManager.default.subpaths(atPath: directory)?.sorted() ?? []
-            #expect(files == ["h", "h/%2E%2E.cursor", "h/team%2F1.cursor", "other", "other/team%2F1.cursor"], "\(files)")
+            #expect(
+                files == ["h", "h/%2E%2E.cursor", "h/team%2F1.cursor", "other", "other/team%2F1.cursor"], "\(files)")
         }
     }
 }

@@ -83,10 +83,11 @@ import Testing
             c.endpoints = ["127.0.0.1:\(c.port)", "127.0.0.1:\(c.port)"]
         }
         #expect(report.passed, "\(report.failures)\n\(report.table())")
-        #expect(report.endpoints == [
-            LoadReport.EndpointLoad(endpoint: "127.0.0.1:\(port)", subscribers: 4, writers: 2, readyAtWindowEnd: 6),
-            LoadReport.EndpointLoad(endpoint: "127.0.0.1:\(port)", subscribers: 4, writers: 1, readyAtWindowEnd: 5),
-        ], "\(report.table())")
+        #expect(
+            report.endpoints == [
+                LoadReport.EndpointLoad(endpoint: "127.0.0.1:\(port)", subscribers: 4, writers: 2, readyAtWindowEnd: 6),
+                LoadReport.EndpointLoad(endpoint: "127.0.0.1:\(port)", subscribers: 4, writers: 1, readyAtWindowEnd: 5),
+            ], "\(report.table())")
         let cross = try #require(report.latency.crossEndpointDelivery)
         let same = try #require(report.latency.sameEndpointDelivery)
         #expect(cross.count > 0 && same.count > 0)
@@ -111,7 +112,7 @@ import Testing
 
     @Test func unreachableDaemonIsAnError() async throws {
         var c = LoadConfiguration()
-        c.port = 1   // nothing listens there
+        c.port = 1  // nothing listens there
         let configuration = c
         await #expect(throws: LoadError.self) {
             try await runLoad(configuration, scenario: nil)
@@ -150,7 +151,9 @@ import Testing
         let report = try await runLoad(configuration)
         _ = await embedded.stop()
         #expect(report.passed, "\(report.failures)\n\(report.table())")
-        #expect(report.connections.closedByDaemon > 0, "the daemon closed no one:\n\(report.table())\n\(report.daemon.counters)")
+        #expect(
+            report.connections.closedByDaemon > 0,
+            "the daemon closed no one:\n\(report.table())\n\(report.daemon.counters)")
         #expect(report.connections.reconnects >= report.connections.closedByDaemon)
         #expect(report.checks.divergences == 0)
     }

@@ -21,10 +21,10 @@ import Testing
     @Test func aStallIsNeverClipped() {
         var r = LatencyRecorder()
         for _ in 0..<999 { r.record(nanoseconds: 100_000) }
-        r.record(nanoseconds: 30_000_000_000)   // one 30 s stall
+        r.record(nanoseconds: 30_000_000_000)  // one 30 s stall
         #expect(r.summary.max >= 29_000_000)
         #expect(r.summary.p50 < 101)
-        r.record(nanoseconds: -5)   // clock noise counts as 0, not a crash
+        r.record(nanoseconds: -5)  // clock noise counts as 0, not a crash
         #expect(r.count == 1_001)
     }
 
@@ -47,7 +47,8 @@ import Testing
         report.mutations.acked = 2_000
         report.deliveries.rowChanges = 120_000
         report.deliveries.rowChangesPerSecond = 24_000
-        report.latency.writeToDelivery = LatencySummary(count: 40_000, p50: 500, p90: 900, p99: 2_000, p999: 5_000, max: 9_000)
+        report.latency.writeToDelivery = LatencySummary(
+            count: 40_000, p50: 500, p90: 900, p99: 2_000, p999: 5_000, max: 9_000)
         report.checks.subscribersChecked = 80
         return report
     }
@@ -57,7 +58,10 @@ import Testing
         var report = sample()
         report.judge()
         let object = try #require(try JSONSerialization.jsonObject(with: Data(report.json().utf8)) as? [String: Any])
-        for key in ["tool", "scenario", "configuration", "startedAt", "measuredSeconds", "connections", "mutations", "deliveries", "bytes", "latency", "daemon", "loadTool", "checks", "failures", "passed"] {
+        for key in [
+            "tool", "scenario", "configuration", "startedAt", "measuredSeconds", "connections", "mutations",
+            "deliveries", "bytes", "latency", "daemon", "loadTool", "checks", "failures", "passed",
+        ] {
             #expect(object[key] != nil, "missing \(key)")
         }
         let latency = try #require(object["latency"] as? [String: Any])
@@ -121,8 +125,12 @@ import Testing
     func frames() -> [[UInt8]] {
         let encoder = FrameEncoder()
         return (0..<20).map { k in
-            encoder.encode(.diff(Diff(listName: "l", epoch: 1, fromVersion: UInt64(k), toVersion: UInt64(k + 1), digest: StateDigest(rawValue: 9),
-                                      changeset: Changeset(), mutations: (0..<k).map { MutationID(clientID: "c", seq: UInt64($0)) })))
+            encoder.encode(
+                .diff(
+                    Diff(
+                        listName: "l", epoch: 1, fromVersion: UInt64(k), toVersion: UInt64(k + 1),
+                        digest: StateDigest(rawValue: 9),
+                        changeset: Changeset(), mutations: (0..<k).map { MutationID(clientID: "c", seq: UInt64($0)) })))
         }
     }
 
@@ -162,7 +170,9 @@ import Testing
         var stage = ChangesetStage()
         stage.rowUpdates = [RowAtPath(path: RowPath(section: 0, row: 0), row: Row(id: "a", text: "x"))]
         stage.rowDeletes = [RowPath(section: 0, row: 1), RowPath(section: 0, row: 2)]
-        let diff = Diff(listName: "l", epoch: 1, fromVersion: 1, toVersion: 2, digest: StateDigest(rawValue: 5), changeset: Changeset(stages: [stage]), mutations: [MutationID(clientID: "w", seq: 1)])
+        let diff = Diff(
+            listName: "l", epoch: 1, fromVersion: 1, toVersion: 2, digest: StateDigest(rawValue: 5),
+            changeset: Changeset(stages: [stage]), mutations: [MutationID(clientID: "w", seq: 1)])
         let encoder = FrameEncoder(configuration: CompressionConfiguration(threshold: 0))
         let bytes = encoder.encode(.diff(diff))
         let cache = FrameCache()

@@ -6,19 +6,24 @@ import Testing
     /// The oracle: several writers' generated mutations, interleaved at random and each
     /// applied atomically at head (as the daemon does for base epoch 0), never fail —
     /// for every mix, so a healthy load run has no Reject.
-    @Test(arguments: [OperationMix.default, .everything, .updatesOnly,
-                      try! OperationMix([.section: 50, .crossSectionMove: 50]),
-                      try! OperationMix([.remove: 90, .insert: 10])])
+    @Test(arguments: [
+        OperationMix.default, .everything, .updatesOnly,
+        try! OperationMix([.section: 50, .crossSectionMove: 50]),
+        try! OperationMix([.remove: 90, .insert: 10]),
+    ])
     func interleavedMutationsAlwaysApply(mix: OperationMix) throws {
         for seed in UInt64(1)...5 {
             let writers = 4
             let rows = 60
             let sections = 3
-            var director = try Director(sections: OperationGenerator.initialSections(rows: rows, sections: sections, payloadBytes: 40))
+            var director = try Director(
+                sections: OperationGenerator.initialSections(rows: rows, sections: sections, payloadBytes: 40))
             var generators = (0..<writers).map { w in
-                OperationGenerator(writerID: "w\(w)", sharedSections: OperationGenerator.sharedSectionIDs(sections),
-                                   ownedRows: OperationGenerator.initialOwnership(rows: rows, sections: sections, writers: writers, writer: w),
-                                   mix: mix, payloadBytes: 40, seed: seed)
+                OperationGenerator(
+                    writerID: "w\(w)", sharedSections: OperationGenerator.sharedSectionIDs(sections),
+                    ownedRows: OperationGenerator.initialOwnership(
+                        rows: rows, sections: sections, writers: writers, writer: w),
+                    mix: mix, payloadBytes: 40, seed: seed)
             }
             var random = SplitMix64(seed: seed)
             for step in 0..<400 {
@@ -38,7 +43,9 @@ import Testing
 
     @Test func sameSeedSameOperations() {
         func run(_ seed: UInt64) -> [FlowSyncCore.Operation] {
-            var g = OperationGenerator(writerID: "w0", sharedSections: ["s0", "s1"], ownedRows: [("i0", "s0")], mix: .everything, payloadBytes: 32, seed: seed)
+            var g = OperationGenerator(
+                writerID: "w0", sharedSections: ["s0", "s1"], ownedRows: [("i0", "s0")], mix: .everything,
+                payloadBytes: 32, seed: seed)
             return g.nextOperations(count: 200)
         }
         #expect(run(7) == run(7))
@@ -50,7 +57,9 @@ import Testing
         #expect(sections.map(\.id) == ["s0", "s1", "s2"])
         #expect(sections.map(\.rows.count) == [4, 3, 3])
         #expect(sections[1].rows.map(\.id) == ["i1", "i4", "i7"])
-        let owned = (0..<3).flatMap { OperationGenerator.initialOwnership(rows: 10, sections: 3, writers: 3, writer: $0) }
+        let owned = (0..<3).flatMap {
+            OperationGenerator.initialOwnership(rows: 10, sections: 3, writers: 3, writer: $0)
+        }
         #expect(owned.map(\.row).sorted() == (0..<10).map { "i\($0)" }.sorted())
         for (row, section) in owned {
             #expect(sections.first { $0.id == section }!.rows.contains { $0.id == row })
@@ -65,9 +74,13 @@ import Testing
     }
 
     @Test func updatesOnlyKeepsTheShape() throws {
-        var director = try Director(sections: OperationGenerator.initialSections(rows: 50, sections: 2, payloadBytes: 30))
+        var director = try Director(
+            sections: OperationGenerator.initialSections(rows: 50, sections: 2, payloadBytes: 30))
         let counts = director.rowCounts
-        var g = OperationGenerator(writerID: "w0", sharedSections: ["s0", "s1"], ownedRows: OperationGenerator.initialOwnership(rows: 50, sections: 2, writers: 1, writer: 0), mix: .updatesOnly, payloadBytes: 30, seed: 3)
+        var g = OperationGenerator(
+            writerID: "w0", sharedSections: ["s0", "s1"],
+            ownedRows: OperationGenerator.initialOwnership(rows: 50, sections: 2, writers: 1, writer: 0),
+            mix: .updatesOnly, payloadBytes: 30, seed: 3)
         for _ in 0..<100 {
             let ops = g.nextOperations(count: 10)
             #expect(ops.allSatisfy { if case .replaceRow = $0 { return true } else { return false } })

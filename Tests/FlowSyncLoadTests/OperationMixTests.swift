@@ -46,7 +46,8 @@ import Testing
 
     @Test func codableAsItsCommandLineText() throws {
         let data = try JSONEncoder().encode([OperationMix.everything])
-        #expect(String(decoding: data, as: UTF8.self) == "[\"insert=30,remove=25,move=10,update=20,cross=10,section=5\"]")
+        #expect(
+            String(decoding: data, as: UTF8.self) == "[\"insert=30,remove=25,move=10,update=20,cross=10,section=5\"]")
         #expect(try JSONDecoder().decode([OperationMix].self, from: data) == [.everything])
     }
 }
@@ -69,7 +70,10 @@ import Testing
         #expect(many.lists == 1_000 && many.subscribersPerList == 10)
         #expect(Scenario.resumeStorm.configuration.resumeStormSubscribers == 1_000)
         #expect(Scenario.slowConsumers.configuration.slowConsumers > 0)
-        #expect(Set(Scenario.allCases.map(\.rawValue)).isSuperset(of: ["fanout", "writers", "mixed", "resume-storm", "slow-consumers"]))
+        #expect(
+            Set(Scenario.allCases.map(\.rawValue)).isSuperset(of: [
+                "fanout", "writers", "mixed", "resume-storm", "slow-consumers",
+            ]))
     }
 
     @Test func validationNamesTheOption() {

@@ -1,9 +1,11 @@
-@testable import FlowSyncLoad
 import Foundation
+import Testing
+
+@testable import FlowSyncLoad
+
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
-import Testing
 
 /// `flowsync-load --html`: the page and its charts, checked without a browser (the
 /// browser renders it in ``ReportPageBrowserTests``).
@@ -32,13 +34,18 @@ import Testing
         report.timeline = (0...11).map { k in
             let s = Double(k)
             switch k {
-            case 0...2: return TimelineSample(seconds: s, phase: .connect, subscribers: k * 400 > 1_000 ? 1_000 : k * 400, writers: k == 2 ? 1 : 0)
+            case 0...2:
+                return TimelineSample(
+                    seconds: s, phase: .connect, subscribers: k * 400 > 1_000 ? 1_000 : k * 400, writers: k == 2 ? 1 : 0
+                )
             case 3: return TimelineSample(seconds: s, phase: .warmUp, subscribers: 1_000, writers: 1)
             case 11: return TimelineSample(seconds: s, phase: .drain, subscribers: 1_000, writers: 1)
             default:
-                return TimelineSample(seconds: s, phase: .measure, subscribers: 1_000, writers: 1, answeredPerSecond: 400 + s,
-                                      deliveriesPerSecond: 40_000 + s * 100, rowChangesPerSecond: 4_000_000 + s * 1_000,
-                                      p99WriteToDeliveryMicroseconds: 20_000 + s * 500, p99WriteToAckMicroseconds: k == 7 ? nil : 15_000 + s * 400)
+                return TimelineSample(
+                    seconds: s, phase: .measure, subscribers: 1_000, writers: 1, answeredPerSecond: 400 + s,
+                    deliveriesPerSecond: 40_000 + s * 100, rowChangesPerSecond: 4_000_000 + s * 1_000,
+                    p99WriteToDeliveryMicroseconds: 20_000 + s * 500,
+                    p99WriteToAckMicroseconds: k == 7 ? nil : 15_000 + s * 400)
             }
         }
         report.judge()
@@ -49,7 +56,9 @@ import Testing
     static func svgs(in html: String) -> [String] {
         var result: [String] = []
         var rest = html[...]
-        while let open = rest.range(of: "<svg "), let close = rest.range(of: "</svg>", range: open.upperBound..<rest.endIndex) {
+        while let open = rest.range(of: "<svg "),
+            let close = rest.range(of: "</svg>", range: open.upperBound..<rest.endIndex)
+        {
             result.append(String(rest[open.lowerBound..<close.upperBound]))
             rest = rest[close.upperBound...]
         }
@@ -62,20 +71,30 @@ import Testing
             var found: [String: (declared: Int, points: [(Double, Double)])] = [:]
             var current: String?
             var failure: String?
-            func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
+            func parser(
+                _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+                attributes: [String: String] = [:]
+            ) {
                 if name == "g", let id = attributes["data-series"] {
                     current = id
                     found[id] = (Int(attributes["data-points"] ?? "") ?? -1, [])
                 } else if let id = current, name == "polyline" {
                     for pair in (attributes["points"] ?? "").split(separator: " ") {
                         let xy = pair.split(separator: ",").compactMap { Double($0) }
-                        if xy.count == 2 { found[id]!.points.append((xy[0], xy[1])) } else { failure = "bad point \(pair) in \(id)" }
+                        if xy.count == 2 {
+                            found[id]!.points.append((xy[0], xy[1]))
+                        } else {
+                            failure = "bad point \(pair) in \(id)"
+                        }
                     }
-                } else if let id = current, name == "circle", let x = Double(attributes["cx"] ?? ""), let y = Double(attributes["cy"] ?? "") {
+                } else if let id = current, name == "circle", let x = Double(attributes["cx"] ?? ""),
+                    let y = Double(attributes["cy"] ?? "")
+                {
                     found[id]!.points.append((x, y))
                 }
             }
-            func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+            func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?)
+            {
                 if name == "g" { current = nil }
             }
         }
@@ -96,7 +115,10 @@ import Testing
         // 10,000 values tell percentiles apart up to 99.99 %; then the max.
         #expect(curve.map(\.percentile).last == 100)
         #expect(curve.contains { $0.percentile == 99.99 } && !curve.contains { $0.percentile == 99.995 })
-        #expect(zip(curve, curve.dropFirst()).allSatisfy { $0.percentile < $1.percentile && $0.microseconds <= $1.microseconds })
+        #expect(
+            zip(curve, curve.dropFirst()).allSatisfy {
+                $0.percentile < $1.percentile && $0.microseconds <= $1.microseconds
+            })
         #expect(abs(curve.first { $0.percentile == 50 }!.microseconds - 5_000) <= 5)
         #expect(abs(curve.last!.microseconds - 10_000) <= 10)
     }
@@ -135,7 +157,8 @@ import Testing
         #expect(svgs.count == LoadReportPage.ChartID.allCases.count)
         // The timeline's measured seconds (7), with the one second without an ack left out.
         let expected: [String: Int] = [
-            "write-to-delivery": report.latency.writeToDeliveryCurve.count, "write-to-ack": report.latency.writeToAckCurve.count,
+            "write-to-delivery": report.latency.writeToDeliveryCurve.count,
+            "write-to-ack": report.latency.writeToAckCurve.count,
             "row-changes-per-second": 7, "deliveries-per-second": 7, "answered-per-second": 7,
             "p99-write-to-delivery": 7, "p99-write-to-ack": 6, "subscribers": 12, "writers": 12,
         ]
@@ -147,14 +170,19 @@ import Testing
                 #expect(series.declared == expected[id], "\(id): \(series.declared) points declared")
                 #expect(series.points.count == series.declared, "\(id): \(series.points.count) drawn")
                 // Inside the 900 × 340 view box, left to right.
-                #expect(series.points.allSatisfy { $0.0.isFinite && $0.1.isFinite && (0...900).contains($0.0) && (0...340).contains($0.1) }, "\(id)")
+                #expect(
+                    series.points.allSatisfy {
+                        $0.0.isFinite && $0.1.isFinite && (0...900).contains($0.0) && (0...340).contains($0.1)
+                    }, "\(id)")
                 #expect(zip(series.points, series.points.dropFirst()).allSatisfy { $0.0 <= $1.0 }, "\(id)")
             }
         }
         // A latency curve rises (SVG y grows downwards), and the gap splits the ack line.
         let curve = try Self.series(in: svgs[0])["write-to-delivery"]!.points
         #expect(curve.first!.1 > curve.last!.1)
-        #expect(svgs[2].components(separatedBy: "<polyline").count - 1 == 3, "p99 per second: one delivery line, the ack line in two")
+        #expect(
+            svgs[2].components(separatedBy: "<polyline").count - 1 == 3,
+            "p99 per second: one delivery line, the ack line in two")
     }
 
     @Test func thePageIsSelfContainedAndHoldsTheSummary() {
@@ -163,23 +191,33 @@ import Testing
         #expect(html.hasPrefix("<!DOCTYPE html>") && html.hasSuffix("</html>\n"))
         // Nothing fetched: no src/href attributes, no URL but the SVG namespace name,
         // and the only script block is JSON data.
-        #expect(!html.contains("src=") && !html.contains("href=") && !html.contains("@import") && !html.contains("url("))
-        #expect(html.replacingOccurrences(of: "http://www.w3.org/2000/svg", with: "").range(of: "https?://", options: .regularExpression) == nil)
-        #expect(html.components(separatedBy: "<script").count == 2 && html.contains("<script type=\"application/json\" id=\"report-json\">"))
+        #expect(
+            !html.contains("src=") && !html.contains("href=") && !html.contains("@import") && !html.contains("url("))
+        #expect(
+            html.replacingOccurrences(of: "http://www.w3.org/2000/svg", with: "").range(
+                of: "https?://", options: .regularExpression) == nil)
+        #expect(
+            html.components(separatedBy: "<script").count == 2
+                && html.contains("<script type=\"application/json\" id=\"report-json\">"))
         #expect(html.contains("a &lt;b&gt; &amp; &quot;c&quot;") && !html.contains("<b>"))
         // The summary table and the latency table.
-        for text in ["1000 subscribers, 1 writers", "write → delivery (every subscriber)", "send → ack (service time)", "divergences 0", "PASS"] {
+        for text in [
+            "1000 subscribers, 1 writers", "write → delivery (every subscriber)", "send → ack (service time)",
+            "divergences 0", "PASS",
+        ] {
             #expect(html.contains(text), "\(text)")
         }
         // The embedded JSON is the report.
         let start = html.range(of: "id=\"report-json\">")!.upperBound
         let json = html[start...].prefix { $0 != "<" }
         let decoded = try? JSONDecoder().decode(LoadReport.self, from: Data(json.utf8))
-        #expect(decoded?.timeline == report.timeline && decoded?.latency.writeToAckCurve == report.latency.writeToAckCurve)
+        #expect(
+            decoded?.timeline == report.timeline && decoded?.latency.writeToAckCurve == report.latency.writeToAckCurve)
     }
 
     @Test func reportsWithoutTimelineOrCurvesStillDecodeAndRender() throws {
-        var object = try #require(try JSONSerialization.jsonObject(with: Data(Self.sampleReport().json().utf8)) as? [String: Any])
+        var object = try #require(
+            try JSONSerialization.jsonObject(with: Data(Self.sampleReport().json().utf8)) as? [String: Any])
         object["timeline"] = nil
         var latency = try #require(object["latency"] as? [String: Any])
         latency["writeToDeliveryCurve"] = nil

@@ -6,14 +6,20 @@ import Testing
 /// `--spawn`: the tool starts a real flowsyncd (the debug binary `swift build` made),
 /// samples it through /proc, and stops it.
 @Suite(.timeLimit(.minutes(2))) struct SpawnTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     /// The debug flowsyncd next to the test bundle, else in `.build/debug` or a `.build-*` scratch path.
     static func daemonBinary() -> String? {
         let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        var candidates = [bundle.appendingPathComponent("flowsyncd"), bundle.deletingLastPathComponent().appendingPathComponent("flowsyncd"),
-                          root.appendingPathComponent(".build/debug/flowsyncd")]
-        let scratch = (try? FileManager.default.contentsOfDirectory(atPath: root.path))?.filter { $0.hasPrefix(".build-") }.sorted() ?? []
+        var candidates = [
+            bundle.appendingPathComponent("flowsyncd"),
+            bundle.deletingLastPathComponent().appendingPathComponent("flowsyncd"),
+            root.appendingPathComponent(".build/debug/flowsyncd"),
+        ]
+        let scratch =
+            (try? FileManager.default.contentsOfDirectory(atPath: root.path))?.filter { $0.hasPrefix(".build-") }
+            .sorted() ?? []
         candidates += scratch.map { root.appendingPathComponent("\($0)/debug/flowsyncd") }
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }?.path
     }

@@ -9,7 +9,8 @@ func runLoad(_ configuration: LoadConfiguration, scenario: String? = "test") asy
     try await withCheckedThrowingContinuation { continuation in
         let thread = Thread {
             do {
-                continuation.resume(returning: try LoadRunner(configuration: configuration, scenario: scenario, progress: false).run())
+                continuation.resume(
+                    returning: try LoadRunner(configuration: configuration, scenario: scenario, progress: false).run())
             } catch {
                 continuation.resume(throwing: error)
             }

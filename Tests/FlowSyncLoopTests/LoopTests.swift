@@ -1,6 +1,7 @@
 import FlowSyncLoop
 import Synchronization
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -134,7 +135,10 @@ final class LoopLocal<T>: @unchecked Sendable {
         let ended = Shared(false)
         thread.loop.execute {
             TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port)) { result in
-                guard case .success(let client) = result else { Issue.record("connect failed: \(result)"); return }
+                guard case .success(let client) = result else {
+                    Issue.record("connect failed: \(result)")
+                    return
+                }
                 client.onRead = { bytes in
                     received.update { $0.append(contentsOf: bytes) }
                     if received.get().count == payload.count { client.shutdownAndClose() }
@@ -142,7 +146,9 @@ final class LoopLocal<T>: @unchecked Sendable {
                 client.onEnd = { _ in ended.update { $0 = true } }
                 try! client.startReading()
                 // 64 frames of 16 KiB in one call: one write call where possible.
-                let chunks = stride(from: 0, to: payload.count, by: 16_384).map { Array(payload[$0..<min($0 + 16_384, payload.count)]) }
+                let chunks = stride(from: 0, to: payload.count, by: 16_384).map {
+                    Array(payload[$0..<min($0 + 16_384, payload.count)])
+                }
                 _ = try! client.write(chunks)
             }
         }
@@ -166,9 +172,9 @@ final class LoopLocal<T>: @unchecked Sendable {
         }
         // (chunks, slice start, bytes skipped)
         let writes: [([[UInt8]], Int, Int)] = [
-            (chunks(3, 100, 1), 0, 10),            // into the first chunk
-            (chunks(5, 100, 2), 1, 100),           // a slice, skipping exactly its first chunk
-            (chunks(100, 50, 3), 2, 2_000 - 1),    // > 64 chunks: the joined buffer
+            (chunks(3, 100, 1), 0, 10),  // into the first chunk
+            (chunks(5, 100, 2), 1, 100),  // a slice, skipping exactly its first chunk
+            (chunks(100, 50, 3), 2, 2_000 - 1),  // > 64 chunks: the joined buffer
             (chunks(4, 1 << 20, 4), 0, (1 << 20) + 7),  // 3 MiB left: most of it through uv_write
         ]
         let expected = writes.flatMap { (all, start, skip) in Array(all[start...].flatMap { $0 }.dropFirst(skip)) }
@@ -176,7 +182,10 @@ final class LoopLocal<T>: @unchecked Sendable {
         let ended = Shared(false)
         thread.loop.execute {
             TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port)) { result in
-                guard case .success(let client) = result else { Issue.record("connect failed: \(result)"); return }
+                guard case .success(let client) = result else {
+                    Issue.record("connect failed: \(result)")
+                    return
+                }
                 client.onRead = { bytes in
                     received.update { $0.append(contentsOf: bytes) }
                     if received.get().count == expected.count { client.shutdownAndClose() }
@@ -202,13 +211,19 @@ final class LoopLocal<T>: @unchecked Sendable {
         let port = try await startEchoServer(thread, listener: listener)
         let clients = 40
         let size = 262_144
-        @Sendable func pattern(_ c: Int) -> [UInt8] { (0..<size).map { UInt8(truncatingIfNeeded: $0 &* (2 * c + 1) &+ c) } }
+        @Sendable func pattern(_ c: Int) -> [UInt8] {
+            (0..<size).map { UInt8(truncatingIfNeeded: $0 &* (2 * c + 1) &+ c) }
+        }
         let received = Shared<[[UInt8]]>(Array(repeating: [], count: clients))
         let closed = Shared(0)
         thread.loop.execute {
             for c in 0..<clients {
-                TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port)) { result in
-                    guard case .success(let client) = result else { Issue.record("connect failed: \(result)"); return }
+                TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port)) {
+                    result in
+                    guard case .success(let client) = result else {
+                        Issue.record("connect failed: \(result)")
+                        return
+                    }
                     client.onRead = { bytes in
                         var count = 0
                         received.update { all in
@@ -258,7 +273,8 @@ final class LoopLocal<T>: @unchecked Sendable {
         #expect(await eventually { port.get() != 0 })
         let total = Shared(0)
         thread.loop.execute {
-            TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port.get())) { result in
+            TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port.get())) {
+                result in
                 clientSide.value = try? result.get()
             }
         }
@@ -293,7 +309,8 @@ final class LoopLocal<T>: @unchecked Sendable {
         }
         #expect(await eventually { port.get() != 0 })
         thread.loop.execute {
-            TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port.get())) { result in
+            TCPConnection.connect(loop: thread.loop, to: try! SocketAddress(host: "127.0.0.1", port: port.get())) {
+                result in
                 if case .failure(let e) = result { error.update { $0 = e.name } }
             }
         }

@@ -2,10 +2,12 @@ import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProcess
 import FlowSyncProtocol
-@testable import FlowSyncServer
 import FlowSyncTestSupport
 import Foundation
 import Testing
+
+@testable import FlowSyncServer
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -61,7 +63,8 @@ extension ClusterLogTests {
             let sql = try await SQLSession.open(pg.conninfo)
             for (i, list) in Self.chaosLists.enumerated() {
                 let creator = try await Self.connectClient(nodes[i % 3], clients, "creator-\(i)")
-                #expect(await Self.write(creator, list, seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
+                #expect(
+                    await Self.write(creator, list, seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
                 creator.close()
             }
             var watchers: [TestClient] = []
@@ -71,9 +74,14 @@ extension ClusterLogTests {
                 watchers.append(watcher)
             }
             for watcher in watchers {
-                #expect(await eventually(timeout: 30) { watcher.messages.filter(Self.isSnapshot).count == Self.chaosLists.count })
+                #expect(
+                    await eventually(timeout: 30) {
+                        watcher.messages.filter(Self.isSnapshot).count == Self.chaosLists.count
+                    })
             }
-            let epochsBefore = try await sql.query("SELECT list, epoch FROM fs_lists ORDER BY list").rows.map { "\($0[0] ?? "")=\($0[1] ?? "")" }
+            let epochsBefore = try await sql.query("SELECT list, epoch FROM fs_lists ORDER BY list").rows.map {
+                "\($0[0] ?? "")=\($0[1] ?? "")"
+            }
 
             // Writers and chaos, for a bounded time.
             let acknowledged = Shared<[Acknowledged]>([])
@@ -89,8 +97,10 @@ extension ClusterLogTests {
             await withTaskGroup(of: Void.self) { group in
                 for w in 0..<3 {
                     group.addTask {
-                        await Self.chaosWriter(index: w, ports: ports, clients: clients, stop: stop, deadline: deadline, seed: chaosSeed &+ UInt64(w),
-                                               acknowledged: acknowledged, rejected: rejected)
+                        await Self.chaosWriter(
+                            index: w, ports: ports, clients: clients, stop: stop, deadline: deadline,
+                            seed: chaosSeed &+ UInt64(w),
+                            acknowledged: acknowledged, rejected: rejected)
                     }
                 }
                 var random = SeededRandom(seed: chaosSeed)
@@ -100,7 +110,8 @@ extension ClusterLogTests {
                     ports.update { $0[victim] = nil }
                     _ = await nodes[victim].kill9()
                     kills += 1
-                    try? await Task.sleep(for: .milliseconds(Int(random.int(300...1_800))))   // sometimes past the 1 s lease
+                    // Sometimes past the 1 s lease.
+                    try? await Task.sleep(for: .milliseconds(Int(random.int(300...1_800))))
                     guard let restarted = try? await Self.daemon(pg, node: names[victim]) else {
                         Issue.record("node \(names[victim]) did not start again")
                         continue
@@ -114,22 +125,29 @@ extension ClusterLogTests {
                 await group.waitForAll()
             }
             let acks = acknowledged.get()
-            let takeOvers = everyNode.map { $0.output.components(separatedBy: "cluster: took over list").count - 1 }.reduce(0, +)
-            print("chaos: \(kills) kills, \(acks.count) writes acknowledged, \(rejected.get().count) rejected, \(takeOvers) lists taken over by a replica")
+            let takeOvers = everyNode.map { $0.output.components(separatedBy: "cluster: took over list").count - 1 }
+                .reduce(0, +)
+            print(
+                "chaos: \(kills) kills, \(acks.count) writes acknowledged, \(rejected.get().count) rejected, \(takeOvers) lists taken over by a replica"
+            )
             #expect(kills == 4)
             #expect(acks.count > 100, "the writers got \(acks.count) writes through")
             #expect(rejected.get().isEmpty, "\(rejected.get().prefix(5))")
 
             // The log: contiguous versions, each acknowledged write exactly once, at the
             // version its Ack named; no epoch changed.
-            let epochsAfter = try await sql.query("SELECT list, epoch FROM fs_lists ORDER BY list").rows.map { "\($0[0] ?? "")=\($0[1] ?? "")" }
+            let epochsAfter = try await sql.query("SELECT list, epoch FROM fs_lists ORDER BY list").rows.map {
+                "\($0[0] ?? "")=\($0[1] ?? "")"
+            }
             #expect(epochsBefore == epochsAfter, "no epoch changed")
             var heads: [String: UInt64] = [:]
             var lost = 0
             var duplicated = 0
             for list in Self.chaosLists {
-                let rows = try await sql.query("SELECT version, body FROM fs_batches WHERE list = $1 ORDER BY version", [.text(list)])
-                let head = try await sql.query("SELECT head FROM fs_lists WHERE list = $1", [.text(list)]).int(0, 0) ?? -1
+                let rows = try await sql.query(
+                    "SELECT version, body FROM fs_batches WHERE list = $1 ORDER BY version", [.text(list)])
+                let head =
+                    try await sql.query("SELECT head FROM fs_lists WHERE list = $1", [.text(list)]).int(0, 0) ?? -1
                 let versions = (0..<rows.rows.count).compactMap { rows.int($0, 0) }
                 let expected: [Int64] = head >= 1 ? Array(1...head) : []
                 #expect(head >= 1 && versions == expected, "\(list): versions contiguous up to head \(head)")
@@ -152,7 +170,10 @@ extension ClusterLogTests {
                         lost += 1
                         continue
                     }
-                    #expect(UInt64(version) == ack.version.version, "\(list) \(ack.clientID)#\(ack.seq): acknowledged at \(ack.version.version), in the log at \(version)")
+                    #expect(
+                        UInt64(version) == ack.version.version,
+                        "\(list) \(ack.clientID)#\(ack.seq): acknowledged at \(ack.version.version), in the log at \(version)"
+                    )
                 }
             }
             print("chaos: \(lost) acknowledged writes lost, \(duplicated) in the log twice")
@@ -163,9 +184,13 @@ extension ClusterLogTests {
             for (n, node) in nodes.enumerated() {
                 let reader = try await Self.connectClient(node, clients, "reader-\(n)")
                 for list in Self.chaosLists { reader.send(.subscribe(Subscribe(listName: list))) }
-                #expect(await eventually(timeout: 30) { reader.messages.filter(Self.isSnapshot).count == Self.chaosLists.count }, "node \(names[n])")
+                #expect(
+                    await eventually(timeout: 30) {
+                        reader.messages.filter(Self.isSnapshot).count == Self.chaosLists.count
+                    }, "node \(names[n])")
                 for case .snapshot(let snapshot) in reader.messages {
-                    #expect(snapshot.position.version == heads[snapshot.listName], "node \(names[n]), \(snapshot.listName)")
+                    #expect(
+                        snapshot.position.version == heads[snapshot.listName], "node \(names[n]), \(snapshot.listName)")
                     if let digest = digests[snapshot.listName] {
                         #expect(digest == snapshot.digest, "node \(names[n]), \(snapshot.listName): digest")
                     } else {
@@ -183,8 +208,11 @@ extension ClusterLogTests {
     /// One writer: a random list, a new row, one write at a time; a write unanswered
     /// (its node died, or 4 s passed) is sent again, with the same `(clientID, seq)`,
     /// on the next live node.
-    static func chaosWriter(index: Int, ports: Shared<[Int?]>, clients: EventLoopThread, stop: Shared<Bool>, deadline: ContinuousClock.Instant, seed: UInt64,
-                            acknowledged: Shared<[Acknowledged]>, rejected: Shared<[String]>) async {
+    static func chaosWriter(
+        index: Int, ports: Shared<[Int?]>, clients: EventLoopThread, stop: Shared<Bool>,
+        deadline: ContinuousClock.Instant, seed: UInt64,
+        acknowledged: Shared<[Acknowledged]>, rejected: Shared<[String]>
+    ) async {
         var random = SeededRandom(seed: seed)
         let clientID = "writer-\(index)"
         var client: TestClient?
@@ -193,8 +221,9 @@ extension ClusterLogTests {
         while !stop.get() && ContinuousClock.now < deadline {
             seq += 1
             let list = chaosLists[random.int(0..<chaosLists.count)]
-            let mutate = Mutate(listName: list, clientID: clientID, seq: seq, base: ListVersion(epoch: 0, version: 0),
-                                operations: [.insertRows([Row(id: "\(clientID)-\(seq)", kind: "t", payload: [])], in: .id("s"), at: 0)])
+            let mutate = Mutate(
+                listName: list, clientID: clientID, seq: seq, base: ListVersion(epoch: 0, version: 0),
+                operations: [.insertRows([Row(id: "\(clientID)-\(seq)", kind: "t", payload: [])], in: .id("s"), at: 0)])
             // Bounded: a write that no node answers for 60 s fails the test.
             let giveUp = ContinuousClock.now + .seconds(60)
             var answered = false
@@ -205,14 +234,19 @@ extension ClusterLogTests {
                     node = (node + 1) % 3
                     guard let port = ports.get()[node] else { continue }
                     client = try? await TestClient.connect(port: port, on: clients, clientID: clientID)
-                    if client == nil { try? await Task.sleep(for: .milliseconds(50)); continue }
+                    if client == nil {
+                        try? await Task.sleep(for: .milliseconds(50))
+                        continue
+                    }
                 }
                 guard let current = client else { continue }
                 current.send(.mutate(mutate))
                 let reply = await Self.answer(to: seq, on: current, timeout: 4)
                 switch reply {
                 case .ack(let ack)?:
-                    acknowledged.update { $0.append(Acknowledged(list: list, clientID: clientID, seq: seq, version: ack.committed)) }
+                    acknowledged.update {
+                        $0.append(Acknowledged(list: list, clientID: clientID, seq: seq, version: ack.committed))
+                    }
                     answered = true
                 case .reject(let reject)?:
                     rejected.update { $0.append("\(clientID)#\(seq) on \(list): \(reject.code) \(reject.message)") }

@@ -22,7 +22,9 @@ extension ClusterLogTests {
         #expect(Placement.owner(of: "tasks", among: ["a", "b", "c"]) == "a")
     }
 
-    static func clusterConfiguration(_ server: PostgresServer, node: String, leaseMilliseconds: Int = 2_000) -> ServerConfiguration {
+    static func clusterConfiguration(
+        _ server: PostgresServer, node: String, leaseMilliseconds: Int = 2_000
+    ) -> ServerConfiguration {
         var configuration = ServerConfiguration()
         configuration.cluster.postgres = server.conninfo
         configuration.cluster.node = node
@@ -36,8 +38,14 @@ extension ClusterLogTests {
     }
 
     /// Sends a mutation and waits for its Ack or Reject; the committed version, or nil.
-    static func write(_ client: TestClient, _ list: String, seq: UInt64, _ ops: [FlowSyncCore.Operation]) async -> ListVersion? {
-        client.send(.mutate(Mutate(listName: list, clientID: client.clientID, seq: seq, base: ListVersion(epoch: 0, version: 0), operations: ops)))
+    static func write(
+        _ client: TestClient, _ list: String, seq: UInt64, _ ops: [FlowSyncCore.Operation]
+    ) async -> ListVersion? {
+        client.send(
+            .mutate(
+                Mutate(
+                    listName: list, clientID: client.clientID, seq: seq, base: ListVersion(epoch: 0, version: 0),
+                    operations: ops)))
         let reply = await client.waitFor { m in
             switch m {
             case .ack(let a): return a.seq == seq
@@ -57,22 +65,30 @@ extension ClusterLogTests {
         try await PostgresServer.with { pg in
             let clients = try EventLoopThread()
             defer { _ = clients.shutdown() }
-            let first = try await EmbeddedServer(configuration: Self.clusterConfiguration(pg, node: "a"), storage: .configured)
+            let first = try await EmbeddedServer(
+                configuration: Self.clusterConfiguration(pg, node: "a"), storage: .configured)
             let writer = try await TestClient.connect(port: first.port, on: clients, clientID: "writer")
             writer.send(.subscribe(Subscribe(listName: "tasks")))
             #expect(await writer.waitFor(Self.isSnapshot) != nil, "the list loads (claimed) on first use")
-            #expect(await Self.write(writer, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
-            for seq in 2...5 { #expect(await Self.write(writer, "tasks", seq: UInt64(seq), Self.row("r\(seq)"))?.version == UInt64(seq)) }
+            #expect(
+                await Self.write(writer, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
+            for seq in 2...5 {
+                #expect(
+                    await Self.write(writer, "tasks", seq: UInt64(seq), Self.row("r\(seq)"))?.version == UInt64(seq))
+            }
             let expected = try #require(await first.withServer { $0.state(of: "tasks") })
             let sql = try await SQLSession.open(pg.conninfo)
-            let row = try await sql.query("SELECT head, owner, term, (SELECT count(*) FROM fs_batches WHERE list = 'tasks') FROM fs_lists WHERE list = 'tasks'")
+            let row = try await sql.query(
+                "SELECT head, owner, term, (SELECT count(*) FROM fs_batches WHERE list = 'tasks') FROM fs_lists WHERE list = 'tasks'"
+            )
             #expect(row.int(0, 0) == 5 && row.rows.first?[1] == "a" && row.int(0, 2) == 1 && row.int(0, 3) == 5)
             writer.close()
             #expect(await first.stop())
 
             // The same node again: it claims its own list back at once (term 2) and
             // rebuilds it from fs_batches.
-            let second = try await EmbeddedServer(configuration: Self.clusterConfiguration(pg, node: "a"), storage: .configured)
+            let second = try await EmbeddedServer(
+                configuration: Self.clusterConfiguration(pg, node: "a"), storage: .configured)
             let reader = try await TestClient.connect(port: second.port, on: clients, clientID: "reader")
             reader.send(.subscribe(Subscribe(listName: "tasks")))
             guard case .snapshot(let snapshot)? = await reader.waitFor(Self.isSnapshot) else {
@@ -83,14 +99,20 @@ extension ClusterLogTests {
             #expect(snapshot.digest == expected.director.digest)
             #expect(await second.withServer { $0.state(of: "tasks")?.director } == expected.director)
             // And it takes writes at the next version.
-            #expect(await Self.write(reader, "tasks", seq: 1, Self.row("after")) == ListVersion(epoch: expected.position.epoch, version: 6))
+            #expect(
+                await Self.write(reader, "tasks", seq: 1, Self.row("after"))
+                    == ListVersion(epoch: expected.position.epoch, version: 6))
             let after = try await sql.query("SELECT head, term FROM fs_lists WHERE list = 'tasks'")
             #expect(after.int(0, 0) == 6 && after.int(0, 1) == 2)
             // A backup is refused: the lists live in PostgreSQL, not on this node.
             let backup = Shared<BackupReply?>(nil)
-            await second.withServer { server in server.startBackup(to: "/tmp/flowsync-cluster-backup-never-written") { backup.set($0) } }
+            await second.withServer { server in
+                server.startBackup(to: "/tmp/flowsync-cluster-backup-never-written") { backup.set($0) }
+            }
             #expect(await eventually(timeout: 10) { backup.get() != nil })
-            #expect(backup.get()?.failure == .backupRefused && backup.get()?.message.contains("PostgreSQL") == true, "\(String(describing: backup.get()))")
+            #expect(
+                backup.get()?.failure == .backupRefused && backup.get()?.message.contains("PostgreSQL") == true,
+                "\(String(describing: backup.get()))")
             #expect(!FileManager.default.fileExists(atPath: "/tmp/flowsync-cluster-backup-never-written"))
             reader.close()
             #expect(await second.stop())
@@ -106,36 +128,63 @@ extension ClusterLogTests {
         try await PostgresServer.with { pg in
             let clients = try EventLoopThread()
             defer { _ = clients.shutdown() }
-            let a = try await EmbeddedServer(configuration: Self.clusterConfiguration(pg, node: "a"), storage: .configured)
+            let a = try await EmbeddedServer(
+                configuration: Self.clusterConfiguration(pg, node: "a"), storage: .configured)
             let writer = try await TestClient.connect(port: a.port, on: clients, clientID: "writer")
             let subscriber = try await TestClient.connect(port: a.port, on: clients, clientID: "subscriber")
             for client in [writer, subscriber] {
                 client.send(.subscribe(Subscribe(listName: "tasks")))
                 #expect(await client.waitFor(Self.isSnapshot) != nil)
             }
-            #expect(await Self.write(writer, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
-            #expect(await subscriber.waitFor { if case .diff(let d) = $0 { return d.to.version == 1 } else { return false } } != nil)
+            #expect(
+                await Self.write(writer, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
+            #expect(
+                await subscriber.waitFor {
+                    if case .diff(let d) = $0 { return d.to.version == 1 } else { return false }
+                } != nil)
 
             // B's claim after A's lease lapsed, in one statement (A renews every
             // third of its lease, so two statements could race its renewal).
             let sql = try await SQLSession.open(pg.conninfo)
-            _ = try await sql.query("INSERT INTO fs_leases (node, expires_at) VALUES ('b', clock_timestamp() + interval '60 seconds')")
-            let claimed = try await sql.query("""
+            _ = try await sql.query(
+                "INSERT INTO fs_leases (node, expires_at) VALUES ('b', clock_timestamp() + interval '60 seconds')")
+            let claimed = try await sql.query(
+                """
                 WITH lapsed AS (UPDATE fs_leases SET expires_at = clock_timestamp() - interval '1 second' WHERE node = 'a' RETURNING node)
                 UPDATE fs_lists SET owner = 'b', term = term + 1 WHERE list = 'tasks' AND EXISTS (SELECT 1 FROM lapsed) RETURNING term
                 """)
             #expect(claimed.int(0, 0) == 2)
 
-            writer.send(.mutate(Mutate(listName: "tasks", clientID: "writer", seq: 2, base: ListVersion(epoch: 0, version: 0), operations: Self.row("stale"))))
-            let closing = await writer.waitFor { if case .error(let e) = $0 { return e.code == .serverDraining } else { return false } }
+            writer.send(
+                .mutate(
+                    Mutate(
+                        listName: "tasks", clientID: "writer", seq: 2, base: ListVersion(epoch: 0, version: 0),
+                        operations: Self.row("stale"))))
+            let closing = await writer.waitFor {
+                if case .error(let e) = $0 { return e.code == .serverDraining } else { return false }
+            }
             #expect(closing != nil, "the writer is closed with server-draining")
-            #expect(await subscriber.waitFor { if case .error(let e) = $0 { return e.code == .serverDraining } else { return false } } != nil)
+            #expect(
+                await subscriber.waitFor {
+                    if case .error(let e) = $0 { return e.code == .serverDraining } else { return false }
+                } != nil)
             #expect(await eventually { writer.isClosed && subscriber.isClosed })
-            #expect(!writer.messages.contains { if case .ack(let ack) = $0 { return ack.seq == 2 } else { return false } })
-            #expect(!writer.messages.contains { if case .diff(let d) = $0 { return d.to.version == 2 } else { return false } })
-            #expect(!subscriber.messages.contains { if case .diff(let d) = $0 { return d.to.version == 2 } else { return false } })
-            let row = try await sql.query("SELECT head, owner, term, (SELECT count(*) FROM fs_batches WHERE list = 'tasks') FROM fs_lists WHERE list = 'tasks'")
-            #expect(row.int(0, 0) == 1 && row.rows.first?[1] == "b" && row.int(0, 2) == 2 && row.int(0, 3) == 1, "the stale append changed nothing")
+            #expect(
+                !writer.messages.contains { if case .ack(let ack) = $0 { return ack.seq == 2 } else { return false } })
+            #expect(
+                !writer.messages.contains {
+                    if case .diff(let d) = $0 { return d.to.version == 2 } else { return false }
+                })
+            #expect(
+                !subscriber.messages.contains {
+                    if case .diff(let d) = $0 { return d.to.version == 2 } else { return false }
+                })
+            let row = try await sql.query(
+                "SELECT head, owner, term, (SELECT count(*) FROM fs_batches WHERE list = 'tasks') FROM fs_lists WHERE list = 'tasks'"
+            )
+            #expect(
+                row.int(0, 0) == 1 && row.rows.first?[1] == "b" && row.int(0, 2) == 2 && row.int(0, 3) == 1,
+                "the stale append changed nothing")
             #expect(await a.withServer { $0.state(of: "tasks") == nil }, "A dropped the list")
 
             // While B's lease lives, A serves the list as a replica of B's: the
@@ -163,28 +212,51 @@ extension ClusterLogTests {
         try await PostgresServer.with { pg in
             let clients = try EventLoopThread()
             defer { _ = clients.shutdown() }
-            let a = try await EmbeddedServer(configuration: Self.clusterConfiguration(pg, node: "a"), storage: .configured)
+            let a = try await EmbeddedServer(
+                configuration: Self.clusterConfiguration(pg, node: "a"), storage: .configured)
             let writer = try await TestClient.connect(port: a.port, on: clients, clientID: "writer")
             writer.send(.subscribe(Subscribe(listName: "tasks")))
             #expect(await writer.waitFor(Self.isSnapshot) != nil)
-            #expect(await Self.write(writer, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
+            #expect(
+                await Self.write(writer, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
 
             let locker = try await SQLSession.open(pg.conninfo)
             let observer = try await SQLSession.open(pg.conninfo)
             // Holds fs_lists for 3 s in one statement (its own transaction).
-            async let held = locker.query("DO $$ BEGIN LOCK TABLE fs_lists IN ACCESS EXCLUSIVE MODE; PERFORM pg_sleep(3); END $$")
-            #expect(try await Self.poll(observer, "SELECT count(*) FROM pg_locks WHERE relation = 'fs_lists'::regclass AND mode = 'AccessExclusiveLock' AND granted") { $0.int(0, 0) == 1 })
-            writer.send(.mutate(Mutate(listName: "tasks", clientID: "writer", seq: 2, base: ListVersion(epoch: 0, version: 0), operations: Self.row("cut"))))
+            async let held = locker.query(
+                "DO $$ BEGIN LOCK TABLE fs_lists IN ACCESS EXCLUSIVE MODE; PERFORM pg_sleep(3); END $$")
+            #expect(
+                try await Self.poll(
+                    observer,
+                    "SELECT count(*) FROM pg_locks WHERE relation = 'fs_lists'::regclass AND mode = 'AccessExclusiveLock' AND granted"
+                ) { $0.int(0, 0) == 1 })
+            writer.send(
+                .mutate(
+                    Mutate(
+                        listName: "tasks", clientID: "writer", seq: 2, base: ListVersion(epoch: 0, version: 0),
+                        operations: Self.row("cut"))))
             // A's append waits on the lock: cut its connection there.
-            #expect(try await Self.poll(observer, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%WITH advanced%'") { $0.int(0, 0) == 1 })
-            let cut = try await observer.query("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%WITH advanced%'")
+            #expect(
+                try await Self.poll(
+                    observer,
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%WITH advanced%'"
+                ) { $0.int(0, 0) == 1 })
+            let cut = try await observer.query(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%WITH advanced%'"
+            )
             #expect(cut.int(0, 0) == 1)
             _ = try await held
 
-            #expect(await writer.waitFor { if case .error(let e) = $0 { return e.code == .serverDraining } else { return false } } != nil)
+            #expect(
+                await writer.waitFor {
+                    if case .error(let e) = $0 { return e.code == .serverDraining } else { return false }
+                } != nil)
             #expect(await eventually { writer.isClosed })
-            #expect(!writer.messages.contains { if case .ack(let ack) = $0 { return ack.seq == 2 } else { return false } })
-            let row = try await observer.query("SELECT head, term, (SELECT count(*) FROM fs_batches WHERE list = 'tasks') FROM fs_lists WHERE list = 'tasks'")
+            #expect(
+                !writer.messages.contains { if case .ack(let ack) = $0 { return ack.seq == 2 } else { return false } })
+            let row = try await observer.query(
+                "SELECT head, term, (SELECT count(*) FROM fs_batches WHERE list = 'tasks') FROM fs_lists WHERE list = 'tasks'"
+            )
             #expect(row.int(0, 0) == 1 && row.int(0, 2) == 1)
 
             let again = try await TestClient.connect(port: a.port, on: clients, clientID: "again")
@@ -208,9 +280,11 @@ extension ClusterLogTests {
         try await PostgresServer.with { pg in
             let clients = try EventLoopThread()
             defer { _ = clients.shutdown() }
-            let creator = try await EmbeddedServer(configuration: Self.clusterConfiguration(pg, node: "a"), storage: .configured)
+            let creator = try await EmbeddedServer(
+                configuration: Self.clusterConfiguration(pg, node: "a"), storage: .configured)
             let writer = try await TestClient.connect(port: creator.port, on: clients, clientID: "writer")
-            #expect(await Self.write(writer, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
+            #expect(
+                await Self.write(writer, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
             writer.close()
             #expect(await creator.stop())
 
@@ -225,7 +299,9 @@ extension ClusterLogTests {
             }
             #expect(snapshot.position.version == 1)
             reader.send(.subscribe(Subscribe(listName: "nope")))
-            let refusal = await reader.waitFor { if case .error(let e) = $0 { return e.listName == "nope" } else { return false } }
+            let refusal = await reader.waitFor {
+                if case .error(let e) = $0 { return e.listName == "nope" } else { return false }
+            }
             guard case .error(let error)? = refusal else {
                 Issue.record("no answer for an unknown list")
                 return
@@ -276,7 +352,9 @@ final class SQLSession: @unchecked Sendable {
 
     func query(_ sql: String, _ parameters: [PostgresValue] = []) async throws -> PostgresResult {
         let connection = self.connection
-        let result: Result<PostgresResult, PostgresError> = await runOnLoop(thread) { done in connection.send(sql, parameters) { done($0) } }
+        let result: Result<PostgresResult, PostgresError> = await runOnLoop(thread) { done in
+            connection.send(sql, parameters) { done($0) }
+        }
         return try result.get()
     }
 

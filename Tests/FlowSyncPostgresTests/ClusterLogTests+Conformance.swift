@@ -25,7 +25,10 @@ extension ClusterLogTests {
         /// Used on `thread` only.
         private var store: ClusterStore!
 
-        init(_ pg: PostgresServer, node: String = "a", options: RecoveryOptions = RecoveryOptions(), snapshotEveryBatches: Int = 0) async throws {
+        init(
+            _ pg: PostgresServer, node: String = "a", options: RecoveryOptions = RecoveryOptions(),
+            snapshotEveryBatches: Int = 0
+        ) async throws {
             thread = try EventLoopThread()
             conninfo = pg.conninfo
             self.node = node
@@ -37,9 +40,12 @@ extension ClusterLogTests {
         /// A new store of this node, recovered (it connects; lists load on first use).
         func open() async throws {
             let result: Result<Void, StoreError> = await runOnLoop(thread) { [self] done in
-                store = ClusterStore(options: .init(conninfo: conninfo, node: node, leaseMilliseconds: 2_000, snapshotEveryBatches: snapshotEveryBatches,
-                                                    snapshotEveryBytes: 0),
-                                     loop: thread.loop, logger: Logger(label: "cluster-conformance"))
+                store = ClusterStore(
+                    options: .init(
+                        conninfo: conninfo, node: node, leaseMilliseconds: 2_000,
+                        snapshotEveryBatches: snapshotEveryBatches,
+                        snapshotEveryBytes: 0),
+                    loop: thread.loop, logger: Logger(label: "cluster-conformance"))
                 do throws(StoreError) {
                     _ = try store.recover(options)
                     done(.success(()))
@@ -68,7 +74,9 @@ extension ClusterLogTests {
         }
 
         func load(_ name: String, create: Bool) async throws -> RecoveredList? {
-            let result: Result<RecoveredList?, StoreError> = await runOnLoop(thread) { [self] done in store.load(name, create: create) { done($0) } }
+            let result: Result<RecoveredList?, StoreError> = await runOnLoop(thread) { [self] done in
+                store.load(name, create: create) { done($0) }
+            }
             return try result.get()
         }
 
@@ -93,7 +101,10 @@ extension ClusterLogTests {
                 try? store.compact(snapshot)
                 done(())
             }
-            _ = try await ClusterLogTests.poll(sql, "SELECT count(*) FROM fs_snapshots WHERE list = '\(snapshot.listName)' AND version = \(snapshot.position.version)") {
+            _ = try await ClusterLogTests.poll(
+                sql,
+                "SELECT count(*) FROM fs_snapshots WHERE list = '\(snapshot.listName)' AND version = \(snapshot.position.version)"
+            ) {
                 $0.int(0, 0) == 1 || snapshot.position.version == 0
             }
         }
@@ -108,7 +119,9 @@ extension ClusterLogTests {
     }
 
     /// A driver on the list the store claimed (its epoch is the store's).
-    static func driver(_ harness: ClusterHarness, _ name: String, seed: UInt64, history: Sequencer.HistoryLimits = .init()) async throws -> CommitDriver {
+    static func driver(
+        _ harness: ClusterHarness, _ name: String, seed: UInt64, history: Sequencer.HistoryLimits = .init()
+    ) async throws -> CommitDriver {
         let list = try #require(try await harness.load(name, create: true))
         return CommitDriver(name: name, seed: seed, epoch: list.sequencer.position.epoch, historyLimits: history)
     }
@@ -140,7 +153,8 @@ extension ClusterLogTests {
                     #expect(list.sequencer.director == driver.sequencer.director)
                     #expect(list.sequencer.director.digest == driver.sequencer.director.digest)
                     #expect(list.sequencer.oldestResumable == driver.sequencer.oldestResumable)
-                    let middle = ListVersion(epoch: driver.sequencer.position.epoch, version: driver.sequencer.position.version / 2)
+                    let middle = ListVersion(
+                        epoch: driver.sequencer.position.epoch, version: driver.sequencer.position.version / 2)
                     #expect(list.sequencer.state(at: middle) == driver.state(afterCommits: Int(middle.version)))
                 }
             }
@@ -168,7 +182,8 @@ extension ClusterLogTests {
         try await PostgresServer.with { pg in
             let sql = try await SQLSession.open(pg.conninfo)
             let history = Sequencer.HistoryLimits(maxBatches: 12)
-            let h = try await ClusterHarness(pg, options: RecoveryOptions(historyLimits: history), snapshotEveryBatches: 30)
+            let h = try await ClusterHarness(
+                pg, options: RecoveryOptions(historyLimits: history), snapshotEveryBatches: 30)
             var a = try await Self.driver(h, "big", seed: 4, history: history)
             #expect(try await a.commit(100, submit: h.submit, compact: { try await h.compact($0, sql: sql) }))
             try await h.reopen()
@@ -178,14 +193,17 @@ extension ClusterLogTests {
             #expect(list.sequencer.history.count == 12)
             let old = a.sequencer.oldestResumable
             #expect(list.sequencer.state(at: old) == a.state(afterCommits: Int(old.version)))
-            #expect(try await sql.query("SELECT count(*) FROM fs_batches WHERE list = 'big'").int(0, 0) ?? 100 < 100, "the log before the previous snapshot was dropped")
+            #expect(
+                try await sql.query("SELECT count(*) FROM fs_batches WHERE list = 'big'").int(0, 0) ?? 100 < 100,
+                "the log before the previous snapshot was dropped")
             // Writing continues after the reload.
             var b = a
             b.sequencer = list.sequencer
             try await b.commit(10, submit: h.submit, compact: { try await h.compact($0, sql: sql) })
             try await h.reopen()
             let again = try #require(try await h.load("big", create: false))
-            #expect(again.sequencer.director == b.sequencer.director && again.sequencer.position == b.sequencer.position)
+            #expect(
+                again.sequencer.director == b.sequencer.director && again.sequencer.position == b.sequencer.position)
             await h.close()
             await sql.close()
         }
@@ -197,10 +215,14 @@ extension ClusterLogTests {
             let h = try await ClusterHarness(pg)
             let a = try await Self.driver(h, "e", seed: 5)
             let refused: Bool = await runOnLoop(h.thread) { done in
-                let store = ClusterStore(options: .init(conninfo: pg.conninfo, node: "x"), loop: h.thread.loop, logger: Logger(label: "x"))
+                let store = ClusterStore(
+                    options: .init(conninfo: pg.conninfo, node: "x"), loop: h.thread.loop, logger: Logger(label: "x"))
                 do throws(StoreError) {
-                    try store.startEpoch(StoredSnapshot(listName: "e", position: ListVersion(epoch: 0x5EC0, version: 0), digest: a.sequencer.director.digest,
-                                                        sections: [], dedupe: []))
+                    try store.startEpoch(
+                        StoredSnapshot(
+                            listName: "e", position: ListVersion(epoch: 0x5EC0, version: 0),
+                            digest: a.sequencer.director.digest,
+                            sections: [], dedupe: []))
                     done(false)
                 } catch {
                     done(true)
@@ -218,8 +240,10 @@ extension ClusterLogTests {
             try await a.commit(5, submit: h.submit)
             let last = a.commits.last!
             guard let next = a.step() else { return }
-            let forged = Sequencer.Commit(from: next.from, to: next.to, changeset: next.changeset, digest: StateDigest(rawValue: last.digest.rawValue &+ 1),
-                                          mutations: next.mutations)
+            let forged = Sequencer.Commit(
+                from: next.from, to: next.to, changeset: next.changeset,
+                digest: StateDigest(rawValue: last.digest.rawValue &+ 1),
+                mutations: next.mutations)
             _ = try await h.submit(StoredBatch(listName: "d", commit: forged))
             try await h.reopen()
             do {
@@ -243,7 +267,8 @@ extension ClusterLogTests {
             let b = try await ClusterHarness(pg, node: "b")
             // A's lease lapses as if it had paused: B may take the list.
             let sql = try await SQLSession.open(pg.conninfo)
-            _ = try await sql.query("UPDATE fs_leases SET expires_at = clock_timestamp() - interval '1 second' WHERE node = 'a'")
+            _ = try await sql.query(
+                "UPDATE fs_leases SET expires_at = clock_timestamp() - interval '1 second' WHERE node = 'a'")
             _ = try await sql.query("UPDATE fs_lists SET owner = NULL WHERE list = 'shared'")
             let taken = try #require(try await b.load("shared", create: false))
             #expect(taken.sequencer.position == driver.sequencer.position)

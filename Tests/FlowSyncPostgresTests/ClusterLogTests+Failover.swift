@@ -6,6 +6,7 @@ import FlowSyncServer
 import FlowSyncTestSupport
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,8 +21,10 @@ import Glibc
 /// Part of the serialized `ClusterLogTests` suite.
 extension ClusterLogTests {
     @Test func primaryFailoverToTheSynchronousStandbyLosesNoAcknowledgedWrite() async throws {
-        let primary = try await PostgresServer.start(settings: ["-c", "synchronous_commit=on", "-c", "synchronous_standby_names=FIRST 1 (standby1)",
-                                                                "-c", "full_page_writes=on"])
+        let primary = try await PostgresServer.start(settings: [
+            "-c", "synchronous_commit=on", "-c", "synchronous_standby_names=FIRST 1 (standby1)",
+            "-c", "full_page_writes=on",
+        ])
         var standby: PostgresServer?
         do {
             standby = try await PostgresServer.start(standbyOf: primary)
@@ -35,14 +38,19 @@ extension ClusterLogTests {
 
     static func failover(primary: PostgresServer, standby: PostgresServer) async throws {
         let watch = try await SQLSession.open(primary.conninfo)
-        #expect(try await Self.poll(watch, "SELECT count(*) FROM pg_stat_replication WHERE application_name = 'standby1' AND sync_state = 'sync'") { $0.int(0, 0) == 1 },
-                "the standby is synchronous")
+        #expect(
+            try await Self.poll(
+                watch,
+                "SELECT count(*) FROM pg_stat_replication WHERE application_name = 'standby1' AND sync_state = 'sync'"
+            ) { $0.int(0, 0) == 1 },
+            "the standby is synchronous")
         await watch.close()
 
         let clients = try EventLoopThread()
         defer { _ = clients.shutdown() }
         var options = DaemonProcess.Options(binary: try BuiltProduct.path("flowsyncd"))
-        let both = "host=127.0.0.1,127.0.0.1 port=\(primary.port),\(standby.port) dbname=postgres user=flowsync connect_timeout=2 target_session_attrs=read-write"
+        let both =
+            "host=127.0.0.1,127.0.0.1 port=\(primary.port),\(standby.port) dbname=postgres user=flowsync connect_timeout=2 target_session_attrs=read-write"
         // The lease outlasts the failover, so this node's lists stay its own (a longer
         // outage costs no exit either: ClusterLogTests+Outage.swift).
         options.configText = Self.clusterConfigText(conninfo: both, node: "a", leaseMilliseconds: 15_000)
@@ -61,14 +69,18 @@ extension ClusterLogTests {
             // Until 40 writes went through after the failover (bounded by the deadline).
             while afterFailover < 40 && ContinuousClock.now < deadline {
                 seq += 1
-                let mutate = Mutate(listName: "todo", clientID: "writer", seq: seq, base: ListVersion(epoch: 0, version: 0),
-                                    operations: [.insertRows([Row(id: "w\(seq)", kind: "t", payload: [])], in: .id("s"), at: 0)])
+                let mutate = Mutate(
+                    listName: "todo", clientID: "writer", seq: seq, base: ListVersion(epoch: 0, version: 0),
+                    operations: [.insertRows([Row(id: "w\(seq)", kind: "t", payload: [])], in: .id("s"), at: 0)])
                 var answered = false
                 while !answered && ContinuousClock.now < deadline {
                     if client == nil || client!.isClosed {
                         client?.close()
                         client = try? await TestClient.connect(port: node.port, on: clients, clientID: "writer")
-                        if client == nil { try? await Task.sleep(for: .milliseconds(100)); continue }
+                        if client == nil {
+                            try? await Task.sleep(for: .milliseconds(100))
+                            continue
+                        }
                     }
                     client!.send(.mutate(mutate))
                     let reply = await Self.answer(to: seq, on: client!, timeout: 20)
@@ -94,7 +106,8 @@ extension ClusterLogTests {
         let before = acknowledged.get().count
         _ = await primary.process.stop(gracePeriod: .seconds(10), signal: SIGQUIT)
         let promoter = try await SQLSession.open(standby.conninfo)
-        #expect(try await promoter.query("SELECT pg_promote(true, 30)").rows.first?[0] == "t", "the standby is promoted")
+        #expect(
+            try await promoter.query("SELECT pg_promote(true, 30)").rows.first?[0] == "t", "the standby is promoted")
         failedOver.set(true)
         await writing
         let acked = acknowledged.get()
@@ -103,7 +116,9 @@ extension ClusterLogTests {
         #expect(!node.hasExited, "the node survived the failover: \(node.output.suffix(2_000))")
 
         // Everything acknowledged is on the new primary, the versions contiguous.
-        let rows = try await promoter.query("SELECT head, (SELECT count(*) FROM fs_batches WHERE list = 'todo'), (SELECT max(version) FROM fs_batches WHERE list = 'todo') FROM fs_lists WHERE list = 'todo'")
+        let rows = try await promoter.query(
+            "SELECT head, (SELECT count(*) FROM fs_batches WHERE list = 'todo'), (SELECT max(version) FROM fs_batches WHERE list = 'todo') FROM fs_lists WHERE list = 'todo'"
+        )
         #expect(rows.int(0, 0) == rows.int(0, 1) && rows.int(0, 0) == rows.int(0, 2))
         let reader = try await Self.connectClient(node, clients, "reader")
         reader.send(.subscribe(Subscribe(listName: "todo")))

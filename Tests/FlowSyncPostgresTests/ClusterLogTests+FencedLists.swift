@@ -2,10 +2,12 @@ import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProcess
 import FlowSyncProtocol
-@testable import FlowSyncServer
 import FlowSyncTestSupport
 import Foundation
 import Testing
+
+@testable import FlowSyncServer
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,8 +25,10 @@ extension ClusterLogTests {
     /// of a fenced list on its owner is closed with 5001 and told the list reloads on
     /// that node; every acknowledged write is in the log once.
     @Test func aFailoverWithAppendsInFlightOnForwardedListsStallsNoListLongerThanASecond() async throws {
-        let primary = try await PostgresServer.start(settings: ["-c", "synchronous_commit=on", "-c", "synchronous_standby_names=FIRST 1 (standby1)",
-                                                                "-c", "full_page_writes=on"])
+        let primary = try await PostgresServer.start(settings: [
+            "-c", "synchronous_commit=on", "-c", "synchronous_standby_names=FIRST 1 (standby1)",
+            "-c", "full_page_writes=on",
+        ])
         var standby: PostgresServer?
         do {
             standby = try await PostgresServer.start(standbyOf: primary)
@@ -38,29 +42,42 @@ extension ClusterLogTests {
 
     static func failoverWithForwardedLists(primary: PostgresServer, standby: PostgresServer) async throws {
         let watch = try await SQLSession.open(primary.conninfo)
-        #expect(try await Self.poll(watch, "SELECT count(*) FROM pg_stat_replication WHERE application_name = 'standby1' AND sync_state = 'sync'") { $0.int(0, 0) == 1 },
-                "the standby is synchronous")
+        #expect(
+            try await Self.poll(
+                watch,
+                "SELECT count(*) FROM pg_stat_replication WHERE application_name = 'standby1' AND sync_state = 'sync'"
+            ) { $0.int(0, 0) == 1 },
+            "the standby is synchronous")
         let clients = try EventLoopThread()
         defer { _ = clients.shutdown() }
-        let both = "host=127.0.0.1,127.0.0.1 port=\(primary.port),\(standby.port) dbname=postgres user=flowsync connect_timeout=2 target_session_attrs=read-write"
+        let both =
+            "host=127.0.0.1,127.0.0.1 port=\(primary.port),\(standby.port) dbname=postgres user=flowsync connect_timeout=2 target_session_attrs=read-write"
         let names = ["a", "b", "c"]
         var nodes: [DaemonProcess] = []
-        for name in names { nodes.append(try await Self.daemon(conninfo: both, node: name, leaseMilliseconds: 5_000, connected: true)) }
+        for name in names {
+            nodes.append(try await Self.daemon(conninfo: both, node: name, leaseMilliseconds: 5_000, connected: true))
+        }
         // Two lists per owner; each written through the next node.
         var lists: [(name: String, owner: Int)] = []
         for (owner, name) in names.enumerated() {
-            for list in (0..<1_000).map({ "forwarded-\($0)" }).filter({ Placement.owner(of: $0, among: names) == name }).prefix(2) {
+            for list in (0..<1_000).map({ "forwarded-\($0)" }).filter({ Placement.owner(of: $0, among: names) == name })
+                .prefix(2)
+            {
                 lists.append((list, owner))
             }
         }
         var writers: [TestClient] = []
         for (k, list) in lists.enumerated() {
             let writer = try await Self.connectClient(nodes[(list.owner + 1) % 3], clients, "writer-\(k)")
-            #expect(await Self.write(writer, list.name, seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1, "\(list.name)")
+            #expect(
+                await Self.write(writer, list.name, seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1,
+                "\(list.name)")
             writers.append(writer)
         }
         let owners = try await watch.query("SELECT list, owner FROM fs_lists ORDER BY list").rows
-        #expect(owners.count == lists.count && lists.allSatisfy { list in owners.contains { $0 == [list.name, names[list.owner]] } }, "\(owners)")
+        #expect(
+            owners.count == lists.count
+                && lists.allSatisfy { list in owners.contains { $0 == [list.name, names[list.owner]] } }, "\(owners)")
         // A subscriber of the first list on its owner: its list is about to be fenced.
         let subscriber = try await Self.connectClient(nodes[lists[0].owner], clients, "subscriber")
         subscriber.send(.subscribe(Subscribe(listName: lists[0].name)))
@@ -71,17 +88,25 @@ extension ClusterLogTests {
         _ = try await locker.query("BEGIN")
         _ = try await locker.query("SELECT list FROM fs_lists FOR UPDATE")
         for (k, list) in lists.enumerated() {
-            writers[k].send(.mutate(Mutate(listName: list.name, clientID: "writer-\(k)", seq: 2, base: ListVersion(epoch: 0, version: 0),
-                                           operations: Self.row("in-flight-\(k)"))))
+            writers[k].send(
+                .mutate(
+                    Mutate(
+                        listName: list.name, clientID: "writer-\(k)", seq: 2, base: ListVersion(epoch: 0, version: 0),
+                        operations: Self.row("in-flight-\(k)"))))
         }
-        #expect(try await Self.poll(watch, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%WITH advanced AS%'") { ($0.int(0, 0) ?? 0) >= 3 },
-                "every owner's append waits on the lock")
+        #expect(
+            try await Self.poll(
+                watch,
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%WITH advanced AS%'"
+            ) { ($0.int(0, 0) ?? 0) >= 3 },
+            "every owner's append waits on the lock")
         await watch.close()
 
         _ = await primary.process.stop(gracePeriod: .seconds(10), signal: SIGQUIT)
         await locker.close()
         let promoter = try await SQLSession.open(standby.conninfo)
-        #expect(try await promoter.query("SELECT pg_promote(true, 30)").rows.first?[0] == "t", "the standby is promoted")
+        #expect(
+            try await promoter.query("SELECT pg_promote(true, 30)").rows.first?[0] == "t", "the standby is promoted")
         let promoted = ContinuousClock.now
 
         var waits: [Duration] = []
@@ -96,7 +121,9 @@ extension ClusterLogTests {
             acknowledged.append((list.name, "writer-\(k)", 2, ack.committed.version))
         }
         let longest = waits.max() ?? .seconds(99)
-        print("failover with appends in flight: \(acknowledged.count) forwarded writes acknowledged, the longest \(longest) after the promotion")
+        print(
+            "failover with appends in flight: \(acknowledged.count) forwarded writes acknowledged, the longest \(longest) after the promotion"
+        )
         #expect(acknowledged.count == lists.count && longest <= .seconds(1), "waits: \(waits)")
         if longest > .seconds(1) {
             for (n, node) in nodes.enumerated() { print("node \(names[n]):\n\(node.output)") }
@@ -112,20 +139,32 @@ extension ClusterLogTests {
         }
         let owner = nodes[lists[0].owner]
         #expect(owner.output.contains("reloads from PostgreSQL on this node"), "the log says so too")
-        if let lost = owner.output.split(separator: "\n").first(where: { $0.contains("connection lost") }) { print("the owner logged: \(lost)") }
-        #expect(!owner.output.contains("EBADF"), "the lost connection is reported by libpq, not as uv_poll: EBADF: \(owner.output.suffix(3_000))")
+        if let lost = owner.output.split(separator: "\n").first(where: { $0.contains("connection lost") }) {
+            print("the owner logged: \(lost)")
+        }
+        #expect(
+            !owner.output.contains("EBADF"),
+            "the lost connection is reported by libpq, not as uv_poll: EBADF: \(owner.output.suffix(3_000))")
 
         // Every acknowledged write once in the log, at its version.
-        for write in acknowledged + lists.enumerated().map({ ($0.element.name, "writer-\($0.offset)", UInt64(1), UInt64(1)) }) {
-            let rows = try await promoter.query("SELECT version, body FROM fs_batches WHERE list = $1 ORDER BY version", [.text(write.list)])
+        for write in acknowledged
+            + lists.enumerated().map({ ($0.element.name, "writer-\($0.offset)", UInt64(1), UInt64(1)) })
+        {
+            let rows = try await promoter.query(
+                "SELECT version, body FROM fs_batches WHERE list = $1 ORDER BY version", [.text(write.list)])
             var found: [Int64] = []
             for r in 0..<rows.rows.count {
                 let decoder = FrameDecoder(limits: StoreFormat.decoderLimits, dictionary: .standard)
                 decoder.feed(rows.bytes(r, 1) ?? [])
                 guard case .diff(let diff)? = try? decoder.next() else { continue }
-                if diff.mutations.contains(MutationID(clientID: write.clientID, seq: write.seq)) { found.append(rows.int(r, 0) ?? -1) }
+                if diff.mutations.contains(MutationID(clientID: write.clientID, seq: write.seq)) {
+                    found.append(rows.int(r, 0) ?? -1)
+                }
             }
-            #expect(found == [Int64(write.version)], "\(write.list) \(write.clientID)#\(write.seq): in the log at \(found), acknowledged at \(write.version)")
+            #expect(
+                found == [Int64(write.version)],
+                "\(write.list) \(write.clientID)#\(write.seq): in the log at \(found), acknowledged at \(write.version)"
+            )
         }
         for client in writers + [subscriber] { client.close() }
         for node in nodes {

@@ -22,7 +22,8 @@ extension ClusterLogTests {
             defer { _ = clients.shutdown() }
             var oldOptions = DaemonProcess.Options(binary: Self.oldBuild!)
             oldOptions.configText = Self.clusterConfigText(conninfo: pg.conninfo, node: "old", leaseMilliseconds: 5_000)
-            let new = try await Self.daemon(conninfo: pg.conninfo, node: "new", leaseMilliseconds: 5_000, connected: true)
+            let new = try await Self.daemon(
+                conninfo: pg.conninfo, node: "new", leaseMilliseconds: 5_000, connected: true)
             let old = try await DaemonProcess.start(oldOptions)
             try await Task.sleep(for: .seconds(2))  // the old build learns of nodes at a lease renewal
             let onNew = try await Self.connectClient(new, clients, "on-new")
@@ -33,8 +34,12 @@ extension ClusterLogTests {
             var k = 0
             while ownedBy.count < 2 && k < 40 {
                 let list = "mixed-\(k)"
-                #expect(await Self.write(onNew, list, seq: UInt64(k + 1), [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
-                if let owner = try await sql.query("SELECT owner FROM fs_lists WHERE list = $1", [.text(list)]).rows.first?[0] ?? nil, ownedBy[owner] == nil {
+                #expect(
+                    await Self.write(onNew, list, seq: UInt64(k + 1), [.insertSections([Section(id: "s")], at: 0)])?
+                        .version == 1)
+                if let owner = try await sql.query("SELECT owner FROM fs_lists WHERE list = $1", [.text(list)]).rows
+                    .first?[0] ?? nil, ownedBy[owner] == nil
+                {
                     ownedBy[owner] = list
                 }
                 k += 1
@@ -47,10 +52,15 @@ extension ClusterLogTests {
                 watcher.send(.subscribe(Subscribe(listName: list)))
                 #expect(await watcher.waitFor(Self.isSnapshot) != nil)
                 for n in 0..<3 {
-                    let version = await Self.write(writer, list, seq: UInt64(100 + n), Self.row("\(writer.clientID)-\(n)"))
-                    #expect(version?.version == UInt64(2 + n), "\(writer.clientID) → \(list) (owned by the other build), write \(n)")
+                    let version = await Self.write(
+                        writer, list, seq: UInt64(100 + n), Self.row("\(writer.clientID)-\(n)"))
+                    #expect(
+                        version?.version == UInt64(2 + n),
+                        "\(writer.clientID) → \(list) (owned by the other build), write \(n)")
                 }
-                #expect(await eventually(timeout: 15) { watcher.messages.contains(where: Self.isDiff(to: 4)) }, "the owner's subscriber of \(list) saw the writes")
+                #expect(
+                    await eventually(timeout: 15) { watcher.messages.contains(where: Self.isDiff(to: 4)) },
+                    "the owner's subscriber of \(list) saw the writes")
                 _ = watcher.drain()
             }
             let outbox = try await sql.query("SELECT count(*) FROM fs_outbox").int(0, 0)

@@ -2,10 +2,12 @@ import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProcess
 import FlowSyncProtocol
-@testable import FlowSyncServer
 import FlowSyncTestSupport
 import Foundation
 import Testing
+
+@testable import FlowSyncServer
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,13 +22,17 @@ import Glibc
 extension ClusterLogTests {
     /// The outage's length: `FLOWSYNC_OUTAGE_SECONDS` (4…60), else 10.
     static var outageSeconds: Int {
-        guard let text = ProcessInfo.processInfo.environment["FLOWSYNC_OUTAGE_SECONDS"], let value = Int(text) else { return 10 }
+        guard let text = ProcessInfo.processInfo.environment["FLOWSYNC_OUTAGE_SECONDS"], let value = Int(text) else {
+            return 10
+        }
         return min(max(value, 4), 60)
     }
 
     @Test func aPrimaryOutageLongerThanTheLeaseExitsNoNodeAndLosesNoAcknowledgedWrite() async throws {
-        let primary = try await PostgresServer.start(settings: ["-c", "synchronous_commit=on", "-c", "synchronous_standby_names=FIRST 1 (standby1)",
-                                                                "-c", "full_page_writes=on"])
+        let primary = try await PostgresServer.start(settings: [
+            "-c", "synchronous_commit=on", "-c", "synchronous_standby_names=FIRST 1 (standby1)",
+            "-c", "full_page_writes=on",
+        ])
         var standby: PostgresServer?
         do {
             standby = try await PostgresServer.start(standbyOf: primary)
@@ -40,20 +46,29 @@ extension ClusterLogTests {
 
     static func outage(primary: PostgresServer, standby: PostgresServer, seconds: Int) async throws {
         let watch = try await SQLSession.open(primary.conninfo)
-        #expect(try await Self.poll(watch, "SELECT count(*) FROM pg_stat_replication WHERE application_name = 'standby1' AND sync_state = 'sync'") { $0.int(0, 0) == 1 },
-                "the standby is synchronous")
+        #expect(
+            try await Self.poll(
+                watch,
+                "SELECT count(*) FROM pg_stat_replication WHERE application_name = 'standby1' AND sync_state = 'sync'"
+            ) { $0.int(0, 0) == 1 },
+            "the standby is synchronous")
         await watch.close()
         let clients = try EventLoopThread()
         defer { _ = clients.shutdown() }
-        let both = "host=127.0.0.1,127.0.0.1 port=\(primary.port),\(standby.port) dbname=postgres user=flowsync connect_timeout=2 target_session_attrs=read-write"
+        let both =
+            "host=127.0.0.1,127.0.0.1 port=\(primary.port),\(standby.port) dbname=postgres user=flowsync connect_timeout=2 target_session_attrs=read-write"
         let names = ["a", "b", "c"]
         var nodes: [DaemonProcess] = []
-        for name in names { nodes.append(try await Self.daemon(conninfo: both, node: name, leaseMilliseconds: 2_000, connected: true)) }
+        for name in names {
+            nodes.append(try await Self.daemon(conninfo: both, node: name, leaseMilliseconds: 2_000, connected: true))
+        }
         let busy = (0..<6).map { "busy-\($0)" }
         let quiet = (0..<6).map { "quiet-\($0)" }
         let creator = try await Self.connectClient(nodes[0], clients, "creator")
         for (k, list) in (busy + quiet).enumerated() {
-            #expect(await Self.write(creator, list, seq: UInt64(k + 1), [.insertSections([Section(id: "s")], at: 0)])?.version == 1, "\(list)")
+            #expect(
+                await Self.write(creator, list, seq: UInt64(k + 1), [.insertSections([Section(id: "s")], at: 0)])?
+                    .version == 1, "\(list)")
         }
         creator.close()
         // A subscriber of every quiet list on every node: nothing of theirs is in
@@ -85,20 +100,30 @@ extension ClusterLogTests {
                     while afterPromotion.get()[w] < 5 && ContinuousClock.now < deadline {
                         seq += 1
                         let list = busy[random.int(0..<busy.count)]
-                        let mutate = Mutate(listName: list, clientID: clientID, seq: seq, base: ListVersion(epoch: 0, version: 0),
-                                            operations: [.insertRows([Row(id: "\(clientID)-\(seq)", kind: "t", payload: [])], in: .id("s"), at: 0)])
+                        let mutate = Mutate(
+                            listName: list, clientID: clientID, seq: seq, base: ListVersion(epoch: 0, version: 0),
+                            operations: [
+                                .insertRows(
+                                    [Row(id: "\(clientID)-\(seq)", kind: "t", payload: [])], in: .id("s"), at: 0)
+                            ])
                         var answered = false
                         while !answered && ContinuousClock.now < deadline {
                             if client == nil || client!.isClosed {
                                 if client != nil { reconnections.update { $0 += 1 } }
                                 client?.close()
                                 client = try? await TestClient.connect(port: ports[w], on: clients, clientID: clientID)
-                                if client == nil { try? await Task.sleep(for: .milliseconds(100)); continue }
+                                if client == nil {
+                                    try? await Task.sleep(for: .milliseconds(100))
+                                    continue
+                                }
                             }
                             client!.send(.mutate(mutate))
                             switch await Self.answer(to: seq, on: client!, timeout: Double(seconds + 30)) {
                             case .ack(let ack)?:
-                                acknowledged.update { $0.append(Acknowledged(list: list, clientID: clientID, seq: seq, version: ack.committed)) }
+                                acknowledged.update {
+                                    $0.append(
+                                        Acknowledged(list: list, clientID: clientID, seq: seq, version: ack.committed))
+                                }
                                 if promoted.get() { afterPromotion.update { $0[w] += 1 } }
                                 answered = true
                             case .reject(let reject)?:
@@ -120,7 +145,9 @@ extension ClusterLogTests {
             print("outage: \(before) writes acknowledged before the primary stopped")
             try? await Task.sleep(until: stopped + .seconds(seconds))
             let during = acknowledged.get().count - before
-            #expect(during <= 3, "at most the writes whose commit returned at the cut are acknowledged during the outage: \(during)")
+            #expect(
+                during <= 3,
+                "at most the writes whose commit returned at the cut are acknowledged during the outage: \(during)")
             #expect(nodes.allSatisfy { !$0.hasExited }, "no node exited during the outage")
             #expect(watchers.allSatisfy { !$0.isClosed }, "no quiet subscriber was closed during the outage")
             if let promoter = try? await SQLSession.open(standby.conninfo) {
@@ -131,19 +158,36 @@ extension ClusterLogTests {
                 Issue.record("cannot reach the standby to promote it")
             }
             promoted.set(true)
-            print("outage: \(during) writes acknowledged during the outage; the standby was promoted \(ContinuousClock.now - stopped) after the primary stopped")
+            print(
+                "outage: \(during) writes acknowledged during the outage; the standby was promoted \(ContinuousClock.now - stopped) after the primary stopped"
+            )
             await group.waitForAll()
         }
-        #expect(afterPromotion.get().allSatisfy { $0 >= 5 }, "every writer got writes through after the promotion: \(afterPromotion.get())")
+        #expect(
+            afterPromotion.get().allSatisfy { $0 >= 5 },
+            "every writer got writes through after the promotion: \(afterPromotion.get())")
 
         // A write to each quiet list after the outage reaches every quiet subscriber.
         let late = try await Self.connectClient(nodes[1], clients, "late")
         for (k, list) in quiet.enumerated() {
-            #expect(await Self.write(late, list, seq: UInt64(k + 1), Self.row("after-outage-\(k)"))?.version == 2, "\(list)")
+            #expect(
+                await Self.write(late, list, seq: UInt64(k + 1), Self.row("after-outage-\(k)"))?.version == 2, "\(list)"
+            )
         }
         for (n, watcher) in watchers.enumerated() {
-            #expect(await eventually(timeout: 30) { quiet.allSatisfy { list in watcher.messages.contains { if case .diff(let d) = $0 { return d.listName == list && d.to.version == 2 } else { return false } } } },
-                    "watcher on \(names[n]) sees the writes after the outage")
+            #expect(
+                await eventually(timeout: 30) {
+                    quiet.allSatisfy { list in
+                        watcher.messages.contains {
+                            if case .diff(let d) = $0 {
+                                return d.listName == list && d.to.version == 2
+                            } else {
+                                return false
+                            }
+                        }
+                    }
+                },
+                "watcher on \(names[n]) sees the writes after the outage")
             #expect(!watcher.isClosed, "watcher on \(names[n]) stayed connected")
         }
         late.close()
@@ -155,7 +199,8 @@ extension ClusterLogTests {
         var lost = 0
         var duplicated = 0
         for list in busy {
-            let rows = try await sql.query("SELECT version, body FROM fs_batches WHERE list = $1 ORDER BY version", [.text(list)])
+            let rows = try await sql.query(
+                "SELECT version, body FROM fs_batches WHERE list = $1 ORDER BY version", [.text(list)])
             let head = try await sql.query("SELECT head FROM fs_lists WHERE list = $1", [.text(list)]).int(0, 0) ?? -1
             let versions = (0..<rows.rows.count).compactMap { rows.int($0, 0) }
             #expect(head >= 1 && versions == Array(1...head), "\(list): versions contiguous up to head \(head)")
@@ -170,16 +215,23 @@ extension ClusterLogTests {
                 }
             }
             for ack in acks where ack.list == list {
-                guard let version = seen[MutationID(clientID: ack.clientID, seq: ack.seq)] else { lost += 1; continue }
+                guard let version = seen[MutationID(clientID: ack.clientID, seq: ack.seq)] else {
+                    lost += 1
+                    continue
+                }
                 #expect(UInt64(version) == ack.version.version, "\(list) \(ack.clientID)#\(ack.seq)")
             }
         }
-        print("outage: \(acks.count) writes acknowledged, \(lost) lost, \(duplicated) in the log twice; the writers reconnected \(reconnections.get()) times")
+        print(
+            "outage: \(acks.count) writes acknowledged, \(lost) lost, \(duplicated) in the log twice; the writers reconnected \(reconnections.get()) times"
+        )
         #expect(lost == 0 && duplicated == 0)
         for (n, node) in nodes.enumerated() {
             #expect(!node.hasExited, "node \(names[n]) exited: \(node.output.suffix(2_000))")
-            #expect(node.output.contains("unreachable for longer than the lease") && node.output.contains("cluster: reconnected"),
-                    "node \(names[n]) rode the outage out: \(node.output.suffix(3_000))")
+            #expect(
+                node.output.contains("unreachable for longer than the lease")
+                    && node.output.contains("cluster: reconnected"),
+                "node \(names[n]) rode the outage out: \(node.output.suffix(3_000))")
         }
         for watcher in watchers { watcher.close() }
         for node in nodes { _ = await node.terminate() }

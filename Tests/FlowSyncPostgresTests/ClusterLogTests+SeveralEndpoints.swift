@@ -14,10 +14,11 @@ import Testing
 /// the serialized `ClusterLogTests` suite: one PostgreSQL at a time.
 extension ClusterLogTests {
     static func endpointClient(_ ports: [Int], id: String, tls: TLSPolicy = .automatic) throws -> FlowSyncClient {
-        try FlowSyncClient(configuration: .init(
-            endpoints: ports.map { Endpoint(host: "127.0.0.1", port: $0) }, endpointOrder: .listed, clientID: id,
-            reconnect: ReconnectPolicy(initialDelayMilliseconds: 50, maxDelayMilliseconds: 300),
-            callbackQueue: DispatchQueue(label: "callbacks-\(id)"), randomSeed: 1, tls: tls))
+        try FlowSyncClient(
+            configuration: .init(
+                endpoints: ports.map { Endpoint(host: "127.0.0.1", port: $0) }, endpointOrder: .listed, clientID: id,
+                reconnect: ReconnectPolicy(initialDelayMilliseconds: 50, maxDelayMilliseconds: 300),
+                callbackQueue: DispatchQueue(label: "callbacks-\(id)"), randomSeed: 1, tls: tls))
     }
 
     /// Also over TLS (issue #32): both nodes serve the test certificate and the SDK
@@ -29,7 +30,8 @@ extension ClusterLogTests {
         if wire == .tls {
             let certificates = try await TestCertificates.shared()
             tls = TLSPolicy(mode: .required, additionalTrustedRoots: [try certificates.der("ca.pem")])
-            listener = "[tls]\nmode = \"required\"\ncertificate_file = \"\(certificates.serverCertificate)\"\nkey_file = \"\(certificates.serverKey)\"\n"
+            listener =
+                "[tls]\nmode = \"required\"\ncertificate_file = \"\(certificates.serverCertificate)\"\nkey_file = \"\(certificates.serverKey)\"\n"
         }
         try await PostgresServer.with { pg in
             let a = try await Self.daemon(pg, node: "a", extra: listener)
@@ -38,7 +40,8 @@ extension ClusterLogTests {
             let writer = try Self.endpointClient([a.port, b.port], id: "writer", tls: tls)
             let written = writer.director("tasks")
             try await written.waitUntilLoaded()
-            _ = try await written.submit([.insertSections([Section(id: "s", rows: [Row(id: "r1")])], at: 0)]).committed()
+            _ = try await written.submit([.insertSections([Section(id: "s", rows: [Row(id: "r1")])], at: 0)])
+                .committed()
 
             // The subscriber starts on B, which serves the list from a replica of A's.
             let subscriber = try Self.endpointClient([b.port, a.port], id: "subscriber", tls: tls)
@@ -56,12 +59,16 @@ extension ClusterLogTests {
             let ticket = try written.submit([.insertRows([Row(id: "r2")], in: .id("s"), at: 1)])
             let version = try await ticket.committed()
             #expect(writer.currentEndpoint.port == b.port)
-            #expect(await eventually(timeout: 60) { list.snapshot.version == version }, "the subscriber reached \(version): \(list.snapshot)")
+            #expect(
+                await eventually(timeout: 60) { list.snapshot.version == version },
+                "the subscriber reached \(version): \(list.snapshot)")
             #expect(subscriber.currentEndpoint.port == b.port)
             #expect(list.snapshot.director.sections.flatMap { $0.rows.map(\.id) } == ["r1", "r2"])
             queue.sync {}
             let seen = causes.get()
-            #expect(!seen.contains { if case .resync = $0 { true } else { false } }, "resumed with a Diff, never a Snapshot: \(seen)")
+            #expect(
+                !seen.contains { if case .resync = $0 { true } else { false } },
+                "resumed with a Diff, never a Snapshot: \(seen)")
             #expect(seen.last == .remote, "\(seen)")
 
             observation.cancel()

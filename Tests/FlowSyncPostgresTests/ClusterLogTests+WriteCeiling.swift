@@ -26,7 +26,8 @@ extension ClusterLogTests {
         // FLOWSYNC_BENCH_FSYNC=1: the primary flushes its WAL for real (the test servers
         // run with fsync = off otherwise), as the issue's pgbench figures did.
         let fsync = ProcessInfo.processInfo.environment["FLOWSYNC_BENCH_FSYNC"] == "1" ? ["-c", "fsync=on"] : []
-        let primary = try await PostgresServer.start(settings: ["-c", "synchronous_commit=on", "-c", "synchronous_standby_names=FIRST 1 (standby1)"] + fsync)
+        let primary = try await PostgresServer.start(
+            settings: ["-c", "synchronous_commit=on", "-c", "synchronous_standby_names=FIRST 1 (standby1)"] + fsync)
         var standby: PostgresServer?
         do {
             standby = try await PostgresServer.start(standbyOf: primary)
@@ -44,14 +45,19 @@ extension ClusterLogTests {
         let latencyWrites = Int(environment["FLOWSYNC_BENCH_LATENCY"] ?? "") ?? 200
         let seconds = Int(environment["FLOWSYNC_BENCH_SECONDS"] ?? "") ?? 10
         let sql = try await SQLSession.open(primary.conninfo)
-        #expect(try await Self.poll(sql, "SELECT count(*) FROM pg_stat_replication WHERE application_name = 'standby1' AND sync_state = 'sync'") { $0.int(0, 0) == 1 },
-                "the standby is synchronous")
+        #expect(
+            try await Self.poll(
+                sql,
+                "SELECT count(*) FROM pg_stat_replication WHERE application_name = 'standby1' AND sync_state = 'sync'"
+            ) { $0.int(0, 0) == 1 },
+            "the standby is synchronous")
         let clients = try EventLoopThread()
         defer { _ = clients.shutdown() }
         var nodes: [DaemonProcess] = []
         for name in ["n1", "n2", "n3"] {
             var options = DaemonProcess.Options(binary: binary)
-            options.configText = Self.clusterConfigText(conninfo: primary.conninfo, node: name, leaseMilliseconds: 5_000)
+            options.configText = Self.clusterConfigText(
+                conninfo: primary.conninfo, node: name, leaseMilliseconds: 5_000)
             options.logLevel = "warning"
             nodes.append(try await DaemonProcess.start(options))
         }
@@ -61,11 +67,15 @@ extension ClusterLogTests {
         let lists = (0..<200).map { "w-\($0)" }
         let creator = try await Self.connectClient(nodes[0], clients, "creator")
         for (k, list) in lists.enumerated() {
-            #expect(await Self.write(creator, list, seq: UInt64(k + 1), [.insertSections([Section(id: "s")], at: 0)])?.version == 1, "\(list)")
+            #expect(
+                await Self.write(creator, list, seq: UInt64(k + 1), [.insertSections([Section(id: "s")], at: 0)])?
+                    .version == 1, "\(list)")
         }
         creator.close()
         let owners = try await sql.query("SELECT owner, count(*) FROM fs_lists GROUP BY owner ORDER BY owner")
-        print("write ceiling: \(binary), lists per owner: \((0..<owners.rows.count).map { "\(owners.rows[$0][0] ?? "-")=\(owners.rows[$0][1] ?? "")" })")
+        print(
+            "write ceiling: \(binary), lists per owner: \((0..<owners.rows.count).map { "\(owners.rows[$0][0] ?? "-")=\(owners.rows[$0][1] ?? "")" })"
+        )
 
         // 1. Latency: the owner of w-0, and another node.
         let owner = try await sql.query("SELECT owner FROM fs_lists WHERE list = 'w-0'").rows.first?[0] ?? nil
@@ -94,8 +104,12 @@ extension ClusterLogTests {
         }
         let ownerMedian = percentile(ownerTimes, 0.5)
         let forwardedMedian = percentile(forwardedTimes, 0.5)
-        print(String(format: "write ceiling: latency, %d writes each: owner p50 %.2f ms p90 %.2f ms; forwarded p50 %.2f ms p90 %.2f ms; ratio of medians %.2f",
-                     latencyWrites, ownerMedian, percentile(ownerTimes, 0.9), forwardedMedian, percentile(forwardedTimes, 0.9), forwardedMedian / ownerMedian))
+        print(
+            String(
+                format:
+                    "write ceiling: latency, %d writes each: owner p50 %.2f ms p90 %.2f ms; forwarded p50 %.2f ms p90 %.2f ms; ratio of medians %.2f",
+                latencyWrites, ownerMedian, percentile(ownerTimes, 0.9), forwardedMedian,
+                percentile(forwardedTimes, 0.9), forwardedMedian / ownerMedian))
 
         // 2. Aggregate: 4 writers per node, 8 in flight each.
         let headsBefore = try await sql.query("SELECT coalesce(sum(head), 0) FROM fs_lists").int(0, 0) ?? 0
@@ -107,7 +121,10 @@ extension ClusterLogTests {
         await withTaskGroup(of: Void.self) { group in
             for w in 0..<12 {
                 group.addTask {
-                    guard let client = try? await TestClient.connect(port: ports[w % 3], on: clients, clientID: "bench-\(w)") else { return }
+                    guard
+                        let client = try? await TestClient.connect(
+                            port: ports[w % 3], on: clients, clientID: "bench-\(w)")
+                    else { return }
                     var random = SeededRandom(seed: UInt64(w) &+ 5)
                     var seq: UInt64 = 0
                     var inFlight = 0
@@ -115,8 +132,15 @@ extension ClusterLogTests {
                         while inFlight < 8 {
                             seq += 1
                             let list = lists[random.int(0..<lists.count)]
-                            client.send(.mutate(Mutate(listName: list, clientID: client.clientID, seq: seq, base: ListVersion(epoch: 0, version: 0),
-                                                       operations: [.insertRows([Row(id: "b\(w)-\(seq)", kind: "t", payload: [])], in: .id("s"), at: 0)])))
+                            client.send(
+                                .mutate(
+                                    Mutate(
+                                        listName: list, clientID: client.clientID, seq: seq,
+                                        base: ListVersion(epoch: 0, version: 0),
+                                        operations: [
+                                            .insertRows(
+                                                [Row(id: "b\(w)-\(seq)", kind: "t", payload: [])], in: .id("s"), at: 0)
+                                        ])))
                             inFlight += 1
                         }
                         _ = await client.waitFor(timeout: 2) { m in
@@ -126,8 +150,12 @@ extension ClusterLogTests {
                         }
                         for m in client.drain() {
                             switch m {
-                            case .ack: inFlight -= 1; acks.update { $0 += 1 }
-                            case .reject: inFlight -= 1; rejects.update { $0 += 1 }
+                            case .ack:
+                                inFlight -= 1
+                                acks.update { $0 += 1 }
+                            case .reject:
+                                inFlight -= 1
+                                rejects.update { $0 += 1 }
                             default: break
                             }
                         }
@@ -141,8 +169,12 @@ extension ClusterLogTests {
         let measured = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let headsAfter = try await sql.query("SELECT coalesce(sum(head), 0) FROM fs_lists").int(0, 0) ?? 0
         let batches = headsAfter - headsBefore
-        print(String(format: "write ceiling: aggregate over %.1f s: %d batches committed = %.0f batches/s; %d Acks = %.0f writes/s; %d Rejects",
-                     measured, batches, Double(batches) / measured, acks.get(), Double(acks.get()) / measured, rejects.get()))
+        print(
+            String(
+                format:
+                    "write ceiling: aggregate over %.1f s: %d batches committed = %.0f batches/s; %d Acks = %.0f writes/s; %d Rejects",
+                measured, batches, Double(batches) / measured, acks.get(), Double(acks.get()) / measured, rejects.get())
+        )
         #expect(rejects.get() == 0)
         for node in nodes {
             #expect(!node.hasExited, "\(node.output.suffix(2_000))")

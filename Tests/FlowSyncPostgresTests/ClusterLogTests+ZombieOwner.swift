@@ -5,6 +5,7 @@ import FlowSyncProtocol
 import FlowSyncTestSupport
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,20 +28,27 @@ extension ClusterLogTests {
 
     /// A `flowsyncd` node on `conninfo`; with `connected`, started only once it logged
     /// "cluster: connected" (its lease is taken), as `scripts/cluster.sh up` waits.
-    static func daemon(conninfo: String, node: String, leaseMilliseconds: Int, connected: Bool = false, extra: String = "") async throws -> DaemonProcess {
+    static func daemon(
+        conninfo: String, node: String, leaseMilliseconds: Int, connected: Bool = false, extra: String = ""
+    ) async throws -> DaemonProcess {
         var options = DaemonProcess.Options(binary: try BuiltProduct.path("flowsyncd"))
-        options.configText = clusterConfigText(conninfo: conninfo, node: node, leaseMilliseconds: leaseMilliseconds) + extra
+        options.configText =
+            clusterConfigText(conninfo: conninfo, node: node, leaseMilliseconds: leaseMilliseconds) + extra
         options.logLevel = ProcessInfo.processInfo.environment["FLOWSYNC_TEST_LOG_LEVEL"] ?? "info"
         let daemon = try await DaemonProcess.start(options)
         if connected {
-            let up = await daemon.child.waitForLine(timeout: .seconds(30)) { $0.contains("cluster: connected") ? true : nil }
+            let up = await daemon.child.waitForLine(timeout: .seconds(30)) {
+                $0.contains("cluster: connected") ? true : nil
+            }
             if up != true { Issue.record("node \(node) did not connect: \(daemon.output)") }
         }
         return daemon
     }
 
     /// A client of `daemon`; a refused connection records the daemon's output.
-    static func connectClient(_ daemon: DaemonProcess, _ thread: EventLoopThread, _ clientID: String) async throws -> TestClient {
+    static func connectClient(
+        _ daemon: DaemonProcess, _ thread: EventLoopThread, _ clientID: String
+    ) async throws -> TestClient {
         do {
             return try await TestClient.connect(port: daemon.port, on: thread, clientID: clientID)
         } catch {
@@ -69,8 +77,13 @@ extension ClusterLogTests {
                 client.send(.subscribe(Subscribe(listName: "tasks")))
                 #expect(await client.waitFor(ClusterLogTests.isSnapshot) != nil, "\(a.output)")
             }
-            #expect(await ClusterLogTests.write(writerA, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
-            #expect(await subscriberA.waitFor { if case .diff(let d) = $0 { return d.to.version == 1 } else { return false } } != nil)
+            #expect(
+                await ClusterLogTests.write(writerA, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?
+                    .version == 1)
+            #expect(
+                await subscriberA.waitFor {
+                    if case .diff(let d) = $0 { return d.to.version == 1 } else { return false }
+                } != nil)
 
             // A stops; its lease lapses on PostgreSQL's clock (waited for, bounded).
             a.signal(SIGSTOP)
@@ -94,19 +107,31 @@ extension ClusterLogTests {
             #expect(await ClusterLogTests.write(writerB, "tasks", seq: 1, ClusterLogTests.row("from-b"))?.version == 2)
 
             // A write to the stopped A waits in its socket; then A continues.
-            writerA.send(.mutate(Mutate(listName: "tasks", clientID: "writer-a", seq: 2, base: ListVersion(epoch: 0, version: 0),
-                                        operations: ClusterLogTests.row("stale"))))
+            writerA.send(
+                .mutate(
+                    Mutate(
+                        listName: "tasks", clientID: "writer-a", seq: 2, base: ListVersion(epoch: 0, version: 0),
+                        operations: ClusterLogTests.row("stale"))))
             a.signal(SIGCONT)
-            #expect(await writerA.waitFor(Self.isDraining) != nil, "A closes its writer with server-draining: \(a.output)")
+            #expect(
+                await writerA.waitFor(Self.isDraining) != nil, "A closes its writer with server-draining: \(a.output)")
             #expect(await subscriberA.waitFor(Self.isDraining) != nil, "and its subscriber")
             #expect(await eventually { writerA.isClosed && subscriberA.isClosed })
             // A's last word has come: no Ack of seq 2, no Diff past version 1, to anyone.
-            #expect(!writerA.messages.contains { if case .ack(let ack) = $0 { return ack.seq == 2 } else { return false } })
+            #expect(
+                !writerA.messages.contains { if case .ack(let ack) = $0 { return ack.seq == 2 } else { return false } })
             for client in [writerA, subscriberA] {
-                #expect(!client.messages.contains { if case .diff(let d) = $0 { return d.to.version >= 2 } else { return false } })
+                #expect(
+                    !client.messages.contains {
+                        if case .diff(let d) = $0 { return d.to.version >= 2 } else { return false }
+                    })
             }
-            let row = try await sql.query("SELECT head, owner, term, (SELECT count(*) FROM fs_batches WHERE list = 'tasks') FROM fs_lists WHERE list = 'tasks'")
-            #expect(row.int(0, 0) == 2 && row.rows.first?[1] == "b" && row.int(0, 2) == 2 && row.int(0, 3) == 2, "the stale append changed nothing")
+            let row = try await sql.query(
+                "SELECT head, owner, term, (SELECT count(*) FROM fs_batches WHERE list = 'tasks') FROM fs_lists WHERE list = 'tasks'"
+            )
+            #expect(
+                row.int(0, 0) == 2 && row.rows.first?[1] == "b" && row.int(0, 2) == 2 && row.int(0, 3) == 2,
+                "the stale append changed nothing")
 
             // B's list holds B's write and not A's.
             let reader = try await Self.connectClient(b, clients, "reader")

@@ -7,8 +7,11 @@ import Testing
 /// libpq on the loop and the cluster log, against a real PostgreSQL 15 on 127.0.0.1
 /// (a throwaway `initdb` per test, see `PostgresServer`). Outside CI, a machine without
 /// PostgreSQL skips them; under CI (`CI=true`) they must run (`make deps` installs it).
-@Suite(.serialized, .timeLimit(.minutes(3)), .enabled(if: PostgresServer.isInstalled || ProcessInfo.processInfo.environment["CI"] == "true",
-                                                        "PostgreSQL 15 is not installed (make deps installs it)"))
+@Suite(
+    .serialized, .timeLimit(.minutes(3)),
+    .enabled(
+        if: PostgresServer.isInstalled || ProcessInfo.processInfo.environment["CI"] == "true",
+        "PostgreSQL 15 is not installed (make deps installs it)"))
 struct ClusterLogTests {
     @Test func pipelinedStatementsCompleteInOrderWithoutBlockingTheLoop() async throws {
         try await PostgresServer.with { server in
@@ -37,7 +40,10 @@ struct ClusterLogTests {
                 }
             }
             #expect(ticks >= 10, "the loop ran \(ticks) timer ticks during a 300 ms statement")
-            await onLoop(thread) { (done: @escaping (Void) -> Void) in connection.close(); done(()) }
+            await onLoop(thread) { (done: @escaping (Void) -> Void) in
+                connection.close()
+                done(())
+            }
         }
     }
 
@@ -56,10 +62,16 @@ struct ClusterLogTests {
                 }
             }
             #expect((try? results[0].get())?.int(0, 0) == 1)
-            guard case .failure(.server(let state, _)) = results[1] else { Issue.record("no syntax error: \(results[1])"); return }
+            guard case .failure(.server(let state, _)) = results[1] else {
+                Issue.record("no syntax error: \(results[1])")
+                return
+            }
             #expect(state == "42601")
             #expect((try? results[2].get())?.int(0, 0) == 3)
-            await onLoop(thread) { (done: @escaping (Void) -> Void) in connection.close(); done(()) }
+            await onLoop(thread) { (done: @escaping (Void) -> Void) in
+                connection.close()
+                done(())
+            }
         }
     }
 
@@ -76,7 +88,10 @@ struct ClusterLogTests {
             try await call(thread) { b.renewLease(milliseconds: 60_000, $0) }
             let ownedByA = try #require(try await call(thread) { a.claim(list: "board", epoch: 7, $0) })
             #expect(ownedByA == ClusterLog.Ownership(term: 1, epoch: 7, head: 0))
-            #expect(try await call(thread) { a.append(list: "board", ownership: ownedByA, version: 1, body: [1, 0, 255], $0) } == .appended)
+            #expect(
+                try await call(thread) {
+                    a.append(list: "board", ownership: ownedByA, version: 1, body: [1, 0, 255], $0)
+                } == .appended)
             // B cannot take it while A's lease is alive.
             #expect(try await call(thread) { b.claim(list: "board", epoch: 7, $0) } == nil)
             // A's lease lapses (A stopped renewing: SIGSTOP, a partition).
@@ -84,17 +99,31 @@ struct ClusterLogTests {
             let ownedByB = try #require(try await call(thread) { b.claim(list: "board", epoch: 7, $0) })
             #expect(ownedByB == ClusterLog.Ownership(term: 2, epoch: 7, head: 1))
             // A wakes up and appends version 2 under its old term: fenced.
-            #expect(try await call(thread) { a.append(list: "board", ownership: ownedByA, version: 2, body: [0xAA], $0) } == .fenced)
+            #expect(
+                try await call(thread) { a.append(list: "board", ownership: ownedByA, version: 2, body: [0xAA], $0) }
+                    == .fenced)
             // B appends 2; a repeat of 2 or a gap (4) is fenced too.
-            #expect(try await call(thread) { b.append(list: "board", ownership: ownedByB, version: 2, body: [0xBB], $0) } == .appended)
-            #expect(try await call(thread) { b.append(list: "board", ownership: ownedByB, version: 2, body: [0xCC], $0) } == .fenced)
-            #expect(try await call(thread) { b.append(list: "board", ownership: ownedByB, version: 4, body: [0xDD], $0) } == .fenced)
+            #expect(
+                try await call(thread) { b.append(list: "board", ownership: ownedByB, version: 2, body: [0xBB], $0) }
+                    == .appended)
+            #expect(
+                try await call(thread) { b.append(list: "board", ownership: ownedByB, version: 2, body: [0xCC], $0) }
+                    == .fenced)
+            #expect(
+                try await call(thread) { b.append(list: "board", ownership: ownedByB, version: 4, body: [0xDD], $0) }
+                    == .fenced)
             let state = try await call(thread) { a.head(list: "board", $0) }
-            #expect(state.map { ClusterLog.ListState(epoch: $0.epoch, head: $0.head, owner: $0.owner, term: $0.term) } == ClusterLog.ListState(epoch: 7, head: 2, owner: "B", term: 2))
+            #expect(
+                state.map { ClusterLog.ListState(epoch: $0.epoch, head: $0.head, owner: $0.owner, term: $0.term) }
+                    == ClusterLog.ListState(epoch: 7, head: 2, owner: "B", term: 2))
             let log = try await call(thread) { a.batches(list: "board", epoch: 7, after: 0, $0) }
             #expect(log.map(\.version) == [1, 2])
             #expect(log.map(\.body) == [[1, 0, 255], [0xBB]])
-            await onLoop(thread) { (done: @escaping (Void) -> Void) in a.connection.close(); b.connection.close(); done(()) }
+            await onLoop(thread) { (done: @escaping (Void) -> Void) in
+                a.connection.close()
+                b.connection.close()
+                done(())
+            }
         }
     }
 
@@ -106,7 +135,10 @@ struct ClusterLogTests {
             defer { _ = thread.shutdown() }
             let victim = try await connect(thread, server.conninfo)
             let killer = try await connect(thread, server.conninfo)
-            let pid = try #require(try await call(thread) { done in victim.send("SELECT pg_backend_pid()") { done($0.map { $0.int(0, 0) }) } })
+            let pid = try #require(
+                try await call(thread) { done in
+                    victim.send("SELECT pg_backend_pid()") { done($0.map { $0.int(0, 0) }) }
+                })
             let (sleep, lost): (Result<PostgresResult, PostgresError>, PostgresError?) = await onLoop(thread) { done in
                 var outcome: Result<PostgresResult, PostgresError>?
                 var lostWith: PostgresError?
@@ -120,11 +152,17 @@ struct ClusterLogTests {
                 }
                 killer.send("SELECT pg_terminate_backend($1::int)", [.text("\(pid)")]) { _ in }
             }
-            guard case .failure(let error) = sleep else { Issue.record("the statement succeeded"); return }
+            guard case .failure(let error) = sleep else {
+                Issue.record("the statement succeeded")
+                return
+            }
             #expect(error.outcomeUnknown, "\(error)")
             #expect(lost == nil || lost!.outcomeUnknown)
             #expect(try await call(thread) { done in killer.send("SELECT 42") { done($0.map { $0.int(0, 0) }) } } == 42)
-            await onLoop(thread) { (done: @escaping (Void) -> Void) in killer.close(); done(()) }
+            await onLoop(thread) { (done: @escaping (Void) -> Void) in
+                killer.close()
+                done(())
+            }
         }
     }
 
@@ -133,9 +171,14 @@ struct ClusterLogTests {
         defer { _ = thread.shutdown() }
         let port = try freeLoopbackPort()
         let result: Result<PostgresConnection, PostgresError> = await onLoop(thread) { done in
-            PostgresConnection.connect(loop: thread.loop, conninfo: "host=127.0.0.1 port=\(port) user=flowsync connect_timeout=5") { done($0) }
+            PostgresConnection.connect(
+                loop: thread.loop, conninfo: "host=127.0.0.1 port=\(port) user=flowsync connect_timeout=5"
+            ) { done($0) }
         }
-        guard case .failure(.connection(let message)) = result else { Issue.record("connected to a closed port"); return }
+        guard case .failure(.connection(let message)) = result else {
+            Issue.record("connected to a closed port")
+            return
+        }
         #expect(message.contains("refused") || message.contains("connect"), "\(message)")
     }
 
@@ -166,7 +209,9 @@ struct ClusterLogTests {
     }
 
     /// A cluster-log call on the loop, its result unwrapped.
-    private func call<T>(_ thread: EventLoopThread, _ start: @escaping (@escaping (Result<T, PostgresError>) -> Void) -> Void) async throws -> T {
+    private func call<T>(
+        _ thread: EventLoopThread, _ start: @escaping (@escaping (Result<T, PostgresError>) -> Void) -> Void
+    ) async throws -> T {
         try await onLoop(thread, start).get()
     }
 }

@@ -1,5 +1,6 @@
-@testable import FlowSyncPostgres
 import Testing
+
+@testable import FlowSyncPostgres
 
 /// libpq's pipeline order, fed by hand: which statement each result belongs to.
 @Suite(.timeLimit(.minutes(2))) struct PipelineLedgerTests {
@@ -14,7 +15,10 @@ import Testing
         #expect(ledger.count == 1)
         _ = try ledger.receive(.result(PostgresResult(rows: [["2"]])))
         _ = try ledger.receive(.endOfStatement)
-        guard case .complete(2, .success(let result)) = try ledger.receive(.sync) else { Issue.record("statement 2 not complete"); return }
+        guard case .complete(2, .success(let result)) = try ledger.receive(.sync) else {
+            Issue.record("statement 2 not complete")
+            return
+        }
         #expect(result.rows == [["2"]])
         #expect(!ledger.expectsResults)
     }
@@ -26,7 +30,10 @@ import Testing
         _ = try ledger.receive(.result(PostgresResult(error: .server(sqlState: "23505", message: "duplicate"))))
         _ = try ledger.receive(.result(PostgresResult(rows: [["y"]])))
         _ = try ledger.receive(.endOfStatement)
-        guard case .complete(7, .failure(let error)) = try ledger.receive(.sync) else { Issue.record("not failed"); return }
+        guard case .complete(7, .failure(let error)) = try ledger.receive(.sync) else {
+            Issue.record("not failed")
+            return
+        }
         #expect(error == .server(sqlState: "23505", message: "duplicate"))
     }
 

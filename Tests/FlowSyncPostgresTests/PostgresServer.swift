@@ -1,6 +1,7 @@
 import FlowSyncProcess
 import FlowSyncTestSupport
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -38,34 +39,57 @@ struct PostgresServer {
     /// ones win). With `standbyOf`, no `initdb`: a streaming standby of that server is
     /// made with `pg_basebackup -R`, named `standbyName` (what the primary's
     /// `synchronous_standby_names` waits for).
-    static func start(settings: [String] = [], standbyOf primary: PostgresServer? = nil, standbyName: String = "standby1") async throws -> PostgresServer {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("flowsync-pg-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+    static func start(
+        settings: [String] = [], standbyOf primary: PostgresServer? = nil, standbyName: String = "standby1"
+    ) async throws -> PostgresServer {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "flowsync-pg-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        ).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let asRoot = geteuid() == 0
-        if asRoot { _ = try await ChildProcess.run("/bin/chown", arguments: ["postgres:postgres", directory], timeout: .seconds(10)) }
-        let (tool, prefix) = asRoot
+        if asRoot {
+            _ = try await ChildProcess.run(
+                "/bin/chown", arguments: ["postgres:postgres", directory], timeout: .seconds(10))
+        }
+        let (tool, prefix) =
+            asRoot
             ? ("/usr/bin/setpriv", ["--reuid=postgres", "--regid=postgres", "--init-groups", "--pdeathsig", "KILL"])
             : ("/usr/bin/setpriv", ["--pdeathsig", "KILL"])
         var extra = settings
         if let primary {
-            let copy = try await ChildProcess.run(tool, arguments: prefix + ["\(bin)/pg_basebackup", "-h", "127.0.0.1", "-p", "\(primary.port)", "-U", "flowsync",
-                                                                             "-D", "\(directory)/data", "-R", "-X", "stream", "--no-sync"],
-                                                  timeout: .seconds(60))
+            let copy = try await ChildProcess.run(
+                tool,
+                arguments: prefix + [
+                    "\(bin)/pg_basebackup", "-h", "127.0.0.1", "-p", "\(primary.port)", "-U", "flowsync",
+                    "-D", "\(directory)/data", "-R", "-X", "stream", "--no-sync",
+                ],
+                timeout: .seconds(60))
             guard copy.status == 0 else { throw PostgresServerError("pg_basebackup failed: \(copy)") }
-            extra += ["-c", "primary_conninfo=host=127.0.0.1 port=\(primary.port) user=flowsync application_name=\(standbyName)", "-c", "hot_standby=on"]
+            extra += [
+                "-c",
+                "primary_conninfo=host=127.0.0.1 port=\(primary.port) user=flowsync application_name=\(standbyName)",
+                "-c", "hot_standby=on",
+            ]
         } else {
-            let initdb = try await ChildProcess.run(tool, arguments: prefix + ["\(bin)/initdb", "-D", "\(directory)/data", "-A", "trust", "-U", "flowsync", "--no-sync", "-E", "UTF8"],
-                                                    timeout: .seconds(60))
+            let initdb = try await ChildProcess.run(
+                tool,
+                arguments: prefix + [
+                    "\(bin)/initdb", "-D", "\(directory)/data", "-A", "trust", "-U", "flowsync", "--no-sync", "-E",
+                    "UTF8",
+                ],
+                timeout: .seconds(60))
             guard initdb.status == 0 else { throw PostgresServerError("initdb failed: \(initdb)") }
         }
         for attempt in 0..<5 {
             let port = try freeLoopbackPort()
-            let postgres = try await ChildProcess.start(tool, arguments: prefix + [
-                "\(bin)/postgres", "-D", "\(directory)/data", "-p", "\(port)",
-                "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=\(directory)",
-                "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-                "-c", "max_connections=50", "-c", "shared_buffers=16MB",
-            ] + extra)
+            let postgres = try await ChildProcess.start(
+                tool,
+                arguments: prefix + [
+                    "\(bin)/postgres", "-D", "\(directory)/data", "-p", "\(port)",
+                    "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=\(directory)",
+                    "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+                    "-c", "max_connections=50", "-c", "shared_buffers=16MB",
+                ] + extra)
             let ready = await postgres.waitForLine(timeout: .seconds(30)) { line -> Bool? in
                 // "ready to accept connections", or "… read-only connections" (standby).
                 if line.contains("ready to accept") { return true }

@@ -1,6 +1,7 @@
 import FlowSyncProcess
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,7 +18,8 @@ import Glibc
     }
 
     @Test func separateStandardError() async throws {
-        let done = try await ChildProcess.run("/bin/sh", arguments: ["-c", "echo out; echo err >&2"], separateStandardError: true)
+        let done = try await ChildProcess.run(
+            "/bin/sh", arguments: ["-c", "echo out; echo err >&2"], separateStandardError: true)
         #expect(done.termination == .exited(0))
         #expect(done.output == "out\n" && done.errorOutput == "err\n", "\(done)")
     }
@@ -31,8 +33,12 @@ import Glibc
         setenv("FLOWSYNC_PROCESS_TEST_REMOVED", "present", 1)
         // In a literal, `nil` is the value: "remove this variable".
         let changes: [String: String?] = ["FLOWSYNC_PROCESS_TEST_SET": "yes", "FLOWSYNC_PROCESS_TEST_REMOVED": nil]
-        let done = try await ChildProcess.run("/bin/sh", arguments: ["-c", "echo \"[$FLOWSYNC_PROCESS_TEST_SET][$FLOWSYNC_PROCESS_TEST_REMOVED][$SWIFT_BACKTRACE]\""],
-                                              environment: changes)
+        let done = try await ChildProcess.run(
+            "/bin/sh",
+            arguments: [
+                "-c", "echo \"[$FLOWSYNC_PROCESS_TEST_SET][$FLOWSYNC_PROCESS_TEST_REMOVED][$SWIFT_BACKTRACE]\"",
+            ],
+            environment: changes)
         #expect(done.output == "[yes][][enable=no]\n", "\(done)")
     }
 
@@ -50,7 +56,7 @@ import Glibc
         child.signal(SIGTERM)
         #expect(await child.waitForExit(timeout: .seconds(20)) == .signaled(SIGTERM))
         #expect(child.hasExited)
-        child.signal(SIGKILL)   // after the exit: ignored, never sent to a reused PID
+        child.signal(SIGKILL)  // after the exit: ignored, never sent to a reused PID
     }
 
     /// A child that closes its output and runs on still takes signals: the reader of
@@ -76,15 +82,20 @@ import Glibc
         // The grandchild holds the pipe for 120 s, past the 30 s timeout: a run that
         // waited for EOF would end killed at its timeout, not with the child's own exit.
         // (No stopwatch on this task: the pool may run it late under load.)
-        let done = try await ChildProcess.run("/bin/sh", arguments: ["-c", "sleep 120 & echo \"grandchild $!\""], timeout: .seconds(30))
-        let pid = done.output.split(separator: "\n").first { $0.hasPrefix("grandchild ") }.flatMap { Int32($0.dropFirst("grandchild ".count)) }
+        let done = try await ChildProcess.run(
+            "/bin/sh", arguments: ["-c", "sleep 120 & echo \"grandchild $!\""], timeout: .seconds(30))
+        let pid = done.output.split(separator: "\n").first { $0.hasPrefix("grandchild ") }.flatMap {
+            Int32($0.dropFirst("grandchild ".count))
+        }
         if let pid { kill(pid, SIGKILL) }
         #expect(done.termination == .exited(0), "waited for the grandchild: \(done)")
         #expect(pid != nil, "\(done)")
     }
 
     @Test func waitForLineIsWokenByOutput() async throws {
-        let child = try await ChildProcess.start("/bin/sh", arguments: ["-c", "echo first; sleep 0.2; printf 'listening on 127.0.0.1:4242\\n'; exec sleep 30"])
+        let child = try await ChildProcess.start(
+            "/bin/sh",
+            arguments: ["-c", "echo first; sleep 0.2; printf 'listening on 127.0.0.1:4242\\n'; exec sleep 30"])
         let port = await child.waitForLine(timeout: .seconds(20)) { line -> Int? in
             line.hasPrefix("listening on 127.0.0.1:") ? Int(line.split(separator: ":").last!) : nil
         }
@@ -93,7 +104,8 @@ import Glibc
     }
 
     @Test func waitForLineEndsWhenTheChildExits() async throws {
-        let child = try await ChildProcess.start("/bin/sh", arguments: ["-c", "echo nothing to see; printf 'no newline'"])
+        let child = try await ChildProcess.start(
+            "/bin/sh", arguments: ["-c", "echo nothing to see; printf 'no newline'"])
         let started = ContinuousClock.now
         // A partial last line never matches: it may not be whole yet.
         let found = await child.waitForLine(timeout: .seconds(20)) { $0.contains("no newline") ? true : nil }
@@ -117,7 +129,10 @@ import Glibc
         // Reaped by the run task once SIGKILL lands: /proc/PID disappears.
         var gone = false
         for _ in 0..<400 {
-            if !FileManager.default.fileExists(atPath: "/proc/\(pid)") { gone = true; break }
+            if !FileManager.default.fileExists(atPath: "/proc/\(pid)") {
+                gone = true
+                break
+            }
             try await Task.sleep(for: .milliseconds(25))
         }
         #expect(gone, "pid \(pid) still exists")
@@ -135,7 +150,9 @@ import Glibc
             return all
         }
         #expect(codes.count == 40)
-        #expect(codes.sorted { $0.status < $1.status } == (0..<40).map { ChildProcess.Termination.exited(Int32($0 % 7)) }.sorted { $0.status < $1.status })
+        #expect(
+            codes.sorted { $0.status < $1.status }
+                == (0..<40).map { ChildProcess.Termination.exited(Int32($0 % 7)) }.sorted { $0.status < $1.status })
     }
 }
 

@@ -1,6 +1,6 @@
-import Foundation
 import FlowSyncCore
 import FlowSyncProtocol
+import Foundation
 import Testing
 
 @Suite(.timeLimit(.minutes(2))) struct ErrorCodeTests {
@@ -57,7 +57,9 @@ import Testing
             .appendingPathComponent("../../docs/PROTOCOL.md").standardized
         let text = try String(contentsOf: spec, encoding: .utf8)
         for code in ErrorCode.allKnown {
-            #expect(text.contains("| \(code.rawValue) | `\(code.name)` | \(code.reaction) |"), "docs/PROTOCOL.md lacks the row of \(code)")
+            #expect(
+                text.contains("| \(code.rawValue) | `\(code.name)` | \(code.reaction) |"),
+                "docs/PROTOCOL.md lacks the row of \(code)")
         }
     }
 

@@ -1,7 +1,8 @@
 import CZlib
 import FlowSyncCore
-@testable import FlowSyncProtocol
 import Testing
+
+@testable import FlowSyncProtocol
 
 /// Hostile input, each case with its exact error (Redis `tests/unit/protocol.tcl` in
 /// spirit): nothing traps, nothing allocates past the limits, the decoder stays poisoned.
@@ -50,79 +51,227 @@ import Testing
     }
 
     static let cases: [Case] = [
-        Case(name: "zero length", bytes: [0, 0, 0, 0], code: .malformedFrame, message: "frame length 0 is shorter than the 2-byte header"),
-        Case(name: "length 1", bytes: [0, 0, 0, 1, 0x31], code: .malformedFrame, message: "frame length 1 is shorter than the 2-byte header"),
-        Case(name: "maximal length", bytes: [0xFF, 0xFF, 0xFF, 0xFF], code: .frameTooLarge, message: "frame length 4294967295 exceeds the limit of 4194304 bytes"),
-        Case(name: "length one above the limit", bytes: [0, 0, 0x40, 0x01], limits: DecoderLimits(maxFrameBytes: 16_384),
-             code: .frameTooLarge, message: "frame length 16385 exceeds the limit of 16384 bytes"),
-        Case(name: "garbage (an HTTP request)", bytes: Array("GET / HTTP/1.1\r\n".utf8), code: .frameTooLarge,
-             message: "frame length 1195725856 exceeds the limit of 4194304 bytes"),
-        Case(name: "unknown type", bytes: frame(type: 0x7F, body: []), code: .unknownMessageType, message: "unknown message type 0x7f"),
-        Case(name: "reserved flag", bytes: frame(type: 0x31, flags: 0x02, body: pingBody), code: .malformedFrame, message: "reserved flag bits set: 0x2"),
-        Case(name: "compressed before the handshake", bytes: frame(type: 0x31, flags: 1, body: zlib(pingBody)), limits: .preAuth,
-             code: .compressionNotAllowed, message: "compressed frame before the handshake completed"),
-        Case(name: "bad zlib stream", bytes: frame(type: 0x31, flags: 1, body: [0x78, 0x9C, 0xFF, 0xFF, 0xFF, 0xFF]), code: .badCompression,
-             message: "corrupt zlib stream: invalid block type"),
-        Case(name: "not zlib at all", bytes: frame(type: 0x31, flags: 1, body: [0x07]), code: .badCompression, message: "the zlib stream is truncated"),
-        Case(name: "empty compressed body", bytes: frame(type: 0x31, flags: 1, body: []), code: .badCompression, message: "the zlib stream is truncated"),
-        Case(name: "truncated zlib stream", bytes: frame(type: 0x31, flags: 1, body: Array(zlib(Array(repeating: 7, count: 100)).dropLast(3))),
-             code: .badCompression, message: "the zlib stream is truncated"),
-        Case(name: "trailing bytes after the zlib stream", bytes: frame(type: 0x31, flags: 1, body: zlib(pingBody) + [0, 0]),
-             code: .badCompression, message: "2 bytes after the end of the zlib stream"),
-        Case(name: "zip bomb", bytes: frame(type: 0x31, flags: 1, body: zlib(Array(repeating: 0, count: 10_000_000))),
-             limits: DecoderLimits(maxInflatedBytes: 65_536), code: .inflatedTooLarge, message: "the body inflates past the limit of 65536 bytes"),
-        Case(name: "dictionary not agreed", bytes: frame(type: 0x31, flags: 1, body: zlib(pingBody, dictionary: CompressionDictionary.standard.bytes)),
-             code: .badCompression, message: "the zlib stream needs a preset dictionary but none was agreed"),
-        Case(name: "another dictionary", bytes: frame(type: 0x31, flags: 1, body: zlib(pingBody, dictionary: [1, 2, 3])),
-             dictionary: .standard, code: .badCompression,
-             message: "the zlib stream names dictionary 851975, the agreed one is \(CompressionDictionary.standard.id)"),
-        Case(name: "empty body where a field is due", bytes: frame(type: 0x31, body: []), code: .malformedFrame, message: "truncated varint (nonce)"),
-        Case(name: "trailing bytes after the body", bytes: frame(type: 0x31, body: pingBody + [0]), code: .malformedFrame,
-             message: "1 trailing bytes after the ping body"),
-        Case(name: "non-minimal varint", bytes: frame(type: 0x31, body: [0x87, 0x00]), code: .malformedFrame, message: "non-minimal varint (nonce)"),
-        Case(name: "varint past 64 bits", bytes: frame(type: 0x31, body: Array(repeating: 0xFF, count: 9) + [0x02]), code: .malformedFrame,
-             message: "varint overflows 64 bits (nonce)"),
-        Case(name: "eleven-byte varint", bytes: frame(type: 0x31, body: Array(repeating: 0x80, count: 10) + [0x01]), code: .malformedFrame,
-             message: "varint overflows 64 bits (nonce)"),
-        Case(name: "op count overflows Int32", bytes: frame(type: 0x12, body: body { w in
-            w.string("l"); w.string("c"); w.varint(1); w.varint(0); w.varint(0); w.varint(UInt64.max)
-        }), code: .malformedFrame, message: "operations count 18446744073709551615 exceeds 2³¹−1"),
-        Case(name: "op count beyond the bytes left", bytes: frame(type: 0x12, body: body { w in
-            w.string("l"); w.string("c"); w.varint(1); w.varint(0); w.varint(0); w.varint(1_000); w.u8(4)
-        }), code: .malformedFrame, message: "operations count 1000 exceeds the 1 bytes left"),
-        Case(name: "too many ops", bytes: frame(type: 0x12, body: body { w in
-            w.string("l"); w.string("c"); w.varint(1); w.varint(0); w.varint(0); w.varint(1_001)
-            for _ in 0..<1_001 { w.u8(0x04) }
-        }), code: .tooManyOps, message: "1001 operations exceed the limit of 1000"),
-        Case(name: "row count beyond the budget", bytes: frame(type: 0x12, body: body { w in
-            w.string("l"); w.string("c"); w.varint(1); w.varint(0); w.varint(0); w.varint(2)
-            for _ in 0..<2 { w.u8(0x11); w.u8(1); w.varint(0); w.varint(0); w.varint(3); for _ in 0..<3 { w.row(Row(id: "r")) } }
-        }), limits: DecoderLimits(maxRowsPerMessage: 5), code: .tooManyElements, message: "3 rows exceed the limit of 2"),
-        Case(name: "section count beyond the bytes left", bytes: frame(type: 0x20, body: body { w in
-            w.string("l"); w.varint(1); w.varint(1); w.u64(0); w.u8(0); w.varint(1_000_000)
-        }), limits: .client, code: .malformedFrame, message: "sections count 1000000 exceeds the 0 bytes left"),
-        Case(name: "list name too long", bytes: frame(type: 0x11, body: body { $0.string(String(repeating: "x", count: 257)) }),
-             code: .idTooLong, message: "list name of 257 bytes exceeds the limit of 256"),
-        Case(name: "string length beyond the bytes left", bytes: frame(type: 0x11, body: body { $0.varint(200) }),
-             code: .malformedFrame, message: "list name length 200 exceeds the 0 bytes left"),
-        Case(name: "invalid UTF-8", bytes: frame(type: 0x11, body: [2, 0xC3, 0x28]), code: .malformedFrame, message: "list name is not valid UTF-8"),
-        Case(name: "payload too large", bytes: frame(type: 0x12, body: body { w in
-            w.string("l"); w.string("c"); w.varint(1); w.varint(0); w.varint(0); w.varint(1)
-            w.operation(.replaceRow(.id("r"), with: Row(id: "r", payload: Array(repeating: 1, count: 65_537))))
-        }), code: .payloadTooLarge, message: "row payload of 65537 bytes exceeds the limit of 65536"),
-        Case(name: "flag neither 0 nor 1", bytes: frame(type: 0x10, body: body { $0.string("l"); $0.u8(2) }), code: .malformedFrame,
-             message: "resume presence flag is 2, not 0 or 1"),
-        Case(name: "unknown operation tag", bytes: frame(type: 0x12, body: body { w in
-            w.string("l"); w.string("c"); w.varint(1); w.varint(0); w.varint(0); w.varint(1); w.u8(0x09)
-        }), code: .malformedFrame, message: "unknown operation tag 0x9"),
-        Case(name: "stage list present with count 0", bytes: frame(type: 0x21, body: body { w in
-            w.string("l"); w.varint(1); w.varint(1); w.varint(2); w.u64(0); w.varint(1); w.u8(0x01); w.varint(0); w.varint(0)
-        }), limits: .client, code: .malformedFrame, message: "section deletes marked present with a zero count"),
-        Case(name: "Hello without the magic", bytes: frame(type: 0x01, body: Array("HTTP".utf8) + [0, 1, 0, 1, 0, 0, 0]), limits: .preAuth,
-             code: .unsupportedProtocolVersion, message: "the Hello does not start with the FSYN magic"),
-        Case(name: "unknown snapshot reason", bytes: frame(type: 0x20, body: body { w in
-            w.string("l"); w.varint(1); w.varint(1); w.u64(0); w.u8(9); w.varint(0)
-        }), limits: .client, code: .malformedFrame, message: "unknown snapshot reason 9"),
+        Case(
+            name: "zero length", bytes: [0, 0, 0, 0], code: .malformedFrame,
+            message: "frame length 0 is shorter than the 2-byte header"),
+        Case(
+            name: "length 1", bytes: [0, 0, 0, 1, 0x31], code: .malformedFrame,
+            message: "frame length 1 is shorter than the 2-byte header"),
+        Case(
+            name: "maximal length", bytes: [0xFF, 0xFF, 0xFF, 0xFF], code: .frameTooLarge,
+            message: "frame length 4294967295 exceeds the limit of 4194304 bytes"),
+        Case(
+            name: "length one above the limit", bytes: [0, 0, 0x40, 0x01], limits: DecoderLimits(maxFrameBytes: 16_384),
+            code: .frameTooLarge, message: "frame length 16385 exceeds the limit of 16384 bytes"),
+        Case(
+            name: "garbage (an HTTP request)", bytes: Array("GET / HTTP/1.1\r\n".utf8), code: .frameTooLarge,
+            message: "frame length 1195725856 exceeds the limit of 4194304 bytes"),
+        Case(
+            name: "unknown type", bytes: frame(type: 0x7F, body: []), code: .unknownMessageType,
+            message: "unknown message type 0x7f"),
+        Case(
+            name: "reserved flag", bytes: frame(type: 0x31, flags: 0x02, body: pingBody), code: .malformedFrame,
+            message: "reserved flag bits set: 0x2"),
+        Case(
+            name: "compressed before the handshake", bytes: frame(type: 0x31, flags: 1, body: zlib(pingBody)),
+            limits: .preAuth,
+            code: .compressionNotAllowed, message: "compressed frame before the handshake completed"),
+        Case(
+            name: "bad zlib stream", bytes: frame(type: 0x31, flags: 1, body: [0x78, 0x9C, 0xFF, 0xFF, 0xFF, 0xFF]),
+            code: .badCompression,
+            message: "corrupt zlib stream: invalid block type"),
+        Case(
+            name: "not zlib at all", bytes: frame(type: 0x31, flags: 1, body: [0x07]), code: .badCompression,
+            message: "the zlib stream is truncated"),
+        Case(
+            name: "empty compressed body", bytes: frame(type: 0x31, flags: 1, body: []), code: .badCompression,
+            message: "the zlib stream is truncated"),
+        Case(
+            name: "truncated zlib stream",
+            bytes: frame(type: 0x31, flags: 1, body: Array(zlib(Array(repeating: 7, count: 100)).dropLast(3))),
+            code: .badCompression, message: "the zlib stream is truncated"),
+        Case(
+            name: "trailing bytes after the zlib stream",
+            bytes: frame(type: 0x31, flags: 1, body: zlib(pingBody) + [0, 0]),
+            code: .badCompression, message: "2 bytes after the end of the zlib stream"),
+        Case(
+            name: "zip bomb", bytes: frame(type: 0x31, flags: 1, body: zlib(Array(repeating: 0, count: 10_000_000))),
+            limits: DecoderLimits(maxInflatedBytes: 65_536), code: .inflatedTooLarge,
+            message: "the body inflates past the limit of 65536 bytes"),
+        Case(
+            name: "dictionary not agreed",
+            bytes: frame(type: 0x31, flags: 1, body: zlib(pingBody, dictionary: CompressionDictionary.standard.bytes)),
+            code: .badCompression, message: "the zlib stream needs a preset dictionary but none was agreed"),
+        Case(
+            name: "another dictionary",
+            bytes: frame(type: 0x31, flags: 1, body: zlib(pingBody, dictionary: [1, 2, 3])),
+            dictionary: .standard, code: .badCompression,
+            message: "the zlib stream names dictionary 851975, the agreed one is \(CompressionDictionary.standard.id)"),
+        Case(
+            name: "empty body where a field is due", bytes: frame(type: 0x31, body: []), code: .malformedFrame,
+            message: "truncated varint (nonce)"),
+        Case(
+            name: "trailing bytes after the body", bytes: frame(type: 0x31, body: pingBody + [0]),
+            code: .malformedFrame,
+            message: "1 trailing bytes after the ping body"),
+        Case(
+            name: "non-minimal varint", bytes: frame(type: 0x31, body: [0x87, 0x00]), code: .malformedFrame,
+            message: "non-minimal varint (nonce)"),
+        Case(
+            name: "varint past 64 bits", bytes: frame(type: 0x31, body: Array(repeating: 0xFF, count: 9) + [0x02]),
+            code: .malformedFrame,
+            message: "varint overflows 64 bits (nonce)"),
+        Case(
+            name: "eleven-byte varint", bytes: frame(type: 0x31, body: Array(repeating: 0x80, count: 10) + [0x01]),
+            code: .malformedFrame,
+            message: "varint overflows 64 bits (nonce)"),
+        Case(
+            name: "op count overflows Int32",
+            bytes: frame(
+                type: 0x12,
+                body: body { w in
+                    w.string("l")
+                    w.string("c")
+                    w.varint(1)
+                    w.varint(0)
+                    w.varint(0)
+                    w.varint(UInt64.max)
+                }), code: .malformedFrame, message: "operations count 18446744073709551615 exceeds 2³¹−1"),
+        Case(
+            name: "op count beyond the bytes left",
+            bytes: frame(
+                type: 0x12,
+                body: body { w in
+                    w.string("l")
+                    w.string("c")
+                    w.varint(1)
+                    w.varint(0)
+                    w.varint(0)
+                    w.varint(1_000)
+                    w.u8(4)
+                }), code: .malformedFrame, message: "operations count 1000 exceeds the 1 bytes left"),
+        Case(
+            name: "too many ops",
+            bytes: frame(
+                type: 0x12,
+                body: body { w in
+                    w.string("l")
+                    w.string("c")
+                    w.varint(1)
+                    w.varint(0)
+                    w.varint(0)
+                    w.varint(1_001)
+                    for _ in 0..<1_001 { w.u8(0x04) }
+                }), code: .tooManyOps, message: "1001 operations exceed the limit of 1000"),
+        Case(
+            name: "row count beyond the budget",
+            bytes: frame(
+                type: 0x12,
+                body: body { w in
+                    w.string("l")
+                    w.string("c")
+                    w.varint(1)
+                    w.varint(0)
+                    w.varint(0)
+                    w.varint(2)
+                    for _ in 0..<2 {
+                        w.u8(0x11)
+                        w.u8(1)
+                        w.varint(0)
+                        w.varint(0)
+                        w.varint(3)
+                        for _ in 0..<3 { w.row(Row(id: "r")) }
+                    }
+                }), limits: DecoderLimits(maxRowsPerMessage: 5), code: .tooManyElements,
+            message: "3 rows exceed the limit of 2"),
+        Case(
+            name: "section count beyond the bytes left",
+            bytes: frame(
+                type: 0x20,
+                body: body { w in
+                    w.string("l")
+                    w.varint(1)
+                    w.varint(1)
+                    w.u64(0)
+                    w.u8(0)
+                    w.varint(1_000_000)
+                }), limits: .client, code: .malformedFrame, message: "sections count 1000000 exceeds the 0 bytes left"),
+        Case(
+            name: "list name too long",
+            bytes: frame(type: 0x11, body: body { $0.string(String(repeating: "x", count: 257)) }),
+            code: .idTooLong, message: "list name of 257 bytes exceeds the limit of 256"),
+        Case(
+            name: "string length beyond the bytes left", bytes: frame(type: 0x11, body: body { $0.varint(200) }),
+            code: .malformedFrame, message: "list name length 200 exceeds the 0 bytes left"),
+        Case(
+            name: "invalid UTF-8", bytes: frame(type: 0x11, body: [2, 0xC3, 0x28]), code: .malformedFrame,
+            message: "list name is not valid UTF-8"),
+        Case(
+            name: "payload too large",
+            bytes: frame(
+                type: 0x12,
+                body: body { w in
+                    w.string("l")
+                    w.string("c")
+                    w.varint(1)
+                    w.varint(0)
+                    w.varint(0)
+                    w.varint(1)
+                    w.operation(.replaceRow(.id("r"), with: Row(id: "r", payload: Array(repeating: 1, count: 65_537))))
+                }), code: .payloadTooLarge, message: "row payload of 65537 bytes exceeds the limit of 65536"),
+        Case(
+            name: "flag neither 0 nor 1",
+            bytes: frame(
+                type: 0x10,
+                body: body {
+                    $0.string("l")
+                    $0.u8(2)
+                }), code: .malformedFrame,
+            message: "resume presence flag is 2, not 0 or 1"),
+        Case(
+            name: "unknown operation tag",
+            bytes: frame(
+                type: 0x12,
+                body: body { w in
+                    w.string("l")
+                    w.string("c")
+                    w.varint(1)
+                    w.varint(0)
+                    w.varint(0)
+                    w.varint(1)
+                    w.u8(0x09)
+                }), code: .malformedFrame, message: "unknown operation tag 0x9"),
+        Case(
+            name: "stage list present with count 0",
+            bytes: frame(
+                type: 0x21,
+                body: body { w in
+                    w.string("l")
+                    w.varint(1)
+                    w.varint(1)
+                    w.varint(2)
+                    w.u64(0)
+                    w.varint(1)
+                    w.u8(0x01)
+                    w.varint(0)
+                    w.varint(0)
+                }), limits: .client, code: .malformedFrame, message: "section deletes marked present with a zero count"),
+        Case(
+            name: "Hello without the magic",
+            bytes: frame(type: 0x01, body: Array("HTTP".utf8) + [0, 1, 0, 1, 0, 0, 0]), limits: .preAuth,
+            code: .unsupportedProtocolVersion, message: "the Hello does not start with the FSYN magic"),
+        Case(
+            name: "unknown snapshot reason",
+            bytes: frame(
+                type: 0x20,
+                body: body { w in
+                    w.string("l")
+                    w.varint(1)
+                    w.varint(1)
+                    w.u64(0)
+                    w.u8(9)
+                    w.varint(0)
+                }), limits: .client, code: .malformedFrame, message: "unknown snapshot reason 9"),
     ]
 
     @Test(arguments: cases) func hostileFrameYieldsItsExactError(_ c: Case) {
@@ -141,10 +290,13 @@ import Testing
                     thrown = error
                 }
             }
-            #expect(thrown == ProtocolError(code: c.code, message: c.message), "\(c.name) (\(chunks.isEmpty ? "all at once" : "byte by byte"))")
+            #expect(
+                thrown == ProtocolError(code: c.code, message: c.message),
+                "\(c.name) (\(chunks.isEmpty ? "all at once" : "byte by byte"))")
             #expect(decoder.isPoisoned)
             #expect(decoder.bufferedByteCount == 0, "\(c.name): the decoder drops its buffer on error")
-            #expect(decoder.peakInflateCapacity <= c.limits.maxInflatedBytes + 1, "\(c.name): inflate stays within its cap")
+            #expect(
+                decoder.peakInflateCapacity <= c.limits.maxInflatedBytes + 1, "\(c.name): inflate stays within its cap")
             // Poisoned: the same error again, and a valid frame changes nothing.
             decoder.feed(FrameEncoder().encode(.ping(Ping(nonce: 1))))
             #expect(throws: ProtocolError(code: c.code, message: c.message)) { try decoder.next() }
@@ -187,7 +339,9 @@ import Testing
         #expect(bomb.count < 60_000)
         let decoder = FrameDecoder(limits: DecoderLimits(maxInflatedBytes: 1 << 20))
         decoder.feed(bomb)
-        #expect(throws: ProtocolError(code: .inflatedTooLarge, message: "the body inflates past the limit of 1048576 bytes")) { try decoder.next() }
+        #expect(
+            throws: ProtocolError(code: .inflatedTooLarge, message: "the body inflates past the limit of 1048576 bytes")
+        ) { try decoder.next() }
         #expect(decoder.peakInflateCapacity == (1 << 20) + 1)
     }
 
@@ -197,7 +351,11 @@ import Testing
     @Test func aDrainedLargeFrameDoesNotStayBuffered() throws {
         let encoder = FrameEncoder(configuration: .disabled)
         let decoder = FrameDecoder(limits: DecoderLimits(maxTextBytes: 1 << 20))
-        let large = encoder.encode(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: String(repeating: "x", count: 200_000), clientID: "c", authToken: nil)))
+        let large = encoder.encode(
+            .hello(
+                Hello(
+                    minVersion: 1, maxVersion: 1, clientName: String(repeating: "x", count: 200_000), clientID: "c",
+                    authToken: nil)))
         // In pieces, as reads bring it: the buffer grows to the frame's size meanwhile.
         for start in stride(from: 0, to: large.count, by: 65_536) {
             decoder.feed(Array(large[start..<min(start + 65_536, large.count)]))
@@ -220,7 +378,10 @@ import Testing
             if random.next() % 2 == 0, bytes.count >= 6 {
                 // A plausible prefix so the body parsers see the garbage.
                 let n = UInt32(bytes.count - 4)
-                bytes[0] = 0; bytes[1] = 0; bytes[2] = UInt8(n >> 8); bytes[3] = UInt8(truncatingIfNeeded: n)
+                bytes[0] = 0
+                bytes[1] = 0
+                bytes[2] = UInt8(n >> 8)
+                bytes[3] = UInt8(truncatingIfNeeded: n)
                 bytes[4] = MessageType.allCases[Int(random.next() % 15)].rawValue
                 bytes[5] = 0
             }
@@ -230,4 +391,3 @@ import Testing
         }
     }
 }
-

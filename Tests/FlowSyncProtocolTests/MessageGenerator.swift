@@ -11,10 +11,14 @@ struct MessageGenerator {
         random = SplitMix64(seed: seed)
     }
 
-    private static let alphabet: [String] = ["a", "b", "z", "Q", "0", "9", "-", "_", ".", " ", "é", "ß", "日", "本", "🙂", "\u{0}"]
+    private static let alphabet: [String] = [
+        "a", "b", "z", "Q", "0", "9", "-", "_", ".", " ", "é", "ß", "日", "本", "🙂", "\u{0}",
+    ]
 
     mutating func string(max: Int = 12) -> String {
-        String((0..<random.int(0...max)).map { _ in Self.alphabet[random.int(0..<Self.alphabet.count)] }.joined().prefix(max))
+        String(
+            (0..<random.int(0...max)).map { _ in Self.alphabet[random.int(0..<Self.alphabet.count)] }.joined().prefix(
+                max))
     }
 
     mutating func bytes(max: Int = 40) -> [UInt8] {
@@ -26,13 +30,17 @@ struct MessageGenerator {
     /// Small values mostly, with the varint boundaries and the extremes mixed in.
     mutating func u64() -> UInt64 {
         switch random.int(0..<6) {
-        case 0: return [0, 1, 127, 128, 16_383, 16_384, UInt64(UInt32.max), UInt64.max, UInt64.max - 1, 1 << 63][random.int(0..<10)]
+        case 0:
+            return [0, 1, 127, 128, 16_383, 16_384, UInt64(UInt32.max), UInt64.max, UInt64.max - 1, 1 << 63][
+                random.int(0..<10)]
         case 1: return random.next()
         default: return UInt64(random.int(0..<1_000))
         }
     }
 
-    mutating func u32() -> UInt32 { UInt32(truncatingIfNeeded: random.chance(0.2) ? UInt64(UInt32.max) : u64() % (1 << 32)) }
+    mutating func u32() -> UInt32 {
+        UInt32(truncatingIfNeeded: random.chance(0.2) ? UInt64(UInt32.max) : u64() % (1 << 32))
+    }
 
     mutating func index() -> Int {
         random.chance(0.05) ? Int(Int32.max) : random.int(0..<300)
@@ -43,7 +51,9 @@ struct MessageGenerator {
     }
 
     mutating func section() -> Section {
-        Section(id: string(), header: optionalBytes(), footer: optionalBytes(), rows: (0..<random.int(0...4)).map { _ in row() })
+        Section(
+            id: string(), header: optionalBytes(), footer: optionalBytes(),
+            rows: (0..<random.int(0...4)).map { _ in row() })
     }
 
     mutating func sectionRef() -> SectionRef { random.chance(0.5) ? .id(string()) : .index(index()) }
@@ -83,7 +93,8 @@ struct MessageGenerator {
         s.sectionInserts = some { SectionInsert(index: $0.index(), section: $0.section()) }
         s.sectionMoves = some { SectionMove(from: $0.index(), to: $0.index()) }
         s.supplementaryUpdates = some {
-            SupplementaryUpdate(section: $0.index(), element: $0.random.chance(0.5) ? .header : .footer, value: $0.optionalBytes())
+            SupplementaryUpdate(
+                section: $0.index(), element: $0.random.chance(0.5) ? .header : .footer, value: $0.optionalBytes())
         }
         s.rowDeletes = some { $0.path() }
         s.rowInserts = some { RowAtPath(path: $0.path(), row: $0.row()) }
@@ -102,12 +113,18 @@ struct MessageGenerator {
                 counter += 1
                 return Row(id: "r\(counter)", kind: "cell", payload: Array("{\"v\":\(g.random.int(0..<3))}".utf8))
             }
-            let old = (0..<random.int(0...4)).map { s in Section(id: "s\(s)", header: random.chance(0.5) ? [1] : nil, rows: (0..<random.int(0...6)).map { _ in row(&self) }) }
+            let old = (0..<random.int(0...4)).map { s in
+                Section(
+                    id: "s\(s)", header: random.chance(0.5) ? [1] : nil,
+                    rows: (0..<random.int(0...6)).map { _ in row(&self) })
+            }
             var new = old.filter { _ in random.chance(0.8) }.shuffled(using: &random)
             for k in new.indices {
                 var rows = new[k].rows.filter { _ in random.chance(0.8) }.shuffled(using: &random)
                 rows += (0..<random.int(0...2)).map { _ in row(&self) }
-                for j in rows.indices where random.chance(0.2) { rows[j] = Row(id: rows[j].id, kind: "cell", payload: [9]) }
+                for j in rows.indices where random.chance(0.2) {
+                    rows[j] = Row(id: rows[j].id, kind: "cell", payload: [9])
+                }
                 new[k] = Section(id: new[k].id, header: random.chance(0.5) ? [2] : new[k].header, rows: rows)
             }
             guard let a = try? Director(sections: old), let b = try? Director(sections: new) else { return Changeset() }
@@ -135,55 +152,86 @@ struct MessageGenerator {
     mutating func message(of type: MessageType) -> Message {
         switch type {
         case .hello:
-            return .hello(Hello(minVersion: UInt16(random.int(0...3)), maxVersion: UInt16.random(in: 0...UInt16.max, using: &random),
-                                clientName: string(), clientID: string(), authToken: random.chance(0.5) ? string(max: 40) : nil))
+            return .hello(
+                Hello(
+                    minVersion: UInt16(random.int(0...3)),
+                    maxVersion: UInt16.random(in: 0...UInt16.max, using: &random),
+                    clientName: string(), clientID: string(), authToken: random.chance(0.5) ? string(max: 40) : nil))
         case .welcome:
-            return .welcome(Welcome(
-                version: UInt16(random.int(1...3)), serverName: string(),
-                limits: ServerLimits(maxFrameBytes: u32(), maxInflatedBytes: u32(), maxOpsPerMutation: u32(), maxListsPerConnection: u32(),
-                                     maxListNameBytes: u32(), maxIDBytes: u32(), maxPayloadBytes: u32()),
-                heartbeatMilliseconds: u32(), dictionary: bytes(max: 64)))
+            return .welcome(
+                Welcome(
+                    version: UInt16(random.int(1...3)), serverName: string(),
+                    limits: ServerLimits(
+                        maxFrameBytes: u32(), maxInflatedBytes: u32(), maxOpsPerMutation: u32(),
+                        maxListsPerConnection: u32(),
+                        maxListNameBytes: u32(), maxIDBytes: u32(), maxPayloadBytes: u32()),
+                    heartbeatMilliseconds: u32(), dictionary: bytes(max: 64)))
         case .subscribe:
-            return .subscribe(Subscribe(listName: string(), resumeFrom: random.chance(0.5) ? version() : nil,
-                                        digest: random.chance(0.5) ? StateDigest(rawValue: random.next()) : nil))
+            return .subscribe(
+                Subscribe(
+                    listName: string(), resumeFrom: random.chance(0.5) ? version() : nil,
+                    digest: random.chance(0.5) ? StateDigest(rawValue: random.next()) : nil))
         case .unsubscribe:
             return .unsubscribe(Unsubscribe(listName: string()))
         case .snapshot:
-            return .snapshot(Snapshot(listName: string(), position: version(), digest: StateDigest(rawValue: random.next()),
-                                      reason: Snapshot.Reason.allCases[random.int(0..<4)],
-                                      sections: (0..<random.int(0...4)).map { _ in section() }))
+            return .snapshot(
+                Snapshot(
+                    listName: string(), position: version(), digest: StateDigest(rawValue: random.next()),
+                    reason: Snapshot.Reason.allCases[random.int(0..<4)],
+                    sections: (0..<random.int(0...4)).map { _ in section() }))
         case .diff:
-            return .diff(Diff(listName: string(), epoch: u64(), fromVersion: u64(), toVersion: u64(),
-                              digest: StateDigest(rawValue: random.next()), changeset: changeset(),
-                              mutations: (0..<random.int(0...3)).map { _ in MutationID(clientID: string(), seq: u64()) }))
+            return .diff(
+                Diff(
+                    listName: string(), epoch: u64(), fromVersion: u64(), toVersion: u64(),
+                    digest: StateDigest(rawValue: random.next()), changeset: changeset(),
+                    mutations: (0..<random.int(0...3)).map { _ in MutationID(clientID: string(), seq: u64()) }))
         case .mutate:
-            return .mutate(Mutate(listName: string(), clientID: string(), seq: u64(), base: version(),
-                                  operations: (0..<random.int(0...5)).map { _ in operation() }))
+            return .mutate(
+                Mutate(
+                    listName: string(), clientID: string(), seq: u64(), base: version(),
+                    operations: (0..<random.int(0...5)).map { _ in operation() }))
         case .ack:
             return .ack(Ack(listName: string(), seq: u64(), committed: version()))
         case .reject:
-            return .reject(Reject(listName: string(), seq: u64(), code: ErrorCode(rawValue: UInt16.random(in: 0...UInt16.max, using: &random)), message: string(max: 30)))
+            return .reject(
+                Reject(
+                    listName: string(), seq: u64(),
+                    code: ErrorCode(rawValue: UInt16.random(in: 0...UInt16.max, using: &random)),
+                    message: string(max: 30)))
         case .error:
-            let code = random.chance(0.7) ? ErrorCode.allKnown[random.int(0..<ErrorCode.allKnown.count)] : ErrorCode(rawValue: UInt16(random.int(0...9_999)))
-            return .error(ErrorMessage(code: code, message: string(max: 30), reaction: reaction(),
-                                       listName: random.chance(0.5) ? string() : nil, closesConnection: random.chance(0.5)))
+            let code =
+                random.chance(0.7)
+                ? ErrorCode.allKnown[random.int(0..<ErrorCode.allKnown.count)]
+                : ErrorCode(rawValue: UInt16(random.int(0...9_999)))
+            return .error(
+                ErrorMessage(
+                    code: code, message: string(max: 30), reaction: reaction(),
+                    listName: random.chance(0.5) ? string() : nil, closesConnection: random.chance(0.5)))
         case .ping: return .ping(Ping(nonce: u64()))
         case .pong: return .pong(Pong(nonce: u64()))
         case .notice:
-            return .notice(Notice(kind: Notice.Kind.allCases[random.int(0..<2)], message: string(max: 30), delayMilliseconds: u32()))
+            return .notice(
+                Notice(
+                    kind: Notice.Kind.allCases[random.int(0..<2)], message: string(max: 30), delayMilliseconds: u32()))
         case .statsRequest:
             return .statsRequest(StatsRequest(requestID: u64(), listName: random.chance(0.5) ? string() : nil))
         case .refreshToken:
             return .refreshToken(RefreshToken(token: string(max: 60)))
         case .statsReply:
-            return .statsReply(StatsReply(requestID: u64(), entries: (0..<random.int(0...5)).map { _ in
-                StatsReply.Entry(name: string(), value: Int64(bitPattern: u64()))
-            }))
+            return .statsReply(
+                StatsReply(
+                    requestID: u64(),
+                    entries: (0..<random.int(0...5)).map { _ in
+                        StatsReply.Entry(name: string(), value: Int64(bitPattern: u64()))
+                    }))
         case .backupRequest:
             return .backupRequest(BackupRequest(requestID: u64(), directory: string(max: 60)))
         case .backupReply:
-            return .backupReply(BackupReply(requestID: u64(), failure: random.chance(0.5) ? nil : ErrorCode(rawValue: UInt16(random.int(1...65_535))),
-                                            message: string(max: 60), lists: u64(), bytes: u64()))
+            return .backupReply(
+                BackupReply(
+                    requestID: u64(),
+                    failure: random.chance(0.5) ? nil : ErrorCode(rawValue: UInt16(random.int(1...65_535))),
+                    message: string(max: 60), lists: u64(), bytes: u64()))
         }
     }
 

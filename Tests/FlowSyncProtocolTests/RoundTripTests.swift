@@ -1,6 +1,7 @@
 import FlowSyncCore
-@testable import FlowSyncProtocol
 import Testing
+
+@testable import FlowSyncProtocol
 
 /// Property tests: every random message survives encode → decode unchanged, and the
 /// bytes of a decoded message re-encode identically (the encoding is canonical).
@@ -76,13 +77,17 @@ import Testing
     }
 
     @Test func largeSnapshotRoundTripsCompressed() {
-        let rows = (0..<20_000).map { Row(id: "row-\($0)", kind: "cell", text: "{\"id\":\($0),\"title\":\"Row number \($0)\",\"read\":false}") }
-        let snapshot = Message.snapshot(Snapshot(
-            listName: "big", position: ListVersion(epoch: 3, version: 77), digest: StateDigest(rawValue: 42),
-            reason: .freshSubscribe, sections: [Section(id: "s", header: [1, 2], rows: rows)]))
+        let rows = (0..<20_000).map {
+            Row(id: "row-\($0)", kind: "cell", text: "{\"id\":\($0),\"title\":\"Row number \($0)\",\"read\":false}")
+        }
+        let snapshot = Message.snapshot(
+            Snapshot(
+                listName: "big", position: ListVersion(epoch: 3, version: 77), digest: StateDigest(rawValue: 42),
+                reason: .freshSubscribe, sections: [Section(id: "s", header: [1, 2], rows: rows)]))
         let encoder = FrameEncoder()
         let frame = encoder.encode(snapshot)
         #expect(encoder.lastFrameWasCompressed)
-        #expect(decodeAll(frame, chunks: Array(repeating: 65_536, count: frame.count / 65_536 + 1)) == .success([snapshot]))
+        #expect(
+            decodeAll(frame, chunks: Array(repeating: 65_536, count: frame.count / 65_536 + 1)) == .success([snapshot]))
     }
 }

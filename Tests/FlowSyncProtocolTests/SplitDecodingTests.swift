@@ -48,12 +48,18 @@ import Testing
     /// its full limits after the Welcome, even when the next frame arrived in the same read.
     @Test func limitsChangeBetweenFramesOfOneRead() throws {
         let welcome = Message.welcome(Welcome(serverName: "s", dictionary: CompressionDictionary.standard.bytes))
-        let big = Message.snapshot(Snapshot(listName: "l", position: ListVersion(epoch: 1, version: 1), digest: StateDigest(rawValue: 1),
-                                            reason: .freshSubscribe, sections: [Section(id: "s", rows: (0..<2_000).map { Row(id: "r\($0)", text: "{}") })]))
+        let big = Message.snapshot(
+            Snapshot(
+                listName: "l", position: ListVersion(epoch: 1, version: 1), digest: StateDigest(rawValue: 1),
+                reason: .freshSubscribe,
+                sections: [Section(id: "s", rows: (0..<2_000).map { Row(id: "r\($0)", text: "{}") })]))
         let encoder = FrameEncoder()
         let decoder = FrameDecoder(limits: .preAuth)
         decoder.feed(encoder.encode(welcome) + encoder.encode(big))
-        guard case .welcome(let w) = try decoder.next() else { Issue.record("expected a Welcome"); return }
+        guard case .welcome(let w) = try decoder.next() else {
+            Issue.record("expected a Welcome")
+            return
+        }
         decoder.limits = .client
         decoder.dictionary = CompressionDictionary(welcomeBytes: w.dictionary)
         #expect(try decoder.next() == big)

@@ -3,8 +3,10 @@ import FlowSyncProtocol
 
 /// Decodes every message in `bytes`, fed in chunks of the given sizes (the last chunk
 /// takes the rest). Returns the messages, or the first error.
-func decodeAll(_ bytes: [UInt8], chunks: [Int] = [], limits: DecoderLimits = .client,
-               dictionary: CompressionDictionary? = .standard) -> Result<[Message], ProtocolError> {
+func decodeAll(
+    _ bytes: [UInt8], chunks: [Int] = [], limits: DecoderLimits = .client,
+    dictionary: CompressionDictionary? = .standard
+) -> Result<[Message], ProtocolError> {
     let decoder = FrameDecoder(limits: limits, dictionary: dictionary)
     var messages: [Message] = []
     var offset = 0
@@ -44,5 +46,8 @@ func bytes(hex: String) -> [UInt8] {
 /// Builds a frame by hand: prefix, type, flags, body.
 func frame(type: UInt8, flags: UInt8 = 0, body: [UInt8]) -> [UInt8] {
     let length = UInt32(body.count + 2)
-    return [UInt8(length >> 24), UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8), UInt8(truncatingIfNeeded: length), type, flags] + body
+    return [
+        UInt8(length >> 24), UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8),
+        UInt8(truncatingIfNeeded: length), type, flags,
+    ] + body
 }

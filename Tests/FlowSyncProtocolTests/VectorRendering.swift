@@ -23,13 +23,19 @@ indirect enum JSON {
         case .null: return "null"
         case .array(let items):
             if items.isEmpty { return "[]" }
-            if items.allSatisfy({ if case .object = $0 { return false }; if case .array = $0 { return false }; return true }) {
+            if items.allSatisfy({
+                if case .object = $0 { return false }
+                if case .array = $0 { return false }
+                return true
+            }) {
                 return "[" + items.map { $0.render() }.joined(separator: ", ") + "]"
             }
             return "[\n" + items.map { pad + $0.render(indent: indent + 1) }.joined(separator: ",\n") + "\n" + end + "]"
         case .object(let fields):
             if fields.isEmpty { return "{}" }
-            return "{\n" + fields.map { pad + Self.quote($0.0) + ": " + $0.1.render(indent: indent + 1) }.joined(separator: ",\n") + "\n" + end + "}"
+            return "{\n"
+                + fields.map { pad + Self.quote($0.0) + ": " + $0.1.render(indent: indent + 1) }.joined(
+                    separator: ",\n") + "\n" + end + "}"
         }
     }
 
@@ -68,12 +74,17 @@ enum MeaningRenderer {
     static func digest(_ d: StateDigest) -> JSON { .string(d.description) }
 
     static func row(_ r: Row) -> JSON {
-        .object([("id", .string(r.id)), ("kind", .string(r.kind)), ("payload", bytes(r.payload)),
-                 ("contentHash (computed, not sent)", .string(StateDigest(rawValue: r.contentHash).description))])
+        .object([
+            ("id", .string(r.id)), ("kind", .string(r.kind)), ("payload", bytes(r.payload)),
+            ("contentHash (computed, not sent)", .string(StateDigest(rawValue: r.contentHash).description)),
+        ])
     }
 
     static func section(_ s: Section) -> JSON {
-        .object([("id", .string(s.id)), ("header", optionalBytes(s.header)), ("footer", optionalBytes(s.footer)), ("rows", .array(s.rows.map(row)))])
+        .object([
+            ("id", .string(s.id)), ("header", optionalBytes(s.header)), ("footer", optionalBytes(s.footer)),
+            ("rows", .array(s.rows.map(row))),
+        ])
     }
 
     static func sectionRef(_ r: SectionRef) -> JSON {
@@ -96,19 +107,23 @@ enum MeaningRenderer {
         func o(_ name: String, _ fields: [(String, JSON)]) -> JSON { .object([("op", .string(name))] + fields) }
         switch op {
         case .setSections(let s): return o("setSections", [("sections", .array(s.map(section)))])
-        case .insertSections(let s, let at): return o("insertSections", [("at", .int(at)), ("sections", .array(s.map(section)))])
+        case .insertSections(let s, let at):
+            return o("insertSections", [("at", .int(at)), ("sections", .array(s.map(section)))])
         case .removeSections(let r): return o("removeSections", [("sections", .array(r.map(sectionRef)))])
         case .removeAllSections: return o("removeAllSections", [])
         case .moveSection(let r, let to): return o("moveSection", [("section", sectionRef(r)), ("to", .int(to))])
         case .swapSections(let a, let b): return o("swapSections", [("a", sectionRef(a)), ("b", sectionRef(b))])
         case .setHeader(let r, let v): return o("setHeader", [("section", sectionRef(r)), ("value", optionalBytes(v))])
         case .setFooter(let r, let v): return o("setFooter", [("section", sectionRef(r)), ("value", optionalBytes(v))])
-        case .setRows(let rows, let r): return o("setRows", [("section", sectionRef(r)), ("rows", .array(rows.map(row)))])
-        case .insertRows(let rows, let r, let at): return o("insertRows", [("section", sectionRef(r)), ("at", .int(at)), ("rows", .array(rows.map(row)))])
+        case .setRows(let rows, let r):
+            return o("setRows", [("section", sectionRef(r)), ("rows", .array(rows.map(row)))])
+        case .insertRows(let rows, let r, let at):
+            return o("insertRows", [("section", sectionRef(r)), ("at", .int(at)), ("rows", .array(rows.map(row)))])
         case .replaceRow(let r, let new): return o("replaceRow", [("row", rowRef(r)), ("with", row(new))])
         case .removeRows(let r): return o("removeRows", [("rows", .array(r.map(rowRef)))])
         case .removeAllRows(let r): return o("removeAllRows", [("section", sectionRef(r))])
-        case .moveRow(let r, let s, let at): return o("moveRow", [("row", rowRef(r)), ("toSection", sectionRef(s)), ("at", .int(at))])
+        case .moveRow(let r, let s, let at):
+            return o("moveRow", [("row", rowRef(r)), ("toSection", sectionRef(s)), ("at", .int(at))])
         case .swapRows(let a, let b): return o("swapRows", [("a", rowRef(a)), ("b", rowRef(b))])
         }
     }
@@ -116,17 +131,48 @@ enum MeaningRenderer {
     static func stage(_ s: ChangesetStage) -> JSON {
         var fields: [(String, JSON)] = []
         if !s.sectionDeletes.isEmpty { fields.append(("sectionDeletes", .array(s.sectionDeletes.map { .int($0) }))) }
-        if !s.sectionInserts.isEmpty { fields.append(("sectionInserts", .array(s.sectionInserts.map { .object([("index", .int($0.index)), ("section", section($0.section))]) }))) }
-        if !s.sectionMoves.isEmpty { fields.append(("sectionMoves", .array(s.sectionMoves.map { .object([("from", .int($0.from)), ("to", .int($0.to))]) }))) }
+        if !s.sectionInserts.isEmpty {
+            fields.append(
+                (
+                    "sectionInserts",
+                    .array(
+                        s.sectionInserts.map { .object([("index", .int($0.index)), ("section", section($0.section))]) })
+                ))
+        }
+        if !s.sectionMoves.isEmpty {
+            fields.append(
+                (
+                    "sectionMoves",
+                    .array(s.sectionMoves.map { .object([("from", .int($0.from)), ("to", .int($0.to))]) })
+                ))
+        }
         if !s.supplementaryUpdates.isEmpty {
-            fields.append(("supplementaryUpdates", .array(s.supplementaryUpdates.map {
-                .object([("section", .int($0.section)), ("element", .string($0.element == .header ? "header" : "footer")), ("value", optionalBytes($0.value))])
-            })))
+            fields.append(
+                (
+                    "supplementaryUpdates",
+                    .array(
+                        s.supplementaryUpdates.map {
+                            .object([
+                                ("section", .int($0.section)),
+                                ("element", .string($0.element == .header ? "header" : "footer")),
+                                ("value", optionalBytes($0.value)),
+                            ])
+                        })
+                ))
         }
         if !s.rowDeletes.isEmpty { fields.append(("rowDeletes", .array(s.rowDeletes.map(path)))) }
-        if !s.rowInserts.isEmpty { fields.append(("rowInserts", .array(s.rowInserts.map { .object([("path", path($0.path)), ("row", row($0.row))]) }))) }
-        if !s.rowMoves.isEmpty { fields.append(("rowMoves", .array(s.rowMoves.map { .object([("from", path($0.from)), ("to", path($0.to))]) }))) }
-        if !s.rowUpdates.isEmpty { fields.append(("rowUpdates", .array(s.rowUpdates.map { .object([("path", path($0.path)), ("row", row($0.row))]) }))) }
+        if !s.rowInserts.isEmpty {
+            fields.append(
+                ("rowInserts", .array(s.rowInserts.map { .object([("path", path($0.path)), ("row", row($0.row))]) })))
+        }
+        if !s.rowMoves.isEmpty {
+            fields.append(
+                ("rowMoves", .array(s.rowMoves.map { .object([("from", path($0.from)), ("to", path($0.to))]) })))
+        }
+        if !s.rowUpdates.isEmpty {
+            fields.append(
+                ("rowUpdates", .array(s.rowUpdates.map { .object([("path", path($0.path)), ("row", row($0.row))]) })))
+        }
         return .object(fields)
     }
 
@@ -146,47 +192,100 @@ enum MeaningRenderer {
         func o(_ fields: [(String, JSON)]) -> JSON { .object([("type", .string("\(m.type)"))] + fields) }
         switch m {
         case .hello(let h):
-            return o([("minVersion", .int(h.minVersion)), ("maxVersion", .int(h.maxVersion)), ("clientName", .string(h.clientName)),
-                      ("clientID", .string(h.clientID)), ("authToken", optionalString(h.authToken))])
+            return o([
+                ("minVersion", .int(h.minVersion)), ("maxVersion", .int(h.maxVersion)),
+                ("clientName", .string(h.clientName)),
+                ("clientID", .string(h.clientID)), ("authToken", optionalString(h.authToken)),
+            ])
         case .welcome(let w):
             let l = w.limits
-            return o([("version", .int(w.version)), ("serverName", .string(w.serverName)),
-                      ("limits", .object([("maxFrameBytes", .int(l.maxFrameBytes)), ("maxInflatedBytes", .int(l.maxInflatedBytes)),
-                                          ("maxOpsPerMutation", .int(l.maxOpsPerMutation)), ("maxListsPerConnection", .int(l.maxListsPerConnection)),
-                                          ("maxListNameBytes", .int(l.maxListNameBytes)), ("maxIDBytes", .int(l.maxIDBytes)),
-                                          ("maxPayloadBytes", .int(l.maxPayloadBytes))])),
-                      ("heartbeatMilliseconds", .int(w.heartbeatMilliseconds)),
-                      ("dictionary", w.dictionary.isEmpty ? .string("") : .object([("bytes", .int(w.dictionary.count)), ("adler32", .int(CompressionDictionary(w.dictionary).id))]))])
+            return o([
+                ("version", .int(w.version)), ("serverName", .string(w.serverName)),
+                (
+                    "limits",
+                    .object([
+                        ("maxFrameBytes", .int(l.maxFrameBytes)), ("maxInflatedBytes", .int(l.maxInflatedBytes)),
+                        ("maxOpsPerMutation", .int(l.maxOpsPerMutation)),
+                        ("maxListsPerConnection", .int(l.maxListsPerConnection)),
+                        ("maxListNameBytes", .int(l.maxListNameBytes)), ("maxIDBytes", .int(l.maxIDBytes)),
+                        ("maxPayloadBytes", .int(l.maxPayloadBytes)),
+                    ])
+                ),
+                ("heartbeatMilliseconds", .int(w.heartbeatMilliseconds)),
+                (
+                    "dictionary",
+                    w.dictionary.isEmpty
+                        ? .string("")
+                        : .object([
+                            ("bytes", .int(w.dictionary.count)),
+                            ("adler32", .int(CompressionDictionary(w.dictionary).id)),
+                        ])
+                ),
+            ])
         case .subscribe(let s):
-            return o([("listName", .string(s.listName)), ("resumeFrom", s.resumeFrom.map(version) ?? .null), ("digest", s.digest.map(digest) ?? .null)])
+            return o([
+                ("listName", .string(s.listName)), ("resumeFrom", s.resumeFrom.map(version) ?? .null),
+                ("digest", s.digest.map(digest) ?? .null),
+            ])
         case .unsubscribe(let u): return o([("listName", .string(u.listName))])
         case .snapshot(let s):
-            return o([("listName", .string(s.listName)), ("position", version(s.position)), ("digest", digest(s.digest)),
-                      ("reason", .string("\(s.reason)")), ("sections", .array(s.sections.map(section)))])
+            return o([
+                ("listName", .string(s.listName)), ("position", version(s.position)), ("digest", digest(s.digest)),
+                ("reason", .string("\(s.reason)")), ("sections", .array(s.sections.map(section))),
+            ])
         case .diff(let d):
-            return o([("listName", .string(d.listName)), ("epoch", .int(d.epoch)), ("fromVersion", .int(d.fromVersion)), ("toVersion", .int(d.toVersion)),
-                      ("digest", digest(d.digest)), ("stages", .array(d.changeset.stages.map(stage))),
-                      ("mutations", .array(d.mutations.map { .object([("clientID", .string($0.clientID)), ("seq", .int($0.seq))]) }))])
+            return o([
+                ("listName", .string(d.listName)), ("epoch", .int(d.epoch)), ("fromVersion", .int(d.fromVersion)),
+                ("toVersion", .int(d.toVersion)),
+                ("digest", digest(d.digest)), ("stages", .array(d.changeset.stages.map(stage))),
+                (
+                    "mutations",
+                    .array(d.mutations.map { .object([("clientID", .string($0.clientID)), ("seq", .int($0.seq))]) })
+                ),
+            ])
         case .mutate(let x):
-            return o([("listName", .string(x.listName)), ("clientID", .string(x.clientID)), ("seq", .int(x.seq)), ("base", version(x.base)),
-                      ("operations", .array(x.operations.map(operation)))])
-        case .ack(let a): return o([("listName", .string(a.listName)), ("seq", .int(a.seq)), ("committed", version(a.committed))])
+            return o([
+                ("listName", .string(x.listName)), ("clientID", .string(x.clientID)), ("seq", .int(x.seq)),
+                ("base", version(x.base)),
+                ("operations", .array(x.operations.map(operation))),
+            ])
+        case .ack(let a):
+            return o([("listName", .string(a.listName)), ("seq", .int(a.seq)), ("committed", version(a.committed))])
         case .reject(let r):
-            return o([("listName", .string(r.listName)), ("seq", .int(r.seq)), ("code", .int(r.code.rawValue)), ("message", .string(r.message))])
+            return o([
+                ("listName", .string(r.listName)), ("seq", .int(r.seq)), ("code", .int(r.code.rawValue)),
+                ("message", .string(r.message)),
+            ])
         case .error(let e):
-            return o([("code", .int(e.code.rawValue)), ("message", .string(e.message)), ("reaction", reaction(e.reaction)),
-                      ("listName", optionalString(e.listName)), ("closesConnection", .bool(e.closesConnection))])
+            return o([
+                ("code", .int(e.code.rawValue)), ("message", .string(e.message)), ("reaction", reaction(e.reaction)),
+                ("listName", optionalString(e.listName)), ("closesConnection", .bool(e.closesConnection)),
+            ])
         case .ping(let p): return o([("nonce", .int(p.nonce))])
         case .pong(let p): return o([("nonce", .int(p.nonce))])
-        case .notice(let n): return o([("kind", .string("\(n.kind)")), ("message", .string(n.message)), ("delayMilliseconds", .int(n.delayMilliseconds))])
-        case .statsRequest(let r): return o([("requestID", .int(r.requestID)), ("listName", optionalString(r.listName))])
+        case .notice(let n):
+            return o([
+                ("kind", .string("\(n.kind)")), ("message", .string(n.message)),
+                ("delayMilliseconds", .int(n.delayMilliseconds)),
+            ])
+        case .statsRequest(let r):
+            return o([("requestID", .int(r.requestID)), ("listName", optionalString(r.listName))])
         case .refreshToken(let r): return o([("token", .string(r.token))])
         case .statsReply(let r):
-            return o([("requestID", .int(r.requestID)), ("entries", .array(r.entries.map { .object([("name", .string($0.name)), ("value", .int($0.value))]) }))])
+            return o([
+                ("requestID", .int(r.requestID)),
+                (
+                    "entries",
+                    .array(r.entries.map { .object([("name", .string($0.name)), ("value", .int($0.value))]) })
+                ),
+            ])
         case .backupRequest(let r): return o([("requestID", .int(r.requestID)), ("directory", .string(r.directory))])
         case .backupReply(let r):
-            return o([("requestID", .int(r.requestID)), ("failure", r.failure.map { .int($0.rawValue) } ?? .null), ("message", .string(r.message)),
-                      ("lists", .int(r.lists)), ("bytes", .int(r.bytes))])
+            return o([
+                ("requestID", .int(r.requestID)), ("failure", r.failure.map { .int($0.rawValue) } ?? .null),
+                ("message", .string(r.message)),
+                ("lists", .int(r.lists)), ("bytes", .int(r.bytes)),
+            ])
         }
     }
 }

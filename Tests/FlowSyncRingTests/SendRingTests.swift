@@ -1,5 +1,7 @@
-@testable import FlowSyncRing
 import Testing
+
+@testable import FlowSyncRing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -36,7 +38,12 @@ import Glibc
     @Test(.enabled(if: available)) func gatheredSendsOnManySocketsInOneSubmission() throws {
         let ring = try SendRing(sends: 8, buffers: 32)
         let pairs = try (0..<4).map { _ in try socketPair() }
-        defer { for (a, b) in pairs { close(a); close(b) } }
+        defer {
+            for (a, b) in pairs {
+                close(a)
+                close(b)
+            }
+        }
         let frames: [[UInt8]] = (0..<5).map { k in (0..<(100 + k)).map { UInt8(truncatingIfNeeded: $0 &+ k &* 31) } }
         // Socket k gets the frames from k on, the first k bytes skipped.
         for (k, (sender, _)) in pairs.enumerated() {
@@ -56,7 +63,10 @@ import Glibc
     @Test(.enabled(if: available)) func aFullSocketCompletesShortThenWithEAGAINWithoutWaiting() throws {
         let ring = try SendRing(sends: 8, buffers: 32)
         let (sender, receiver) = try socketPair()
-        defer { close(sender); close(receiver) }
+        defer {
+            close(sender)
+            close(receiver)
+        }
         var small: Int32 = 4_096
         setsockopt(sender, SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
         let big = [UInt8](repeating: 7, count: 1 << 20)

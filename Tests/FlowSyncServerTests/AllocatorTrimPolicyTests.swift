@@ -1,8 +1,8 @@
 import FlowSyncCore
 import FlowSyncTestSupport
+import Testing
 
 @testable import FlowSyncServer
-import Testing
 
 /// When the daemon trims the allocator after a burst of TLS handshakes or of queued
 /// bytes, event by event, and a seeded run against a model of the three rules.
@@ -11,9 +11,11 @@ import Testing
     final class Asker {
         var policy: AllocatorTrimPolicy
         init(handshakes: Int = 256, queued: Int = 8 << 20, interval: UInt64) {
-            policy = AllocatorTrimPolicy(minimumHandshakes: handshakes, minimumQueuedBytes: queued, minimumIntervalMilliseconds: interval)
+            policy = AllocatorTrimPolicy(
+                minimumHandshakes: handshakes, minimumQueuedBytes: queued, minimumIntervalMilliseconds: interval)
         }
-        func trims(at now: UInt64, ended: Int = 0, waiting: Bool = false, queued: Int = 0) -> AllocatorTrimPolicy.Burst? {
+        func trims(at now: UInt64, ended: Int = 0, waiting: Bool = false, queued: Int = 0) -> AllocatorTrimPolicy.Burst?
+        {
             policy.burstToTrim(now: now, handshakesEnded: ended, handshakesWaiting: waiting, queuedBytes: queued)
         }
     }

@@ -1,9 +1,10 @@
-@testable import FlowSyncServer
 import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProtocol
 import FlowSyncTestSupport
 import Testing
+
+@testable import FlowSyncServer
 
 /// A ``CommittingStore`` whose commits complete only when the test says so (on the
 /// loop thread, through ``EmbeddedServer/withServer(_:)``): the batches go to an
@@ -73,11 +74,12 @@ extension EmbeddedServer {
     /// Starts a server over a held-commit store; returns it with the store's box.
     func start() async throws -> (EmbeddedServer, LoopConfined<HeldCommitStore?>) {
         let box = LoopConfined<HeldCommitStore?>(nil)
-        let server = try await EmbeddedServer(storage: .custom({
-            let store = HeldCommitStore()
-            box.value = store
-            return store
-        }))
+        let server = try await EmbeddedServer(
+            storage: .custom({
+                let store = HeldCommitStore()
+                box.value = store
+                return store
+            }))
         return (server, box)
     }
 
@@ -91,8 +93,11 @@ extension EmbeddedServer {
             client.send(.subscribe(Subscribe(listName: "todo")))
             #expect(await client.waitFor { if case .snapshot = $0 { return true } else { return false } } != nil)
         }
-        writer.send(.mutate(Mutate(listName: "todo", clientID: "writer", seq: 1, base: ListVersion(epoch: 0, version: 0),
-                                   operations: [.insertSections([Section(id: "s")], at: 0)])))
+        writer.send(
+            .mutate(
+                Mutate(
+                    listName: "todo", clientID: "writer", seq: 1, base: ListVersion(epoch: 0, version: 0),
+                    operations: [.insertSections([Section(id: "s")], at: 0)])))
         // The batch was sealed and submitted: its Diff (to both) and Ack are held.
         #expect(await server.until { _ in box.value!.waiting.count == 1 })
         #expect(await server.withServer { $0.commitGate.heldCount } == 3)
@@ -120,8 +125,11 @@ extension EmbeddedServer {
         let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "writer")
         writer.send(.subscribe(Subscribe(listName: "todo")))
         #expect(await writer.waitFor { if case .snapshot = $0 { return true } else { return false } } != nil)
-        writer.send(.mutate(Mutate(listName: "todo", clientID: "writer", seq: 1, base: ListVersion(epoch: 0, version: 0),
-                                   operations: [.insertSections([Section(id: "s")], at: 0)])))
+        writer.send(
+            .mutate(
+                Mutate(
+                    listName: "todo", clientID: "writer", seq: 1, base: ListVersion(epoch: 0, version: 0),
+                    operations: [.insertSections([Section(id: "s")], at: 0)])))
         #expect(await server.until { _ in box.value!.waiting.count == 1 })
         let late = try await TestClient.connect(port: server.port, on: clients, clientID: "late")
         late.send(.subscribe(Subscribe(listName: "todo")))
@@ -129,7 +137,10 @@ extension EmbeddedServer {
         #expect(!late.messages.contains { if case .snapshot = $0 { return true } else { return false } })
         #expect(await server.withServer { _ in box.value!.completeOldest(.committed) })
         let snapshot = await late.waitFor { if case .snapshot = $0 { return true } else { return false } }
-        guard case .snapshot(let s)? = snapshot else { Issue.record("no snapshot: \(String(describing: snapshot))"); return }
+        guard case .snapshot(let s)? = snapshot else {
+            Issue.record("no snapshot: \(String(describing: snapshot))")
+            return
+        }
         #expect(s.position.version == 1)
         #expect(await writer.waitFor { isAck($0, seq: 1) } != nil)
         writer.close()
@@ -149,20 +160,31 @@ extension EmbeddedServer {
         subscriber.send(.subscribe(Subscribe(listName: "todo")))
         #expect(await subscriber.waitFor { if case .snapshot = $0 { return true } else { return false } } != nil)
         let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "writer")
-        writer.send(.mutate(Mutate(listName: "todo", clientID: "writer", seq: 1, base: ListVersion(epoch: 0, version: 0),
-                                   operations: [.insertSections([Section(id: "s")], at: 0)])))
+        writer.send(
+            .mutate(
+                Mutate(
+                    listName: "todo", clientID: "writer", seq: 1, base: ListVersion(epoch: 0, version: 0),
+                    operations: [.insertSections([Section(id: "s")], at: 0)])))
         #expect(await writer.waitFor { isAck($0, seq: 1) } != nil)
         #expect(await subscriber.waitFor { isDiff($0, to: 1) } != nil)
 
         await server.withServer { _ in box.value!.inlineOutcome = .fenced(.claimedElsewhere(owner: "b")) }
-        writer.send(.mutate(Mutate(listName: "todo", clientID: "writer", seq: 2, base: ListVersion(epoch: 0, version: 0),
-                                   operations: [.insertSections([Section(id: "t")], at: 0)])))
-        let draining: (Message) -> Bool = { if case .error(let e) = $0 { return e.code == .serverDraining } else { return false } }
+        writer.send(
+            .mutate(
+                Mutate(
+                    listName: "todo", clientID: "writer", seq: 2, base: ListVersion(epoch: 0, version: 0),
+                    operations: [.insertSections([Section(id: "t")], at: 0)])))
+        let draining: (Message) -> Bool = {
+            if case .error(let e) = $0 { return e.code == .serverDraining } else { return false }
+        }
         guard case .error(let closing)? = await writer.waitFor(draining) else {
             Issue.record("the writer of a fenced batch is not closed")
             return
         }
-        #expect(closing.message == "list \"todo\" is now owned by node b (another node claimed it); reconnect and resume, any node serves it")
+        #expect(
+            closing.message
+                == "list \"todo\" is now owned by node b (another node claimed it); reconnect and resume, any node serves it"
+        )
         #expect(await subscriber.waitFor(draining) != nil, "and the list's subscriber")
         #expect(await eventually { writer.isClosed && subscriber.isClosed })
         #expect(!writer.messages.contains { isAck($0, seq: 2) })
@@ -179,15 +201,21 @@ extension EmbeddedServer {
         defer { _ = clients.shutdown() }
         let (server, box) = try await start()
         let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "writer")
-        writer.send(.mutate(Mutate(listName: "todo", clientID: "writer", seq: 1, base: ListVersion(epoch: 0, version: 0),
-                                   operations: [.insertSections([Section(id: "s")], at: 0)])))
+        writer.send(
+            .mutate(
+                Mutate(
+                    listName: "todo", clientID: "writer", seq: 1, base: ListVersion(epoch: 0, version: 0),
+                    operations: [.insertSections([Section(id: "s")], at: 0)])))
         #expect(await server.until { _ in box.value!.waiting.count == 1 })
         async let stopped = server.stop()
         #expect(await server.until { $0.lifecycle.isShuttingDown })
         #expect(!writer.isClosed, "the connection stays open while its batch commits")
         #expect(await server.withServer { _ in box.value!.completeOldest(.committed) })
         #expect(await writer.waitFor { isAck($0, seq: 1) } != nil)
-        #expect(await writer.waitFor { if case .error(let e) = $0 { return e.code == .serverShuttingDown } else { return false } } != nil)
+        #expect(
+            await writer.waitFor {
+                if case .error(let e) = $0 { return e.code == .serverShuttingDown } else { return false }
+            } != nil)
         let order = writer.messages.compactMap { m -> String? in
             if isAck(m, seq: 1) { return "ack" }
             if case .notice = m { return "notice" }
@@ -204,8 +232,11 @@ extension EmbeddedServer {
         let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "writer")
         writer.send(.subscribe(Subscribe(listName: "todo")))
         #expect(await writer.waitFor { if case .snapshot = $0 { return true } else { return false } } != nil)
-        writer.send(.mutate(Mutate(listName: "todo", clientID: "writer", seq: 1, base: ListVersion(epoch: 0, version: 0),
-                                   operations: [.insertSections([Section(id: "s")], at: 0)])))
+        writer.send(
+            .mutate(
+                Mutate(
+                    listName: "todo", clientID: "writer", seq: 1, base: ListVersion(epoch: 0, version: 0),
+                    operations: [.insertSections([Section(id: "s")], at: 0)])))
         #expect(await server.until { _ in box.value!.waiting.count == 1 })
         #expect(await server.withServer { _ in box.value!.completeOldest(.failed(.unusable("test: commit failed"))) })
         #expect(await eventually { writer.isClosed })

@@ -18,7 +18,9 @@ import Testing
     /// its connect returns, and under a loaded suite the pool may run it seconds late
     /// (a 5 s deadline once closed a case with handshake-timeout). Tests of the deadline
     /// pass their own.
-    static func configuration(handshakeTimeoutMilliseconds: Int = 60_000, maxPending: Int = 1_024, lists: [String] = []) -> ServerConfiguration {
+    static func configuration(
+        handshakeTimeoutMilliseconds: Int = 60_000, maxPending: Int = 1_024, lists: [String] = []
+    ) -> ServerConfiguration {
         var c = ServerConfiguration()
         c.auth.mode = .required
         c.auth.leewaySeconds = 0
@@ -32,14 +34,22 @@ import Testing
         return c
     }
 
-    static func token(read: [String] = ["*"], write: [String] = ["*"], ttl: Double = 3_600, sub: String = "ada") async throws -> String {
+    static func token(
+        read: [String] = ["*"], write: [String] = ["*"], ttl: Double = 3_600, sub: String = "ada"
+    ) async throws -> String {
         try await TestTokens.make(kid: "hs", signer: .hs256(secret), sub: sub, ttl: ttl, read: read, write: write)
     }
 
     /// Connects, sends a Hello with `token`, returns the first answer (Welcome or Error).
-    static func hello(_ server: EmbeddedServer, _ thread: EventLoopThread, token: String?) async throws -> (TestClient, Message?) {
+    static func hello(
+        _ server: EmbeddedServer, _ thread: EventLoopThread, token: String?
+    ) async throws -> (TestClient, Message?) {
         let client = try await TestClient.connect(port: server.port, on: thread, handshake: false)
-        client.send(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "auth-test", clientID: client.clientID, authToken: token)))
+        client.send(
+            .hello(
+                Hello(
+                    minVersion: 1, maxVersion: 1, clientName: "auth-test", clientID: client.clientID, authToken: token))
+        )
         let answer = await client.waitFor(timeout: 30) { m in
             if case .welcome = m { return true }
             if case .error = m { return true }
@@ -60,22 +70,51 @@ import Testing
             ("empty token", "", .authRequired),
             ("not a JWT", "hello", .invalidToken),
             ("two parts", "eyJhbGciOiJIUzI1NiJ9.e30", .invalidToken),
-            ("alg none, no signature", try await TestTokens.make(kid: "hs", alg: "none", signer: .unsigned), .invalidToken),
-            ("alg none, kid of an HMAC key, HMAC signature",
-             try await TestTokens.make(kid: "hs", alg: "none", signer: .hs256(Self.secret)), .invalidToken),
-            ("wrong HMAC key", try await TestTokens.make(kid: "hs", signer: .hs256("another-secret-of-enough-length-0123456789")), .invalidToken),
-            ("wrong EC key", try await TestTokens.make(kid: "ec", alg: "ES256", signer: .es256(otherEC.privateKey)), .invalidToken),
-            ("alg confusion: HS256 under the EC key's kid, keyed with its public PEM",
-             try await TestTokens.make(kid: "ec", alg: "HS256", signer: .hs256(Self.ecKey.publicKeyPEM)), .invalidToken),
+            (
+                "alg none, no signature", try await TestTokens.make(kid: "hs", alg: "none", signer: .unsigned),
+                .invalidToken
+            ),
+            (
+                "alg none, kid of an HMAC key, HMAC signature",
+                try await TestTokens.make(kid: "hs", alg: "none", signer: .hs256(Self.secret)), .invalidToken
+            ),
+            (
+                "wrong HMAC key",
+                try await TestTokens.make(kid: "hs", signer: .hs256("another-secret-of-enough-length-0123456789")),
+                .invalidToken
+            ),
+            (
+                "wrong EC key", try await TestTokens.make(kid: "ec", alg: "ES256", signer: .es256(otherEC.privateKey)),
+                .invalidToken
+            ),
+            (
+                "alg confusion: HS256 under the EC key's kid, keyed with its public PEM",
+                try await TestTokens.make(kid: "ec", alg: "HS256", signer: .hs256(Self.ecKey.publicKeyPEM)),
+                .invalidToken
+            ),
             ("unknown kid", try await TestTokens.make(kid: "retired-2025", signer: .hs256(Self.secret)), .invalidToken),
             ("no kid (several keys)", try await TestTokens.make(kid: nil, signer: .hs256(Self.secret)), .invalidToken),
             ("expired", try await TestTokens.make(kid: "hs", signer: .hs256(Self.secret), ttl: -60), .tokenExpired),
-            ("nbf in the future", try await TestTokens.make(kid: "hs", signer: .hs256(Self.secret), extra: ["nbf": Int(Date().timeIntervalSince1970) + 600]), .invalidToken),
-            ("tampered payload (write widened to *)",
-             try TestTokens.tampered(good, claims: ["sub": "ada", "exp": Int(Date().timeIntervalSince1970) + 3_600, "read": ["*"], "write": ["*"]]), .invalidToken),
+            (
+                "nbf in the future",
+                try await TestTokens.make(
+                    kid: "hs", signer: .hs256(Self.secret), extra: ["nbf": Int(Date().timeIntervalSince1970) + 600]),
+                .invalidToken
+            ),
+            (
+                "tampered payload (write widened to *)",
+                try TestTokens.tampered(
+                    good,
+                    claims: [
+                        "sub": "ada", "exp": Int(Date().timeIntervalSince1970) + 3_600, "read": ["*"], "write": ["*"],
+                    ]), .invalidToken
+            ),
             ("tampered signature", String(good.dropLast(2)) + (good.hasSuffix("AA") ? "BB" : "AA"), .invalidToken),
             ("no sub", try await TestTokens.make(kid: "hs", signer: .hs256(Self.secret), sub: ""), .invalidToken),
-            ("malformed pattern", try await TestTokens.make(kid: "hs", signer: .hs256(Self.secret), read: ["team/*/x"]), .invalidToken),
+            (
+                "malformed pattern",
+                try await TestTokens.make(kid: "hs", signer: .hs256(Self.secret), read: ["team/*/x"]), .invalidToken
+            ),
         ]
         for (name, token, code) in cases {
             let (client, answer) = try await Self.hello(server, thread, token: token)
@@ -103,12 +142,40 @@ import Testing
         let thread = try EventLoopThread()
         let hugeToken = String(repeating: "a", count: 17_000)
         let cases: [(String, [UInt8], ErrorCode)] = [
-            ("Hello over the pre-auth frame limit", MalformedFrames.raw(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "x", clientID: "c", authToken: hugeToken))), .frameTooLarge),
-            ("compressed frame before the Welcome", MalformedFrames.frame(type: 0x01, flags: 1, body: [0x78, 0x9C, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]), .compressionNotAllowed),
-            ("Subscribe instead of Hello", MalformedFrames.raw(.subscribe(Subscribe(listName: "team/42/inbox", resumeFrom: nil, digest: nil))), .handshakeRequired),
-            ("StatsRequest instead of Hello", MalformedFrames.raw(.statsRequest(StatsRequest(requestID: 1, listName: "x"))), .handshakeRequired),
-            ("Hello with a bad magic and a token", MalformedFrames.frame(type: 0x01, body: Array("XXXX".utf8) + [0, 1, 0, 1, 1, 0x78, 1, 0x63, 1, 1, 0x74]), .unsupportedProtocolVersion),
-            ("Hello with an empty client ID and a good token", MalformedFrames.raw(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "x", clientID: "", authToken: try await Self.token()))), .malformedFrame),
+            (
+                "Hello over the pre-auth frame limit",
+                MalformedFrames.raw(
+                    .hello(Hello(minVersion: 1, maxVersion: 1, clientName: "x", clientID: "c", authToken: hugeToken))),
+                .frameTooLarge
+            ),
+            (
+                "compressed frame before the Welcome",
+                MalformedFrames.frame(type: 0x01, flags: 1, body: [0x78, 0x9C, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]),
+                .compressionNotAllowed
+            ),
+            (
+                "Subscribe instead of Hello",
+                MalformedFrames.raw(.subscribe(Subscribe(listName: "team/42/inbox", resumeFrom: nil, digest: nil))),
+                .handshakeRequired
+            ),
+            (
+                "StatsRequest instead of Hello",
+                MalformedFrames.raw(.statsRequest(StatsRequest(requestID: 1, listName: "x"))), .handshakeRequired
+            ),
+            (
+                "Hello with a bad magic and a token",
+                MalformedFrames.frame(
+                    type: 0x01, body: Array("XXXX".utf8) + [0, 1, 0, 1, 1, 0x78, 1, 0x63, 1, 1, 0x74]),
+                .unsupportedProtocolVersion
+            ),
+            (
+                "Hello with an empty client ID and a good token",
+                MalformedFrames.raw(
+                    .hello(
+                        Hello(
+                            minVersion: 1, maxVersion: 1, clientName: "x", clientID: "",
+                            authToken: try await Self.token()))), .malformedFrame
+            ),
         ]
         for (name, bytes, code) in cases {
             let client = try await TestClient.connect(port: server.port, on: thread, handshake: false)
@@ -138,7 +205,8 @@ import Testing
             ("admin", ["*"], ["*"]),
         ]
         let allowed = Set<String>([
-            "reader42 subscribe team/42/inbox", "reader42 stats team/42/inbox", "reader42 subscribe team/42/docs/a", "reader42 stats team/42/docs/a",
+            "reader42 subscribe team/42/inbox", "reader42 stats team/42/inbox", "reader42 subscribe team/42/docs/a",
+            "reader42 stats team/42/docs/a",
             "writer42 subscribe team/42/inbox", "writer42 stats team/42/inbox", "writer42 write team/42/inbox",
             "writer42 subscribe team/42/docs/a", "writer42 stats team/42/docs/a", "writer42 write team/42/docs/a",
             "inboxOnly subscribe team/42/inbox", "inboxOnly stats team/42/inbox", "inboxOnly write team/42/inbox",
@@ -167,14 +235,22 @@ import Testing
                             return false
                         }
                         granted = m.map(isSnapshot) == true
-                        if !granted { #expect(m.flatMap(errorMessage)?.code == .forbidden, "\(key): \(String(describing: m))") }
+                        if !granted {
+                            #expect(m.flatMap(errorMessage)?.code == .forbidden, "\(key): \(String(describing: m))")
+                        }
                     case .write:
                         seq += 1
                         let base = await position(of: server, list)!
-                        let m = await mutate(client, list, seq: seq, base: base, [.insertSections([Section(id: "s\(seq)")], at: 0)])
+                        let m = await mutate(
+                            client, list, seq: seq, base: base, [.insertSections([Section(id: "s\(seq)")], at: 0)])
                         granted = m.flatMap { ack($0, seq: seq) } != nil
-                        if granted { writesCommitted[list, default: 0] += 1 }
-                        else { #expect(m.flatMap { reject($0, seq: seq) }?.code == .forbidden, "\(key): \(String(describing: m))") }
+                        if granted {
+                            writesCommitted[list, default: 0] += 1
+                        } else {
+                            #expect(
+                                m.flatMap { reject($0, seq: seq) }?.code == .forbidden,
+                                "\(key): \(String(describing: m))")
+                        }
                     case .stats:
                         seq += 1
                         let id = seq
@@ -193,12 +269,17 @@ import Testing
             }
             // A denied request changes nothing: the connection is still usable.
             client.send(.ping(Ping(nonce: 99)))
-            #expect(await client.waitFor(timeout: 30) { if case .pong(let p) = $0 { return p.nonce == 99 } else { return false } } != nil, "\(role) connection broken")
+            #expect(
+                await client.waitFor(timeout: 30) {
+                    if case .pong(let p) = $0 { return p.nonce == 99 } else { return false }
+                } != nil, "\(role) connection broken")
             // Server-wide stats name only the lists the token may read.
             seq += 1
             let id = seq
             client.send(.statsRequest(StatsRequest(requestID: id, listName: nil)))
-            let reply = await client.waitFor(timeout: 30) { if case .statsReply(let r) = $0 { return r.requestID == id } else { return false } }
+            let reply = await client.waitFor(timeout: 30) {
+                if case .statsReply(let r) = $0 { return r.requestID == id } else { return false }
+            }
             if case .statsReply(let r) = reply {
                 let named = Set(r.entries.map(\.name).filter { $0.hasPrefix("list:") }.map { String($0.dropFirst(5)) })
                 let readable = Set(lists.filter { l in allowed.contains("\(role) subscribe \(l)") })
@@ -215,7 +296,9 @@ import Testing
             let version = await position(of: server, list)?.version
             #expect(version == UInt64(writesCommitted[list, default: 0]), "\(list) at \(String(describing: version))")
         }
-        print("authorization matrix: \(roles.count) roles × \(lists.count) lists × \(Op.allCases.count) ops = \(roles.count * lists.count * Op.allCases.count) cases, \(unexpectedAllows.count) unexpected allows, \(unexpectedDenies.count) unexpected denies")
+        print(
+            "authorization matrix: \(roles.count) roles × \(lists.count) lists × \(Op.allCases.count) ops = \(roles.count * lists.count * Op.allCases.count) cases, \(unexpectedAllows.count) unexpected allows, \(unexpectedDenies.count) unexpected denies"
+        )
         #expect(await server.stop())
         _ = thread.shutdown()
     }
@@ -247,7 +330,8 @@ import Testing
         #expect(await subscribe(client, "team/2/b").map(isSnapshot) == true)
         // The refreshed token no longer grants team/2: that subscription ends, forbidden.
         client.send(.refreshToken(RefreshToken(token: try await Self.token(read: ["team/1/*"], write: [], ttl: 3_600))))
-        let dropped = await client.waitFor(timeout: 30) { errorMessage($0)?.listName == "team/2/b" }.flatMap(errorMessage)
+        let dropped = await client.waitFor(timeout: 30) { errorMessage($0)?.listName == "team/2/b" }.flatMap(
+            errorMessage)
         #expect(dropped?.code == .forbidden && dropped?.closesConnection == false)
         #expect(await server.withServer { $0.subscriberCount(of: "team/2/b") } == 0)
         #expect(await server.withServer { $0.subscriberCount(of: "team/1/a") } == 1)
@@ -256,7 +340,10 @@ import Testing
         #expect(!client.isClosed)
         #expect(!client.messages.contains { errorMessage($0)?.code == .tokenExpired })
         client.send(.ping(Ping(nonce: 7)))
-        #expect(await client.waitFor(timeout: 30) { if case .pong(let p) = $0 { return p.nonce == 7 } else { return false } } != nil)
+        #expect(
+            await client.waitFor(timeout: 30) {
+                if case .pong(let p) = $0 { return p.nonce == 7 } else { return false }
+            } != nil)
         client.close()
 
         // Bad refreshes close the connection with their code.
@@ -279,8 +366,10 @@ import Testing
 
     // MARK: Pre-auth budget
 
-    @Test func aThousandIdleAndSlowLorisSocketsAreClosedByTheDeadlineWhileAnAuthenticatedClientCarriesOn() async throws {
-        let server = try await EmbeddedServer(configuration: Self.configuration(handshakeTimeoutMilliseconds: 300, maxPending: 2_000))
+    @Test func aThousandIdleAndSlowLorisSocketsAreClosedByTheDeadlineWhileAnAuthenticatedClientCarriesOn() async throws
+    {
+        let server = try await EmbeddedServer(
+            configuration: Self.configuration(handshakeTimeoutMilliseconds: 300, maxPending: 2_000))
         let thread = try EventLoopThread()
         let token = try await Self.token()
         let good = try await TestClient.connect(port: server.port, on: thread, authToken: token)
@@ -290,7 +379,9 @@ import Testing
             for nonce in first..<(first + 100) {
                 let t0 = DispatchTime.now().uptimeNanoseconds
                 good.send(.ping(Ping(nonce: UInt64(nonce))))
-                let pong = await good.waitFor(timeout: 30) { if case .pong(let p) = $0 { return p.nonce == UInt64(nonce) } else { return false } }
+                let pong = await good.waitFor(timeout: 30) {
+                    if case .pong(let p) = $0 { return p.nonce == UInt64(nonce) } else { return false }
+                }
                 #expect(pong != nil, "ping \(nonce) unanswered")
                 latencies.append(Double(DispatchTime.now().uptimeNanoseconds - t0) / 1_000)
                 try? await Task.sleep(for: .milliseconds(5))
@@ -319,19 +410,26 @@ import Testing
         let base = await position(of: server, "after")
         _ = base
         #expect(await subscribe(good, "after").map(isSnapshot) == true)
-        func figures(_ l: [Double]) -> String { "p50 \(Int(l[l.count / 2])) µs, p99 \(Int(l[l.count * 99 / 100])) µs, max \(Int(l.last!)) µs" }
-        print("slow-loris: \(count) unauthenticated sockets (half idle, half partial frame) all closed within \(String(format: "%.2f", elapsed)) s of the first connect (deadline 300 ms); authenticated ping round trip before: \(figures(quiet)); during: \(figures(latencies))")
+        func figures(_ l: [Double]) -> String {
+            "p50 \(Int(l[l.count / 2])) µs, p99 \(Int(l[l.count * 99 / 100])) µs, max \(Int(l.last!)) µs"
+        }
+        print(
+            "slow-loris: \(count) unauthenticated sockets (half idle, half partial frame) all closed within \(String(format: "%.2f", elapsed)) s of the first connect (deadline 300 ms); authenticated ping round trip before: \(figures(quiet)); during: \(figures(latencies))"
+        )
         good.close()
         #expect(await server.stop())
         _ = thread.shutdown()
     }
 
     @Test func connectionsBeyondThePendingHandshakeCapAreClosedAtAccept() async throws {
-        let server = try await EmbeddedServer(configuration: Self.configuration(handshakeTimeoutMilliseconds: 10_000, maxPending: 10))
+        let server = try await EmbeddedServer(
+            configuration: Self.configuration(handshakeTimeoutMilliseconds: 10_000, maxPending: 10))
         let thread = try EventLoopThread()
         var idle: [Int32] = []
         for _ in 0..<10 { idle.append(RawSocket.connect(port: server.port)) }
-        for _ in 0..<400 where await server.withServer({ $0.statistics.connectionsCurrent }) < 10 { try await Task.sleep(for: .milliseconds(5)) }
+        for _ in 0..<400 where await server.withServer({ $0.statistics.connectionsCurrent }) < 10 {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         #expect(await server.withServer { $0.statistics.connectionsCurrent } == 10)
         let excess = RawSocket.connect(port: server.port)
         #expect(RawSocket.waitForEOF(excess, timeoutMilliseconds: 3_000), "the 11th pending connection was not closed")
@@ -339,7 +437,9 @@ import Testing
         #expect(await server.withServer { $0.statistics.connectionsRefused } >= 1)
         // Once pending ones go away, authenticated clients get in again.
         for fd in idle { RawSocket.close(fd) }
-        for _ in 0..<400 where await server.withServer({ $0.statistics.connectionsCurrent }) > 0 { try await Task.sleep(for: .milliseconds(5)) }
+        for _ in 0..<400 where await server.withServer({ $0.statistics.connectionsCurrent }) > 0 {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         #expect(await server.withServer { $0.statistics.connectionsCurrent } == 0)
         let client = try await TestClient.connect(port: server.port, on: thread, authToken: try await Self.token())
         client.close()
@@ -350,7 +450,9 @@ import Testing
     // MARK: Unix socket
 
     @Test func theUnixSocketListenerHasItsModeAndServesAuthenticatedClients() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("flowsync-unix-\(UInt32.random(in: 0...UInt32.max))").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "flowsync-unix-\(UInt32.random(in: 0...UInt32.max))"
+        ).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/flowsyncd.sock"
@@ -371,7 +473,10 @@ import Testing
             let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
             defer { RawSocket.close(fd) }
             try #require(RawSocket.connectUnix(fd, path))
-            RawSocket.send(fd, MalformedFrames.raw(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "unix", clientID: "u1", authToken: token))))
+            RawSocket.send(
+                fd,
+                MalformedFrames.raw(
+                    .hello(Hello(minVersion: 1, maxVersion: 1, clientName: "unix", clientID: "u1", authToken: token))))
             return RawSocket.readMessage(fd, timeoutMilliseconds: 5_000)
         }
         #expect(try handshake(try await Self.token()).map(isWelcome) == true)
@@ -386,11 +491,26 @@ import Testing
         let cases: [(String, String)] = [
             ("[server]\nhost = \"0.0.0.0\"\n", "auth.keys"),
             ("[server]\nhost = \"0.0.0.0\"\n[auth]\nmode = \"off\"\n", "auth.mode"),
-            ("[auth]\nmode = \"required\"\n[[auth.keys]]\nkid = \"a\"\nalg = \"HS256\"\nsecret = \"short\"\n", "auth.keys"),
-            ("[auth]\n[[auth.keys]]\nkid = \"a\"\nalg = \"none\"\nsecret = \"0123456789abcdef0123456789abcdef\"\n", "auth.keys"),
-            ("[auth]\n[[auth.keys]]\nkid = \"a\"\nalg = \"ES256\"\npublic_key_pem = \"-----BEGIN PUBLIC KEY-----\\nAAAA\\n-----END PUBLIC KEY-----\"\n", "auth.keys"),
-            ("[auth]\n[[auth.keys]]\nkid = \"a\"\nalg = \"HS256\"\nsecret_file = \"/nonexistent/secret\"\n", "auth.keys"),
-            ("[auth]\n[[auth.keys]]\nkid = \"a\"\nalg = \"HS256\"\nsecret = \"0123456789abcdef0123456789abcdef\"\n[[auth.keys]]\nkid = \"a\"\nalg = \"HS256\"\nsecret = \"0123456789abcdef0123456789abcdef\"\n", "auth.keys.kid"),
+            (
+                "[auth]\nmode = \"required\"\n[[auth.keys]]\nkid = \"a\"\nalg = \"HS256\"\nsecret = \"short\"\n",
+                "auth.keys"
+            ),
+            (
+                "[auth]\n[[auth.keys]]\nkid = \"a\"\nalg = \"none\"\nsecret = \"0123456789abcdef0123456789abcdef\"\n",
+                "auth.keys"
+            ),
+            (
+                "[auth]\n[[auth.keys]]\nkid = \"a\"\nalg = \"ES256\"\npublic_key_pem = \"-----BEGIN PUBLIC KEY-----\\nAAAA\\n-----END PUBLIC KEY-----\"\n",
+                "auth.keys"
+            ),
+            (
+                "[auth]\n[[auth.keys]]\nkid = \"a\"\nalg = \"HS256\"\nsecret_file = \"/nonexistent/secret\"\n",
+                "auth.keys"
+            ),
+            (
+                "[auth]\n[[auth.keys]]\nkid = \"a\"\nalg = \"HS256\"\nsecret = \"0123456789abcdef0123456789abcdef\"\n[[auth.keys]]\nkid = \"a\"\nalg = \"HS256\"\nsecret = \"0123456789abcdef0123456789abcdef\"\n",
+                "auth.keys.kid"
+            ),
             ("[auth]\nmode = \"sometimes\"\n", "auth.mode"),
             ("[auth]\nleeway = 3\n", "auth.leeway"),
             ("[server]\nunix_socket_mode = \"999\"\n", "server.unix_socket_mode"),
@@ -406,9 +526,16 @@ import Testing
         // Good ones: off beyond loopback when forced, ES256 inline, HS256 from a file.
         // (Beyond loopback TLS is required too unless forced off: issue #32.)
         let plaintext = "[tls]\nmode = \"off\"\nallow_plaintext_beyond_loopback = true\n"
-        #expect(throws: Never.self) { _ = try ServerConfiguration(toml: "[server]\nhost = \"0.0.0.0\"\n[auth]\nmode = \"off\"\nallow_off_beyond_loopback = true\n" + plaintext) }
+        #expect(throws: Never.self) {
+            _ = try ServerConfiguration(
+                toml: "[server]\nhost = \"0.0.0.0\"\n[auth]\nmode = \"off\"\nallow_off_beyond_loopback = true\n"
+                    + plaintext)
+        }
         let pem = Self.ecKey.publicKeyPEM.replacingOccurrences(of: "\n", with: "\\n")
-        let c = try ServerConfiguration(toml: "[server]\nhost = \"0.0.0.0\"\n" + plaintext + "[auth]\nissuer = \"me\"\n[[auth.keys]]\nkid = \"ec\"\nalg = \"ES256\"\npublic_key_pem = \"\(pem)\"\n")
+        let c = try ServerConfiguration(
+            toml: "[server]\nhost = \"0.0.0.0\"\n" + plaintext
+                + "[auth]\nissuer = \"me\"\n[[auth.keys]]\nkid = \"ec\"\nalg = \"ES256\"\npublic_key_pem = \"\(pem)\"\n"
+        )
         #expect(c.auth.effectiveMode(host: c.host) == .required)
         #expect(c.auth.keys.first?.kid == "ec")
         #expect(ServerConfiguration().auth.effectiveMode(host: "127.0.0.1") == .off)
@@ -429,7 +556,9 @@ import Testing
 
 /// Frame crafting shared with the pre-auth table.
 enum MalformedFrames {
-    static func frame(type: UInt8, flags: UInt8 = 0, body: [UInt8]) -> [UInt8] { MalformedInputTests.frame(type: type, flags: flags, body: body) }
+    static func frame(type: UInt8, flags: UInt8 = 0, body: [UInt8]) -> [UInt8] {
+        MalformedInputTests.frame(type: type, flags: flags, body: body)
+    }
     static func raw(_ message: Message) -> [UInt8] { MalformedInputTests.raw(message) }
 }
 
@@ -443,9 +572,14 @@ enum RawSocket {
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
-        if result != 0 { Glibc.close(fd); return -1 }
+        if result != 0 {
+            Glibc.close(fd)
+            return -1
+        }
         return fd
     }
 
@@ -485,7 +619,9 @@ enum RawSocket {
     }
 
     static func bindUnix(_ fd: Int32, _ path: String) -> Bool { withUnixAddress(path) { Glibc.bind(fd, $0, $1) == 0 } }
-    static func connectUnix(_ fd: Int32, _ path: String) -> Bool { withUnixAddress(path) { Glibc.connect(fd, $0, $1) == 0 } }
+    static func connectUnix(_ fd: Int32, _ path: String) -> Bool {
+        withUnixAddress(path) { Glibc.connect(fd, $0, $1) == 0 }
+    }
 
     /// Reads until one whole message decodes (client limits), or the timeout.
     static func readMessage(_ fd: Int32, timeoutMilliseconds: Int32) -> Message? {

@@ -1,7 +1,8 @@
-@testable import FlowSyncServer
 import FlowSyncCore
 import FlowSyncProtocol
 import Testing
+
+@testable import FlowSyncServer
 
 /// Who may ask for a backup: the connection machine admits a BackupRequest only from a
 /// grant that reads every list (or with auth off); the rest get a `forbidden` reply and
@@ -11,7 +12,8 @@ import Testing
     static let request = BackupRequest(requestID: 9, directory: "/backups/1")
 
     func ready(_ grant: AccessGrant?) -> Machine {
-        let configuration = Machine.Configuration(maxListsPerConnection: 2, maxListNameBytes: 8, verifiesTokens: grant != nil)
+        let configuration = Machine.Configuration(
+            maxListsPerConnection: 2, maxListNameBytes: 8, verifiesTokens: grant != nil)
         var machine = Machine(now: 100, handshakeTimeout: 50, configuration: configuration)
         let hello = Message.hello(Hello(clientName: "test", clientID: "c1", authToken: grant == nil ? nil : "token"))
         if let grant {
@@ -29,7 +31,8 @@ import Testing
         var admin = ready(AccessGrant(subject: "ops", read: [ListPattern("*")!], write: [], expiresAt: 1_000))
         #expect(admin.receivedMessage(.backupRequest(Self.request), now: 120) == .backup(Self.request))
         for read in ["team/*", "inbox"] {
-            var user = ready(AccessGrant(subject: "u", read: [ListPattern(read)!], write: [ListPattern("*")!], expiresAt: 1_000))
+            var user = ready(
+                AccessGrant(subject: "u", read: [ListPattern(read)!], write: [ListPattern("*")!], expiresAt: 1_000))
             guard case .sendBackupReply(let reply) = user.receivedMessage(.backupRequest(Self.request), now: 120) else {
                 Issue.record("read \(read): not refused")
                 continue

@@ -1,7 +1,8 @@
-@testable import FlowSyncServer
 import FlowSyncCore
 import FlowSyncTestSupport
 import Testing
+
+@testable import FlowSyncServer
 
 /// The commit gate (asynchronous commits, cluster mode) without a socket: event by
 /// event, then a seeded property test over random interleavings.
@@ -44,7 +45,8 @@ import Testing
         #expect(sent(gate.route(diff, to: 1, about: "a")) == nil)
         #expect(sent(gate.route(ack, to: 1, about: "a")) == nil)
         #expect(sent(gate.route(pong, to: 1, about: nil)) == nil, "behind the held frames of its connection")
-        #expect(sent(gate.route(otherList, to: 2, about: "b")) == otherList, "another connection, another list: not held")
+        #expect(
+            sent(gate.route(otherList, to: 2, about: "b")) == otherList, "another connection, another list: not held")
         #expect(gate.heldCount == 3)
         let released = gate.complete(ticket, .committed).released
         #expect(released.count == 1 && released[0].0 == 1 && released[0].1 == [diff, ack, pong])
@@ -181,19 +183,37 @@ import Testing
                 let writers = (0..<connectionCount).filter { _ in random.chance(0.4) }
                 for subscriber in subscribers {
                     serial += 1
-                    if let failure = route(TestFrame(kind: .diff, list: list, batch: ticket.rawValue, serial: serial), to: subscriber, about: list) { return failure }
+                    if let failure = route(
+                        TestFrame(kind: .diff, list: list, batch: ticket.rawValue, serial: serial), to: subscriber,
+                        about: list)
+                    {
+                        return failure
+                    }
                 }
                 for writer in writers {
                     serial += 1
-                    if let failure = route(TestFrame(kind: .ack, list: list, batch: ticket.rawValue, serial: serial), to: writer, about: list) { return failure }
+                    if let failure = route(
+                        TestFrame(kind: .ack, list: list, batch: ticket.rawValue, serial: serial), to: writer,
+                        about: list)
+                    {
+                        return failure
+                    }
                 }
             } else if roll < 45 {
                 serial += 1
                 let newest = pendingByList[list]?.last?.rawValue
-                if let failure = route(TestFrame(kind: .snapshot, list: list, batch: newest, serial: serial), to: connection, about: list) { return failure }
+                if let failure = route(
+                    TestFrame(kind: .snapshot, list: list, batch: newest, serial: serial), to: connection, about: list)
+                {
+                    return failure
+                }
             } else if roll < 55 {
                 serial += 1
-                if let failure = route(TestFrame(kind: .other, list: nil, batch: nil, serial: serial), to: connection, about: nil) { return failure }
+                if let failure = route(
+                    TestFrame(kind: .other, list: nil, batch: nil, serial: serial), to: connection, about: nil)
+                {
+                    return failure
+                }
             } else if roll < 58 {
                 if !closed.contains(connection) {
                     closed.insert(connection)
@@ -208,7 +228,9 @@ import Testing
                 if let failure = completeOldest(of: list, committed: true) { return failure }
             }
         }
-        guard gate.isIdle, gate.heldCount == 0 else { return "gate not idle after every commit completed (\(gate.heldCount) held)" }
+        guard gate.isIdle, gate.heldCount == 0 else {
+            return "gate not idle after every commit completed (\(gate.heldCount) held)"
+        }
         for connection in 0..<connectionCount where !closed.contains(connection) {
             let expected = (routed[connection] ?? []).filter { frame in
                 guard let ticket = waitsFor[frame.serial] else { return true }
@@ -218,7 +240,8 @@ import Testing
             guard got == expected else { return "connection \(connection) received \(got), expected \(expected)" }
             let lostAny = expected.count < (routed[connection] ?? []).count
             guard lostAny == droppedReported.contains(connection) else {
-                return "connection \(connection): lost a frame \(lostAny), reported as dropped \(droppedReported.contains(connection))"
+                return
+                    "connection \(connection): lost a frame \(lostAny), reported as dropped \(droppedReported.contains(connection))"
             }
             // Diff before Ack, for every batch this connection got both of.
             for (index, frame) in got.enumerated() where frame.kind == .ack {

@@ -55,13 +55,22 @@ import Testing
                         guard let base = writer.replica.position else { break }
                         seq += 1
                         let ops = generator.group(for: writer.replica.director, maxOps: 3)
-                        writer.client.send(.mutate(Mutate(listName: list, clientID: writer.client.clientID, seq: seq, base: base, operations: ops)))
+                        writer.client.send(
+                            .mutate(
+                                Mutate(
+                                    listName: list, clientID: writer.client.clientID, seq: seq, base: base,
+                                    operations: ops)))
                         let s = seq
-                        let reply = await writer.client.waitFor(timeout: 10) { ack($0, seq: s) != nil || reject($0, seq: s) != nil }
+                        let reply = await writer.client.waitFor(timeout: 10) {
+                            ack($0, seq: s) != nil || reject($0, seq: s) != nil
+                        }
                         if reply.flatMap({ ack($0, seq: s) }) != nil {
                             totals.update { $0.acked += 1 }
                         } else if let r = reply.flatMap({ reject($0, seq: s) }) {
-                            totals.update { $0.rejected += 1; if r.code == .conflict { $0.conflicts += 1 } }
+                            totals.update {
+                                $0.rejected += 1
+                                if r.code == .conflict { $0.conflicts += 1 }
+                            }
                         } else {
                             Issue.record("writer \(k): no answer to seq \(s)")
                             break
@@ -72,10 +81,14 @@ import Testing
         }
         let (director, position) = try #require(await server.withServer { $0.state(of: list) })
         for (k, follower) in (writers + subscribers).enumerated() {
-            #expect(await follower.client.waitFor(timeout: 20) { diff($0, to: position.version) != nil } != nil || position.version == 0, "client \(k) never reached \(position)")
+            #expect(
+                await follower.client.waitFor(timeout: 20) { diff($0, to: position.version) != nil } != nil
+                    || position.version == 0, "client \(k) never reached \(position)")
             follower.catchUp(list)
             #expect(follower.replica.problems.isEmpty, "client \(k): \(follower.replica.problems.prefix(3))")
-            #expect(follower.replica.position == position, "client \(k) at \(String(describing: follower.replica.position))")
+            #expect(
+                follower.replica.position == position, "client \(k) at \(String(describing: follower.replica.position))"
+            )
             #expect(follower.replica.director == director, "client \(k) differs from the server")
         }
         let t = totals.get()

@@ -1,5 +1,6 @@
-@testable import FlowSyncServer
 import Testing
+
+@testable import FlowSyncServer
 
 /// A reload keeps the groups bound at start — listen, storage, metrics — whole, and
 /// takes everything else from the new file; it names what it could not change.
@@ -30,9 +31,12 @@ import Testing
         new.limits.maxConnections = 200
         new.historyMaxBatches = 20
         let (applied, ignored) = current.reloaded(to: new)
-        #expect(applied.listen == current.listen && applied.storage == current.storage && applied.metrics == current.metrics)
+        #expect(
+            applied.listen == current.listen && applied.storage == current.storage && applied.metrics == current.metrics
+        )
         #expect(applied.limits.maxConnections == 200 && applied.historyMaxBatches == 20, "reloadable keys apply")
-        #expect(ignored == ["server.host/port", "server.data_dir", "storage", "lists.on_demand", "metrics"], "\(ignored)")
+        #expect(
+            ignored == ["server.host/port", "server.data_dir", "storage", "lists.on_demand", "metrics"], "\(ignored)")
     }
 
     @Test func aReloadThatChangesNothingRestartOnlyIgnoresNothing() {
@@ -50,7 +54,9 @@ import Testing
         c.storageEngine = .memory
         c.metricsPort = 4321
         c.maxFrameBytes = 2_048
-        #expect(c.listen.port == 1234 && c.storage.engine == .memory && c.metrics.port == 4321 && c.limits.maxFrameBytes == 2_048)
+        #expect(
+            c.listen.port == 1234 && c.storage.engine == .memory && c.metrics.port == 4321
+                && c.limits.maxFrameBytes == 2_048)
         c.listen.host = "::1"
         #expect(c.host == "::1")
     }

@@ -1,7 +1,8 @@
-@testable import FlowSyncServer
 import FlowSyncCore
 import FlowSyncProtocol
 import Testing
+
+@testable import FlowSyncServer
 
 /// The connection machine without a socket (issue #16): every event in every state, with
 /// the exact action, the way swift-nio tests its upgrader machine without a channel. The
@@ -41,8 +42,11 @@ import Testing
     }
 
     func subscribed(_ machine: inout Machine, _ list: String, at version: UInt64 = 0) {
-        #expect(machine.receivedMessage(.subscribe(Subscribe(listName: list)), now: 120) == .subscribe(Subscribe(listName: list)))
-        machine.subscriptionStarted(list, flow: SubscriptionFlow(deliveredUpTo: ListVersion(epoch: 1, version: version)))
+        #expect(
+            machine.receivedMessage(.subscribe(Subscribe(listName: list)), now: 120)
+                == .subscribe(Subscribe(listName: list)))
+        machine.subscriptionStarted(
+            list, flow: SubscriptionFlow(deliveredUpTo: ListVersion(epoch: 1, version: version)))
     }
 
     func closes(_ action: Machine.Action, _ code: ErrorCode, leaving: Set<String> = []) -> Bool {
@@ -91,16 +95,23 @@ import Testing
 
     @Test func awaitingHelloChecksVersionAndClientID() {
         var old = awaiting()
-        #expect(closes(old.receivedMessage(.hello(Hello(minVersion: 7, maxVersion: 9, clientName: "x", clientID: "c")), now: 101), .unsupportedProtocolVersion))
+        #expect(
+            closes(
+                old.receivedMessage(
+                    .hello(Hello(minVersion: 7, maxVersion: 9, clientName: "x", clientID: "c")), now: 101),
+                .unsupportedProtocolVersion))
         var anonymous = awaiting()
-        #expect(closes(anonymous.receivedMessage(.hello(Hello(clientName: "x", clientID: "")), now: 101), .malformedFrame))
+        #expect(
+            closes(anonymous.receivedMessage(.hello(Hello(clientName: "x", clientID: "")), now: 101), .malformedFrame))
     }
 
     @Test func helloWithAuthOffWelcomesWithTheUnrestrictedGrant() {
         var machine = awaiting()
         #expect(machine.isHandshaking)
         #expect(machine.receivedMessage(Self.hello, now: 110) == .welcome(version: 1))
-        #expect(machine.session == Machine.Session(clientID: "c1", clientName: "test", protocolVersion: 1, grant: .unrestricted))
+        #expect(
+            machine.session
+                == Machine.Session(clientID: "c1", clientName: "test", protocolVersion: 1, grant: .unrestricted))
         #expect(machine.isReady && !machine.isHandshaking && machine.subscribedLists.isEmpty)
     }
 
@@ -112,7 +123,11 @@ import Testing
         #expect(good.tokenVerified(.success(Self.grant()), now: 111) == .welcome(version: 1))
         #expect(good.session?.grant == Self.grant())
         var bad = machine
-        #expect(closes(bad.tokenVerified(.failure(TokenVerifier.Rejection(code: .invalidToken, message: "bad signature")), now: 111), .invalidToken))
+        #expect(
+            closes(
+                bad.tokenVerified(
+                    .failure(TokenVerifier.Rejection(code: .invalidToken, message: "bad signature")), now: 111),
+                .invalidToken))
         #expect(bad.closing?.reason == .invalidToken)
     }
 
@@ -128,7 +143,8 @@ import Testing
 
     @Test func decodeFailureServerCloseAndPeerCloseBeforeTheHandshake() {
         var decode = awaiting()
-        #expect(closes(decode.decodeFailed(ProtocolError(code: .frameTooLarge, message: "big"), now: 105), .frameTooLarge))
+        #expect(
+            closes(decode.decodeFailed(ProtocolError(code: .frameTooLarge, message: "big"), now: 105), .frameTooLarge))
         var server = awaiting()
         #expect(closes(server.serverCloses(.serverShuttingDown, "bye", now: 105), .serverShuttingDown))
         var peer = awaiting()
@@ -152,18 +168,24 @@ import Testing
 
     @Test func aListThatIsNotFoundLeavesNothingToUndo() {
         var machine = ready()
-        #expect(machine.receivedMessage(.subscribe(Subscribe(listName: "a")), now: 120) == .subscribe(Subscribe(listName: "a")))
+        #expect(
+            machine.receivedMessage(.subscribe(Subscribe(listName: "a")), now: 120)
+                == .subscribe(Subscribe(listName: "a")))
         let action = machine.listNotFound("a")
         #expect(sendsError(action, .unknownList))
         if case .sendError(let error) = action { #expect(error.listName == "a") }
         #expect(machine.subscribedLists.isEmpty)
-        #expect(machine.receivedMessage(.subscribe(Subscribe(listName: "a")), now: 121) == .subscribe(Subscribe(listName: "a")), "no stale subscription")
+        #expect(
+            machine.receivedMessage(.subscribe(Subscribe(listName: "a")), now: 121)
+                == .subscribe(Subscribe(listName: "a")), "no stale subscription")
     }
 
     @Test func subscribeChecksTheNameTheGrantAndTheLimit() {
         var machine = readyWithGrant()
         #expect(sendsError(machine.receivedMessage(.subscribe(Subscribe(listName: "")), now: 120), .limitExceeded))
-        #expect(sendsError(machine.receivedMessage(.subscribe(Subscribe(listName: "much-too-long")), now: 120), .limitExceeded))
+        #expect(
+            sendsError(
+                machine.receivedMessage(.subscribe(Subscribe(listName: "much-too-long")), now: 120), .limitExceeded))
         #expect(sendsError(machine.receivedMessage(.subscribe(Subscribe(listName: "b")), now: 120), .forbidden))
         subscribed(&machine, "a/1")
         subscribed(&machine, "a/2")
@@ -175,7 +197,8 @@ import Testing
         var machine = ready()
         #expect(sendsError(machine.receivedMessage(.unsubscribe(Unsubscribe(listName: "a")), now: 120), .notSubscribed))
         subscribed(&machine, "a")
-        #expect(machine.receivedMessage(.unsubscribe(Unsubscribe(listName: "a")), now: 121) == .unsubscribe(listName: "a"))
+        #expect(
+            machine.receivedMessage(.unsubscribe(Unsubscribe(listName: "a")), now: 121) == .unsubscribe(listName: "a"))
         #expect(machine.flow(of: "a") == nil && machine.subscribedLists.isEmpty)
     }
 
@@ -184,7 +207,11 @@ import Testing
         subscribed(&machine, "a", at: 1)
         subscribed(&machine, "b", at: 1)
         let policy = BackpressurePolicy(lowWatermark: 10, highWatermark: 100, hardLimit: 1_000)
-        let decision = machine.updateFlow(of: "a") { $0.batchCommitted(from: ListVersion(epoch: 1, version: 1), to: ListVersion(epoch: 1, version: 2), queued: 500, policy: policy) }
+        let decision = machine.updateFlow(of: "a") {
+            $0.batchCommitted(
+                from: ListVersion(epoch: 1, version: 1), to: ListVersion(epoch: 1, version: 2), queued: 500,
+                policy: policy)
+        }
         #expect(decision == .skip)
         #expect(machine.laggingLists == ["a"] && machine.flow(of: "a")?.state == .lagging)
         #expect(machine.updateFlow(of: "missing") { _ in true } == nil)
@@ -195,14 +222,25 @@ import Testing
     /// machine answers nil (its subscriptions ended with the ready state).
     @Test func slotsReachTheirFlowUntilTheClose() {
         var machine = ready()
-        #expect(machine.receivedMessage(.subscribe(Subscribe(listName: "a")), now: 120) == .subscribe(Subscribe(listName: "a")))
-        let a = machine.subscriptionStarted("a", flow: SubscriptionFlow(deliveredUpTo: ListVersion(epoch: 1, version: 1)))
-        #expect(machine.receivedMessage(.subscribe(Subscribe(listName: "b")), now: 120) == .subscribe(Subscribe(listName: "b")))
-        let b = machine.subscriptionStarted("b", flow: SubscriptionFlow(deliveredUpTo: ListVersion(epoch: 1, version: 1)))
+        #expect(
+            machine.receivedMessage(.subscribe(Subscribe(listName: "a")), now: 120)
+                == .subscribe(Subscribe(listName: "a")))
+        let a = machine.subscriptionStarted(
+            "a", flow: SubscriptionFlow(deliveredUpTo: ListVersion(epoch: 1, version: 1)))
+        #expect(
+            machine.receivedMessage(.subscribe(Subscribe(listName: "b")), now: 120)
+                == .subscribe(Subscribe(listName: "b")))
+        let b = machine.subscriptionStarted(
+            "b", flow: SubscriptionFlow(deliveredUpTo: ListVersion(epoch: 1, version: 1)))
         #expect(a != b)
         let policy = BackpressurePolicy(lowWatermark: 10, highWatermark: 100, hardLimit: 1_000)
-        #expect(machine.receivedMessage(.unsubscribe(Unsubscribe(listName: "a")), now: 121) == .unsubscribe(listName: "a"))
-        let decision = machine.updateFlow(inSlot: b, of: "b") { $0.batchCommitted(from: ListVersion(epoch: 1, version: 1), to: ListVersion(epoch: 1, version: 2), queued: 0, policy: policy) }
+        #expect(
+            machine.receivedMessage(.unsubscribe(Unsubscribe(listName: "a")), now: 121) == .unsubscribe(listName: "a"))
+        let decision = machine.updateFlow(inSlot: b, of: "b") {
+            $0.batchCommitted(
+                from: ListVersion(epoch: 1, version: 1), to: ListVersion(epoch: 1, version: 2), queued: 0,
+                policy: policy)
+        }
         #expect(decision == .send && machine.flow(of: "b")?.delivered == ListVersion(epoch: 1, version: 2))
         #expect(closes(machine.serverCloses(.slowConsumer, "x", now: 130), .slowConsumer, leaving: ["b"]))
         #expect(machine.updateFlow(inSlot: b, of: "b") { _ in true } == nil)
@@ -215,9 +253,20 @@ import Testing
         let base = ListVersion(epoch: 1, version: 0)
         let good = Mutate(listName: "a/w", clientID: "c1", seq: 1, base: base, operations: [])
         #expect(machine.receivedMessage(.mutate(good), now: 120) == .mutate(good))
-        #expect(sendsError(machine.receivedMessage(.mutate(Mutate(listName: "", clientID: "c1", seq: 2, base: base, operations: [])), now: 120), .limitExceeded))
-        #expect(sendsError(machine.receivedMessage(.mutate(Mutate(listName: "a/w", clientID: "other", seq: 2, base: base, operations: [])), now: 120), .forbidden))
-        guard case .reject(let reject) = machine.receivedMessage(.mutate(Mutate(listName: "a/1", clientID: "c1", seq: 3, base: base, operations: [])), now: 120) else {
+        #expect(
+            sendsError(
+                machine.receivedMessage(
+                    .mutate(Mutate(listName: "", clientID: "c1", seq: 2, base: base, operations: [])), now: 120),
+                .limitExceeded))
+        #expect(
+            sendsError(
+                machine.receivedMessage(
+                    .mutate(Mutate(listName: "a/w", clientID: "other", seq: 2, base: base, operations: [])), now: 120),
+                .forbidden))
+        guard
+            case .reject(let reject) = machine.receivedMessage(
+                .mutate(Mutate(listName: "a/1", clientID: "c1", seq: 3, base: base, operations: [])), now: 120)
+        else {
             Issue.record("a write the grant does not cover is a Reject")
             return
         }
@@ -230,7 +279,10 @@ import Testing
         #expect(machine.receivedMessage(.pong(Pong(nonce: 9)), now: 120) == .none)
         let request = StatsRequest(requestID: 1, listName: "a/1")
         #expect(machine.receivedMessage(.statsRequest(request), now: 120) == .stats(request, grant: Self.grant()))
-        #expect(sendsError(machine.receivedMessage(.statsRequest(StatsRequest(requestID: 2, listName: "b")), now: 120), .forbidden))
+        #expect(
+            sendsError(
+                machine.receivedMessage(.statsRequest(StatsRequest(requestID: 2, listName: "b")), now: 120), .forbidden)
+        )
     }
 
     @Test func refreshWithAuthOffIsIgnored() {
@@ -244,7 +296,9 @@ import Testing
         subscribed(&machine, "a/1")
         subscribed(&machine, "b/1")
         #expect(machine.receivedMessage(.refreshToken(RefreshToken(token: "new")), now: 120) == .verifyToken("new"))
-        #expect(machine.tokenVerified(.success(Self.grant(read: "a/*", expiresAt: 5_000)), now: 121) == .refreshed(dropped: ["b/1"]))
+        #expect(
+            machine.tokenVerified(.success(Self.grant(read: "a/*", expiresAt: 5_000)), now: 121)
+                == .refreshed(dropped: ["b/1"]))
         #expect(machine.subscribedLists == ["a/1"] && machine.session?.grant.expiresAt == 5_000)
     }
 
@@ -252,10 +306,16 @@ import Testing
         var other = readyWithGrant()
         subscribed(&other, "a/1")
         _ = other.receivedMessage(.refreshToken(RefreshToken(token: "new")), now: 120)
-        #expect(closes(other.tokenVerified(.success(Self.grant(subject: "mallory")), now: 121), .forbidden, leaving: ["a/1"]))
+        #expect(
+            closes(
+                other.tokenVerified(.success(Self.grant(subject: "mallory")), now: 121), .forbidden, leaving: ["a/1"]))
         var invalid = readyWithGrant()
         _ = invalid.receivedMessage(.refreshToken(RefreshToken(token: "new")), now: 120)
-        #expect(closes(invalid.tokenVerified(.failure(TokenVerifier.Rejection(code: .tokenExpired, message: "expired")), now: 121), .tokenExpired))
+        #expect(
+            closes(
+                invalid.tokenVerified(
+                    .failure(TokenVerifier.Rejection(code: .tokenExpired, message: "expired")), now: 121), .tokenExpired
+            ))
         #expect(invalid.subscribedLists.isEmpty && invalid.isClosing)
     }
 
@@ -273,10 +333,17 @@ import Testing
         #expect(closes(hello.receivedMessage(Self.hello, now: 130), .unexpectedMessage, leaving: ["a"]))
         #expect(hello.closing?.since == 130 && hello.subscribedLists.isEmpty)
         var serverMessage = ready()
-        #expect(closes(serverMessage.receivedMessage(.ack(Ack(listName: "a", seq: 1, committed: ListVersion(epoch: 1, version: 1))), now: 130), .unexpectedMessage))
+        #expect(
+            closes(
+                serverMessage.receivedMessage(
+                    .ack(Ack(listName: "a", seq: 1, committed: ListVersion(epoch: 1, version: 1))), now: 130),
+                .unexpectedMessage))
         var decode = ready()
         subscribed(&decode, "a")
-        #expect(closes(decode.decodeFailed(ProtocolError(code: .malformedFrame, message: "x"), now: 130), .malformedFrame, leaving: ["a"]))
+        #expect(
+            closes(
+                decode.decodeFailed(ProtocolError(code: .malformedFrame, message: "x"), now: 130), .malformedFrame,
+                leaving: ["a"]))
     }
 
     @Test func serverCloseAndPeerCloseWhenReady() {
@@ -305,7 +372,9 @@ import Testing
         #expect(machine.tokenVerified(.success(Self.grant()), now: 152) == .none)
         #expect(machine.listNotFound("a") == .none)
         #expect(machine.peerClosed(now: 153) == [], "the lists were left with the first close")
-        #expect(machine.closing?.since == 150 && machine.closing?.reason == .serverShuttingDown, "the first close is the one recorded")
+        #expect(
+            machine.closing?.since == 150 && machine.closing?.reason == .serverShuttingDown,
+            "the first close is the one recorded")
         #expect(machine.flow(of: "a") == nil && machine.laggingLists.isEmpty && machine.session == nil)
     }
 }

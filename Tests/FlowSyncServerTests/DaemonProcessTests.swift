@@ -2,6 +2,7 @@ import FlowSyncProcess
 import FlowSyncTestSupport
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -32,7 +33,9 @@ import Glibc
     }
 
     @Test func checkConfigExitCodes() async throws {
-        let good = try await Self.run(["--check-config", "--config", Self.root.appendingPathComponent("config/flowsyncd.toml").path])
+        let good = try await Self.run([
+            "--check-config", "--config", Self.root.appendingPathComponent("config/flowsyncd.toml").path,
+        ])
         #expect(good.status == 0 && good.output.contains("configuration OK"), "\(good)")
         let badPath = try Self.temporaryFile("[limits]\nmax_frame_bytez = 5\n")
         defer { unlink(badPath) }
@@ -52,9 +55,12 @@ import Glibc
         options.logLevel = "info"
         let daemon = try await DaemonProcess.start(options)
 
-        try "[server]\nport = 0\n[limits]\nmax_ops_per_mutation = 7\n[logging]\nlevel = \"info\"\n".write(toFile: configPath, atomically: true, encoding: .utf8)
+        try "[server]\nport = 0\n[limits]\nmax_ops_per_mutation = 7\n[logging]\nlevel = \"info\"\n".write(
+            toFile: configPath, atomically: true, encoding: .utf8)
         daemon.signal(SIGHUP)
-        let reloaded = await daemon.child.waitForLine(timeout: .seconds(30)) { $0.contains("configuration reloaded") ? true : nil }
+        let reloaded = await daemon.child.waitForLine(timeout: .seconds(30)) {
+            $0.contains("configuration reloaded") ? true : nil
+        }
         #expect(reloaded == true, "\(daemon.output)")
         #expect(daemon.output.contains("limits.director"), "the reload names what changed: \(daemon.output)")
 
@@ -67,6 +73,14 @@ import Glibc
 final class LockedText: @unchecked Sendable {
     private let lock = NSLock()
     private var buffer = ""
-    func append(_ s: String) { lock.lock(); buffer += s; lock.unlock() }
-    var text: String { lock.lock(); defer { lock.unlock() }; return buffer }
+    func append(_ s: String) {
+        lock.lock()
+        buffer += s
+        lock.unlock()
+    }
+    var text: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return buffer
+    }
 }

@@ -8,12 +8,18 @@ import Testing
 func isSnapshot(_ m: Message) -> Bool { if case .snapshot = m { return true } else { return false } }
 func isWelcome(_ m: Message) -> Bool { if case .welcome = m { return true } else { return false } }
 func ack(_ m: Message, seq: UInt64) -> Ack? { if case .ack(let a) = m, a.seq == seq { return a } else { return nil } }
-func reject(_ m: Message, seq: UInt64) -> Reject? { if case .reject(let r) = m, r.seq == seq { return r } else { return nil } }
-func diff(_ m: Message, to version: UInt64) -> Diff? { if case .diff(let d) = m, d.toVersion == version { return d } else { return nil } }
+func reject(_ m: Message, seq: UInt64) -> Reject? {
+    if case .reject(let r) = m, r.seq == seq { return r } else { return nil }
+}
+func diff(_ m: Message, to version: UInt64) -> Diff? {
+    if case .diff(let d) = m, d.toVersion == version { return d } else { return nil }
+}
 func errorMessage(_ m: Message) -> ErrorMessage? { if case .error(let e) = m { return e } else { return nil } }
 
 /// Subscribes and returns the snapshot's position.
-func subscribe(_ client: TestClient, _ list: String, resume: ListVersion? = nil, digest: StateDigest? = nil) async -> Message? {
+func subscribe(
+    _ client: TestClient, _ list: String, resume: ListVersion? = nil, digest: StateDigest? = nil
+) async -> Message? {
     client.send(.subscribe(Subscribe(listName: list, resumeFrom: resume, digest: digest)))
     return await client.waitFor { m in
         switch m {
@@ -26,7 +32,8 @@ func subscribe(_ client: TestClient, _ list: String, resume: ListVersion? = nil,
 
 /// Sends a mutation and waits for its ack or reject.
 @discardableResult
-func mutate(_ client: TestClient, _ list: String, seq: UInt64, base: ListVersion, _ ops: [Operation]) async -> Message? {
+func mutate(_ client: TestClient, _ list: String, seq: UInt64, base: ListVersion, _ ops: [Operation]) async -> Message?
+{
     client.send(.mutate(Mutate(listName: list, clientID: client.clientID, seq: seq, base: base, operations: ops)))
     return await client.waitFor { ack($0, seq: seq) != nil || reject($0, seq: seq) != nil }
 }
@@ -38,7 +45,9 @@ struct NoAck: Error, CustomStringConvertible {
 }
 
 /// Sends a mutation that must be acknowledged; returns the committed version.
-func commit(_ client: TestClient, _ list: String, seq: UInt64, base: ListVersion, _ ops: [Operation]) async throws -> ListVersion {
+func commit(
+    _ client: TestClient, _ list: String, seq: UInt64, base: ListVersion, _ ops: [Operation]
+) async throws -> ListVersion {
     let reply = await mutate(client, list, seq: seq, base: base, ops)
     guard let a = reply.flatMap({ ack($0, seq: seq) }) else { throw NoAck(seq: seq, got: reply) }
     return a.committed
@@ -96,13 +105,21 @@ func digest(of server: EmbeddedServer, _ list: String) async -> StateDigest? {
         let client = try await TestClient.connect(port: server.port, on: clients)
         var positions: [String: ListVersion] = [:]
         for name in ["a", "b", "c"] {
-            guard case .snapshot(let s)? = await subscribe(client, name) else { Issue.record("no snapshot for \(name)"); return }
+            guard case .snapshot(let s)? = await subscribe(client, name) else {
+                Issue.record("no snapshot for \(name)")
+                return
+            }
             positions[name] = s.position
         }
         for (k, name) in ["a", "b", "c"].enumerated() {
             for j in 0...k {
-                let reply = await mutate(client, name, seq: UInt64(10 * k + j), base: positions[name]!, [.insertSections([Section(id: "s\(j)")], at: 0)])
-                guard let a = reply.flatMap({ ack($0, seq: UInt64(10 * k + j)) }) else { Issue.record("no ack"); return }
+                let reply = await mutate(
+                    client, name, seq: UInt64(10 * k + j), base: positions[name]!,
+                    [.insertSections([Section(id: "s\(j)")], at: 0)])
+                guard let a = reply.flatMap({ ack($0, seq: UInt64(10 * k + j)) }) else {
+                    Issue.record("no ack")
+                    return
+                }
                 positions[name] = a.committed
             }
         }
@@ -133,11 +150,17 @@ func digest(of server: EmbeddedServer, _ list: String) async -> StateDigest? {
         let writer = try await wire.connect(server, on: clients, clientID: "w")
         var base = try #require(await position(of: server, "feed"))
         for seq in 1...10 {
-            let ops: [Operation] = seq == 1
+            let ops: [Operation] =
+                seq == 1
                 ? [.insertSections([Section(id: "main")], at: 0)]
                 : [.insertRows([Row(id: "r\(seq)", text: "{\"n\":\(seq)}")], in: .id("main"), at: 0)]
-            guard let a = await mutate(writer, "feed", seq: UInt64(seq), base: base, ops).flatMap({ ack($0, seq: UInt64(seq)) }) else {
-                Issue.record("no ack for \(seq)"); return
+            guard
+                let a = await mutate(writer, "feed", seq: UInt64(seq), base: base, ops).flatMap({
+                    ack($0, seq: UInt64(seq))
+                })
+            else {
+                Issue.record("no ack for \(seq)")
+                return
             }
             base = a.committed
         }
@@ -161,7 +184,7 @@ func digest(of server: EmbeddedServer, _ list: String) async -> StateDigest? {
         configuration.lowWatermarkBytes = 16 << 10
         configuration.highWatermarkBytes = 64 << 10
         configuration.hardLimitBytes = 64 << 20
-        configuration.compressionLevel = 0   // incompressible-size frames fill buffers fast
+        configuration.compressionLevel = 0  // incompressible-size frames fill buffers fast
         let server = try await wire.server(configuration)
         let clients = try EventLoopThread()
         let slow = try await wire.connect(server, on: clients, clientID: "slow")
@@ -178,8 +201,13 @@ func digest(of server: EmbeddedServer, _ list: String) async -> StateDigest? {
             // Keep one row: insert the new one, remove the previous one.
             var ops: [Operation] = [.insertRows([Row(id: "r\(seq)", payload: payload)], in: .id("s"), at: 0)]
             if seq > 1 { ops.append(.removeRows([.id("r\(seq - 1)")])) }
-            guard let a = await mutate(writer, "big", seq: UInt64(seq), base: base, ops).flatMap({ ack($0, seq: UInt64(seq)) }) else {
-                Issue.record("no ack \(seq)"); return
+            guard
+                let a = await mutate(writer, "big", seq: UInt64(seq), base: base, ops).flatMap({
+                    ack($0, seq: UInt64(seq))
+                })
+            else {
+                Issue.record("no ack \(seq)")
+                return
             }
             base = a.committed
         }
@@ -195,9 +223,12 @@ func digest(of server: EmbeddedServer, _ list: String) async -> StateDigest? {
         let queued = await server.withServer { $0.largestQueue }
         #expect(queued < 1 << 20, "largest queue \(queued) bytes")
         slow.resumeReading()
-        #expect(await slow.waitFor(timeout: 20) { m in
-            if case .diff(let d) = m { return d.to == base } ; if case .snapshot(let s) = m { return s.position == base }; return false
-        } != nil, "the slow subscriber catches up once it reads again")
+        #expect(
+            await slow.waitFor(timeout: 20) { m in
+                if case .diff(let d) = m { return d.to == base }
+                if case .snapshot(let s) = m { return s.position == base }
+                return false
+            } != nil, "the slow subscriber catches up once it reads again")
         var slowReplica = Replica()
         slowReplica.apply(slow.messages, list: "big")
         #expect(slowReplica.problems.isEmpty, "\(slowReplica.problems.prefix(3))")
@@ -212,15 +243,15 @@ func digest(of server: EmbeddedServer, _ list: String) async -> StateDigest? {
     /// A subscriber that stops reading while frames keep coming is closed with its code,
     /// and the control client on the same list sees every batch.
     @Test(arguments: [
-        (ErrorCode.writeTimeout, 64 << 20, 500, Wire.plaintext),   // never over the hard limit: the deadline decides
-        (ErrorCode.slowConsumer, 1 << 20, 60_000, Wire.plaintext), // hard limit reached long before the deadline
-        (ErrorCode.writeTimeout, 64 << 20, 500, Wire.tls),         // the same with ciphertext queued (issue #32)
+        (ErrorCode.writeTimeout, 64 << 20, 500, Wire.plaintext),  // never over the hard limit: the deadline decides
+        (ErrorCode.slowConsumer, 1 << 20, 60_000, Wire.plaintext),  // hard limit reached long before the deadline
+        (ErrorCode.writeTimeout, 64 << 20, 500, Wire.tls),  // the same with ciphertext queued (issue #32)
         (ErrorCode.slowConsumer, 1 << 20, 60_000, Wire.tls),
     ])
     func stalledSubscriberIsClosedWithItsCode(code: ErrorCode, hardLimit: Int, deadline: Int, wire: Wire) async throws {
         var configuration = ServerConfiguration()
         configuration.lowWatermarkBytes = 1 << 10
-        configuration.highWatermarkBytes = hardLimit   // no pausing: the close path is what is tested
+        configuration.highWatermarkBytes = hardLimit  // no pausing: the close path is what is tested
         configuration.hardLimitBytes = hardLimit
         configuration.compressionLevel = 0
         configuration.writeDeadlineMilliseconds = deadline
@@ -236,7 +267,9 @@ func digest(of server: EmbeddedServer, _ list: String) async -> StateDigest? {
         // ~19 MiB: more than loopback's kernel buffers (a few MiB each way) can absorb.
         let payload = [UInt8](repeating: 0x42, count: 60 << 10)
         for seq in 1...320 where !stalled.isClosed || seq % 40 == 0 {
-            base = try await commit(control, "l", seq: UInt64(seq), base: base, [.setHeader(.id("s"), payload + [UInt8(truncatingIfNeeded: seq)])])
+            base = try await commit(
+                control, "l", seq: UInt64(seq), base: base,
+                [.setHeader(.id("s"), payload + [UInt8(truncatingIfNeeded: seq)])])
         }
         // The server closed it (a paused client cannot notice: it reads nothing)...
         var closedWithCode = 0
@@ -272,7 +305,8 @@ func digest(of server: EmbeddedServer, _ list: String) async -> StateDigest? {
         var base = try #require(await position(of: server, "l"))
         base = try await commit(writer, "l", seq: 0, base: base, [.insertSections([Section(id: "s")], at: 0)])
         for seq in 1...5 {
-            base = try await commit(writer, "l", seq: UInt64(seq), base: base, [.insertRows([Row(id: "a\(seq)")], in: .id("s"), at: 0)])
+            base = try await commit(
+                writer, "l", seq: UInt64(seq), base: base, [.insertRows([Row(id: "a\(seq)")], in: .id("s"), at: 0)])
         }
         #expect(await sub.waitFor { diff($0, to: base.version) != nil } != nil)
         var replica = Replica()
@@ -280,11 +314,20 @@ func digest(of server: EmbeddedServer, _ list: String) async -> StateDigest? {
         sub.close()
         // Missed while away: 5 more batches.
         for seq in 6...10 {
-            base = try await commit(writer, "l", seq: UInt64(seq), base: base, [.insertRows([Row(id: "a\(seq)")], in: .id("s"), at: 0), .moveRow(.id("a1"), toSection: .id("s"), at: 0)])
+            base = try await commit(
+                writer, "l", seq: UInt64(seq), base: base,
+                [
+                    .insertRows([Row(id: "a\(seq)")], in: .id("s"), at: 0),
+                    .moveRow(.id("a1"), toSection: .id("s"), at: 0),
+                ])
         }
         sub = try await wire.connect(server, on: clients, clientID: "r")
-        guard case .diff(let catchUp)? = await subscribe(sub, "l", resume: replica.position, digest: replica.director.digest) else {
-            Issue.record("expected a catch-up diff"); return
+        guard
+            case .diff(let catchUp)? = await subscribe(
+                sub, "l", resume: replica.position, digest: replica.director.digest)
+        else {
+            Issue.record("expected a catch-up diff")
+            return
         }
         #expect(catchUp.from == replica.position && catchUp.to == base, "exactly from where it left to now")
         replica.apply(.diff(catchUp), list: "l")
@@ -294,22 +337,39 @@ func digest(of server: EmbeddedServer, _ list: String) async -> StateDigest? {
 
         // Up to date: an empty diff confirms the position.
         let again = try await wire.connect(server, on: clients, clientID: "r2")
-        guard case .diff(let same)? = await subscribe(again, "l", resume: base) else { Issue.record("expected an empty diff"); return }
+        guard case .diff(let same)? = await subscribe(again, "l", resume: base) else {
+            Issue.record("expected an empty diff")
+            return
+        }
         #expect(same.changeset.isEmpty && same.from == base && same.to == base)
 
         // Another epoch, or a position older than the history: a snapshot that says so.
         let other = try await wire.connect(server, on: clients, clientID: "r3")
-        guard case .snapshot(let s1)? = await subscribe(other, "l", resume: ListVersion(epoch: base.epoch &+ 1, version: 3)) else { Issue.record("epoch"); return }
+        guard
+            case .snapshot(let s1)? = await subscribe(
+                other, "l", resume: ListVersion(epoch: base.epoch &+ 1, version: 3))
+        else {
+            Issue.record("epoch")
+            return
+        }
         #expect(s1.reason == .epochChanged && s1.position == base)
         for seq in 11...40 {
             base = try await commit(writer, "l", seq: UInt64(seq), base: base, [.setHeader(.id("s"), [UInt8(seq)])])
         }
         let old = try await wire.connect(server, on: clients, clientID: "r4")
-        guard case .snapshot(let s2)? = await subscribe(old, "l", resume: ListVersion(epoch: base.epoch, version: 2)) else { Issue.record("too old"); return }
+        guard case .snapshot(let s2)? = await subscribe(old, "l", resume: ListVersion(epoch: base.epoch, version: 2))
+        else {
+            Issue.record("too old")
+            return
+        }
         #expect(s2.reason == .resumeTooOld && s2.position == base)
         // A drifted replica (wrong digest) is resynced.
         let drifted = try await wire.connect(server, on: clients, clientID: "r5")
-        guard case .snapshot(let s3)? = await subscribe(drifted, "l", resume: base, digest: StateDigest(rawValue: 42)) else { Issue.record("drift"); return }
+        guard case .snapshot(let s3)? = await subscribe(drifted, "l", resume: base, digest: StateDigest(rawValue: 42))
+        else {
+            Issue.record("drift")
+            return
+        }
         #expect(s3.reason == .resyncRequested)
         for c in [writer, again, other, old, drifted] { c.close() }
         #expect(await server.stop())
@@ -329,7 +389,10 @@ func digest(of server: EmbeddedServer, _ list: String) async -> StateDigest? {
         #expect(await server.stop(), "loop closed with no handle left")
         for c in connected {
             #expect(await eventually { c.isClosed })
-            #expect(c.messages.contains { if case .notice(let n) = $0 { return n.kind == .shuttingDown } else { return false } })
+            #expect(
+                c.messages.contains {
+                    if case .notice(let n) = $0 { return n.kind == .shuttingDown } else { return false }
+                })
             #expect(c.messages.contains { errorMessage($0)?.code == .serverShuttingDown })
         }
         #expect(clients.shutdown())

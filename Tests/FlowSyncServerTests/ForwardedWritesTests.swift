@@ -1,8 +1,9 @@
-@testable import FlowSyncServer
 import FlowSyncCore
 import FlowSyncProtocol
 import FlowSyncTestSupport
 import Testing
+
+@testable import FlowSyncServer
 
 /// The bookkeeping of writes a replica node forwarded to the owner (cluster mode):
 /// case by case, then a seeded property test over random interleavings of forwards,
@@ -20,15 +21,25 @@ import Testing
         writes.forwarded(one, connection: 7, now: 0)
         writes.forwarded(two, connection: 7, now: 0)
         // Committed at 5 while the replica is at 4: held.
-        #expect(writes.answered(Self.key(one), result: .committed(ListVersion(epoch: 9, version: 5)), replica: ListVersion(epoch: 9, version: 4)).isEmpty)
+        #expect(
+            writes.answered(
+                Self.key(one), result: .committed(ListVersion(epoch: 9, version: 5)),
+                replica: ListVersion(epoch: 9, version: 4)
+            ).isEmpty)
         #expect(writes.heldCount == 1)
-        let rejected = writes.answered(Self.key(two), result: .rejected(.unknownSection, "no"), replica: ListVersion(epoch: 9, version: 4))
-        #expect(rejected == [.reject(connection: 7, Reject(listName: "l", seq: 2, code: .unknownSection, message: "no"))])
+        let rejected = writes.answered(
+            Self.key(two), result: .rejected(.unknownSection, "no"), replica: ListVersion(epoch: 9, version: 4))
+        #expect(
+            rejected == [.reject(connection: 7, Reject(listName: "l", seq: 2, code: .unknownSection, message: "no"))])
         #expect(writes.replicaAdvanced("l", to: ListVersion(epoch: 9, version: 4)).isEmpty)
-        #expect(writes.replicaAdvanced("l", to: ListVersion(epoch: 9, version: 5)) == [.ack(connection: 7, Ack(listName: "l", seq: 1, committed: ListVersion(epoch: 9, version: 5)))])
+        #expect(
+            writes.replicaAdvanced("l", to: ListVersion(epoch: 9, version: 5)) == [
+                .ack(connection: 7, Ack(listName: "l", seq: 1, committed: ListVersion(epoch: 9, version: 5)))
+            ])
         #expect(writes.isEmpty)
         // An answer nobody waits for (answered already) is ignored.
-        #expect(writes.answered(Self.key(one), result: .committed(ListVersion(epoch: 9, version: 5)), replica: nil).isEmpty)
+        #expect(
+            writes.answered(Self.key(one), result: .committed(ListVersion(epoch: 9, version: 5)), replica: nil).isEmpty)
     }
 
     @Test func overdueListsAndTakeAllHandBackTheWritesOldestFirst() {
@@ -58,8 +69,8 @@ import Testing
             let epoch: UInt64 = 3
             var replica: [String: UInt64] = ["x": 0, "y": 0]
             var committedUpTo: [String: UInt64] = ["x": 0, "y": 0]
-            var forwarded: [ForwardedWrites.Key: Int] = [:]    // key → connection
-            var answers: [ForwardedWrites.Key: Int] = [:]      // key → answers received
+            var forwarded: [ForwardedWrites.Key: Int] = [:]  // key → connection
+            var answers: [ForwardedWrites.Key: Int] = [:]  // key → answers received
             var owedAck: [ForwardedWrites.Key: UInt64] = [:]  // committed, not yet acked
             var closed: Set<Int> = []
             var nextSeq: UInt64 = 1
@@ -69,13 +80,20 @@ import Testing
                     switch answer {
                     case .ack(let connection, let ack):
                         let key = ForwardedWrites.Key(list: ack.listName, clientID: "c\(connection)", seq: ack.seq)
-                        if forwarded[key] != connection || closed.contains(connection) { failure = "ack to the wrong or closed connection" }
-                        if ack.committed.version > replica[ack.listName]! { failure = "ack before the replica held version \(ack.committed.version)" }
+                        if forwarded[key] != connection || closed.contains(connection) {
+                            failure = "ack to the wrong or closed connection"
+                        }
+                        if ack.committed.version > replica[ack.listName]! {
+                            failure = "ack before the replica held version \(ack.committed.version)"
+                        }
                         answers[key, default: 0] += 1
                         owedAck[key] = nil
                     case .reject(let connection, let reject):
-                        let key = ForwardedWrites.Key(list: reject.listName, clientID: "c\(connection)", seq: reject.seq)
-                        if forwarded[key] != connection || closed.contains(connection) { failure = "reject to the wrong or closed connection" }
+                        let key = ForwardedWrites.Key(
+                            list: reject.listName, clientID: "c\(connection)", seq: reject.seq)
+                        if forwarded[key] != connection || closed.contains(connection) {
+                            failure = "reject to the wrong or closed connection"
+                        }
                         answers[key, default: 0] += 1
                     }
                 }
@@ -86,20 +104,32 @@ import Testing
                 case 0..<3:
                     let connection = random.int(1...4)
                     guard !closed.contains(connection) else { continue }
-                    let m = Mutate(listName: list, clientID: "c\(connection)", seq: nextSeq, base: ListVersion(epoch: 0, version: 0), operations: [])
+                    let m = Mutate(
+                        listName: list, clientID: "c\(connection)", seq: nextSeq,
+                        base: ListVersion(epoch: 0, version: 0), operations: [])
                     nextSeq += 1
                     writes.forwarded(m, connection: connection, now: UInt64(step))
                     forwarded[Self.key(m)] = connection
                 case 3..<6:
                     // The owner answers a random waiting write of this list.
-                    guard let (key, _) = writes.waiting.filter({ $0.key.list == list }).min(by: { $0.key.seq < $1.key.seq }) else { continue }
+                    guard
+                        let (key, _) = writes.waiting.filter({ $0.key.list == list }).min(by: {
+                            $0.key.seq < $1.key.seq
+                        })
+                    else { continue }
                     if random.chance(0.2) {
-                        receive(writes.answered(key, result: .rejected(.conflict, "no"), replica: ListVersion(epoch: epoch, version: replica[list]!)))
+                        receive(
+                            writes.answered(
+                                key, result: .rejected(.conflict, "no"),
+                                replica: ListVersion(epoch: epoch, version: replica[list]!)))
                     } else {
                         committedUpTo[list]! += UInt64(random.int(1...2))
                         let version = committedUpTo[list]!
                         if !closed.contains(forwarded[key]!) { owedAck[key] = version }
-                        receive(writes.answered(key, result: .committed(ListVersion(epoch: epoch, version: version)), replica: ListVersion(epoch: epoch, version: replica[list]!)))
+                        receive(
+                            writes.answered(
+                                key, result: .committed(ListVersion(epoch: epoch, version: version)),
+                                replica: ListVersion(epoch: epoch, version: replica[list]!)))
                     }
                 case 6..<9:
                     // The replica advances, never past what committed.
@@ -120,7 +150,9 @@ import Testing
                 receive(writes.replicaAdvanced(list, to: ListVersion(epoch: epoch, version: committedUpTo[list]!)))
             }
             if failure == nil, !owedAck.isEmpty { failure = "acks never sent: \(owedAck)" }
-            if failure == nil, let twice = answers.first(where: { $0.value > 1 }) { failure = "answered twice: \(twice.key)" }
+            if failure == nil, let twice = answers.first(where: { $0.value > 1 }) {
+                failure = "answered twice: \(twice.key)"
+            }
             #expect(failure == nil, "seed \(seed): \(failure ?? "")")
             if failure != nil { return }
         }

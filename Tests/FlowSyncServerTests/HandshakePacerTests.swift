@@ -1,6 +1,7 @@
-@testable import FlowSyncServer
 import FlowSyncTestSupport
 import Testing
+
+@testable import FlowSyncServer
 
 /// The TLS handshake pacer without a socket, event by event, and a seeded run of turns.
 @Suite(.timeLimit(.minutes(2))) struct HandshakePacerTests {

@@ -135,7 +135,8 @@ import Testing
         #expect(table.moving.map(\.list) == ["l"] && table.moving.map(\.to) == ["c"])
         let started = list.handOverStarted()
         #expect(started?.ownership.term == 4 && list.isHandingOver && list.name == "handingOver")
-        #expect(list.owned == nil && !list.isReplica && !list.isSettled, "nothing appends, takes the inbox or snapshots")
+        #expect(
+            list.owned == nil && !list.isReplica && !list.isSettled, "nothing appends, takes the inbox or snapshots")
         let again = list.handOverStarted()
         #expect(again == nil, "one hand-over at a time")
         let counted = list.committed(term: 4, version: 8, bytes: 1)
@@ -143,10 +144,14 @@ import Testing
         let unloaded = list.unloaded(unresolved: false)
         #expect(!unloaded, "not unloaded during a hand-over")
         list.handOverEnded(.kept)
-        #expect(list.owned?.ownership == Self.claim(term: 4, head: 7) && list.owned?.movingTo == nil, "kept: owned as before")
+        #expect(
+            list.owned?.ownership == Self.claim(term: 4, head: 7) && list.owned?.movingTo == nil,
+            "kept: owned as before")
         _ = list.handOverStarted()
         list.handOverEnded(.released)
-        #expect(list.isReplica && list.following == ListOwnership.Following(epoch: 9, head: 7), "released: a replica at its head")
+        #expect(
+            list.isReplica && list.following == ListOwnership.Following(epoch: 9, head: 7),
+            "released: a replica at its head")
         list.claimStarted()
         list.claimed(Self.claim(term: 6, head: 7), batches: 0, bytes: 0)
         _ = list.handOverStarted()

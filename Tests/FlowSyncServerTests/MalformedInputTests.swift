@@ -82,66 +82,162 @@ import Testing
     }
 
     static let standard = CompressionDictionary.standard.bytes
-    static let hello = Message.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "hostile", clientID: "hostile", authToken: nil))
+    static let hello = Message.hello(
+        Hello(minVersion: 1, maxVersion: 1, clientName: "hostile", clientID: "hostile", authToken: nil))
     static let subscribeBody = body(.subscribe(Subscribe(listName: "ctl", resumeFrom: nil, digest: nil)))
-    static func mutate(_ ops: [Operation], clientID: String = "hostile", base: ListVersion = ListVersion(epoch: 0, version: 0)) -> Message {
+    static func mutate(
+        _ ops: [Operation], clientID: String = "hostile", base: ListVersion = ListVersion(epoch: 0, version: 0)
+    ) -> Message {
         .mutate(Mutate(listName: "ctl", clientID: clientID, seq: 7, base: base, operations: ops))
     }
 
     static let cases: [Case] = {
         let bigPayload = [UInt8](repeating: 0, count: 600 << 10)
-        let bomb = deflate(body(mutate([.insertRows([Row(id: "b", payload: bigPayload)], in: .index(0), at: 0)])), dictionary: standard)
+        let bomb = deflate(
+            body(mutate([.insertRows([Row(id: "b", payload: bigPayload)], in: .index(0), at: 0)])), dictionary: standard
+        )
         var helloWithTrailing = body(hello)
         helloWithTrailing.append(0)
         var badMagic = body(hello)
         badMagic[0] = 0x58
         var futureVersions = body(hello)
         // magic (4) + min u16 + max u16: ask for versions 5…9 only.
-        futureVersions[4] = 0; futureVersions[5] = 5; futureVersions[6] = 0; futureVersions[7] = 9
+        futureVersions[4] = 0
+        futureVersions[5] = 5
+        futureVersions[6] = 0
+        futureVersions[7] = 9
         let compressedSubscribe = deflate(subscribeBody, dictionary: standard)
         return [
             // Before the handshake.
             Case(name: "zero length", handshake: false, bytes: [0, 0, 0, 0], reaction: .closes(.malformedFrame)),
             Case(name: "length 1", handshake: false, bytes: [0, 0, 0, 1, 0x31], reaction: .closes(.malformedFrame)),
-            Case(name: "maximal length", handshake: false, bytes: [0xFF, 0xFF, 0xFF, 0xFF], reaction: .closes(.frameTooLarge)),
-            Case(name: "over the pre-auth frame limit", handshake: false, bytes: [0, 0, 0x40, 0x01], reaction: .closes(.frameTooLarge)),
-            Case(name: "an HTTP request", handshake: false, bytes: Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8), reaction: .closes(.frameTooLarge)),
-            Case(name: "unknown type", handshake: false, bytes: frame(type: 0x7F, body: []), reaction: .closes(.unknownMessageType)),
-            Case(name: "reserved flag bit", handshake: false, bytes: frame(type: 0x01, flags: 0x04, body: body(hello)), reaction: .closes(.malformedFrame)),
-            Case(name: "compressed before the handshake", handshake: false, bytes: frame(type: 0x10, flags: 1, body: compressedSubscribe), reaction: .closes(.compressionNotAllowed)),
-            Case(name: "subscribe before Hello", handshake: false, bytes: raw(.subscribe(Subscribe(listName: "ctl", resumeFrom: nil, digest: nil))), reaction: .closes(.handshakeRequired)),
-            Case(name: "Hello with a bad magic", handshake: false, bytes: frame(type: 0x01, body: badMagic), reaction: .closes(.unsupportedProtocolVersion)),
-            Case(name: "Hello for versions 5…9", handshake: false, bytes: frame(type: 0x01, body: futureVersions), reaction: .closes(.unsupportedProtocolVersion)),
-            Case(name: "Hello with an empty client ID", handshake: false, bytes: raw(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "x", clientID: "", authToken: nil))), reaction: .closes(.malformedFrame)),
-            Case(name: "Hello with a trailing byte", handshake: false, bytes: frame(type: 0x01, body: helloWithTrailing), reaction: .closes(.malformedFrame)),
-            Case(name: "silence (handshake timeout)", handshake: false, bytes: [], reaction: .closes(.handshakeTimeout)),
-            Case(name: "half a frame, then hang up", handshake: false, bytes: Array(raw(hello).prefix(9)), reaction: .forgetsSilently, hangUpAfter: true),
+            Case(
+                name: "maximal length", handshake: false, bytes: [0xFF, 0xFF, 0xFF, 0xFF],
+                reaction: .closes(.frameTooLarge)),
+            Case(
+                name: "over the pre-auth frame limit", handshake: false, bytes: [0, 0, 0x40, 0x01],
+                reaction: .closes(.frameTooLarge)),
+            Case(
+                name: "an HTTP request", handshake: false, bytes: Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8),
+                reaction: .closes(.frameTooLarge)),
+            Case(
+                name: "unknown type", handshake: false, bytes: frame(type: 0x7F, body: []),
+                reaction: .closes(.unknownMessageType)),
+            Case(
+                name: "reserved flag bit", handshake: false, bytes: frame(type: 0x01, flags: 0x04, body: body(hello)),
+                reaction: .closes(.malformedFrame)),
+            Case(
+                name: "compressed before the handshake", handshake: false,
+                bytes: frame(type: 0x10, flags: 1, body: compressedSubscribe), reaction: .closes(.compressionNotAllowed)
+            ),
+            Case(
+                name: "subscribe before Hello", handshake: false,
+                bytes: raw(.subscribe(Subscribe(listName: "ctl", resumeFrom: nil, digest: nil))),
+                reaction: .closes(.handshakeRequired)),
+            Case(
+                name: "Hello with a bad magic", handshake: false, bytes: frame(type: 0x01, body: badMagic),
+                reaction: .closes(.unsupportedProtocolVersion)),
+            Case(
+                name: "Hello for versions 5…9", handshake: false, bytes: frame(type: 0x01, body: futureVersions),
+                reaction: .closes(.unsupportedProtocolVersion)),
+            Case(
+                name: "Hello with an empty client ID", handshake: false,
+                bytes: raw(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "x", clientID: "", authToken: nil))),
+                reaction: .closes(.malformedFrame)),
+            Case(
+                name: "Hello with a trailing byte", handshake: false, bytes: frame(type: 0x01, body: helloWithTrailing),
+                reaction: .closes(.malformedFrame)),
+            Case(
+                name: "silence (handshake timeout)", handshake: false, bytes: [], reaction: .closes(.handshakeTimeout)),
+            Case(
+                name: "half a frame, then hang up", handshake: false, bytes: Array(raw(hello).prefix(9)),
+                reaction: .forgetsSilently, hangUpAfter: true),
             // After the handshake.
             Case(name: "a second Hello", handshake: true, bytes: raw(hello), reaction: .closes(.unexpectedMessage)),
-            Case(name: "a server message (Snapshot)", handshake: true, bytes: raw(.snapshot(Snapshot(listName: "ctl", position: ListVersion(epoch: 1, version: 1), digest: StateDigest(rawValue: 0), reason: .freshSubscribe, sections: []))), reaction: .closes(.unexpectedMessage)),
-            Case(name: "a server message (Ack)", handshake: true, bytes: raw(.ack(Ack(listName: "ctl", seq: 1, committed: ListVersion(epoch: 1, version: 1)))), reaction: .closes(.unexpectedMessage)),
-            Case(name: "over the frame limit", handshake: true, bytes: [0x00, 0x20, 0x00, 0x00], reaction: .closes(.frameTooLarge)),
-            Case(name: "bad zlib stream", handshake: true, bytes: frame(type: 0x10, flags: 1, body: [0x78, 0x9C, 0xFF, 0xFF, 0xFF, 0xFF]), reaction: .closes(.badCompression)),
-            Case(name: "zlib stream cut short", handshake: true, bytes: frame(type: 0x10, flags: 1, body: Array(compressedSubscribe.dropLast(4))), reaction: .closes(.badCompression)),
-            Case(name: "bytes after the zlib stream", handshake: true, bytes: frame(type: 0x10, flags: 1, body: compressedSubscribe + [1, 2]), reaction: .closes(.badCompression)),
-            Case(name: "another dictionary", handshake: true, bytes: frame(type: 0x10, flags: 1, body: deflate(subscribeBody, dictionary: Array("not the agreed dictionary".utf8))), reaction: .closes(.badCompression)),
-            Case(name: "zip bomb (600 KiB from a small frame)", handshake: true, bytes: frame(type: 0x12, flags: 1, body: bomb), reaction: .closes(.inflatedTooLarge)),
-            Case(name: "non-minimal varint", handshake: true, bytes: frame(type: 0x31, body: [0x87, 0x00]), reaction: .closes(.malformedFrame)),
-            Case(name: "invalid UTF-8 list name", handshake: true, bytes: frame(type: 0x11, body: [2, 0xC3, 0x28]), reaction: .closes(.malformedFrame)),
-            Case(name: "operation count past the bytes left", handshake: true, bytes: frame(type: 0x12, body: Array(body(mutate([])).dropLast(1)) + [0xE8, 0x07]), reaction: .closes(.malformedFrame)),
-            Case(name: "list name over the limit", handshake: true, bytes: raw(.subscribe(Subscribe(listName: String(repeating: "n", count: 300), resumeFrom: nil, digest: nil))), reaction: .closes(.idTooLong)),
+            Case(
+                name: "a server message (Snapshot)", handshake: true,
+                bytes: raw(
+                    .snapshot(
+                        Snapshot(
+                            listName: "ctl", position: ListVersion(epoch: 1, version: 1),
+                            digest: StateDigest(rawValue: 0), reason: .freshSubscribe, sections: []))),
+                reaction: .closes(.unexpectedMessage)),
+            Case(
+                name: "a server message (Ack)", handshake: true,
+                bytes: raw(.ack(Ack(listName: "ctl", seq: 1, committed: ListVersion(epoch: 1, version: 1)))),
+                reaction: .closes(.unexpectedMessage)),
+            Case(
+                name: "over the frame limit", handshake: true, bytes: [0x00, 0x20, 0x00, 0x00],
+                reaction: .closes(.frameTooLarge)),
+            Case(
+                name: "bad zlib stream", handshake: true,
+                bytes: frame(type: 0x10, flags: 1, body: [0x78, 0x9C, 0xFF, 0xFF, 0xFF, 0xFF]),
+                reaction: .closes(.badCompression)),
+            Case(
+                name: "zlib stream cut short", handshake: true,
+                bytes: frame(type: 0x10, flags: 1, body: Array(compressedSubscribe.dropLast(4))),
+                reaction: .closes(.badCompression)),
+            Case(
+                name: "bytes after the zlib stream", handshake: true,
+                bytes: frame(type: 0x10, flags: 1, body: compressedSubscribe + [1, 2]),
+                reaction: .closes(.badCompression)),
+            Case(
+                name: "another dictionary", handshake: true,
+                bytes: frame(
+                    type: 0x10, flags: 1,
+                    body: deflate(subscribeBody, dictionary: Array("not the agreed dictionary".utf8))),
+                reaction: .closes(.badCompression)),
+            Case(
+                name: "zip bomb (600 KiB from a small frame)", handshake: true,
+                bytes: frame(type: 0x12, flags: 1, body: bomb), reaction: .closes(.inflatedTooLarge)),
+            Case(
+                name: "non-minimal varint", handshake: true, bytes: frame(type: 0x31, body: [0x87, 0x00]),
+                reaction: .closes(.malformedFrame)),
+            Case(
+                name: "invalid UTF-8 list name", handshake: true, bytes: frame(type: 0x11, body: [2, 0xC3, 0x28]),
+                reaction: .closes(.malformedFrame)),
+            Case(
+                name: "operation count past the bytes left", handshake: true,
+                bytes: frame(type: 0x12, body: Array(body(mutate([])).dropLast(1)) + [0xE8, 0x07]),
+                reaction: .closes(.malformedFrame)),
+            Case(
+                name: "list name over the limit", handshake: true,
+                bytes: raw(
+                    .subscribe(Subscribe(listName: String(repeating: "n", count: 300), resumeFrom: nil, digest: nil))),
+                reaction: .closes(.idTooLong)),
             // Valid frames with invalid requests: refused, connection kept.
-            Case(name: "subscribe twice", handshake: true, bytes: raw(.subscribe(Subscribe(listName: "ctl", resumeFrom: nil, digest: nil))) + raw(.subscribe(Subscribe(listName: "ctl", resumeFrom: nil, digest: nil))), reaction: .errorButOpen(.alreadySubscribed)),
-            Case(name: "unsubscribe without subscribing", handshake: true, bytes: raw(.unsubscribe(Unsubscribe(listName: "ctl"))), reaction: .errorButOpen(.notSubscribed)),
-            Case(name: "too many lists", handshake: true, bytes: ["a", "b", "c"].flatMap { raw(.subscribe(Subscribe(listName: $0, resumeFrom: nil, digest: nil))) }, reaction: .errorButOpen(.tooManyLists)),
-            Case(name: "mutation as another client", handshake: true, bytes: raw(mutate([.removeAllSections], clientID: "someone-else")), reaction: .errorButOpen(.forbidden)),
-            Case(name: "mutation against another epoch", handshake: true, bytes: raw(mutate([.removeAllSections], base: ListVersion(epoch: 1, version: 0))), reaction: .rejects(.staleBaseVersion)),
-            Case(name: "mutation with an index out of range", handshake: true, bytes: [], reaction: .rejects(.indexOutOfRange),
-                 atVersion: { raw(mutate([.removeSections([.index(99)])], base: $0)) }),
-            Case(name: "mutation of an unknown row", handshake: true, bytes: [], reaction: .rejects(.unknownRow),
-                 atVersion: { raw(mutate([.removeRows([.id("no-such-row")])], base: $0)) }),
-            Case(name: "mutation with a duplicate row ID", handshake: true, bytes: [], reaction: .rejects(.duplicateID),
-                 atVersion: { raw(mutate([.insertRows([Row(id: "dup"), Row(id: "dup")], in: .id("s"), at: 0)], base: $0)) }),
+            Case(
+                name: "subscribe twice", handshake: true,
+                bytes: raw(.subscribe(Subscribe(listName: "ctl", resumeFrom: nil, digest: nil)))
+                    + raw(.subscribe(Subscribe(listName: "ctl", resumeFrom: nil, digest: nil))),
+                reaction: .errorButOpen(.alreadySubscribed)),
+            Case(
+                name: "unsubscribe without subscribing", handshake: true,
+                bytes: raw(.unsubscribe(Unsubscribe(listName: "ctl"))), reaction: .errorButOpen(.notSubscribed)),
+            Case(
+                name: "too many lists", handshake: true,
+                bytes: ["a", "b", "c"].flatMap {
+                    raw(.subscribe(Subscribe(listName: $0, resumeFrom: nil, digest: nil)))
+                }, reaction: .errorButOpen(.tooManyLists)),
+            Case(
+                name: "mutation as another client", handshake: true,
+                bytes: raw(mutate([.removeAllSections], clientID: "someone-else")), reaction: .errorButOpen(.forbidden)),
+            Case(
+                name: "mutation against another epoch", handshake: true,
+                bytes: raw(mutate([.removeAllSections], base: ListVersion(epoch: 1, version: 0))),
+                reaction: .rejects(.staleBaseVersion)),
+            Case(
+                name: "mutation with an index out of range", handshake: true, bytes: [],
+                reaction: .rejects(.indexOutOfRange),
+                atVersion: { raw(mutate([.removeSections([.index(99)])], base: $0)) }),
+            Case(
+                name: "mutation of an unknown row", handshake: true, bytes: [], reaction: .rejects(.unknownRow),
+                atVersion: { raw(mutate([.removeRows([.id("no-such-row")])], base: $0)) }),
+            Case(
+                name: "mutation with a duplicate row ID", handshake: true, bytes: [], reaction: .rejects(.duplicateID),
+                atVersion: {
+                    raw(mutate([.insertRows([Row(id: "dup"), Row(id: "dup")], in: .id("s"), at: 0)], base: $0))
+                }),
         ]
     }()
 
@@ -169,8 +265,9 @@ import Testing
             // Before the handshake, the bytes leave in the connect callback: the server's
             // 2 s handshake deadline must not race the test task's next turn on a thread.
             let bytes = c.atVersion?(base) ?? c.bytes
-            let hostile = try await TestClient.connect(port: server.port, on: clients, clientID: "hostile", handshake: c.handshake,
-                                                       firstBytes: c.handshake ? nil : bytes)
+            let hostile = try await TestClient.connect(
+                port: server.port, on: clients, clientID: "hostile", handshake: c.handshake,
+                firstBytes: c.handshake ? nil : bytes)
             if c.handshake { hostile.sendRaw(bytes) }
             if c.hangUpAfter { hostile.close() }
             switch c.reaction {
@@ -184,18 +281,25 @@ import Testing
                 #expect(error?.code == code, "\(c.name): got \(error.map { "\($0.code) \($0.message)" } ?? "no error")")
                 #expect(error?.closesConnection == false, "\(c.name)")
                 hostile.send(.ping(Ping(nonce: 99)))
-                #expect(await hostile.waitFor(timeout: 30) { if case .pong(let p) = $0 { return p.nonce == 99 } else { return false } } != nil, "\(c.name): not usable afterwards")
+                #expect(
+                    await hostile.waitFor(timeout: 30) {
+                        if case .pong(let p) = $0 { return p.nonce == 99 } else { return false }
+                    } != nil, "\(c.name): not usable afterwards")
             case .rejects(let code):
                 let r = await hostile.waitFor(timeout: 30) { reject($0, seq: 7) != nil }.flatMap { reject($0, seq: 7) }
                 #expect(r?.code == code, "\(c.name): got \(r.map { "\($0.code) \($0.message)" } ?? "no reject")")
                 hostile.send(.ping(Ping(nonce: 99)))
-                #expect(await hostile.waitFor(timeout: 30) { if case .pong = $0 { return true } else { return false } } != nil, "\(c.name): not usable afterwards")
+                #expect(
+                    await hostile.waitFor(timeout: 30) { if case .pong = $0 { return true } else { return false } }
+                        != nil, "\(c.name): not usable afterwards")
             case .forgetsSilently:
                 #expect(await eventually(timeout: 30) { hostile.isClosed }, "\(c.name)")
             }
             hostile.close()
             // The control client's list moves on after every case.
-            base = try await commit(writer, "ctl", seq: UInt64(index + 1), base: base, [.insertRows([Row(id: "after-\(index)")], in: .id("s"), at: 0)])
+            base = try await commit(
+                writer, "ctl", seq: UInt64(index + 1), base: base,
+                [.insertRows([Row(id: "after-\(index)")], in: .id("s"), at: 0)])
         }
         // The hostile connections are all gone, the control ones remain.
         var open = 0

@@ -5,6 +5,7 @@ import FlowSyncProtocol
 import FlowSyncTestSupport
 import Foundation
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,7 +22,11 @@ import Glibc
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = UInt16(port).bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
         guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
         let request = Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
         _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
@@ -56,17 +61,28 @@ import Glibc
 
         let before = try Self.get(port: metricsPort, path: "/metrics")
         #expect(before.status == 200)
-        for (name, type) in [("flowsync_connections_accepted_total", "counter"), ("flowsync_connections", "gauge"),
-                             ("flowsync_batches_total", "counter"), ("flowsync_loop_lag_seconds", "histogram")] {
-            #expect(before.body.contains("# TYPE \(name) \(type)"), "\(name) as a \(type) in:\n\(before.body.prefix(2000))")
+        for (name, type) in [
+            ("flowsync_connections_accepted_total", "counter"), ("flowsync_connections", "gauge"),
+            ("flowsync_batches_total", "counter"), ("flowsync_loop_lag_seconds", "histogram"),
+        ] {
+            #expect(
+                before.body.contains("# TYPE \(name) \(type)"), "\(name) as a \(type) in:\n\(before.body.prefix(2000))")
         }
 
         let thread = try EventLoopThread()
         let client = try await TestClient.connect(port: clientPort, on: thread, clientID: "metrics-test")
         client.send(.subscribe(Subscribe(listName: "m", resumeFrom: nil, digest: nil)))
         #expect(await client.waitFor { if case .snapshot = $0 { return true } else { return false } } != nil)
-        client.send(.mutate(Mutate(listName: "m", clientID: "metrics-test", seq: 1, base: ListVersion(epoch: 0, version: 0), operations: [.insertSections([Section(id: "s")], at: 0)])))
-        client.send(.mutate(Mutate(listName: "m", clientID: "metrics-test", seq: 2, base: ListVersion(epoch: 0, version: 0), operations: [.removeRows([.id("nope")])])))
+        client.send(
+            .mutate(
+                Mutate(
+                    listName: "m", clientID: "metrics-test", seq: 1, base: ListVersion(epoch: 0, version: 0),
+                    operations: [.insertSections([Section(id: "s")], at: 0)])))
+        client.send(
+            .mutate(
+                Mutate(
+                    listName: "m", clientID: "metrics-test", seq: 2, base: ListVersion(epoch: 0, version: 0),
+                    operations: [.removeRows([.id("nope")])])))
         #expect(await client.waitFor { if case .reject(let r) = $0 { return r.seq == 2 } else { return false } } != nil)
 
         let after = try Self.get(port: metricsPort, path: "/metrics")
@@ -78,7 +94,12 @@ import Glibc
         #expect(Self.value(after.body, "flowsync_frames_sent_total") ?? 0 >= 3)
         #expect(Self.value(after.body, "flowsync_lists") == 1)
         // Sampled once a second (a sum over every list).
-        #expect(await eventually(timeout: 10) { (try? Self.get(port: metricsPort, path: "/metrics")).flatMap { Self.value($0.body, "flowsync_subscriptions") } == 1 })
+        #expect(
+            await eventually(timeout: 10) {
+                (try? Self.get(port: metricsPort, path: "/metrics")).flatMap {
+                    Self.value($0.body, "flowsync_subscriptions")
+                } == 1
+            })
 
         #expect(try Self.get(port: metricsPort, path: "/other").status == 404)
         client.close()

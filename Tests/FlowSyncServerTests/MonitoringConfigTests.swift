@@ -45,13 +45,17 @@ import Testing
         let dashboard = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let panels = try #require(dashboard["panels"] as? [[String: Any]])
         var queries = panels.flatMap { ($0["targets"] as? [[String: Any]] ?? []).compactMap { $0["expr"] as? String } }
-        queries += ((dashboard["annotations"] as? [String: Any])?["list"] as? [[String: Any]] ?? []).compactMap { $0["expr"] as? String }
+        queries += ((dashboard["annotations"] as? [String: Any])?["list"] as? [[String: Any]] ?? []).compactMap {
+            $0["expr"] as? String
+        }
         return queries
     }
 
     /// The `expr:` lines of the rules file (each rule's expression is on one line there).
     static func ruleQueries() throws -> [String] {
-        let text = try String(contentsOf: BuiltProduct.root.appendingPathComponent("config/prometheus/flowsyncd-rules.yml"), encoding: .utf8)
+        let text = try String(
+            contentsOf: BuiltProduct.root.appendingPathComponent("config/prometheus/flowsyncd-rules.yml"),
+            encoding: .utf8)
         return text.split(separator: "\n").compactMap { line in
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             return trimmed.hasPrefix("expr:") ? String(trimmed.dropFirst(5)) : nil
@@ -75,10 +79,19 @@ import Testing
     }
 
     @Test func referencesAreParsed() {
-        #expect(Self.references(in: #"sum by (reason) (rate(flowsync_connections_closed_total{instance=~"$i",reason!="peer"}[5m]))"#)
-            == [Reference(metric: "flowsync_connections_closed_total", labels: ["reason"])])
-        #expect(Self.references(in: "histogram_quantile(0.99, sum by (le) (rate(flowsync_store_sync_seconds_bucket[5m]))) > 0.05 or flowsync_lists")
-            == [Reference(metric: "flowsync_store_sync_seconds_bucket", labels: []), Reference(metric: "flowsync_lists", labels: [])])
+        #expect(
+            Self.references(
+                in: #"sum by (reason) (rate(flowsync_connections_closed_total{instance=~"$i",reason!="peer"}[5m]))"#)
+                == [Reference(metric: "flowsync_connections_closed_total", labels: ["reason"])])
+        #expect(
+            Self.references(
+                in:
+                    "histogram_quantile(0.99, sum by (le) (rate(flowsync_store_sync_seconds_bucket[5m]))) > 0.05 or flowsync_lists"
+            )
+                == [
+                    Reference(metric: "flowsync_store_sync_seconds_bucket", labels: []),
+                    Reference(metric: "flowsync_lists", labels: []),
+                ])
     }
 
     @Test func everyMetricTheDashboardAndTheRulesNameIsExported() async throws {
@@ -87,11 +100,13 @@ import Testing
         #expect(dashboard.count >= 10 && rules.count >= 4, "dashboard \(dashboard.count) queries, rules \(rules.count)")
         let wanted = Set((dashboard + rules).flatMap(Self.references))
         // What the issue asks the dashboard and the rules to show.
-        for metric in ["flowsync_connections", "flowsync_lists", "flowsync_batches_total", "flowsync_frames_sent_total",
-                       "flowsync_bytes_sent_total", "flowsync_subscribers_paused", "flowsync_store_sync_seconds_bucket",
-                       "flowsync_mutations_rejected_total", "flowsync_connections_closed_total",
-                       "flowsync_store_failed", "flowsync_handshake_budget_exhausted_total",
-                       "flowsync_tls_certificate_expiry_timestamp_seconds", "flowsync_tls_certificate_loads_total"] {
+        for metric in [
+            "flowsync_connections", "flowsync_lists", "flowsync_batches_total", "flowsync_frames_sent_total",
+            "flowsync_bytes_sent_total", "flowsync_subscribers_paused", "flowsync_store_sync_seconds_bucket",
+            "flowsync_mutations_rejected_total", "flowsync_connections_closed_total",
+            "flowsync_store_failed", "flowsync_handshake_budget_exhausted_total",
+            "flowsync_tls_certificate_expiry_timestamp_seconds", "flowsync_tls_certificate_loads_total",
+        ] {
             #expect(wanted.contains { $0.metric == metric }, "\(metric) is in neither the dashboard nor the rules")
         }
 
@@ -102,32 +117,48 @@ import Testing
         let certificates = try await TestCertificates.shared()
         var options = DaemonProcess.Options(binary: try DaemonProcessTests.binary())
         options.metrics = true
-        options.configText = "[tls]\nmode = \"required\"\ncertificate_file = \"\(certificates.serverCertificate)\"\nkey_file = \"\(certificates.serverKey)\"\n"
+        options.configText =
+            "[tls]\nmode = \"required\"\ncertificate_file = \"\(certificates.serverCertificate)\"\nkey_file = \"\(certificates.serverKey)\"\n"
         let daemon = try await DaemonProcess.start(options)
         let metricsPort = try #require(daemon.metricsPort)
         let thread = try EventLoopThread()
-        let client = try await TestClient.connect(port: daemon.port, on: thread, clientID: "monitoring-test",
-                                                  tls: certificates.clientContext())
+        let client = try await TestClient.connect(
+            port: daemon.port, on: thread, clientID: "monitoring-test",
+            tls: certificates.clientContext())
         client.send(.subscribe(Subscribe(listName: "m", resumeFrom: nil, digest: nil)))
         #expect(await client.waitFor { if case .snapshot = $0 { return true } else { return false } } != nil)
-        client.send(.mutate(Mutate(listName: "m", clientID: "monitoring-test", seq: 1, base: ListVersion(epoch: 0, version: 0), operations: [.insertSections([Section(id: "s")], at: 0)])))
-        client.send(.mutate(Mutate(listName: "m", clientID: "monitoring-test", seq: 2, base: ListVersion(epoch: 0, version: 0), operations: [.removeRows([.id("nope")])])))
+        client.send(
+            .mutate(
+                Mutate(
+                    listName: "m", clientID: "monitoring-test", seq: 1, base: ListVersion(epoch: 0, version: 0),
+                    operations: [.insertSections([Section(id: "s")], at: 0)])))
+        client.send(
+            .mutate(
+                Mutate(
+                    listName: "m", clientID: "monitoring-test", seq: 2, base: ListVersion(epoch: 0, version: 0),
+                    operations: [.removeRows([.id("nope")])])))
         #expect(await client.waitFor { if case .reject(let r) = $0 { return r.seq == 2 } else { return false } } != nil)
         client.close()
         #expect(thread.shutdown())
         // The close is counted when the daemon sees it: wait for that event.
         var scrape = ""
-        #expect(await eventually(timeout: 30) {
-            scrape = (try? MetricsTests.get(port: metricsPort, path: "/metrics").body) ?? ""
-            return Self.samples(scrape)["flowsync_connections_closed_total"] != nil
-        }, "no connection close counted:\n\(scrape.prefix(3000))")
+        #expect(
+            await eventually(timeout: 30) {
+                scrape = (try? MetricsTests.get(port: metricsPort, path: "/metrics").body) ?? ""
+                return Self.samples(scrape)["flowsync_connections_closed_total"] != nil
+            }, "no connection close counted:\n\(scrape.prefix(3000))")
 
         let exported = Self.samples(scrape)
         for reference in wanted.sorted(by: { $0.description < $1.description }) {
             let labels = exported[reference.metric]
-            #expect(labels != nil, "\(reference.metric) is named by the dashboard or the rules but not exported:\n\(exported.keys.sorted().joined(separator: "\n"))")
+            #expect(
+                labels != nil,
+                "\(reference.metric) is named by the dashboard or the rules but not exported:\n\(exported.keys.sorted().joined(separator: "\n"))"
+            )
             if let labels {
-                #expect(reference.labels.isSubset(of: labels), "\(reference): the daemon exports the labels \(labels.sorted())")
+                #expect(
+                    reference.labels.isSubset(of: labels),
+                    "\(reference): the daemon exports the labels \(labels.sorted())")
             }
         }
         #expect(await daemon.terminate() == .exited(0), "\(daemon.output)")

@@ -1,9 +1,9 @@
-import Foundation
 import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProtocol
 import FlowSyncServer
 import FlowSyncTestSupport
+import Foundation
 import Testing
 
 /// Large work off the loop thread (issue #15; docs/ARCHITECTURE.md, "Event loop", rules
@@ -16,7 +16,9 @@ import Testing
 
     /// A server whose list `big` starts with `rows` rows in two sections, seeded through
     /// the store (recovered before the listener opens), so no test pays for a huge frame.
-    static func seededServer(rows: Int, configuration: ServerConfiguration = ServerConfiguration(), storage: EmbeddedServer.Storage? = nil) async throws -> EmbeddedServer {
+    static func seededServer(
+        rows: Int, configuration: ServerConfiguration = ServerConfiguration(), storage: EmbeddedServer.Storage? = nil
+    ) async throws -> EmbeddedServer {
         var configuration = configuration
         configuration.director = DirectorLimits(maxRows: 10_000_000)
         configuration.hardLimitBytes = 1 << 30
@@ -31,11 +33,19 @@ import Testing
     static func seedSnapshot(rows: Int) -> StoredSnapshot {
         let half = rows / 2
         let sections = [
-            Section(id: "a", rows: (0..<half).map { Row(id: "a\($0)", kind: "item", text: "{\"n\":\($0),\"title\":\"row \($0)\"}") }),
-            Section(id: "b", rows: (half..<rows).map { Row(id: "b\($0)", kind: "item", text: "{\"n\":\($0),\"title\":\"row \($0)\"}") }),
+            Section(
+                id: "a",
+                rows: (0..<half).map { Row(id: "a\($0)", kind: "item", text: "{\"n\":\($0),\"title\":\"row \($0)\"}") }),
+            Section(
+                id: "b",
+                rows: (half..<rows).map {
+                    Row(id: "b\($0)", kind: "item", text: "{\"n\":\($0),\"title\":\"row \($0)\"}")
+                }),
         ]
         let director = try! Director(sections: sections, limits: DirectorLimits(maxRows: 10_000_000))
-        return StoredSnapshot(listName: list, position: ListVersion(epoch: 42, version: 1), digest: director.digest, sections: sections, dedupe: [])
+        return StoredSnapshot(
+            listName: list, position: ListVersion(epoch: 42, version: 1), digest: director.digest, sections: sections,
+            dedupe: [])
     }
 
     static func statistics(_ server: EmbeddedServer) async -> ServerStatistics {
@@ -66,7 +76,10 @@ import Testing
         // hook — before any completion can run (a later turn). So at least two batches
         // are committed while the snapshot is being built, whatever the timing.
         let writes = (1...2).map { n in
-            Message.mutate(Mutate(listName: Self.list, clientID: joiner.clientID, seq: UInt64(n), base: start, operations: Self.insert(n, tag: "joiner")))
+            Message.mutate(
+                Mutate(
+                    listName: Self.list, clientID: joiner.clientID, seq: UInt64(n), base: start,
+                    operations: Self.insert(n, tag: "joiner")))
         }
         joiner.sendRaw(Self.frames([.subscribe(Subscribe(listName: Self.list, resumeFrom: nil, digest: nil))] + writes))
         // Meanwhile another client keeps writing, each write after the previous ack.
@@ -75,7 +88,9 @@ import Testing
             base = try await commit(writer, Self.list, seq: UInt64(n), base: base, Self.insert(n, tag: "writer"))
         }
         let final = try #require(await position(of: server, Self.list))
-        #expect(await joiner.waitFor(timeout: 30) { diff($0, to: final.version) != nil } != nil, "the joiner reaches the last version")
+        #expect(
+            await joiner.waitFor(timeout: 30) { diff($0, to: final.version) != nil } != nil,
+            "the joiner reaches the last version")
 
         let received = joiner.messages.filter {
             switch $0 {
@@ -110,14 +125,20 @@ import Testing
         let server = try await Self.seededServer(rows: 40_000, configuration: configuration)
         let clients = try EventLoopThread()
         var joiners: [TestClient] = []
-        for k in 0..<30 { joiners.append(try await TestClient.connect(port: server.port, on: clients, clientID: "j\(k)")) }
+        for k in 0..<30 {
+            joiners.append(try await TestClient.connect(port: server.port, on: clients, clientID: "j\(k)"))
+        }
         let before = await Self.statistics(server)
         let subscribe = Self.frames([.subscribe(Subscribe(listName: Self.list, resumeFrom: nil, digest: nil))])
         for joiner in joiners { joiner.sendRaw(subscribe) }
         var positions: Set<ListVersion> = []
         for joiner in joiners {
             let message = await joiner.waitFor(timeout: 30, isSnapshot)
-            if case .snapshot(let s)? = message { positions.insert(s.position) } else { Issue.record("no snapshot for \(joiner.clientID)") }
+            if case .snapshot(let s)? = message {
+                positions.insert(s.position)
+            } else {
+                Issue.record("no snapshot for \(joiner.clientID)")
+            }
         }
         let after = await Self.statistics(server)
         #expect(positions.count == 1)
@@ -131,7 +152,7 @@ import Testing
     }
 
     @Test func smallListsStayInlineBelowTheThreshold() async throws {
-        let server = try await Self.seededServer(rows: 500)   // default threshold 2,000
+        let server = try await Self.seededServer(rows: 500)  // default threshold 2,000
         let clients = try EventLoopThread()
         let joiner = try await TestClient.connect(port: server.port, on: clients)
         #expect(await subscribe(joiner, Self.list) != nil)
@@ -151,13 +172,19 @@ import Testing
         let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "writer")
         let start = try #require(await position(of: server, Self.list))
         var base = start
-        for n in 1...5 { base = try await commit(writer, Self.list, seq: UInt64(n), base: base, Self.insert(n, tag: "w")) }
+        for n in 1...5 {
+            base = try await commit(writer, Self.list, seq: UInt64(n), base: base, Self.insert(n, tag: "w"))
+        }
         let resumer = try await TestClient.connect(port: server.port, on: clients, clientID: "resumer")
         let stateAtStart = Self.seedSnapshot(rows: 20_000)
         // Resume from `start` and write in the same read: the catch-up diff is built off
         // the loop from `start` to `base`; the write's batch is held and follows it.
-        let write = Message.mutate(Mutate(listName: Self.list, clientID: "resumer", seq: 1, base: base, operations: Self.insert(99, tag: "r")))
-        resumer.sendRaw(Self.frames([.subscribe(Subscribe(listName: Self.list, resumeFrom: start, digest: stateAtStart.digest)), write]))
+        let write = Message.mutate(
+            Mutate(listName: Self.list, clientID: "resumer", seq: 1, base: base, operations: Self.insert(99, tag: "r")))
+        resumer.sendRaw(
+            Self.frames([
+                .subscribe(Subscribe(listName: Self.list, resumeFrom: start, digest: stateAtStart.digest)), write,
+            ]))
         let final = ListVersion(epoch: base.epoch, version: base.version + 1)
         #expect(await resumer.waitFor(timeout: 30) { diff($0, to: final.version) != nil } != nil)
         var replica = Replica()
@@ -176,7 +203,9 @@ import Testing
     }
 
     @Test func compactionWhileWritingLosesNothing() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("flowsync-offloop-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "flowsync-offloop-\(UUID().uuidString)"
+        ).path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var configuration = ServerConfiguration()
         configuration.snapshotEveryBatches = 4
@@ -190,7 +219,9 @@ import Testing
         base = try await commit(writer, Self.list, seq: 1, base: base, [.insertSections([Section(id: "a")], at: 0)])
         // Large enough that each snapshot takes a while; writes go on meanwhile, one
         // after each ack, so batches are appended while snapshots are written.
-        let chunk = (0..<5_000).map { Row(id: "seed\($0)", kind: "item", text: "{\"n\":\($0),\"title\":\"seed row \($0)\"}") }
+        let chunk = (0..<5_000).map {
+            Row(id: "seed\($0)", kind: "item", text: "{\"n\":\($0),\"title\":\"seed row \($0)\"}")
+        }
         base = try await commit(writer, Self.list, seq: 2, base: base, [.insertRows(chunk, in: .id("a"), at: 0)])
         for n in 3...60 {
             base = try await commit(writer, Self.list, seq: UInt64(n), base: base, Self.insert(n, tag: "w"))
@@ -240,7 +271,7 @@ import Testing
         configuration.offloadSnapshotRows = 1_000
         configuration.lowWatermarkBytes = 16 << 10
         configuration.highWatermarkBytes = 64 << 10
-        configuration.compressionLevel = 0   // incompressible-size frames fill buffers fast
+        configuration.compressionLevel = 0  // incompressible-size frames fill buffers fast
         let server = try await Self.seededServer(rows: 20_000, configuration: configuration)
         let clients = try EventLoopThread()
         let slow = try await TestClient.connect(port: server.port, on: clients, clientID: "slow")
@@ -252,7 +283,9 @@ import Testing
         // subscriber lags (its batches are skipped).
         let payload = [UInt8](repeating: 0x41, count: 32 << 10)
         func write(_ seq: Int) async throws {
-            var ops: [FlowSyncCore.Operation] = [.insertRows([Row(id: "big\(seq)", payload: payload)], in: .id("a"), at: 0)]
+            var ops: [FlowSyncCore.Operation] = [
+                .insertRows([Row(id: "big\(seq)", payload: payload)], in: .id("a"), at: 0)
+            ]
             if seq > 1 { ops.append(.removeRows([.id("big\(seq - 1)")])) }
             base = try await commit(writer, Self.list, seq: UInt64(seq), base: base, ops)
         }
@@ -262,9 +295,12 @@ import Testing
         // the loop; the writes that go on meanwhile are held and follow it.
         slow.resumeReading()
         for seq in 501...520 { try await write(seq) }
-        #expect(await slow.waitFor(timeout: 30) { m in
-            if case .diff(let d) = m { return d.to == base }; if case .snapshot(let s) = m { return s.position == base }; return false
-        } != nil, "the subscriber catches up to the last version")
+        #expect(
+            await slow.waitFor(timeout: 30) { m in
+                if case .diff(let d) = m { return d.to == base }
+                if case .snapshot(let s) = m { return s.position == base }
+                return false
+            } != nil, "the subscriber catches up to the last version")
         var replica = Replica()
         replica.apply(slow.messages, list: Self.list)
         #expect(replica.problems.isEmpty, "\(replica.problems.prefix(3))")
@@ -281,7 +317,9 @@ import Testing
     /// Waits (on server events, each poll one loop job) until a frame build is in flight.
     static func waitForBuild(_ server: EmbeddedServer) async -> Bool {
         for _ in 0..<10_000 {
-            let (started, inFlight) = await server.withServer { ($0.statistics.framesBuiltOffLoop, $0.offloadsInFlight) }
+            let (started, inFlight) = await server.withServer {
+                ($0.statistics.framesBuiltOffLoop, $0.offloadsInFlight)
+            }
             if started > 0 { return inFlight > 0 }
             await Task.yield()
         }

@@ -1,5 +1,6 @@
-@testable import FlowSyncServer
 import Testing
+
+@testable import FlowSyncServer
 
 /// The per-connection outbound queue keeps its array between turns (no allocation per
 /// delivery), but not after a burst (an idle connection holds none of it).

@@ -1,5 +1,6 @@
-@testable import FlowSyncServer
 import Testing
+
+@testable import FlowSyncServer
 
 /// Rendezvous placement (cluster mode): stable, balanced, and moving only what must move.
 @Suite(.timeLimit(.minutes(2))) struct PlacementTests {
@@ -7,7 +8,8 @@ import Testing
 
     @Test func everyNodeAgreesWhateverTheOrderOfTheNodes() {
         for list in lists.prefix(500) {
-            #expect(Placement.owner(of: list, among: ["a", "b", "c"]) == Placement.owner(of: list, among: ["c", "a", "b"]))
+            #expect(
+                Placement.owner(of: list, among: ["a", "b", "c"]) == Placement.owner(of: list, among: ["c", "a", "b"]))
         }
         #expect(Placement.owner(of: "x", among: [String]()) == nil)
         #expect(Placement.owner(of: "x", among: ["only"]) == "only")
@@ -18,7 +20,10 @@ import Testing
     @Test func theWeightIsStable() {
         #expect(Placement.weight(node: "n1", list: "todo") == 8_671_588_833_412_740_183)
         #expect(Placement.weight(node: "flowsync-2", list: "orders/β") == 12_150_872_448_317_569_545)
-        #expect((0..<6).map { Placement.owner(of: "list-\($0)", among: ["n1", "n2", "n3"])! } == ["n1", "n2", "n2", "n2", "n2", "n1"])
+        #expect(
+            (0..<6).map { Placement.owner(of: "list-\($0)", among: ["n1", "n2", "n3"])! } == [
+                "n1", "n2", "n2", "n2", "n2", "n1",
+            ])
     }
 
     @Test func listsSpreadEvenlyOverTheNodes() {
@@ -28,7 +33,9 @@ import Testing
             let fair = Double(lists.count) / Double(nodes.count)
             for node in nodes {
                 let share = Double(counts[node] ?? 0) / fair
-                #expect(share > 0.9 && share < 1.1, "\(node): \(counts[node] ?? 0) of \(lists.count) lists over \(nodes.count) nodes")
+                #expect(
+                    share > 0.9 && share < 1.1,
+                    "\(node): \(counts[node] ?? 0) of \(lists.count) lists over \(nodes.count) nodes")
             }
         }
     }
@@ -39,7 +46,11 @@ import Testing
         for list in lists {
             let before = Placement.owner(of: list, among: three)!
             let after = Placement.owner(of: list, among: ["n1", "n3"])!
-            if before != "n2" { #expect(after == before, "\(list) moved from \(before) though n2 left") } else { movedOnLeave += 1 }
+            if before != "n2" {
+                #expect(after == before, "\(list) moved from \(before) though n2 left")
+            } else {
+                movedOnLeave += 1
+            }
             let joined = Placement.owner(of: list, among: four)!
             if joined != before {
                 #expect(joined == "n4", "\(list) moved from \(before) to \(joined), not to the new node")

@@ -1,6 +1,7 @@
 import FlowSyncTestSupport
-@testable import FlowSyncServer
 import Testing
+
+@testable import FlowSyncServer
 
 /// The io_uring flush's decisions without a socket: every route, every kind of
 /// completion, and an oracle over seeded random queues and short sends — the bytes the
@@ -10,31 +11,44 @@ import Testing
 
     @Test func anEmptyQueueSendsNothing() {
         var m = M()
-        #expect(m.flushStarted(frameSizes: [Int](), libuvQueuedBytes: 0, socketClosing: false, maxFrames: 64) == .nothing)
+        #expect(
+            m.flushStarted(frameSizes: [Int](), libuvQueuedBytes: 0, socketClosing: false, maxFrames: 64) == .nothing)
         #expect(!m.isSubmitted)
     }
 
     @Test func bytesHeldByLibuvKeepTheConnectionOnLibuv() {
         var m = M()
         // Rule 1: a ring send would overtake libuv's queued bytes.
-        #expect(m.flushStarted(frameSizes: [10, 20], libuvQueuedBytes: 1, socketClosing: false, maxFrames: 64) == .writeWithLibuv)
+        #expect(
+            m.flushStarted(frameSizes: [10, 20], libuvQueuedBytes: 1, socketClosing: false, maxFrames: 64)
+                == .writeWithLibuv)
         #expect(!m.isSubmitted)
-        #expect(m.flushStarted(frameSizes: [10], libuvQueuedBytes: 0, socketClosing: true, maxFrames: 64) == .writeWithLibuv)
+        #expect(
+            m.flushStarted(frameSizes: [10], libuvQueuedBytes: 0, socketClosing: true, maxFrames: 64) == .writeWithLibuv
+        )
     }
 
     @Test func anIdleSocketSubmitsItsFramesAsOneSend() {
         var m = M()
-        #expect(m.flushStarted(frameSizes: [10, 20, 30], libuvQueuedBytes: 0, socketClosing: false, maxFrames: 64) == .submit(frames: 3, bytes: 60))
+        #expect(
+            m.flushStarted(frameSizes: [10, 20, 30], libuvQueuedBytes: 0, socketClosing: false, maxFrames: 64)
+                == .submit(frames: 3, bytes: 60))
         #expect(m.isSubmitted)
         #expect(m.sendCompleted(result: 60, frameSizes: [10, 20, 30]) == .done)
         #expect(!m.isSubmitted, "back to idle, ready for the next turn")
-        #expect(m.flushStarted(frameSizes: [5], libuvQueuedBytes: 0, socketClosing: false, maxFrames: 64) == .submit(frames: 1, bytes: 5))
+        #expect(
+            m.flushStarted(frameSizes: [5], libuvQueuedBytes: 0, socketClosing: false, maxFrames: 64)
+                == .submit(frames: 1, bytes: 5))
     }
 
     @Test func framesPastOneSendFollowThroughLibuv() {
         var m = M()
-        #expect(m.flushStarted(frameSizes: [10, 20, 30], libuvQueuedBytes: 0, socketClosing: false, maxFrames: 2) == .submit(frames: 2, bytes: 30))
-        #expect(m.sendCompleted(result: 30, frameSizes: [10, 20, 30]) == .writeRemainderWithLibuv(from: .init(frame: 2, offset: 0)))
+        #expect(
+            m.flushStarted(frameSizes: [10, 20, 30], libuvQueuedBytes: 0, socketClosing: false, maxFrames: 2)
+                == .submit(frames: 2, bytes: 30))
+        #expect(
+            m.sendCompleted(result: 30, frameSizes: [10, 20, 30])
+                == .writeRemainderWithLibuv(from: .init(frame: 2, offset: 0)))
     }
 
     @Test func aShortSendHandsTheRestOnFromTheExactByte() {
@@ -51,7 +65,9 @@ import Testing
         for (sent, position) in cases {
             var m = M()
             _ = m.flushStarted(frameSizes: sizes, libuvQueuedBytes: 0, socketClosing: false, maxFrames: 64)
-            #expect(m.sendCompleted(result: sent, frameSizes: sizes) == .writeRemainderWithLibuv(from: position), "sent \(sent)")
+            #expect(
+                m.sendCompleted(result: sent, frameSizes: sizes) == .writeRemainderWithLibuv(from: position),
+                "sent \(sent)")
         }
     }
 
@@ -59,9 +75,11 @@ import Testing
         for errno in M.retryableErrors {
             var m = M()
             _ = m.flushStarted(frameSizes: [10], libuvQueuedBytes: 0, socketClosing: false, maxFrames: 64)
-            #expect(m.sendCompleted(result: errno, frameSizes: [10]) == .writeRemainderWithLibuv(from: .init(frame: 0, offset: 0)), "errno \(errno)")
+            #expect(
+                m.sendCompleted(result: errno, frameSizes: [10])
+                    == .writeRemainderWithLibuv(from: .init(frame: 0, offset: 0)), "errno \(errno)")
         }
-        for errno: Int32 in [-32, -104, -9] {   // EPIPE, ECONNRESET, EBADF
+        for errno: Int32 in [-32, -104, -9] {  // EPIPE, ECONNRESET, EBADF
             var m = M()
             _ = m.flushStarted(frameSizes: [10], libuvQueuedBytes: 0, socketClosing: false, maxFrames: 64)
             #expect(m.sendCompleted(result: errno, frameSizes: [10]) == .fail(errno: errno))
@@ -76,13 +94,19 @@ import Testing
         var random = SeededRandom(seed: seed)
         for _ in 0..<5_000 {
             let count = random.int(1...12)
-            let frames: [[UInt8]] = (0..<count).map { _ in (0..<random.int(1...40)).map { _ in UInt8(truncatingIfNeeded: random.next()) } }
+            let frames: [[UInt8]] = (0..<count).map { _ in
+                (0..<random.int(1...40)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            }
             let sizes = frames.map(\.count)
             let stream = frames.flatMap { $0 }
             let maxFrames = random.int(1...14)
             var m = M()
-            guard case .submit(let n, let bytes) = m.flushStarted(frameSizes: sizes, libuvQueuedBytes: 0, socketClosing: false, maxFrames: maxFrames) else {
-                Issue.record("seed \(seed): not submitted"); return
+            guard
+                case .submit(let n, let bytes) = m.flushStarted(
+                    frameSizes: sizes, libuvQueuedBytes: 0, socketClosing: false, maxFrames: maxFrames)
+            else {
+                Issue.record("seed \(seed): not submitted")
+                return
             }
             #expect(n == min(count, maxFrames) && bytes == sizes.prefix(n).reduce(0, +), "seed \(seed)")
             let result: Int32 = random.chance(0.1) ? -11 : Int32(random.int(0...bytes))
@@ -95,10 +119,13 @@ import Testing
                 // What the shell gives libuv: frames[from.frame...] skipping from.offset.
                 handed = Array(frames[from.frame...].flatMap { $0 }.dropFirst(from.offset))
             case .fail:
-                Issue.record("seed \(seed): -EAGAIN or a count must not fail"); return
+                Issue.record("seed \(seed): -EAGAIN or a count must not fail")
+                return
             }
             guard ringSent + handed == stream else {
-                Issue.record("seed \(seed): \(sizes), max \(maxFrames), result \(result): bytes lost, duplicated or reordered"); return
+                Issue.record(
+                    "seed \(seed): \(sizes), max \(maxFrames), result \(result): bytes lost, duplicated or reordered")
+                return
             }
         }
     }

@@ -1,8 +1,9 @@
 import FlowSyncCore
 import FlowSyncProtocol
 import FlowSyncTestSupport
-@testable import FlowSyncServer
 import Testing
+
+@testable import FlowSyncServer
 
 /// The seal's pacing (`[server] seal_wait_us`, issue #20), driven on the server's own
 /// loop: while the last flush stopped at its slice with connections left, a dirty list
@@ -21,7 +22,7 @@ import Testing
 
     @Test func aListWaitsWhileAFlushIsUnfinishedThenIsSealedByTheNextTurn() async throws {
         var configuration = ServerConfiguration()
-        configuration.sealWaitMicroseconds = 1_000_000   // 1 s: far longer than the test needs
+        configuration.sealWaitMicroseconds = 1_000_000  // 1 s: far longer than the test needs
         let server = try await EmbeddedServer(configuration: configuration)
         let held = await server.withServer { server -> (pending: Bool, dirty: Bool, idle: Bool, version: UInt64) in
             let list = Self.submit(server, "paced", seq: 1)
@@ -30,7 +31,10 @@ import Testing
             // the flush finishes (nothing is queued), and the idle handle is started so
             // the next turn comes without waiting for I/O.
             server.endOfTurn()
-            return (list.hasPending, server.dirtyLists.contains("paced"), server.flushIdle?.isActive == true, list.position.version)
+            return (
+                list.hasPending, server.dirtyLists.contains("paced"), server.flushIdle?.isActive == true,
+                list.position.version
+            )
         }
         #expect(held.pending && held.dirty, "held while the flush is unfinished")
         #expect(held.idle, "a held list keeps the loop from sleeping")

@@ -1,6 +1,7 @@
-@testable import FlowSyncServer
 import FlowSyncCore
 import Testing
+
+@testable import FlowSyncServer
 
 /// The server's lifecycle machine without a loop or a socket (issue #16): every event in
 /// every state. Completions are counted, not run by a server.
@@ -68,7 +69,9 @@ import Testing
         #expect(reported3)
         let reported4 = lifecycle.closeAfterFailure()
         #expect(!reported4, "once")
-        #expect(!lifecycle.isShuttingDown && lifecycle.drained(connections: 0, offloads: 0) == nil, "no shutdown asked for: nothing to finish")
+        #expect(
+            !lifecycle.isShuttingDown && lifecycle.drained(connections: 0, offloads: 0) == nil,
+            "no shutdown asked for: nothing to finish")
     }
 
     @Test func aShutdownAfterAFailureAbandonsTheStore() {

@@ -1,6 +1,7 @@
-@testable import FlowSyncServer
 import FlowSyncCore
 import Testing
+
+@testable import FlowSyncServer
 
 /// The subscription's flow machine and the pending-frame build, event by event, without
 /// a socket (issue #15: a subscriber whose first frame is built off the loop).
@@ -12,7 +13,9 @@ import Testing
         var flow = SubscriptionFlow(awaiting: 3, at: v(10))
         #expect(flow.state == .awaitingFrame(3))
         #expect(flow.batchCommitted(from: v(10), to: v(11), queued: 0, policy: policy) == .held)
-        #expect(flow.batchCommitted(from: v(11), to: v(12), queued: 5_000, policy: policy) == .held, "held whatever the queue")
+        #expect(
+            flow.batchCommitted(from: v(11), to: v(12), queued: 5_000, policy: policy) == .held,
+            "held whatever the queue")
         flow.frameArrived(at: v(10))
         #expect(flow.state == .live && flow.delivered == v(10))
         // The held batches follow, in order, through the usual decision.

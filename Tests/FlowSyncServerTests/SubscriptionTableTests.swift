@@ -1,7 +1,8 @@
-@testable import FlowSyncServer
 import FlowSyncCore
 import FlowSyncTestSupport
 import Testing
+
+@testable import FlowSyncServer
 
 /// The connection machine's subscription table (issue #20: the fan-out reaches a flow by
 /// its slot): against a dictionary as the oracle, a slot keeps its subscription for the
@@ -55,7 +56,9 @@ import Testing
                 table.checkInvariants()
                 #expect(table.count == oracle.count, "seed \(seed)")
                 for (name, entry) in oracle {
-                    #expect(table.slot(of: name) == entry.slot && table[name]?.delivered.version == entry.version, "seed \(seed), \(name)")
+                    #expect(
+                        table.slot(of: name) == entry.slot && table[name]?.delivered.version == entry.version,
+                        "seed \(seed), \(name)")
                 }
             }
         }

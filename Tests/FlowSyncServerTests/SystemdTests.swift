@@ -5,6 +5,7 @@ import FlowSyncTestSupport
 import Foundation
 import Synchronization
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,13 +23,17 @@ import Glibc
     @Test func notifiesReadyWatchdogReloadAndStopping() async throws {
         let path = NSTemporaryDirectory() + "flowsyncd-notify-\(UUID().uuidString.prefix(8)).sock"
         let socket = try NotifySocket(path: path)
-        let daemon = try await Daemon.start(["--port", "0", "--metrics-port", "0"], environment: ["NOTIFY_SOCKET": path, "WATCHDOG_USEC": "200000"])
+        let daemon = try await Daemon.start(
+            ["--port", "0", "--metrics-port", "0"], environment: ["NOTIFY_SOCKET": path, "WATCHDOG_USEC": "200000"])
         defer { daemon.stop() }
 
         // READY=1 first, with a status line.
         let ready = await socket.next(timeout: 10)
-        #expect(ready.map(Self.assignments)?["READY"] == "1", "first message: \(ready ?? "none"); output: \(daemon.output.text)")
-        #expect(ready.map(Self.assignments)?["STATUS"]?.contains("listening on 127.0.0.1:") == true, "\(ready ?? "none")")
+        #expect(
+            ready.map(Self.assignments)?["READY"] == "1",
+            "first message: \(ready ?? "none"); output: \(daemon.output.text)")
+        #expect(
+            ready.map(Self.assignments)?["STATUS"]?.contains("listening on 127.0.0.1:") == true, "\(ready ?? "none")")
 
         // WATCHDOG_USEC=200 ms → a ping every 100 ms. Two pings, waited for as events (the
         // datagrams queue in the socket): a starved test task must not turn a late read
@@ -52,7 +57,9 @@ import Glibc
         #expect(await daemon.waitForExit(timeout: 15), "still running: \(daemon.output.text)")
         #expect(daemon.terminationStatus == 0, "exit \(daemon.terminationStatus): \(daemon.output.text)")
         // The supervision timers were closed too: the loop closed with no handle open.
-        #expect(!daemon.output.text.contains("loop closed with open handles") && !daemon.output.text.contains("handles left open at stop"), "\(daemon.output.text)")
+        #expect(
+            !daemon.output.text.contains("loop closed with open handles")
+                && !daemon.output.text.contains("handles left open at stop"), "\(daemon.output.text)")
 
         // The order of the state changes, leaving out pings and status-only lines.
         let events = ([ready ?? ""] + received).compactMap { message -> String? in
@@ -66,7 +73,8 @@ import Glibc
     @Test func abstractNotifySocketReceivesReady() async throws {
         let name = "flowsyncd-test-\(UUID().uuidString)"
         let socket = try NotifySocket(abstractName: name)
-        let daemon = try await Daemon.start(["--port", "0", "--metrics-port", "0"], environment: ["NOTIFY_SOCKET": "@" + name])
+        let daemon = try await Daemon.start(
+            ["--port", "0", "--metrics-port", "0"], environment: ["NOTIFY_SOCKET": "@" + name])
         defer { daemon.stop() }
         let ready = await socket.collect(timeout: 10) { Self.assignments($0)["READY"] == "1" }
         #expect(ready.last.map(Self.assignments)?["READY"] == "1", "got \(ready); output: \(daemon.output.text)")
@@ -78,10 +86,12 @@ import Glibc
     @Test func withoutNotifySocketNothingIsSentAndWatchdogIsOff() throws {
         let silent = SystemdNotifier(environment: [:], logger: .init(label: "test"))
         #expect(!silent.isEnabled && silent.watchdogInterval == nil)
-        silent.ready(status: "x")   // no socket: must be a harmless no-op
-        let own = SystemdNotifier(environment: ["WATCHDOG_USEC": "10000000", "WATCHDOG_PID": "\(getpid())"], logger: .init(label: "test"))
+        silent.ready(status: "x")  // no socket: must be a harmless no-op
+        let own = SystemdNotifier(
+            environment: ["WATCHDOG_USEC": "10000000", "WATCHDOG_PID": "\(getpid())"], logger: .init(label: "test"))
         #expect(own.watchdogInterval == .seconds(5), "half of WatchdogSec")
-        let other = SystemdNotifier(environment: ["WATCHDOG_USEC": "10000000", "WATCHDOG_PID": "\(getpid() + 1)"], logger: .init(label: "test"))
+        let other = SystemdNotifier(
+            environment: ["WATCHDOG_USEC": "10000000", "WATCHDOG_PID": "\(getpid() + 1)"], logger: .init(label: "test"))
         #expect(other.watchdogInterval == nil, "WATCHDOG_PID of another process disables the watchdog")
     }
 
@@ -96,12 +106,16 @@ import Glibc
         let port = try freeLoopbackPort()
         // --port 0: were the socket not adopted, the daemon would listen elsewhere and the
         // handshake below would time out instead of reaching a stray daemon on 7400.
-        let daemon = try await Daemon.start(["-l", "127.0.0.1:\(port)", try DaemonProcessTests.binary(), "--port", "0", "--metrics-port", "0"], executable: tool)
+        let daemon = try await Daemon.start(
+            ["-l", "127.0.0.1:\(port)", try DaemonProcessTests.binary(), "--port", "0", "--metrics-port", "0"],
+            executable: tool)
         defer { daemon.stop() }
         // systemd-socket-activate listens at once, but only execs flowsyncd when the
         // first connection arrives; TestClient.connect retries nothing, so wait for the
         // port to accept before connecting.
-        #expect(await eventually(timeout: 10) { Self.canConnect(port: port) }, "nothing listens on \(port): \(daemon.output.text)")
+        #expect(
+            await eventually(timeout: 10) { Self.canConnect(port: port) },
+            "nothing listens on \(port): \(daemon.output.text)")
         let thread = try EventLoopThread()
         defer { _ = thread.shutdown() }
         do {
@@ -133,15 +147,22 @@ import Glibc
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let binary = try DaemonProcessTests.binary()
-        let service = try String(contentsOf: Self.systemdDirectory.appendingPathComponent("flowsyncd.service"), encoding: .utf8)
-        #expect(service.contains("ExecStart=/usr/local/bin/flowsyncd "), "the shipped ExecStart changed; update this test")
-        #expect(service.contains("Type=notify\n") && service.contains("WatchdogSec=") && service.contains("NotifyAccess=main"))
+        let service = try String(
+            contentsOf: Self.systemdDirectory.appendingPathComponent("flowsyncd.service"), encoding: .utf8)
+        #expect(
+            service.contains("ExecStart=/usr/local/bin/flowsyncd "), "the shipped ExecStart changed; update this test")
+        #expect(
+            service.contains("Type=notify\n") && service.contains("WatchdogSec=")
+                && service.contains("NotifyAccess=main"))
         try service.replacingOccurrences(of: "ExecStart=/usr/local/bin/flowsyncd ", with: "ExecStart=\(binary) ")
             .write(toFile: directory + "/flowsyncd.service", atomically: true, encoding: .utf8)
-        try FileManager.default.copyItem(atPath: Self.systemdDirectory.appendingPathComponent("flowsyncd.socket").path, toPath: directory + "/flowsyncd.socket")
+        try FileManager.default.copyItem(
+            atPath: Self.systemdDirectory.appendingPathComponent("flowsyncd.socket").path,
+            toPath: directory + "/flowsyncd.socket")
 
         // verify exits 0 even on parse errors: any stderr is a failure.
-        let verify = try await Self.run(analyze, ["verify", "--man=no", directory + "/flowsyncd.service", directory + "/flowsyncd.socket"])
+        let verify = try await Self.run(
+            analyze, ["verify", "--man=no", directory + "/flowsyncd.service", directory + "/flowsyncd.socket"])
         #expect(verify.status == 0 && verify.stderr.isEmpty, "systemd-analyze verify: \(verify.stderr)")
 
         let security = try await Self.run(analyze, ["security", "--offline=yes", directory + "/flowsyncd.service"])
@@ -149,7 +170,9 @@ import Glibc
             .first { $0.contains("Overall exposure level") }
             .flatMap { $0.split(separator: ":").last?.split(separator: " ").first }
             .flatMap { Double($0) }
-        #expect(exposure != nil && exposure! <= 2.0, "exposure \(exposure.map { "\($0)" } ?? "unparsed"): \(security.stdout.suffix(300)) \(security.stderr)")
+        #expect(
+            exposure != nil && exposure! <= 2.0,
+            "exposure \(exposure.map { "\($0)" } ?? "unparsed"): \(security.stdout.suffix(300)) \(security.stderr)")
     }
 
     // MARK: Helpers
@@ -183,8 +206,11 @@ import Glibc
     }
 
     /// Runs a short-lived tool; stdout and stderr apart. Killed after 60 s.
-    static func run(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
-        let done = try await ChildProcess.run(executable, arguments: arguments, separateStandardError: true, timeout: .seconds(60))
+    static func run(
+        _ executable: String, _ arguments: [String]
+    ) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let done = try await ChildProcess.run(
+            executable, arguments: arguments, separateStandardError: true, timeout: .seconds(60))
         return (done.status, done.output, done.errorOutput)
     }
 }
@@ -202,7 +228,9 @@ final class Daemon: Sendable {
         self.dataDirectory = dataDirectory
     }
 
-    static func start(_ arguments: [String], environment extra: [String: String] = [:], executable: String? = nil) async throws -> Daemon {
+    static func start(
+        _ arguments: [String], environment extra: [String: String] = [:], executable: String? = nil
+    ) async throws -> Daemon {
         // Inherited supervisor variables (the test runner might itself run under
         // systemd) must not leak into the daemon; the test sets its own.
         var environment: [String: String?] = [:]
@@ -214,7 +242,8 @@ final class Daemon: Sendable {
         // Every daemon gets its own store (the default data directory is shared and
         // locked); appended last, so it reaches flowsyncd behind systemd-socket-activate too.
         let all = arguments.contains("--data-dir") ? arguments : arguments + ["--data-dir", dataDirectory]
-        let child = try await ChildProcess.start(try executable ?? DaemonProcessTests.binary(), arguments: all, environment: environment)
+        let child = try await ChildProcess.start(
+            try executable ?? DaemonProcessTests.binary(), arguments: all, environment: environment)
         return Daemon(child: child, dataDirectory: dataDirectory)
     }
 
@@ -260,7 +289,8 @@ final class NotifySocket {
     }
 
     private init(name: [UInt8], path: String?) throws {
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(
+            AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -294,7 +324,9 @@ final class NotifySocket {
         let deadline = clock.now + .milliseconds(Int(timeout * 1_000))
         var buffer = [UInt8](repeating: 0, count: 4_096)
         while true {
-            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            let count = buffer.withUnsafeMutableBytes {
+                recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+            }
             if count >= 0 { return String(decoding: buffer[..<count], as: UTF8.self) }
             if clock.now >= deadline { return nil }
             try? await Task.sleep(for: .milliseconds(5))

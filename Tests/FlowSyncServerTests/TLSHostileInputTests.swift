@@ -1,11 +1,12 @@
 import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProtocol
-@testable import FlowSyncServer
 import FlowSyncTLS
 import FlowSyncTestSupport
 import Foundation
 import Testing
+
+@testable import FlowSyncServer
 
 /// Hostile input on the TLS port (issue #32): plaintext frames, garbage and truncated
 /// ClientHellos, a handshake dripped a byte a second, 1,000 unfinished handshakes,
@@ -28,7 +29,9 @@ import Testing
             for nonce in first..<(first + UInt64(count)) {
                 let t0 = MonotonicNanoseconds.now()
                 good.send(.ping(Ping(nonce: nonce)))
-                let pong = await good.waitFor(timeout: 30) { if case .pong(let p) = $0 { return p.nonce == nonce } else { return false } }
+                let pong = await good.waitFor(timeout: 30) {
+                    if case .pong(let p) = $0 { return p.nonce == nonce } else { return false }
+                }
                 #expect(pong != nil, "ping \(nonce) unanswered")
                 latencies.append(Double(MonotonicNanoseconds.now() - t0) / 1_000)
                 try? await Task.sleep(for: .milliseconds(gap))
@@ -45,8 +48,10 @@ import Testing
         }
     }
 
-    static func start(handshakeTimeoutMilliseconds: Int = 60_000, maxPending: Int = 1_024,
-                      _ adjust: (inout ServerConfiguration) -> Void = { _ in }) async throws -> Daemon {
+    static func start(
+        handshakeTimeoutMilliseconds: Int = 60_000, maxPending: Int = 1_024,
+        _ adjust: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> Daemon {
         let certificates = try await TestCertificates.shared()
         var configuration = ServerConfiguration()
         configuration.tls = certificates.serverTLS()
@@ -55,7 +60,8 @@ import Testing
         adjust(&configuration)
         let server = try await EmbeddedServer(configuration: configuration)
         let thread = try EventLoopThread()
-        let good = try await TestClient.connect(port: server.port, on: thread, clientID: "good", tls: certificates.clientContext())
+        let good = try await TestClient.connect(
+            port: server.port, on: thread, clientID: "good", tls: certificates.clientContext())
         return Daemon(server: server, thread: thread, good: good, certificates: certificates)
     }
 
@@ -77,10 +83,12 @@ import Testing
         let daemon = try await Self.start()
         let quiet = await daemon.pings(from: 1_000)
         var random = SeededRandom(seed: 3_201)
-        let hello = FrameEncoder().encode(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "p", clientID: "p", authToken: nil)))
+        let hello = FrameEncoder().encode(
+            .hello(Hello(minVersion: 1, maxVersion: 1, clientName: "p", clientID: "p", authToken: nil)))
         let clientHello = try TestCertificates.clientHello(daemon.certificates.clientContext())
         var brokenHello = clientHello
-        for index in 9..<brokenHello.count where index % 7 == 0 { brokenHello[index] ^= 0x5a }  // record header intact, body damaged
+        // The record header intact, the body damaged.
+        for index in 9..<brokenHello.count where index % 7 == 0 { brokenHello[index] ^= 0x5a }
         let inputs: [(String, [UInt8])] = [
             ("plaintext Hello frame", hello),
             ("random bytes (seed 3201)", (0..<600).map { _ in UInt8.random(in: 0...255, using: &random) }),
@@ -91,19 +99,30 @@ import Testing
         let started = MonotonicNanoseconds.now()
         var peers: [(String, RawPeer)] = []
         for (name, bytes) in inputs {
-            peers.append((name, try #require(try await RawPeer.connect(port: daemon.server.port, on: daemon.thread, firstBytes: bytes).first)))
+            peers.append(
+                (
+                    name,
+                    try #require(
+                        try await RawPeer.connect(port: daemon.server.port, on: daemon.thread, firstBytes: bytes).first)
+                ))
         }
         let during = await daemon.pings(from: 1)
         for (name, peer) in peers {
             // Closed at once (the deadline is 60 s), answered by an alert or nothing.
             #expect(await eventually(timeout: 10) { peer.isClosed }, "\(name) still open")
             #expect(peer.received.isEmpty || peer.received.first == 21, "\(name): \(peer.received.prefix(8))")
-            if let at = peer.closedAt { print("tls-hostile: \(name): closed after \((at - started) / 1_000_000) ms, \(peer.received.count) bytes answered") }
+            if let at = peer.closedAt {
+                print(
+                    "tls-hostile: \(name): closed after \((at - started) / 1_000_000) ms, \(peer.received.count) bytes answered"
+                )
+            }
         }
         let stats = await daemon.statistics()
         let failures = stats.failuresByReason.values.reduce(0, +)
         #expect(failures == inputs.count, "\(stats.failuresByReason)")
-        print("tls-hostile: reasons \(stats.failuresByReason); authenticated ping before \(Self.figures(quiet)), during \(Self.figures(during))")
+        print(
+            "tls-hostile: reasons \(stats.failuresByReason); authenticated ping before \(Self.figures(quiet)), during \(Self.figures(during))"
+        )
         #expect(during.last! < 1_000_000)
         await daemon.stop()
     }
@@ -112,16 +131,19 @@ import Testing
         let daemon = try await Self.start(handshakeTimeoutMilliseconds: 1_000)
         let clientHello = try TestCertificates.clientHello(daemon.certificates.clientContext())
         let half = Array(clientHello.prefix(clientHello.count / 2))
-        let silent = try #require(try await RawPeer.connect(port: daemon.server.port, on: daemon.thread, firstBytes: half).first)
-        let finishing = try #require(try await RawPeer.connect(port: daemon.server.port, on: daemon.thread, firstBytes: half).first)
+        let silent = try #require(
+            try await RawPeer.connect(port: daemon.server.port, on: daemon.thread, firstBytes: half).first)
+        let finishing = try #require(
+            try await RawPeer.connect(port: daemon.server.port, on: daemon.thread, firstBytes: half).first)
         finishing.finish()
         #expect(await eventually(timeout: 10) { silent.isClosed })
         #expect(silent.received.isEmpty)
         // Both ends are counted: one by its EOF, one by the deadline.
-        #expect(await until {
-            let reasons = await daemon.statistics().failuresByReason
-            return reasons["eof_in_handshake"] == 1 && reasons["timeout"] == 1
-        })
+        #expect(
+            await until {
+                let reasons = await daemon.statistics().failuresByReason
+                return reasons["eof_in_handshake"] == 1 && reasons["timeout"] == 1
+            })
         await daemon.stop()
     }
 
@@ -142,7 +164,9 @@ import Testing
         let elapsed = Double((peer.closedAt ?? MonotonicNanoseconds.now()) - started) / 1e9
         #expect(elapsed >= 2.0 && elapsed < 6.0, "closed after \(elapsed) s")
         #expect(await daemon.statistics().failuresByReason["timeout"] == 1)
-        print("tls-hostile: a ClientHello dripped 1 byte/s: closed after \(String(format: "%.1f", elapsed)) s (\(sent) bytes sent, deadline 2.5 s); authenticated ping meanwhile \(Self.figures(latencies.sorted()))")
+        print(
+            "tls-hostile: a ClientHello dripped 1 byte/s: closed after \(String(format: "%.1f", elapsed)) s (\(sent) bytes sent, deadline 2.5 s); authenticated ping meanwhile \(Self.figures(latencies.sorted()))"
+        )
         await daemon.stop()
     }
 
@@ -153,18 +177,24 @@ import Testing
         let started = MonotonicNanoseconds.now()
         // A full ClientHello each: the daemon answers every one (its key share, its
         // certificate, its signature), then the client never finishes.
-        let peers = try await RawPeer.connect(count: 1_000, port: daemon.server.port, on: daemon.thread, firstBytes: clientHello)
+        let peers = try await RawPeer.connect(
+            count: 1_000, port: daemon.server.port, on: daemon.thread, firstBytes: clientHello)
         let during = await daemon.pings(from: 1)
-        #expect(await eventually(timeout: 30) { peers.allSatisfy(\.isClosed) }, "\(peers.filter { !$0.isClosed }.count) still open")
+        #expect(
+            await eventually(timeout: 30) { peers.allSatisfy(\.isClosed) },
+            "\(peers.filter { !$0.isClosed }.count) still open")
         let last = peers.compactMap(\.closedAt).max() ?? started
         let answered = peers.filter { !$0.received.isEmpty }.count
         let stats = await daemon.statistics()
         #expect(stats.failuresByReason["timeout"] == 1_000, "\(stats.failuresByReason)")
         #expect(answered == 1_000)
-        print("tls-hostile: 1,000 unfinished handshakes (each answered: \(answered)) all closed \(Double(last - started) / 1e9) s after the first connect (deadline 1.5 s); authenticated ping before \(Self.figures(quiet)), during \(Self.figures(during))")
+        print(
+            "tls-hostile: 1,000 unfinished handshakes (each answered: \(answered)) all closed \(Double(last - started) / 1e9) s after the first connect (deadline 1.5 s); authenticated ping before \(Self.figures(quiet)), during \(Self.figures(during))"
+        )
         #expect(during[during.count * 99 / 100] < 1_000_000, "p99 \(during[during.count * 99 / 100]) µs")
         // Served afterwards as before.
-        let after = try await TestClient.connect(port: daemon.server.port, on: daemon.thread, tls: daemon.certificates.clientContext())
+        let after = try await TestClient.connect(
+            port: daemon.server.port, on: daemon.thread, tls: daemon.certificates.clientContext())
         #expect(after.tlsInfo != nil)
         after.close()
         await daemon.stop()
@@ -172,8 +202,9 @@ import Testing
 
     @Test func renegotiationIsRefusedWithAClose() async throws {
         let daemon = try await Self.start { $0.tls.minimumVersion = .tls12 }
-        let hostile = try await TestClient.connect(port: daemon.server.port, on: daemon.thread, clientID: "renegotiator",
-                                                   tls: daemon.certificates.clientContext(maximumVersion: .tls12, allowsRenegotiation: true))
+        let hostile = try await TestClient.connect(
+            port: daemon.server.port, on: daemon.thread, clientID: "renegotiator",
+            tls: daemon.certificates.clientContext(maximumVersion: .tls12, allowsRenegotiation: true))
         #expect(hostile.tlsInfo?.protocolVersion == "TLSv1.2")
         hostile.requestRenegotiation()
         #expect(await eventually(timeout: 10) { hostile.isClosed })
@@ -185,7 +216,8 @@ import Testing
 
     @Test func aCloseInTheMiddleOfARecord() async throws {
         let daemon = try await Self.start()
-        let cut = try await TestClient.connect(port: daemon.server.port, on: daemon.thread, clientID: "cut", tls: daemon.certificates.clientContext())
+        let cut = try await TestClient.connect(
+            port: daemon.server.port, on: daemon.thread, clientID: "cut", tls: daemon.certificates.clientContext())
         // An application-data record header promising 256 bytes, 40 of them, then FIN.
         cut.sendRaw([0x17, 0x03, 0x03, 0x01, 0x00] + [UInt8](repeating: 0xab, count: 40))
         try await Task.sleep(for: .milliseconds(50))
@@ -197,4 +229,3 @@ import Testing
         await daemon.stop()
     }
 }
-

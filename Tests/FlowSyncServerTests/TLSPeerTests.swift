@@ -12,7 +12,9 @@ import Testing
 /// protocol; `openssl s_client` asks to renegotiate and is closed; a SIGHUP reload of
 /// a renewed certificate under load drops no connection.
 @Suite(.serialized, .timeLimit(.minutes(4))) struct TLSPeerTests {
-    static func config(_ certificates: TestCertificates, certificate: String? = nil, key: String? = nil, extra: String = "") -> String {
+    static func config(
+        _ certificates: TestCertificates, certificate: String? = nil, key: String? = nil, extra: String = ""
+    ) -> String {
         """
         [tls]
         mode = "required"
@@ -35,7 +37,9 @@ import Testing
         decoder.feed(bytes)
         var messages: [Message] = []
         while let message = try? decoder.next() {
-            if case .welcome(let welcome) = message { decoder.dictionary = CompressionDictionary(welcomeBytes: welcome.dictionary) }
+            if case .welcome(let welcome) = message {
+                decoder.dictionary = CompressionDictionary(welcomeBytes: welcome.dictionary)
+            }
             messages.append(message)
         }
         return messages
@@ -51,10 +55,14 @@ import Testing
         // Hello, Subscribe, Ping; then a second Hello, which the daemon answers with an
         // error and a close — so s_client (which waits for the server, -quiet) exits.
         let input = [
-            encoder.encode(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "s_client", clientID: "s_client", authToken: nil))),
+            encoder.encode(
+                .hello(
+                    Hello(minVersion: 1, maxVersion: 1, clientName: "s_client", clientID: "s_client", authToken: nil))),
             encoder.encode(.subscribe(Subscribe(listName: "peers", resumeFrom: nil, digest: nil))),
             encoder.encode(.ping(Ping(nonce: 7))),
-            encoder.encode(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "s_client", clientID: "s_client", authToken: nil))),
+            encoder.encode(
+                .hello(
+                    Hello(minVersion: 1, maxVersion: 1, clientName: "s_client", clientID: "s_client", authToken: nil))),
         ].flatMap { $0 }
         try Data(input).write(to: URL(fileURLWithPath: "\(directory)/in.bin"))
         let script = """
@@ -67,11 +75,18 @@ import Testing
         let messages = Self.decode(output)
         let kinds = messages.map { "\($0.type)" }
         #expect(kinds.count >= 4, "\(kinds) — \(result.output)")
-        guard messages.count >= 4 else { _ = await daemon.terminate(); return }
+        guard messages.count >= 4 else {
+            _ = await daemon.terminate()
+            return
+        }
         if case .welcome = messages[0] {} else { Issue.record("first: \(messages[0])") }
-        #expect(messages.contains { if case .snapshot(let s) = $0 { return s.listName == "peers" } else { return false } })
+        #expect(
+            messages.contains { if case .snapshot(let s) = $0 { return s.listName == "peers" } else { return false } })
         #expect(messages.contains { if case .pong(let p) = $0 { return p.nonce == 7 } else { return false } })
-        #expect(messages.contains { if case .error(let e) = $0 { return e.code == .unexpectedMessage } else { return false } })
+        #expect(
+            messages.contains {
+                if case .error(let e) = $0 { return e.code == .unexpectedMessage } else { return false }
+            })
         #expect(result.output.contains("verify return:1") || result.output.contains("status 0"), "\(result.output)")
         #expect(await daemon.terminate() == .exited(0), "\(daemon.output)")
     }
@@ -82,31 +97,41 @@ import Testing
         let script = BuiltProduct.root.appendingPathComponent("clients/python/live_check.py").path
         // live_check: a writer and a subscriber, seeded mutations of every kind, every
         // Diff applied and its digest checked — over TLS (ALPN flowsync, name checked).
-        let result = try await ChildProcess.run("/usr/bin/env", arguments: [
-            "python3", script, "--port", "\(daemon.port)", "--tls", "--cafile", certificates.caFile,
-            "--no-system-trust", "--server-name", "localhost", "--count", "40", "--seed", "32", "--duration", "60",
-        ], timeout: .seconds(90))
+        let result = try await ChildProcess.run(
+            "/usr/bin/env",
+            arguments: [
+                "python3", script, "--port", "\(daemon.port)", "--tls", "--cafile", certificates.caFile,
+                "--no-system-trust", "--server-name", "localhost", "--count", "40", "--seed", "32", "--duration", "60",
+            ], timeout: .seconds(90))
         #expect(result.status == 0, "\(result)")
         #expect(result.output.contains("0 digest mismatches"), "\(result.output)")
         // The same client refuses a server whose certificate it cannot trust, and a pin
         // that does not match, before sending anything.
-        let refusals = try await ChildProcess.run("/usr/bin/env", arguments: ["python3", "-c", """
-            import sys; sys.path.insert(0, sys.argv[1])
-            import flowsync_tls, ssl
-            for name, kwargs in [("untrusted", {}), ("wrong name", {"cafile": sys.argv[3], "server_name": "other.example"}),
-                                 ("pin", {"system_trust": False, "pins": ["00" * 32]}),
-                                 ("downgrade refused", {"cafile": sys.argv[3]})]:
-                try:
-                    if name == "downgrade refused":
-                        ctx = flowsync_tls.client_context(cafile=sys.argv[3]); ctx.maximum_version = ssl.TLSVersion.TLSv1_2
-                        import socket; ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[2]))), server_hostname="localhost")
-                    else:
-                        flowsync_tls.open_connection("127.0.0.1", int(sys.argv[2]), tls=True, **kwargs)
-                    print(name, "CONNECTED")
-                except (ssl.SSLError, flowsync_tls.TLSRefused) as e:
-                    print(name, "REFUSED", type(e).__name__)
-            """, BuiltProduct.root.appendingPathComponent("clients/python").path, "\(daemon.port)", certificates.caFile])
-        #expect(!refusals.output.contains("CONNECTED") && refusals.output.components(separatedBy: "REFUSED").count == 5, "\(refusals)")
+        let refusals = try await ChildProcess.run(
+            "/usr/bin/env",
+            arguments: [
+                "python3", "-c",
+                """
+                import sys; sys.path.insert(0, sys.argv[1])
+                import flowsync_tls, ssl
+                for name, kwargs in [("untrusted", {}), ("wrong name", {"cafile": sys.argv[3], "server_name": "other.example"}),
+                                     ("pin", {"system_trust": False, "pins": ["00" * 32]}),
+                                     ("downgrade refused", {"cafile": sys.argv[3]})]:
+                    try:
+                        if name == "downgrade refused":
+                            ctx = flowsync_tls.client_context(cafile=sys.argv[3]); ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+                            import socket; ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[2]))), server_hostname="localhost")
+                        else:
+                            flowsync_tls.open_connection("127.0.0.1", int(sys.argv[2]), tls=True, **kwargs)
+                        print(name, "CONNECTED")
+                    except (ssl.SSLError, flowsync_tls.TLSRefused) as e:
+                        print(name, "REFUSED", type(e).__name__)
+                """, BuiltProduct.root.appendingPathComponent("clients/python").path, "\(daemon.port)",
+                certificates.caFile,
+            ])
+        #expect(
+            !refusals.output.contains("CONNECTED") && refusals.output.components(separatedBy: "REFUSED").count == 5,
+            "\(refusals)")
         #expect(await daemon.terminate() == .exited(0), "\(daemon.output)")
     }
 
@@ -123,11 +148,17 @@ import Testing
             """
         let result = try await ChildProcess.run("/bin/sh", arguments: ["-c", script], timeout: .seconds(60))
         #expect(result.output.contains("RENEGOTIATING"), "\(result.output)")
-        let seconds = result.output.components(separatedBy: "ended after ").last.flatMap { Int($0.prefix { $0.isNumber }) }
-        #expect(seconds != nil && seconds! < 6, "s_client ran \(seconds.map { "\($0)" } ?? "?") s: the daemon did not close")
+        let seconds = result.output.components(separatedBy: "ended after ").last.flatMap {
+            Int($0.prefix { $0.isNumber })
+        }
+        #expect(
+            seconds != nil && seconds! < 6, "s_client ran \(seconds.map { "\($0)" } ?? "?") s: the daemon did not close"
+        )
         let metricsPort = try #require(daemon.metricsPort)
         let scrape = try MetricsTests.get(port: metricsPort, path: "/metrics").body
-        #expect(scrape.contains("flowsync_tls_failures_total{reason=\"renegotiation\"} 1"), "\(scrape.split(separator: "\n").filter { $0.contains("tls") })")
+        #expect(
+            scrape.contains("flowsync_tls_failures_total{reason=\"renegotiation\"} 1"),
+            "\(scrape.split(separator: "\n").filter { $0.contains("tls") })")
         #expect(await daemon.terminate() == .exited(0), "\(daemon.output)")
     }
 
@@ -144,35 +175,48 @@ import Testing
             }
         }
         try install("server")
-        let daemon = try await Self.start(Self.config(certificates, certificate: "\(directory)/cert.pem", key: "\(directory)/key.pem"),
-                                          metrics: true)
+        let daemon = try await Self.start(
+            Self.config(certificates, certificate: "\(directory)/cert.pem", key: "\(directory)/key.pem"),
+            metrics: true)
         let thread = try EventLoopThread()
         let context = try certificates.clientContext()
         let subscribers = 200
         var clients: [TestClient] = []
         for index in 0..<subscribers {
-            let client = try await TestClient.connect(port: daemon.port, on: thread, clientID: "sub-\(index)", tls: context)
+            let client = try await TestClient.connect(
+                port: daemon.port, on: thread, clientID: "sub-\(index)", tls: context)
             client.send(.subscribe(Subscribe(listName: "reload", resumeFrom: nil, digest: nil)))
             clients.append(client)
         }
-        for client in clients { #expect(await client.waitFor { if case .snapshot = $0 { return true } else { return false } } != nil) }
+        for client in clients {
+            #expect(await client.waitFor { if case .snapshot = $0 { return true } else { return false } } != nil)
+        }
         let oldLeaf = try #require(clients[0].tlsInfo?.peerChainSHA256.first)
         let writer = try await TestClient.connect(port: daemon.port, on: thread, clientID: "writer", tls: context)
-        writer.send(.mutate(Mutate(listName: "reload", clientID: "writer", seq: 1, base: ListVersion(epoch: 0, version: 0),
-                                   operations: [.insertSections([Section(id: "s")], at: 0)])))
+        writer.send(
+            .mutate(
+                Mutate(
+                    listName: "reload", clientID: "writer", seq: 1, base: ListVersion(epoch: 0, version: 0),
+                    operations: [.insertSections([Section(id: "s")], at: 0)])))
         // Writes keep coming while the certificate is replaced: one every 5 ms.
         var seq: UInt64 = 1
         var reloadedLeaf: [UInt8]?
         var refusedKept = false
         for step in 0..<300 {
             seq += 1
-            writer.send(.mutate(Mutate(listName: "reload", clientID: "writer", seq: seq, base: ListVersion(epoch: 0, version: 0),
-                                       operations: [.insertRows([Row(id: "r\(seq)", kind: "cell", text: "\(seq)")], in: .id("s"), at: 0)])))
+            writer.send(
+                .mutate(
+                    Mutate(
+                        listName: "reload", clientID: "writer", seq: seq, base: ListVersion(epoch: 0, version: 0),
+                        operations: [
+                            .insertRows([Row(id: "r\(seq)", kind: "cell", text: "\(seq)")], in: .id("s"), at: 0)
+                        ])))
             try await Task.sleep(for: .milliseconds(5))
             if step == 100 {
                 // A bad pair first (the key of another certificate): refused, old one kept.
                 try FileManager.default.removeItem(atPath: "\(directory)/key.pem")
-                try FileManager.default.copyItem(atPath: certificates.path("server2.key"), toPath: "\(directory)/key.pem")
+                try FileManager.default.copyItem(
+                    atPath: certificates.path("server2.key"), toPath: "\(directory)/key.pem")
                 daemon.signal(SIGHUP)
             }
             if step == 150 {
@@ -190,21 +234,32 @@ import Testing
         }
         #expect(refusedKept, "after a refused reload the daemon did not serve its old certificate")
         #expect(reloadedLeaf != nil && reloadedLeaf != oldLeaf, "new handshakes do not see the new certificate")
-        #expect(await writer.waitFor(timeout: 60) { if case .ack(let a) = $0 { return a.seq == seq } else { return false } } != nil)
+        #expect(
+            await writer.waitFor(timeout: 60) { if case .ack(let a) = $0 { return a.seq == seq } else { return false } }
+                != nil)
         // Every subscriber is still connected and has every row, in order, digest checked.
         let dropped = clients.filter(\.isClosed).count
         #expect(dropped == 0, "\(dropped) connections dropped")
         for client in clients {
-            #expect(await eventually(timeout: 60) { var r = Replica(); r.apply(client.messages, list: "reload"); return r.director.rowCount == Int(seq) - 1 })
+            #expect(
+                await eventually(timeout: 60) {
+                    var r = Replica()
+                    r.apply(client.messages, list: "reload")
+                    return r.director.rowCount == Int(seq) - 1
+                })
             var replica = Replica()
             replica.apply(client.messages, list: "reload")
             #expect(replica.problems.isEmpty, "\(replica.problems)")
         }
         let scrape = try MetricsTests.get(port: try #require(daemon.metricsPort), path: "/metrics").body
-        #expect(scrape.contains("flowsync_tls_certificate_loads_total{result=\"refused\"} 1"), "\(scrape.split(separator: "\n").filter { $0.contains("tls") })")
+        #expect(
+            scrape.contains("flowsync_tls_certificate_loads_total{result=\"refused\"} 1"),
+            "\(scrape.split(separator: "\n").filter { $0.contains("tls") })")
         #expect(scrape.contains("flowsync_tls_certificate_loads_total{result=\"ok\"} 2"))
         #expect(daemon.output.contains("key.pem"), "the refusal does not name the file:\n\(daemon.output)")
-        print("tls-reload: \(subscribers) TLS subscribers, \(seq - 1) writes during two reloads (one refused), \(dropped) dropped")
+        print(
+            "tls-reload: \(subscribers) TLS subscribers, \(seq - 1) writes during two reloads (one refused), \(dropped) dropped"
+        )
         for client in clients { client.close() }
         writer.close()
         _ = thread.shutdown()

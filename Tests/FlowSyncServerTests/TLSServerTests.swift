@@ -2,17 +2,20 @@ import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProcess
 import FlowSyncProtocol
-@testable import FlowSyncServer
 import FlowSyncTLS
 import FlowSyncTestSupport
 import Foundation
 import Testing
 
+@testable import FlowSyncServer
+
 /// The daemon's TLS (issue #32) against an embedded server on 127.0.0.1 port 0: the
 /// protocol over TLS, ALPN, client certificates mapped to principals, the pre-auth
 /// budget, a certificate reload under live connections.
 @Suite(.serialized, .timeLimit(.minutes(3))) struct TLSServerTests {
-    static func configuration(_ certificates: TestCertificates, handshakeTimeoutMilliseconds: Int = 60_000) -> ServerConfiguration {
+    static func configuration(
+        _ certificates: TestCertificates, handshakeTimeoutMilliseconds: Int = 60_000
+    ) -> ServerConfiguration {
         var c = ServerConfiguration()
         c.tls = certificates.serverTLS()
         c.handshakeTimeoutMilliseconds = handshakeTimeoutMilliseconds
@@ -36,15 +39,33 @@ import Testing
         // A large mutation (several records each way) and many small ones.
         // Rows of 60 KB of varied bytes (compression cannot hide them): about 240 KB.
         var random = SeededRandom(seed: 32)
-        let big = (0..<4).map { k in Row(id: "big\(k)", kind: "cell", payload: (0..<60_000).map { _ in UInt8.random(in: 0...255, using: &random) }) }
-        writer.send(.mutate(Mutate(listName: "tls", clientID: "writer", seq: 1, base: ListVersion(epoch: 0, version: 0),
-                                   operations: [.insertSections([Section(id: "s", rows: big)], at: 0)])))
+        let big = (0..<4).map { k in
+            Row(
+                id: "big\(k)", kind: "cell",
+                payload: (0..<60_000).map { _ in UInt8.random(in: 0...255, using: &random) })
+        }
+        writer.send(
+            .mutate(
+                Mutate(
+                    listName: "tls", clientID: "writer", seq: 1, base: ListVersion(epoch: 0, version: 0),
+                    operations: [.insertSections([Section(id: "s", rows: big)], at: 0)])))
         for seq in 2...50 {
-            writer.send(.mutate(Mutate(listName: "tls", clientID: "writer", seq: UInt64(seq), base: ListVersion(epoch: 0, version: 0),
-                                       operations: [.insertRows([Row(id: "r\(seq)", kind: "cell", payload: Array("\(seq)".utf8))], in: .id("s"), at: 0)])))
+            writer.send(
+                .mutate(
+                    Mutate(
+                        listName: "tls", clientID: "writer", seq: UInt64(seq), base: ListVersion(epoch: 0, version: 0),
+                        operations: [
+                            .insertRows(
+                                [Row(id: "r\(seq)", kind: "cell", payload: Array("\(seq)".utf8))], in: .id("s"), at: 0)
+                        ])))
         }
         #expect(await writer.waitFor { if case .ack(let a) = $0 { return a.seq == 50 } else { return false } } != nil)
-        #expect(await eventually { var r = Replica(); r.apply(reader.messages, list: "tls"); return r.director.rowCount == 53 })
+        #expect(
+            await eventually {
+                var r = Replica()
+                r.apply(reader.messages, list: "tls")
+                return r.director.rowCount == 53
+            })
         var replica = Replica()
         replica.apply(reader.messages, list: "tls")
         #expect(replica.problems.isEmpty, "\(replica.problems)")
@@ -60,7 +81,9 @@ import Testing
         let certificates = try await TestCertificates.shared()
         let server = try await EmbeddedServer(configuration: Self.configuration(certificates))
         let thread = try EventLoopThread()
-        let hello = FrameEncoder().encode(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: "plain", clientID: "plain", authToken: "secret-token")))
+        let hello = FrameEncoder().encode(
+            .hello(
+                Hello(minVersion: 1, maxVersion: 1, clientName: "plain", clientID: "plain", authToken: "secret-token")))
         let peer = try #require(try await RawPeer.connect(port: server.port, on: thread, firstBytes: hello).first)
         #expect(await eventually { peer.isClosed })
         // Nothing but a TLS alert record (type 21) comes back, never a Welcome.
@@ -87,7 +110,8 @@ import Testing
             except ssl.SSLError as e:
                 print("REFUSED", e.reason)
             """
-        let result = try await ChildProcess.run("/usr/bin/env", arguments: ["python3", "-c", script, "\(server.port)", certificates.caFile])
+        let result = try await ChildProcess.run(
+            "/usr/bin/env", arguments: ["python3", "-c", script, "\(server.port)", certificates.caFile])
         #expect(result.output.contains("REFUSED"), "\(result)")
         let stats = try #require(await server.withServer { $0.tlsStatistics })
         #expect(stats.failuresByReason["alpn"] == 1, "\(stats.failuresByReason)")
@@ -98,29 +122,41 @@ import Testing
         let certificates = try await TestCertificates.shared()
         var configuration = Self.configuration(certificates)
         configuration.auth.mode = .required
-        configuration.auth.keys = [.init(kid: "hs", algorithm: "HS256", secret: "flowsync-test-secret-0123456789abcdef")]
+        configuration.auth.keys = [
+            .init(kid: "hs", algorithm: "HS256", secret: "flowsync-test-secret-0123456789abcdef")
+        ]
         configuration.tls.clientCertificates = .required
         configuration.tls.clientCAFile = certificates.caFile
         configuration.tls.principals = [
-            .init(subject: TestCertificates.clientSubject, name: "reporting", read: [ListPattern("reports/*")!], write: [])
+            .init(
+                subject: TestCertificates.clientSubject, name: "reporting", read: [ListPattern("reports/*")!], write: []
+            )
         ]
         let server = try await EmbeddedServer(configuration: configuration)
         let thread = try EventLoopThread()
         // With the certificate: no token, and the principal's grant.
-        let service = try await TestClient.connect(port: server.port, on: thread, clientID: "svc",
-                                                   tls: certificates.clientContext(certificate: "client"))
+        let service = try await TestClient.connect(
+            port: server.port, on: thread, clientID: "svc",
+            tls: certificates.clientContext(certificate: "client"))
         service.send(.subscribe(Subscribe(listName: "reports/daily", resumeFrom: nil, digest: nil)))
         #expect(await service.waitFor(Self.isSnapshot) != nil)
         service.send(.subscribe(Subscribe(listName: "payroll", resumeFrom: nil, digest: nil)))
-        let refusal = await service.waitFor { if case .error(let e) = $0 { return e.listName == "payroll" } else { return false } }
+        let refusal = await service.waitFor {
+            if case .error(let e) = $0 { return e.listName == "payroll" } else { return false }
+        }
         guard case .error(let error)? = refusal else {
             Issue.record("no refusal for a list the principal may not read")
             return
         }
         #expect(error.code == .forbidden && !error.closesConnection)
-        service.send(.mutate(Mutate(listName: "reports/daily", clientID: "svc", seq: 1, base: ListVersion(epoch: 0, version: 0),
-                                    operations: [.insertSections([Section(id: "s")], at: 0)])))
-        #expect(await service.waitFor { if case .reject(let r) = $0 { return r.code == .forbidden } else { return false } } != nil)
+        service.send(
+            .mutate(
+                Mutate(
+                    listName: "reports/daily", clientID: "svc", seq: 1, base: ListVersion(epoch: 0, version: 0),
+                    operations: [.insertSections([Section(id: "s")], at: 0)])))
+        #expect(
+            await service.waitFor { if case .reject(let r) = $0 { return r.code == .forbidden } else { return false } }
+                != nil)
         // Without a certificate: refused in the handshake, before any Hello.
         do {
             _ = try await TestClient.connect(port: server.port, on: thread, tls: certificates.clientContext())
@@ -128,7 +164,8 @@ import Testing
         } catch {}
         // A certificate from another CA: refused too.
         do {
-            _ = try await TestClient.connect(port: server.port, on: thread, tls: certificates.clientContext(certificate: "rogue-client"))
+            _ = try await TestClient.connect(
+                port: server.port, on: thread, tls: certificates.clientContext(certificate: "rogue-client"))
             Issue.record("a client with a rogue certificate got a Welcome")
         } catch {}
         let stats = try #require(await server.withServer { $0.tlsStatistics })
@@ -212,17 +249,34 @@ import Testing
                 return "\(error)"
             }
         }
-        #expect(problem("[server]\nhost = \"0.0.0.0\"\n[auth]\nmode = \"off\"\nallow_off_beyond_loopback = true")?.contains("tls.certificate_file") == true)
-        #expect(problem("[server]\nhost = \"0.0.0.0\"\n[auth]\nmode = \"off\"\nallow_off_beyond_loopback = true\n[tls]\nmode = \"off\"")?.contains("tls.mode") == true)
-        #expect(problem("[server]\nhost = \"0.0.0.0\"\n[auth]\nmode = \"off\"\nallow_off_beyond_loopback = true\n[tls]\nmode = \"off\"\nallow_plaintext_beyond_loopback = true") == nil)
+        #expect(
+            problem("[server]\nhost = \"0.0.0.0\"\n[auth]\nmode = \"off\"\nallow_off_beyond_loopback = true")?.contains(
+                "tls.certificate_file") == true)
+        #expect(
+            problem(
+                "[server]\nhost = \"0.0.0.0\"\n[auth]\nmode = \"off\"\nallow_off_beyond_loopback = true\n[tls]\nmode = \"off\""
+            )?.contains("tls.mode") == true)
+        #expect(
+            problem(
+                "[server]\nhost = \"0.0.0.0\"\n[auth]\nmode = \"off\"\nallow_off_beyond_loopback = true\n[tls]\nmode = \"off\"\nallow_plaintext_beyond_loopback = true"
+            ) == nil)
         #expect(problem("[tls]\nmode = \"required\"\ncertificate_file = \"/c.pem\"")?.contains("tls.key_file") == true)
         #expect(problem("[tls]\nclient_certificates = \"required\"")?.contains("tls.client_ca_file") == true)
         #expect(problem("[tls]\nmin_version = \"1.1\"")?.contains("tls.min_version") == true)
         #expect(problem("[tls]\nbogus = 1")?.contains("tls.bogus") == true)
-        #expect(problem("[tls]\nclient_certificates = \"optional\"\nclient_ca_file = \"/ca.pem\"\n[[tls.principals]]\nsubject = \"CN=a\"\nname = \"a\"\nread = [\"x/*\", \"team/*/y\"]")?.contains("tls.principals.read") == true)
-        let parsed = try ServerConfiguration(toml: "[tls]\nmode = \"required\"\ncertificate_file = \"/c.pem\"\nkey_file = \"/k.pem\"\nmin_version = \"1.2\"\nclient_certificates = \"optional\"\nclient_ca_file = \"/ca.pem\"\n[[tls.principals]]\nsubject = \"CN=a,O=b\"\nname = \"a\"\nread = [\"x/*\"]\nwrite = [\"x/y\"]")
+        #expect(
+            problem(
+                "[tls]\nclient_certificates = \"optional\"\nclient_ca_file = \"/ca.pem\"\n[[tls.principals]]\nsubject = \"CN=a\"\nname = \"a\"\nread = [\"x/*\", \"team/*/y\"]"
+            )?.contains("tls.principals.read") == true)
+        let parsed = try ServerConfiguration(
+            toml:
+                "[tls]\nmode = \"required\"\ncertificate_file = \"/c.pem\"\nkey_file = \"/k.pem\"\nmin_version = \"1.2\"\nclient_certificates = \"optional\"\nclient_ca_file = \"/ca.pem\"\n[[tls.principals]]\nsubject = \"CN=a,O=b\"\nname = \"a\"\nread = [\"x/*\"]\nwrite = [\"x/y\"]"
+        )
         #expect(parsed.tls.minimumVersion == .tls12 && parsed.tls.clientCertificates == .optional)
-        #expect(parsed.tls.principals == [.init(subject: "CN=a,O=b", name: "a", read: [ListPattern("x/*")!], write: [ListPattern("x/y")!])])
+        #expect(
+            parsed.tls.principals == [
+                .init(subject: "CN=a,O=b", name: "a", read: [ListPattern("x/*")!], write: [ListPattern("x/y")!])
+            ])
     }
 
     @Test func aBadPairRefusesTheStartNamingTheFile() async throws {

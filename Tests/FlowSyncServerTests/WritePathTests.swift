@@ -2,9 +2,10 @@ import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProtocol
 import FlowSyncTestSupport
-@testable import FlowSyncServer
 import Logging
 import Testing
+
+@testable import FlowSyncServer
 
 /// Keeps every log message, for the fallback's log line.
 struct CapturingLogHandler: LogHandler {
@@ -15,7 +16,10 @@ struct CapturingLogHandler: LogHandler {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
+    func log(
+        level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String,
+        function: String, line: UInt
+    ) {
         messages.update { $0.append((level, "\(message)")) }
     }
 }
@@ -36,8 +40,9 @@ struct CapturingLogHandler: LogHandler {
         new.flushSliceMicroseconds = 0
         new.sealWaitMicroseconds = 5_000
         let (applied, ignored) = ServerConfiguration().reloaded(to: new)
-        #expect(applied.flushSliceMicroseconds == 0 && applied.sealWaitMicroseconds == 5_000 && ignored.isEmpty,
-                "both are read at every turn: a reload applies them")
+        #expect(
+            applied.flushSliceMicroseconds == 0 && applied.sealWaitMicroseconds == 5_000 && ignored.isEmpty,
+            "both are read at every turn: a reload applies them")
     }
 
     @Test func theKeyIsReadAndCheckedAndDefaultsToLibuv() throws {
@@ -87,7 +92,7 @@ struct CapturingLogHandler: LogHandler {
         let active = Shared<WritePath?>(nil)
         thread.loop.execute { [configuration] in
             let s = Server(configuration: configuration, loop: thread.loop, logger: logger, store: InMemoryStore())
-            s.ringSize = (sends: 65_536, buffers: 65_536)   // past IORING_MAX_ENTRIES (32,768)
+            s.ringSize = (sends: 65_536, buffers: 65_536)  // past IORING_MAX_ENTRIES (32,768)
             s.startWritePath()
             active.set(s.activeWritePath)
             server.value = s
@@ -121,28 +126,40 @@ struct CapturingLogHandler: LogHandler {
             subscribers.append(c)
         }
         for c in subscribers {
-            for list in lists { #expect(await c.waitFor { if case .snapshot(let s) = $0 { return s.listName == list } else { return false } } != nil) }
+            for list in lists {
+                #expect(
+                    await c.waitFor {
+                        if case .snapshot(let s) = $0 { return s.listName == list } else { return false }
+                    } != nil)
+            }
         }
         let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "w")
         var bases: [String: ListVersion] = [:]
         for (k, list) in lists.enumerated() {
             // Seqs are unique over the three lists: the writer's inbox holds every ack.
             let base = try #require(await position(of: server, list))
-            bases[list] = try await commit(writer, list, seq: UInt64(k), base: base, [.insertSections([Section(id: "s")], at: 0)])
+            bases[list] = try await commit(
+                writer, list, seq: UInt64(k), base: base, [.insertSections([Section(id: "s")], at: 0)])
         }
         let rounds = 30
         for round in 1...rounds {
             // Three mutations sent back to back: they are read and sealed in one turn.
             for (k, list) in lists.enumerated() {
                 let seq = UInt64(round * 10 + k)
-                writer.send(.mutate(Mutate(listName: list, clientID: writer.clientID, seq: seq, base: bases[list]!,
-                                           operations: [.insertRows([Row(id: "r\(round)", text: "{\"round\":\(round)}")], in: .id("s"), at: 0)])))
+                writer.send(
+                    .mutate(
+                        Mutate(
+                            listName: list, clientID: writer.clientID, seq: seq, base: bases[list]!,
+                            operations: [
+                                .insertRows([Row(id: "r\(round)", text: "{\"round\":\(round)}")], in: .id("s"), at: 0)
+                            ])))
             }
             for (k, list) in lists.enumerated() {
                 let seq = UInt64(round * 10 + k)
                 let reply = await writer.waitFor({ ack($0, seq: seq) != nil || reject($0, seq: seq) != nil })
                 guard let reply, let a = ack(reply, seq: seq) else {
-                    Issue.record("no ack for \(list) \(seq): \(reply.map { "\($0)" } ?? "nothing")"); return
+                    Issue.record("no ack for \(list) \(seq): \(reply.map { "\($0)" } ?? "nothing")")
+                    return
                 }
                 bases[list] = a.committed
             }
@@ -150,7 +167,14 @@ struct CapturingLogHandler: LogHandler {
         for list in lists {
             let expected = await server.withServer { $0.state(of: list)!.director }
             for c in subscribers {
-                #expect(await c.waitFor { if case .diff(let d) = $0 { return d.listName == list && d.to == bases[list]! } else { return false } } != nil)
+                #expect(
+                    await c.waitFor {
+                        if case .diff(let d) = $0 {
+                            return d.listName == list && d.to == bases[list]!
+                        } else {
+                            return false
+                        }
+                    } != nil)
                 var replica = Replica()
                 replica.apply(c.messages, list: list)
                 // Every diff, once, in order: a gap, a duplicate or a reordering is a problem.
@@ -193,7 +217,7 @@ struct CapturingLogHandler: LogHandler {
         var configuration = ServerConfiguration()
         configuration.writePath = path
         configuration.flushSliceMicroseconds = slice
-        configuration.compressionLevel = 0   // frames keep their size
+        configuration.compressionLevel = 0  // frames keep their size
         // Far above what is sent: nobody is paused or closed, every frame is queued.
         configuration.lowWatermarkBytes = 64 << 20
         configuration.highWatermarkBytes = 128 << 20
@@ -227,11 +251,14 @@ struct CapturingLogHandler: LogHandler {
         readers[0].resumeReading()
         let expected = await server.withServer { $0.state(of: "big")!.director }
         for c in readers {
-            #expect(await c.waitFor(timeout: 60) { if case .diff(let d) = $0 { return d.to == base } else { return false } } != nil, "\(c.clientID) got the last batch")
+            #expect(
+                await c.waitFor(timeout: 60) { if case .diff(let d) = $0 { return d.to == base } else { return false } }
+                    != nil, "\(c.clientID) got the last batch")
             var replica = Replica()
             replica.apply(c.messages, list: "big")
             #expect(replica.problems.isEmpty, "\(c.clientID): \(replica.problems.prefix(3))")
-            #expect(replica.diffsApplied == batches + 1 && replica.director == expected, "\(c.clientID): every batch once")
+            #expect(
+                replica.diffsApplied == batches + 1 && replica.director == expected, "\(c.clientID): every batch once")
         }
         let stats = await server.withServer { $0.statistics }
         #expect(stats.slowConsumerEvents == 0)
@@ -267,7 +294,9 @@ struct CapturingLogHandler: LogHandler {
         for seq in 1...batches {
             // Leaving one by one, between commits, while frames are on their way.
             if seq % 3 == 0, seq / 3 <= 20 { subscribers[(seq / 3 - 1) * 2].close() }
-            base = try await commit(writer, "feed", seq: UInt64(seq), base: base, [.insertRows([Row(id: "r\(seq)", text: "{\"n\":\(seq)}")], in: .id("s"), at: 0)])
+            base = try await commit(
+                writer, "feed", seq: UInt64(seq), base: base,
+                [.insertRows([Row(id: "r\(seq)", text: "{\"n\":\(seq)}")], in: .id("s"), at: 0)])
         }
         let stayed = subscribers.enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
         // The server's table is loop-confined: asked on its loop until it shows the

@@ -1,7 +1,8 @@
 import FlowSyncCore
-@testable import FlowSyncServer
 import FlowSyncTestSupport
 import Testing
+
+@testable import FlowSyncServer
 
 /// ``BackupPlan`` against a simulated server in which lists load, finish loading and
 /// unload at random between the plan's steps and while a chunk is read: every stored
@@ -33,8 +34,12 @@ import Testing
         for key in keys {
             switch random.int(0...5) {
             case 0: state[key] = .memory
-            case 1: state[key] = .loading; planned.append(key)
-            default: state[key] = .disk; planned.append(key)
+            case 1:
+                state[key] = .loading
+                planned.append(key)
+            default:
+                state[key] = .disk
+                planned.append(key)
             }
         }
         var plan = BackupPlan(keys: planned, chunkSize: random.int(1...20))
@@ -70,15 +75,21 @@ import Testing
             case .finished:
                 let missing = planned.filter { taken[$0] == nil }
                 let twice = taken.filter { $0.value > 1 }.map(\.key)
-                if !missing.isEmpty || !twice.isEmpty { return "seed \(seed): missing \(missing), taken twice \(twice)" }
+                if !missing.isEmpty || !twice.isEmpty {
+                    return "seed \(seed): missing \(missing), taken twice \(twice)"
+                }
                 if !blocked.isEmpty { return "seed \(seed): loads still held: \(blocked)" }
                 return nil
             case .waitForLoads:
                 // Only possible while a load is under way; one finishes.
-                guard let loading = keys.first(where: { state[$0] == .loading }) else { return "seed \(seed): waits for loads with none under way (step \(step))" }
+                guard let loading = keys.first(where: { state[$0] == .loading }) else {
+                    return "seed \(seed): waits for loads with none under way (step \(step))"
+                }
                 state[loading] = .memory
             case .take(let chunk):
-                if chunk.fromMemory.count + chunk.fromDisk.count > plan.chunkSize { return "seed \(seed): chunk over its size" }
+                if chunk.fromMemory.count + chunk.fromDisk.count > plan.chunkSize {
+                    return "seed \(seed): chunk over its size"
+                }
                 for name in chunk.fromMemory {
                     if state[name] != .memory { return "seed \(seed): \(name) taken from memory while \(state[name]!)" }
                     taken[name, default: 0] += 1
@@ -89,7 +100,9 @@ import Testing
                 }
                 // While the chunk is read: churn, and every disk key must stay on disk.
                 churn(random.int(0...10), random: &random)
-                for key in chunk.fromDisk where state[key] != .disk { return "seed \(seed): \(key) loaded while the backup read it" }
+                for key in chunk.fromDisk where state[key] != .disk {
+                    return "seed \(seed): \(key) loaded while the backup read it"
+                }
                 plan.chunkTaken()
                 // The held loads start now.
                 for key in blocked { state[key] = .loading }

@@ -38,11 +38,15 @@ import Testing
     @Test func backupUnderLoadRestoresACommittedVersionOfEveryListWithEveryEarlierAck() async throws {
         let source = TemporaryDirectory("backup-source")
         let backup = TemporaryDirectory("backup-target")
-        defer { source.remove(); backup.remove() }
+        defer {
+            source.remove()
+            backup.remove()
+        }
         let target = backup.path + "/taken"
         let clients = try EventLoopThread()
         defer { _ = clients.shutdown() }
-        let first = try await EmbeddedServer(configuration: ServerDurabilityTests.fileConfiguration(), storage: .file(directory: source.path))
+        let first = try await EmbeddedServer(
+            configuration: ServerDurabilityTests.fileConfiguration(), storage: .file(directory: source.path))
 
         // Each list gets its section, and one list a few thousand rows, so the backup's
         // encode takes a while on the worker.
@@ -54,7 +58,9 @@ import Testing
         }
         for chunk in 0..<4 {
             seq += 1
-            let rows = (0..<1_000).map { Row(id: "bulk-\(chunk)-\($0)", kind: "t", payload: Array(repeating: UInt8(chunk), count: 64)) }
+            let rows = (0..<1_000).map {
+                Row(id: "bulk-\(chunk)-\($0)", kind: "t", payload: Array(repeating: UInt8(chunk), count: 64))
+            }
             #expect(await commit(setup, "feed", seq: seq, [.insertRows(rows, in: .index(0), at: 0)]) != nil)
         }
         setup.close()
@@ -65,10 +71,14 @@ import Testing
 
         let log = AckLog()
         let stop = Shared(false)
-        let writers = try await (0..<3).asyncMap { try await TestClient.connect(port: first.port, on: clients, clientID: "w\($0)") }
+        let writers = try await (0..<3).asyncMap {
+            try await TestClient.connect(port: first.port, on: clients, clientID: "w\($0)")
+        }
         let load = Task {
             await withTaskGroup(of: Void.self) { group in
-                for writer in writers { group.addTask { await Self.write(writer, log: log, stop: stop, maxWrites: 400) } }
+                for writer in writers {
+                    group.addTask { await Self.write(writer, log: log, stop: stop, maxWrites: 400) }
+                }
             }
         }
         #expect(await eventually { log.acks.get().count >= 60 }, "the writers did not get going")
@@ -77,7 +87,9 @@ import Testing
         let ackedBefore = log.acks.get()
         let admin = try await TestClient.connect(port: first.port, on: clients, clientID: "admin")
         admin.send(.backupRequest(BackupRequest(requestID: 7, directory: target)))
-        let answer = await admin.waitFor(timeout: 60) { if case .backupReply(let r) = $0 { return r.requestID == 7 } else { return false } }
+        let answer = await admin.waitFor(timeout: 60) {
+            if case .backupReply(let r) = $0 { return r.requestID == 7 } else { return false }
+        }
         let ackedAtReply = log.acks.get().count
         guard case .backupReply(let reply)? = answer else {
             Issue.record("no BackupReply")
@@ -107,14 +119,21 @@ import Testing
 
         // The backup is a store after a clean stop that the check passes as it is.
         let check = try FileStore.check(directory: target)
-        #expect(check.verdict == .ok && check.previousStop.hasPrefix("clean") && check.lists.count == Self.lists.count, "\(check)")
+        #expect(
+            check.verdict == .ok && check.previousStop.hasPrefix("clean") && check.lists.count == Self.lists.count,
+            "\(check)")
 
         // Restore: a second server on the backup directory.
-        let second = try await EmbeddedServer(configuration: ServerDurabilityTests.fileConfiguration(), storage: .file(directory: target))
+        let second = try await EmbeddedServer(
+            configuration: ServerDurabilityTests.fileConfiguration(), storage: .file(directory: target))
         let reader = try await TestClient.connect(port: second.port, on: clients, clientID: "reader")
         for (k, list) in Self.lists.enumerated() {
             reader.send(.subscribe(Subscribe(listName: list)))
-            guard case .snapshot(let snapshot)? = await reader.waitFor({ if case .snapshot(let s) = $0 { return s.listName == list } else { return false } }) else {
+            guard
+                case .snapshot(let snapshot)? = await reader.waitFor({
+                    if case .snapshot(let s) = $0 { return s.listName == list } else { return false }
+                })
+            else {
                 Issue.record("no snapshot of \(list) from the restored server")
                 continue
             }
@@ -122,15 +141,25 @@ import Testing
             let v = snapshot.position
             // A committed version of the same history, its digest checking.
             #expect(state.digest == snapshot.digest, "\(list): the restored digest does not match its state")
-            #expect(v.epoch == original[k].epoch && v.version <= original[k].version, "\(list): restored at \(v), the original reached \(original[k])")
-            if let seen = recorded[list]?[v.version] { #expect(seen == snapshot.digest, "\(list): digest at \(v) differs from what subscribers saw") }
+            #expect(
+                v.epoch == original[k].epoch && v.version <= original[k].version,
+                "\(list): restored at \(v), the original reached \(original[k])")
+            if let seen = recorded[list]?[v.version] {
+                #expect(seen == snapshot.digest, "\(list): digest at \(v) differs from what subscribers saw")
+            }
             // Exactly the writers' rows acknowledged at or before that version…
             let rows = Set(state.sections.flatMap { $0.rows.map(\.id) }.filter { $0.hasPrefix("w") })
-            let expected = Set(acks.filter { $0.value.list == list && $0.value.version.version <= v.version }.map(\.key))
-            #expect(rows == expected, "\(list) at \(v): \(rows.subtracting(expected).count) rows not acked by then, \(expected.subtracting(rows).count) acked rows missing")
+            let expected = Set(
+                acks.filter { $0.value.list == list && $0.value.version.version <= v.version }.map(\.key))
+            #expect(
+                rows == expected,
+                "\(list) at \(v): \(rows.subtracting(expected).count) rows not acked by then, \(expected.subtracting(rows).count) acked rows missing"
+            )
             // …and so every write acknowledged before the backup began.
             let before = ackedBefore.filter { $0.value.list == list }
-            #expect(before.allSatisfy { rows.contains($0.key) }, "\(list): a write acknowledged before the backup is missing")
+            #expect(
+                before.allSatisfy { rows.contains($0.key) },
+                "\(list): a write acknowledged before the backup is missing")
         }
         // The idempotency window came with it: a retry of a write the backup holds gets
         // its original ack.
@@ -138,7 +167,9 @@ import Testing
         let parts = retried.key.split(separator: "-")
         let retry = try await TestClient.connect(port: second.port, on: clients, clientID: String(parts[0]))
         let committed = await commit(retry, retried.value.list, seq: UInt64(parts[1])!, insertRow(retried.key))
-        #expect(committed == retried.value.version, "retry of \(retried.key): \(String(describing: committed)), originally \(retried.value.version)")
+        #expect(
+            committed == retried.value.version,
+            "retry of \(retried.key): \(String(describing: committed)), originally \(retried.value.version)")
         retry.close()
         reader.close()
         #expect(await second.stop())
@@ -153,7 +184,9 @@ import Testing
         let writer = try await TestClient.connect(port: memory.port, on: clients, clientID: "w")
         #expect(await commit(writer, "a", seq: 1, [.insertSections([Section(id: "s")], at: 0)]) != nil)
         for seq in 2...6 { #expect(await commit(writer, "a", seq: UInt64(seq), insertRow("r\(seq)")) != nil) }
-        #expect(await commit(writer, "b", seq: 7, [.insertSections([Section(id: "t", header: Array("h".utf8))], at: 0)]) != nil)
+        #expect(
+            await commit(writer, "b", seq: 7, [.insertSections([Section(id: "t", header: Array("h".utf8))], at: 0)])
+                != nil)
 
         // Refused at once, with the reason: a relative path, a non-empty directory, and
         // a second backup while one runs (both started in one loop turn).
@@ -168,9 +201,15 @@ import Testing
         }
         #expect(await eventually { replies.get().count == 4 })
         let got = replies.get()
-        #expect(got["relative"]?.failure == .backupRefused && got["relative"]?.message.contains("absolute") == true, "\(String(describing: got["relative"]))")
-        #expect(got["occupied"]?.failure == .backupRefused && got["occupied"]?.message.contains("not empty") == true, "\(String(describing: got["occupied"]))")
-        #expect(got["two"]?.failure == .overloaded && got["two"]?.message.contains("already running") == true, "\(String(describing: got["two"]))")
+        #expect(
+            got["relative"]?.failure == .backupRefused && got["relative"]?.message.contains("absolute") == true,
+            "\(String(describing: got["relative"]))")
+        #expect(
+            got["occupied"]?.failure == .backupRefused && got["occupied"]?.message.contains("not empty") == true,
+            "\(String(describing: got["occupied"]))")
+        #expect(
+            got["two"]?.failure == .overloaded && got["two"]?.message.contains("already running") == true,
+            "\(String(describing: got["two"]))")
         #expect(got["one"]?.failure == nil && got["one"]?.lists == 2, "\(String(describing: got["one"]))")
         #expect(!FileManager.default.fileExists(atPath: scratch.path + "/two"), "a refused backup wrote something")
 
@@ -178,10 +217,13 @@ import Testing
         let original = await memory.withServer { server in ["a", "b"].map { server.state(of: $0)! } }
         writer.close()
         #expect(await memory.stop())
-        let restored = try await EmbeddedServer(configuration: ServerDurabilityTests.fileConfiguration(), storage: .file(directory: scratch.path + "/one"))
+        let restored = try await EmbeddedServer(
+            configuration: ServerDurabilityTests.fileConfiguration(), storage: .file(directory: scratch.path + "/one"))
         let states = await restored.withServer { server in ["a", "b"].map { server.state(of: $0) } }
         for k in 0..<2 {
-            #expect(states[k]?.position == original[k].position && states[k]?.director.sections == original[k].director.sections, "list \(k)")
+            #expect(
+                states[k]?.position == original[k].position
+                    && states[k]?.director.sections == original[k].director.sections, "list \(k)")
         }
         #expect(await restored.stop())
     }
@@ -214,7 +256,9 @@ final class GatedFileIO: FileIO {
     func listDirectory(_ path: String) throws(StoreError) -> [String] { try base.listDirectory(path) }
     func exists(_ path: String) -> Bool { base.exists(path) }
     func readFile(_ path: String) throws(StoreError) -> [UInt8] { try base.readFile(path) }
-    func openForAppend(_ path: String, create: Bool, truncate: Bool) throws(StoreError) -> Int32 { try base.openForAppend(path, create: create, truncate: truncate) }
+    func openForAppend(_ path: String, create: Bool, truncate: Bool) throws(StoreError) -> Int32 {
+        try base.openForAppend(path, create: create, truncate: truncate)
+    }
     func sync(_ fd: Int32, path: String) throws(StoreError) { try base.sync(fd, path: path) }
     func close(_ fd: Int32) { base.close(fd) }
     func truncate(_ path: String, to length: Int) throws(StoreError) { try base.truncate(path, to: length) }
@@ -234,7 +278,8 @@ extension BackupRestoreTests {
         defer { scratch.remove() }
         let clients = try EventLoopThread()
         defer { _ = clients.shutdown() }
-        let server = try await EmbeddedServer(configuration: ServerDurabilityTests.fileConfiguration(), storage: .file(directory: scratch.path + "/data"))
+        let server = try await EmbeddedServer(
+            configuration: ServerDurabilityTests.fileConfiguration(), storage: .file(directory: scratch.path + "/data"))
         let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "w")
         #expect(await commit(writer, "a", seq: 1, [.insertSections([Section(id: "s")], at: 0)]) != nil)
         for seq in 2...5 { #expect(await commit(writer, "a", seq: UInt64(seq), insertRow("r\(seq)")) != nil) }
@@ -249,16 +294,21 @@ extension BackupRestoreTests {
         // The worker is held: the loop still commits and acknowledges.
         var during: ListVersion?
         for seq in 6...10 { during = await commit(writer, "a", seq: UInt64(seq), insertRow("r\(seq)"), timeout: 10) }
-        #expect(during?.version == atRequest.version + 5, "writes were not acknowledged while the backup was held: \(String(describing: during))")
+        #expect(
+            during?.version == atRequest.version + 5,
+            "writes were not acknowledged while the backup was held: \(String(describing: during))")
         #expect(await server.withServer { $0.isBackupRunning } && reply.get() == nil)
         gate.open.set(true)
         #expect(await eventually { reply.get() != nil })
         #expect(reply.get()?.failure == nil, "\(String(describing: reply.get()))")
         writer.close()
         #expect(await server.stop())
-        let restored = try await EmbeddedServer(configuration: ServerDurabilityTests.fileConfiguration(), storage: .file(directory: target))
+        let restored = try await EmbeddedServer(
+            configuration: ServerDurabilityTests.fileConfiguration(), storage: .file(directory: target))
         let state = await restored.withServer { $0.state(of: "a") }
-        #expect(state?.position == atRequest, "restored at \(String(describing: state?.position)), requested at \(atRequest)")
+        #expect(
+            state?.position == atRequest,
+            "restored at \(String(describing: state?.position)), requested at \(atRequest)")
         #expect(state?.director.rowCount == 4)
         #expect(await restored.stop())
     }
@@ -272,7 +322,8 @@ extension BackupRestoreTests {
         defer { scratch.remove() }
         let clients = try EventLoopThread()
         defer { _ = clients.shutdown() }
-        let server = try await EmbeddedServer(configuration: ServerDurabilityTests.fileConfiguration(), storage: .file(directory: scratch.path + "/data"))
+        let server = try await EmbeddedServer(
+            configuration: ServerDurabilityTests.fileConfiguration(), storage: .file(directory: scratch.path + "/data"))
         let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "w")
         #expect(await commit(writer, "a", seq: 1, [.insertSections([Section(id: "s")], at: 0)]) != nil)
         writer.close()

@@ -2,10 +2,11 @@
 // (missing, emptied, short, zeroed, longer, damaged, reserved bits), each a few lines of
 // setup the next one reads beside; split, the matrix would no longer read as one table.
 import FlowSyncCore
-@testable import FlowSyncServer
 import FlowSyncTestSupport
 import Foundation
 import Testing
+
+@testable import FlowSyncServer
 
 /// After a clean stop the store accepts exactly what its clean-stop manifest (`STOPPED`)
 /// records: a missing, emptied, short, zeroed, longer or damaged newest segment is
@@ -60,15 +61,21 @@ import Testing
             starts.append(offset)
             offset += 8 + Int(u32(bytes, at: offset))
         }
-        guard offset == bytes.count, starts.count == 6 else { throw CrashTestError("fixture: records do not end at the end of the file") }
-        return Fixture(directory: directory, driver: driver, snapshot: "/lists/list/" + snapshots[0], olderSegment: "/lists/list/" + segments[0],
-                       newestSegment: "/lists/list/" + segments[1], newestRecordStarts: starts, newestLength: bytes.count)
+        guard offset == bytes.count, starts.count == 6 else {
+            throw CrashTestError("fixture: records do not end at the end of the file")
+        }
+        return Fixture(
+            directory: directory, driver: driver, snapshot: "/lists/list/" + snapshots[0],
+            olderSegment: "/lists/list/" + segments[0],
+            newestSegment: "/lists/list/" + segments[1], newestRecordStarts: starts, newestLength: bytes.count)
     }
 
     // MARK: Helpers
 
     static func read(_ path: String) throws -> [UInt8] { try [UInt8](Data(contentsOf: URL(fileURLWithPath: path))) }
-    static func write(_ bytes: [UInt8], to path: String) throws { try Data(bytes).write(to: URL(fileURLWithPath: path)) }
+    static func write(_ bytes: [UInt8], to path: String) throws {
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
     static func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
 
     static func u32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
@@ -105,16 +112,28 @@ import Testing
 
     /// Expects a refusal: corruption, naming `path` (and `offset` when given), pointing
     /// at `--repair`.
-    static func expectRefusal(_ p: Problems, _ label: String, path: String, offset: Int? = nil, _ recovery: () throws -> RecoveryReport,
-                              file: String = #fileID, line: Int = #line) {
+    static func expectRefusal(
+        _ p: Problems, _ label: String, path: String, offset: Int? = nil, _ recovery: () throws -> RecoveryReport,
+        file: String = #fileID, line: Int = #line
+    ) {
         do {
             let report = try recovery()
-            p.fail("\(label): accepted (lists \(report.lists.map { "\($0.name) \($0.sequencer.position)" }), notes \(report.notes))", file: file, line: line)
+            p.fail(
+                "\(label): accepted (lists \(report.lists.map { "\($0.name) \($0.sequencer.position)" }), notes \(report.notes))",
+                file: file, line: line)
         } catch let error as StoreError {
             p.check(error.isCorruption, "\(label): \(error)", file: file, line: line)
-            p.check(error.description.contains(path), "\(label): the message names \(path): \(error)", file: file, line: line)
-            p.check(error.description.contains("--repair"), "\(label): the message names --repair: \(error)", file: file, line: line)
-            if let offset { p.check(error.description.contains("at byte \(offset):"), "\(label): at byte \(offset): \(error)", file: file, line: line) }
+            p.check(
+                error.description.contains(path), "\(label): the message names \(path): \(error)", file: file,
+                line: line)
+            p.check(
+                error.description.contains("--repair"), "\(label): the message names --repair: \(error)", file: file,
+                line: line)
+            if let offset {
+                p.check(
+                    error.description.contains("at byte \(offset):"), "\(label): at byte \(offset): \(error)",
+                    file: file, line: line)
+            }
         } catch {
             p.fail("\(label): \(error)", file: file, line: line)
         }
@@ -136,7 +155,8 @@ import Testing
             let list = try required(manifest.list(inDirectory: "list"))
             p.check(list.name == "list" && list.position == f.driver.sequencer.position, "\(list)")
             let expected = try [f.snapshot, f.olderSegment, f.newestSegment].map { relative in
-                CleanStopManifest.File(name: String(relative.split(separator: "/").last!), length: try Self.read(root + relative).count)
+                CleanStopManifest.File(
+                    name: String(relative.split(separator: "/").last!), length: try Self.read(root + relative).count)
             }.sorted { $0.name < $1.name }
             p.check(list.files == expected, "\(list.files) vs \(expected)")
             try p.check(CleanStopManifest.decode(manifest.encoded()) == manifest)
@@ -148,7 +168,9 @@ import Testing
             p.check(recovered.sequencer.position == f.driver.sequencer.position && !recovered.needsNewEpoch)
             p.check(recovered.sequencer.director == f.driver.sequencer.director)
             p.check(report.truncatedBytes == 0 && report.notes.isEmpty, "\(report.notes)")
-            p.check(!Self.exists(root + "/STOPPED") && Self.exists(root + "/RUNNING"), "the manifest is consumed, RUNNING written")
+            p.check(
+                !Self.exists(root + "/STOPPED") && Self.exists(root + "/RUNNING"),
+                "the manifest is consumed, RUNNING written")
             // Appends continue, then a crash: the torn tail of that run is a torn tail.
             var driver = f.driver
             try driver.commit(3, to: store)
@@ -157,7 +179,9 @@ import Testing
             let length = try Self.read(newest).count
             p.check(truncate(newest, off_t(length - 3)) == 0)
             let after = try Self.recover(root)
-            p.check(after.list("list")?.sequencer.position.version == 18, "\(String(describing: after.list("list")?.sequencer.position))")
+            p.check(
+                after.list("list")?.sequencer.position.version == 18,
+                "\(String(describing: after.list("list")?.sequencer.position))")
             p.check(after.truncatedBytes > 0 && after.notes.contains { $0.contains("torn tail") }, "\(after.notes)")
         }
         #expect(problems.isEmpty, "\(problems)")
@@ -193,8 +217,10 @@ import Testing
                     // A new epoch, as after a repair; then nothing else this run.
                     driver.sequencer.startEpoch(UInt64(1_000 + cycle))
                     let s = driver.sequencer
-                    try store.startEpoch(StoredSnapshot(listName: driver.name, position: s.position, digest: s.director.digest,
-                                                        sections: s.director.sections, dedupe: s.dedupeRecords()))
+                    try store.startEpoch(
+                        StoredSnapshot(
+                            listName: driver.name, position: s.position, digest: s.director.digest,
+                            sections: s.director.sections, dedupe: s.dedupeRecords()))
                 }
                 try store.close()
                 let before = try Self.read(directory.path + "/STOPPED")
@@ -202,7 +228,9 @@ import Testing
                 let idle = FileStore(directory: directory.path, options: Self.options)
                 _ = try idle.recover(RecoveryOptions(historyLimits: .init(maxBatches: 4)))
                 try idle.close()
-                try p.check(Self.read(directory.path + "/STOPPED") == before, "cycle \(cycle): an idle run changed the manifest")
+                try p.check(
+                    Self.read(directory.path + "/STOPPED") == before, "cycle \(cycle): an idle run changed the manifest"
+                )
             }
         }
         #expect(problems.isEmpty, "\(problems)")
@@ -222,10 +250,14 @@ import Testing
             defer { copy.remove() }
             let report = try Self.recover(root)
             let list = try required(report.list("list"))
-            p.check(list.sequencer.position.version == 16 && !list.needsNewEpoch, "\(list.sequencer.position) \(report.notes)")
+            p.check(
+                list.sequencer.position.version == 16 && !list.needsNewEpoch,
+                "\(list.sequencer.position) \(report.notes)")
             try Self.write(Array("fsync=interval\n".utf8), to: copy.path + "/RUNNING")
             p.check(truncate(copy.path + f.newestSegment, off_t(f.newestLength - 1)) == 0)
-            Self.expectRefusal(p, "short with both markers", path: copy.path + f.newestSegment) { try Self.recover(copy.path) }
+            Self.expectRefusal(p, "short with both markers", path: copy.path + f.newestSegment) {
+                try Self.recover(copy.path)
+            }
         }
         #expect(problems.isEmpty, "\(problems)")
     }
@@ -371,13 +403,23 @@ import Testing
             let report = try Self.recover(root, repair: true)
             let list = try required(report.list("list"))
             let version = damage.repairedVersion(f)
-            p.check(list.sequencer.position.version == UInt64(version), "\(damage): repaired to \(list.sequencer.position), \(version) expected")
-            p.check(list.sequencer.director == f.driver.state(afterCommits: version), "\(damage): the state of version \(version)")
+            p.check(
+                list.sequencer.position.version == UInt64(version),
+                "\(damage): repaired to \(list.sequencer.position), \(version) expected")
+            p.check(
+                list.sequencer.director == f.driver.state(afterCommits: version),
+                "\(damage): the state of version \(version)")
             p.check(list.needsNewEpoch, "\(damage): a repaired list starts a new epoch")
-            p.check(report.notes.contains { $0.hasPrefix("repair:") && $0.contains(path) }, "\(damage): the report names the file: \(report.notes)")
-            p.check(report.notes.contains { $0.contains("recorded through \(f.driver.sequencer.position)") }, "\(damage): \(report.notes)")
+            p.check(
+                report.notes.contains { $0.hasPrefix("repair:") && $0.contains(path) },
+                "\(damage): the report names the file: \(report.notes)")
+            p.check(
+                report.notes.contains { $0.contains("recorded through \(f.driver.sequencer.position)") },
+                "\(damage): \(report.notes)")
             if version < f.lastVersion {
-                p.check(report.notes.contains { $0.contains("\(f.lastVersion - version) acknowledged batches lost") }, "\(damage): \(report.notes)")
+                p.check(
+                    report.notes.contains { $0.contains("\(f.lastVersion - version) acknowledged batches lost") },
+                    "\(damage): \(report.notes)")
             }
             // Repair copies every file it changes or drops; a file cut at a record
             // boundary is kept as it is (it is the valid prefix), a deleted one is gone.
@@ -386,7 +428,9 @@ import Testing
             }
             p.check(!Self.exists(root + "/STOPPED"), "\(damage): the repair consumed the manifest")
             let again = try Self.recover(root)
-            p.check(again.list("list")?.sequencer.position.version == UInt64(version), "\(damage): the start after the repair")
+            p.check(
+                again.list("list")?.sequencer.position.version == UInt64(version),
+                "\(damage): the start after the repair")
             p.check(again.truncatedBytes == 0 && again.repairedBytes == 0, "\(damage): \(again.notes)")
         }
         #expect(problems.isEmpty, "\(problems)")
@@ -408,21 +452,31 @@ import Testing
             guard let outcome = damage.uncleanOutcome(f) else {
                 Self.expectRefusal(p, "\(damage)", path: path, offset: f.newestLength) { try Self.recover(root) }
                 let report = try Self.recover(root, repair: true)
-                p.check(report.list("list")?.sequencer.position.version == UInt64(f.lastVersion) && report.list("list")?.needsNewEpoch == true)
+                p.check(
+                    report.list("list")?.sequencer.position.version == UInt64(f.lastVersion)
+                        && report.list("list")?.needsNewEpoch == true)
                 return
             }
             let report = try Self.recover(root)
             let list = try required(report.list("list"))
-            p.check(list.sequencer.position.version == UInt64(outcome.version), "\(damage): \(list.sequencer.position), \(outcome.version) expected")
+            p.check(
+                list.sequencer.position.version == UInt64(outcome.version),
+                "\(damage): \(list.sequencer.position), \(outcome.version) expected")
             p.check(list.sequencer.director == f.driver.state(afterCommits: outcome.version), "\(damage)")
-            p.check(report.truncatedBytes == outcome.truncated, "\(damage): truncated \(report.truncatedBytes), \(outcome.truncated) expected")
+            p.check(
+                report.truncatedBytes == outcome.truncated,
+                "\(damage): truncated \(report.truncatedBytes), \(outcome.truncated) expected")
             p.check(!list.needsNewEpoch, "\(damage): a torn tail under `always` was never acknowledged")
             if outcome.truncated > 0 || damage == .emptied {
-                p.check(report.notes.contains { $0.hasPrefix("torn tail:") && $0.contains(path) }, "\(damage): \(report.notes)")
+                p.check(
+                    report.notes.contains { $0.hasPrefix("torn tail:") && $0.contains(path) },
+                    "\(damage): \(report.notes)")
             }
             // Durable: the next start finds nothing more to cut.
             let again = try Self.recover(root)
-            p.check(again.truncatedBytes == 0 && again.list("list")?.sequencer.position.version == UInt64(outcome.version), "\(damage)")
+            p.check(
+                again.truncatedBytes == 0 && again.list("list")?.sequencer.position.version == UInt64(outcome.version),
+                "\(damage)")
         }
         #expect(problems.isEmpty, "\(problems)")
     }
@@ -441,10 +495,13 @@ import Testing
                 let copy = try Self.copy(f)
                 defer { copy.remove() }
                 let extra = copy.path + "/lists/list/log-00000000000000ff.fsl"
-                try Self.write(Array(try Self.read(copy.path + f.newestSegment).prefix(f.newestRecordStarts[0])), to: extra)
+                try Self.write(
+                    Array(try Self.read(copy.path + f.newestSegment).prefix(f.newestRecordStarts[0])), to: extra)
                 Self.expectRefusal(p, "extra segment", path: extra, offset: 0) { try Self.recover(copy.path) }
                 let report = try Self.recover(copy.path, repair: true)
-                p.check(report.list("list")?.sequencer.position.version == 16 && report.list("list")?.needsNewEpoch == true, "\(report.notes)")
+                p.check(
+                    report.list("list")?.sequencer.position.version == 16 && report.list("list")?.needsNewEpoch == true,
+                    "\(report.notes)")
                 p.check(Self.exists(extra + ".damaged") && !Self.exists(extra))
             }
             // The snapshot deleted: the log still starts at version 1, so repair keeps all.
@@ -452,10 +509,14 @@ import Testing
                 let copy = try Self.copy(f)
                 defer { copy.remove() }
                 try FileManager.default.removeItem(atPath: copy.path + f.snapshot)
-                Self.expectRefusal(p, "snapshot deleted", path: copy.path + f.snapshot, offset: 0) { try Self.recover(copy.path) }
+                Self.expectRefusal(p, "snapshot deleted", path: copy.path + f.snapshot, offset: 0) {
+                    try Self.recover(copy.path)
+                }
                 let report = try Self.recover(copy.path, repair: true)
                 let list = try required(report.list("list"))
-                p.check(list.sequencer.position.version == 16 && list.needsNewEpoch && list.sequencer.director == f.driver.sequencer.director)
+                p.check(
+                    list.sequencer.position.version == 16 && list.needsNewEpoch
+                        && list.sequencer.director == f.driver.sequencer.director)
             }
             // The snapshot cut short.
             do {
@@ -464,7 +525,9 @@ import Testing
                 let snapshot = copy.path + f.snapshot
                 let bytes = try Self.read(snapshot)
                 try Self.write(Array(bytes.dropLast(1)), to: snapshot)
-                Self.expectRefusal(p, "snapshot short", path: snapshot, offset: bytes.count - 1) { try Self.recover(copy.path) }
+                Self.expectRefusal(p, "snapshot short", path: snapshot, offset: bytes.count - 1) {
+                    try Self.recover(copy.path)
+                }
                 try p.check(Self.recover(copy.path, repair: true).list("list")?.sequencer.position.version == 16)
                 p.check(Self.exists(snapshot + ".damaged"))
             }
@@ -473,15 +536,20 @@ import Testing
                 let copy = try Self.copy(f)
                 defer { copy.remove() }
                 try FileManager.default.removeItem(atPath: copy.path + "/lists/list")
-                Self.expectRefusal(p, "list deleted", path: copy.path + "/lists/list", offset: 0) { try Self.recover(copy.path) }
+                Self.expectRefusal(p, "list deleted", path: copy.path + "/lists/list", offset: 0) {
+                    try Self.recover(copy.path)
+                }
                 let report = try Self.recover(copy.path, repair: true)
-                p.check(report.lists.isEmpty && report.notes.contains { $0.contains("is lost and starts empty") }, "\(report.notes)")
+                p.check(
+                    report.lists.isEmpty && report.notes.contains { $0.contains("is lost and starts empty") },
+                    "\(report.notes)")
             }
             // A list directory the manifest does not know, holding a segment.
             do {
                 let copy = try Self.copy(f)
                 defer { copy.remove() }
-                try FileManager.default.createDirectory(atPath: copy.path + "/lists/other", withIntermediateDirectories: false)
+                try FileManager.default.createDirectory(
+                    atPath: copy.path + "/lists/other", withIntermediateDirectories: false)
                 let stray = copy.path + "/lists/other/" + String(f.olderSegment.split(separator: "/").last!)
                 try FileManager.default.copyItem(atPath: copy.path + f.olderSegment, toPath: stray)
                 Self.expectRefusal(p, "unrecorded list", path: stray, offset: 0) { try Self.recover(copy.path) }
@@ -499,10 +567,13 @@ import Testing
                     bytes[bytes.count / 2] ^= 0x04
                 }
                 try Self.write(bytes, to: manifest)
-                Self.expectRefusal(p, "manifest, flags \(flags)", path: manifest, offset: flags ? 10 : bytes.count - 4) { try Self.recover(copy.path) }
+                Self.expectRefusal(p, "manifest, flags \(flags)", path: manifest, offset: flags ? 10 : bytes.count - 4)
+                { try Self.recover(copy.path) }
                 let report = try Self.recover(copy.path, repair: true)
                 let list = try required(report.list("list"))
-                p.check(list.sequencer.position.version == 16 && list.needsNewEpoch, "a damaged manifest: every list starts a new epoch")
+                p.check(
+                    list.sequencer.position.version == 16 && list.needsNewEpoch,
+                    "a damaged manifest: every list starts a new epoch")
                 p.check(Self.exists(manifest + ".damaged") && !Self.exists(manifest))
             }
         }
@@ -523,7 +594,8 @@ import Testing
                 let path = copy.path + f.newestSegment
                 var bytes = try Self.read(path)
                 // Half of the flips in the last record, where an unclean stop would truncate.
-                let position = trial % 2 == 0 ? random.int(f.newestRecordStarts[5]..<bytes.count) : random.int(0..<bytes.count)
+                let position =
+                    trial % 2 == 0 ? random.int(f.newestRecordStarts[5]..<bytes.count) : random.int(0..<bytes.count)
                 if position >= f.newestRecordStarts[5] { lastRecord += 1 }
                 bytes[position] ^= UInt8(1 << random.int(0..<8))
                 try Self.write(bytes, to: path)
@@ -608,12 +680,18 @@ import Testing
                 p.check(list.needsNewEpoch && Self.exists(path + ".damaged"), "\(label): \(report.notes)")
                 switch field {
                 case .segmentHeaderFlags:
-                    p.check(list.sequencer.position.version == UInt64(f.olderLastVersion), "\(label): \(list.sequencer.position)")
+                    p.check(
+                        list.sequencer.position.version == UInt64(f.olderLastVersion),
+                        "\(label): \(list.sequencer.position)")
                 case .recordKind:
-                    p.check(list.sequencer.position.version == UInt64(f.lastVersion - 1), "\(label): \(list.sequencer.position)")
+                    p.check(
+                        list.sequencer.position.version == UInt64(f.lastVersion - 1),
+                        "\(label): \(list.sequencer.position)")
                 case .snapshotFlags, .snapshotHasForgotten:
                     // The log still starts at version 1: everything is kept.
-                    p.check(list.sequencer.position.version == UInt64(f.lastVersion), "\(label): \(list.sequencer.position)")
+                    p.check(
+                        list.sequencer.position.version == UInt64(f.lastVersion), "\(label): \(list.sequencer.position)"
+                    )
                 }
             }
         }

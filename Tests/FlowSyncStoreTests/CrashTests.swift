@@ -28,7 +28,10 @@ import Testing
         #expect(result.ackedMutations > cycles * 5, "\(result)")
         // Every resume after the first cycle is a diff, or a snapshot the daemon's size rule
         // allows (checked per resume by the driver).
-        #expect(result.resumesAsDiff + result.resumesAsSmallerSnapshot + result.resumesOfNeverWrittenList >= (cycles - 1) * options.subscribers * options.lists.count, "\(result)")
+        #expect(
+            result.resumesAsDiff + result.resumesAsSmallerSnapshot + result.resumesOfNeverWrittenList >= (cycles - 1)
+                * options.subscribers * options.lists.count,
+            "\(result)")
     }
 
     /// The same over TLS (issue #32), shorter: every client reconnects with a full
@@ -42,7 +45,8 @@ import Testing
         options.cycles = cycles
         options.seed = 3_202
         options.tls = try certificates.clientContext()
-        options.extraConfiguration += "[tls]\nmode = \"required\"\ncertificate_file = \"\(certificates.serverCertificate)\"\nkey_file = \"\(certificates.serverKey)\"\n"
+        options.extraConfiguration +=
+            "[tls]\nmode = \"required\"\ncertificate_file = \"\(certificates.serverCertificate)\"\nkey_file = \"\(certificates.serverKey)\"\n"
         options.log = { print("crash test (TLS): \($0)") }
         let result = try await CrashTestDriver(options).run()
         print("crash test (TLS): \(result)")
@@ -72,26 +76,39 @@ import Testing
 
         // Damage one byte in the middle of the log.
         let listDirectory = directory.path + "/lists/r"
-        let segment = listDirectory + "/" + (try #require(try FileManager.default.contentsOfDirectory(atPath: listDirectory).first { $0.hasSuffix(".fsl") }))
+        let segment =
+            listDirectory + "/"
+            + (try #require(
+                try FileManager.default.contentsOfDirectory(atPath: listDirectory).first { $0.hasSuffix(".fsl") }))
         var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: segment)))
         bytes[bytes.count / 2] ^= 0x10
         try Data(bytes).write(to: URL(fileURLWithPath: segment))
 
-        let refused = try await ChildProcess.run(binary, arguments: ["--port", "0", "--no-metrics", "--data-dir", directory.path],
-                                                           timeout: .seconds(60))
+        let refused = try await ChildProcess.run(
+            binary, arguments: ["--port", "0", "--no-metrics", "--data-dir", directory.path],
+            timeout: .seconds(60))
         #expect(refused.termination == .exited(65), "\(refused)")
         let output = refused.output
-        #expect(output.contains("refusing to start") && output.contains(segment) && output.contains("--repair"), "\(output)")
+        #expect(
+            output.contains("refusing to start") && output.contains(segment) && output.contains("--repair"), "\(output)"
+        )
 
-        let repaired = try await DaemonProcess.start(binary: binary, dataDirectory: directory.path, config: nil, extraArguments: ["--repair"])
+        let repaired = try await DaemonProcess.start(
+            binary: binary, dataDirectory: directory.path, config: nil, extraArguments: ["--repair"])
         #expect(repaired.output.contains("repair:"), "\(repaired.output)")
         let reader = try await TestClient.connect(port: repaired.port, on: thread, clientID: "reader")
         reader.send(.subscribe(Subscribe(listName: "r")))
-        guard case .snapshot(let snapshot)? = await reader.waitFor({ if case .snapshot = $0 { return true } else { return false } }) else {
+        guard
+            case .snapshot(let snapshot)? = await reader.waitFor({
+                if case .snapshot = $0 { return true } else { return false }
+            })
+        else {
             Issue.record("no snapshot after repair")
             return
         }
-        #expect(snapshot.position.epoch != before.epoch && snapshot.position.version == 0, "a repaired list starts a new epoch: \(snapshot.position)")
+        #expect(
+            snapshot.position.epoch != before.epoch && snapshot.position.version == 0,
+            "a repaired list starts a new epoch: \(snapshot.position)")
         let rows = snapshot.sections.first?.rows.count ?? 0
         #expect(rows >= 1 && rows < 11, "the valid prefix is kept: \(rows) rows")
         reader.close()
@@ -116,10 +133,12 @@ import Testing
         defer { _ = thread.shutdown() }
         // `trap "" XFSZ` ignores the signal; the disposition survives the exec.
         let wrapper = directory.path + "/run.sh"
-        try "#!/bin/bash\ntrap '' XFSZ\nexec /usr/bin/prlimit --fsize=65536 \"$@\"\n".write(toFile: wrapper, atomically: true, encoding: .utf8)
+        try "#!/bin/bash\ntrap '' XFSZ\nexec /usr/bin/prlimit --fsize=65536 \"$@\"\n".write(
+            toFile: wrapper, atomically: true, encoding: .utf8)
         chmod(wrapper, 0o755)
         let data = directory.path + "/data"
-        let daemon = try await DaemonProcess.start(binary: wrapper, dataDirectory: data, config: nil, prefixArguments: [binary])
+        let daemon = try await DaemonProcess.start(
+            binary: wrapper, dataDirectory: data, config: nil, prefixArguments: [binary])
         let writer = try await TestClient.connect(port: daemon.port, on: thread, clientID: "writer")
         #expect(await commit(writer, "big", seq: 1, [.insertSections([Section(id: "s")], at: 0)]) != nil)
         var acked: [String] = []
@@ -129,10 +148,19 @@ import Testing
         let payload = (0..<2_000).map { _ in UInt8.random(in: 0...255, using: &random) }
         for seq in 2...200 {
             let id = "row\(seq)"
-            writer.send(.mutate(Mutate(listName: "big", clientID: "writer", seq: UInt64(seq), base: ListVersion(epoch: 0, version: 0),
-                                       operations: [.insertRows([Row(id: id, kind: "t", payload: payload + Array("\(seq)".utf8))], in: .index(0), at: 0)])))
+            writer.send(
+                .mutate(
+                    Mutate(
+                        listName: "big", clientID: "writer", seq: UInt64(seq), base: ListVersion(epoch: 0, version: 0),
+                        operations: [
+                            .insertRows(
+                                [Row(id: id, kind: "t", payload: payload + Array("\(seq)".utf8))], in: .index(0), at: 0)
+                        ])))
             let reply = await writer.waitFor(timeout: 2) { ackOrReject($0, seq: UInt64(seq)) }
-            guard case .ack? = reply else { unacked = id; break }
+            guard case .ack? = reply else {
+                unacked = id
+                break
+            }
             acked.append(id)
         }
         #expect(unacked != nil, "the file size limit was never hit")
@@ -149,14 +177,20 @@ import Testing
         let restarted = try await DaemonProcess.start(binary: binary, dataDirectory: data, config: nil)
         let reader = try await TestClient.connect(port: restarted.port, on: thread, clientID: "reader")
         reader.send(.subscribe(Subscribe(listName: "big")))
-        guard case .snapshot(let snapshot)? = await reader.waitFor({ if case .snapshot = $0 { return true } else { return false } }) else {
+        guard
+            case .snapshot(let snapshot)? = await reader.waitFor({
+                if case .snapshot = $0 { return true } else { return false }
+            })
+        else {
             Issue.record("no snapshot after the restart: \(restarted.output)")
             await restarted.terminate()
             return
         }
         let rows = Set(snapshot.sections.flatMap { $0.rows.map(\.id) })
         #expect(Set(acked).isSubset(of: rows), "acknowledged rows lost: \(Set(acked).subtracting(rows).sorted())")
-        #expect(snapshot.position.version == UInt64(acked.count + 1), "\(snapshot.position) after \(acked.count + 1) acked batches")
+        #expect(
+            snapshot.position.version == UInt64(acked.count + 1),
+            "\(snapshot.position) after \(acked.count + 1) acked batches")
         reader.close()
         #expect(await restarted.terminate() == .exited(0))
     }
@@ -186,7 +220,10 @@ import Testing
         #expect(result.cycles == cycles, "\(result)")
         #expect(result.problems.isEmpty, "\(result.problems)")
         #expect(result.ackedMutations > cycles * 5, "\(result)")
-        #expect(result.resumesAsDiff + result.resumesAsSmallerSnapshot + result.resumesOfNeverWrittenList >= (cycles - 1) * options.subscribers * 2, "\(result)")
+        #expect(
+            result.resumesAsDiff + result.resumesAsSmallerSnapshot + result.resumesOfNeverWrittenList >= (cycles - 1)
+                * options.subscribers * 2,
+            "\(result)")
         // Lists were unloaded under load, not only loaded after each kill.
         print("on-demand crash test: \(result.outputMatches) unload scans unloaded lists")
         #expect(result.outputMatches >= 2, "\(result.outputMatches) unload scans unloaded lists")

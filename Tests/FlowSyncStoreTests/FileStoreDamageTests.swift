@@ -22,7 +22,8 @@ import Testing
     /// (After a clean stop every damage is refused: CleanStopManifestTests.)
     static func fixture(batches: Int, seed: UInt64, snapshotAfter: Int? = nil) throws -> Fixture {
         let directory = TemporaryDirectory("damage")
-        let store = FileStore(directory: directory.path, options: .init(fsync: .always, snapshotEveryBatches: 0, snapshotEveryBytes: 0))
+        let store = FileStore(
+            directory: directory.path, options: .init(fsync: .always, snapshotEveryBatches: 0, snapshotEveryBytes: 0))
         _ = try store.recover(RecoveryOptions())
         var driver = CommitDriver(name: "list", seed: seed, historyLimits: .init(maxBatches: 0))
         if let snapshotAfter {
@@ -34,7 +35,8 @@ import Testing
         }
         store.abandon()
         let listDirectory = directory.path + "/lists/list"
-        let names = try FileManager.default.contentsOfDirectory(atPath: listDirectory).filter { $0.hasSuffix(".fsl") }.sorted()
+        let names = try FileManager.default.contentsOfDirectory(atPath: listDirectory).filter { $0.hasSuffix(".fsl") }
+            .sorted()
         let segment = listDirectory + "/" + names.last!
         let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: segment)))
         // Walk the records by their length fields.
@@ -44,11 +46,14 @@ import Testing
         var starts: [Int] = []
         while offset < bytes.count {
             starts.append(offset)
-            let length = Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3]) << 24
+            let length =
+                Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3])
+                << 24
             offset += 8 + length
         }
         guard offset == bytes.count else { throw CrashTestError("records do not end at the end of the file") }
-        return Fixture(directory: directory, driver: driver, segment: segment, recordStarts: starts, fileLength: bytes.count)
+        return Fixture(
+            directory: directory, driver: driver, segment: segment, recordStarts: starts, fileLength: bytes.count)
     }
 
     static func recover(_ directory: String, repair: Bool = false) throws -> RecoveryReport {
@@ -92,7 +97,9 @@ import Testing
             let list = try required(report.list("list"))
             p.check(list.sequencer.position.version == UInt64(complete), "cut at \(cut)")
             p.check(list.sequencer.director == f.driver.state(afterCommits: complete), "cut at \(cut)")
-            p.check(report.truncatedBytes == cut - (complete == 0 ? f.recordStarts[0] : ends[complete - 1]), "cut at \(cut)")
+            p.check(
+                report.truncatedBytes == cut - (complete == 0 ? f.recordStarts[0] : ends[complete - 1]), "cut at \(cut)"
+            )
             p.check(!list.needsNewEpoch, "a torn tail under `always` was never acknowledged")
             // The truncation is durable: a second recovery finds nothing to cut.
             try p.check(Self.recover(copy.path).truncatedBytes == 0)
@@ -137,7 +144,9 @@ import Testing
                 truncated += 1
             } catch let error as StoreError {
                 p.check(error.isCorruption, "trial \(trial): \(error)")
-                p.check(error.description.contains(path) || error.description.contains(copy.path), "the message names the file: \(error)")
+                p.check(
+                    error.description.contains(path) || error.description.contains(copy.path),
+                    "the message names the file: \(error)")
                 refused += 1
             }
         }
@@ -159,7 +168,8 @@ import Testing
         let f = try Self.fixture(batches: 20, seed: 13, snapshotAfter: 10)
         defer { f.directory.remove() }
         let listDirectory = f.directory.path + "/lists/list/"
-        let snapshotName = try required(try FileManager.default.contentsOfDirectory(atPath: listDirectory).first { $0.hasSuffix(".fss") })
+        let snapshotName = try required(
+            try FileManager.default.contentsOfDirectory(atPath: listDirectory).first { $0.hasSuffix(".fss") })
         var random = SeededRandom(seed: 1313)
         for trial in 0..<40 {
             let copy = try Self.copy(f)

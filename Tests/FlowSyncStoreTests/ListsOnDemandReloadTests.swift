@@ -1,10 +1,11 @@
 import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProtocol
-@testable import FlowSyncServer
 import FlowSyncTestSupport
 import Foundation
 import Testing
+
+@testable import FlowSyncServer
 
 extension ListsOnDemandTests {
     /// After a clean stop: a list loaded, unloaded unwritten, loaded again (held to its
@@ -30,16 +31,20 @@ extension ListsOnDemandTests {
             _ = client.drain()
             return s
         }
-        let first = try await EmbeddedServer(configuration: Self.configuration(), storage: .file(directory: directory.path))
+        let first = try await EmbeddedServer(
+            configuration: Self.configuration(), storage: .file(directory: directory.path))
         let writer = try await TestClient.connect(port: first.port, on: clients, clientID: "writer")
         for (k, list) in ["a", "b"].enumerated() {
-            #expect(await commit(writer, list, seq: UInt64(k * 10 + 1), [.insertSections([Section(id: "s")], at: 0)]) != nil)
+            #expect(
+                await commit(writer, list, seq: UInt64(k * 10 + 1), [.insertSections([Section(id: "s")], at: 0)]) != nil
+            )
             #expect(await commit(writer, list, seq: UInt64(k * 10 + 2), insertRow("\(list)-0")) != nil)
         }
         writer.close()
         #expect(await first.stop())
 
-        let second = try await EmbeddedServer(configuration: Self.configuration(), storage: .file(directory: directory.path))
+        let second = try await EmbeddedServer(
+            configuration: Self.configuration(), storage: .file(directory: directory.path))
         let reader = try await TestClient.connect(port: second.port, on: clients, clientID: "reader")
         let before = await snapshot(reader, "a")
         #expect(await unloaded(second))
@@ -55,7 +60,8 @@ extension ListsOnDemandTests {
         #expect(!FileManager.default.fileExists(atPath: directory.path + "/RUNNING"), "a complete clean stop")
         #expect(!FileManager.default.fileExists(atPath: directory.path + "/lists/a/OPENED"))
 
-        let third = try await EmbeddedServer(configuration: Self.configuration(), storage: .file(directory: directory.path))
+        let third = try await EmbeddedServer(
+            configuration: Self.configuration(), storage: .file(directory: directory.path))
         let checker = try await TestClient.connect(port: third.port, on: clients, clientID: "checker")
         #expect(await snapshot(checker, "a")?.position == written)
         #expect(await snapshot(checker, "b")?.sections.first?.rows.count == 1)
@@ -73,8 +79,13 @@ extension ListsOnDemandTests {
         var random = SeededRandom(seed: 7)
         var lists: [CleanStopManifest.List] = []
         for k in 0..<300 {
-            let files = (0..<random.int(1...3)).map { CleanStopManifest.File(name: StoreFormat.segmentName(UInt64($0 + 1)), length: random.int(30...9_000)) }
-            lists.append(CleanStopManifest.List(directory: "list-\(k)", name: "list \(k)", position: ListVersion(epoch: UInt64(k + 1), version: UInt64(random.int(0...99))), files: files))
+            let files = (0..<random.int(1...3)).map {
+                CleanStopManifest.File(name: StoreFormat.segmentName(UInt64($0 + 1)), length: random.int(30...9_000))
+            }
+            lists.append(
+                CleanStopManifest.List(
+                    directory: "list-\(k)", name: "list \(k)",
+                    position: ListVersion(epoch: UInt64(k + 1), version: UInt64(random.int(0...99))), files: files))
         }
         let bytes = CleanStopManifest(lists: lists).encoded()
         let decoded = try CleanStopManifest.decode(bytes)

@@ -1,10 +1,11 @@
 import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProtocol
-@testable import FlowSyncServer
 import FlowSyncTestSupport
 import Foundation
 import Testing
+
+@testable import FlowSyncServer
 
 /// Lists on demand (`lists.on_demand`, docs/STORAGE.md "Lists on demand"), end to end on
 /// an in-process server over a file store: lists load on first use, unload when idle,
@@ -45,17 +46,22 @@ import Testing
         let clients = try EventLoopThread()
         defer { _ = clients.shutdown() }
         let names = (0..<8).map { "sim-\($0)" }
-        let server = try await EmbeddedServer(configuration: Self.configuration(), storage: .file(directory: directory.path))
-        let writers = [try await TestClient.connect(port: server.port, on: clients, clientID: "w0"),
-                       try await TestClient.connect(port: server.port, on: clients, clientID: "w1"),
-                       try await TestClient.connect(port: server.port, on: clients, clientID: "w2")]
+        let server = try await EmbeddedServer(
+            configuration: Self.configuration(), storage: .file(directory: directory.path))
+        let writers = [
+            try await TestClient.connect(port: server.port, on: clients, clientID: "w0"),
+            try await TestClient.connect(port: server.port, on: clients, clientID: "w1"),
+            try await TestClient.connect(port: server.port, on: clients, clientID: "w2"),
+        ]
         var seqs = [UInt64](repeating: 0, count: writers.count)
         var acked: [String: Set<String>] = [:]
         var lastVersion: [String: ListVersion] = [:]
         var sent: [(writer: Int, mutate: Mutate, version: ListVersion)] = []
         func write(_ w: Int, _ list: String, _ ops: [FlowSyncCore.Operation]) async -> ListVersion? {
             seqs[w] += 1
-            let mutate = Mutate(listName: list, clientID: writers[w].clientID, seq: seqs[w], base: ListVersion(epoch: 0, version: 0), operations: ops)
+            let mutate = Mutate(
+                listName: list, clientID: writers[w].clientID, seq: seqs[w], base: ListVersion(epoch: 0, version: 0),
+                operations: ops)
             writers[w].send(.mutate(mutate))
             let reply = await writers[w].waitFor { ackOrReject($0, seq: mutate.seq) }
             // Drained: a later retry of this seq must be answered anew, not find this ack.
@@ -78,10 +84,15 @@ import Testing
             for k in 0..<3 {
                 let client = try await TestClient.connect(port: server.port, on: clients, clientID: "sub-\(k)")
                 var lists: [String] = []
-                while lists.count < 2 { let l = names[random.int(0..<names.count)]; if !lists.contains(l) { lists.append(l) } }
+                while lists.count < 2 {
+                    let l = names[random.int(0..<names.count)]
+                    if !lists.contains(l) { lists.append(l) }
+                }
                 for list in lists {
                     if let replica = replicas[k]?[list], let position = replica.position {
-                        client.send(.subscribe(Subscribe(listName: list, resumeFrom: position, digest: replica.director.digest)))
+                        client.send(
+                            .subscribe(Subscribe(listName: list, resumeFrom: position, digest: replica.director.digest))
+                        )
                     } else {
                         client.send(.subscribe(Subscribe(listName: list)))
                     }
@@ -91,7 +102,9 @@ import Testing
                     var replica = replicas[k]?[list] ?? Replica()
                     if let position = replica.position {
                         guard case .diff(let diff)? = first, diff.from == position, diff.to == lastVersion[list] else {
-                            Issue.record("seed \(seed) round \(round): sub-\(k) resuming \(list) from \(position) got \(String(describing: first)), at \(String(describing: lastVersion[list]))")
+                            Issue.record(
+                                "seed \(seed) round \(round): sub-\(k) resuming \(list) from \(position) got \(String(describing: first)), at \(String(describing: lastVersion[list]))"
+                            )
                             continue
                         }
                         resumesAsDiff += 1
@@ -108,7 +121,9 @@ import Testing
                 let w = random.int(0..<writers.count)
                 let list = names[random.int(0..<names.count)]
                 let row = "r\(round)-w\(w)-\(seqs[w] + 1)"
-                if await write(w, list, insertRow(row)) != nil { acked[list, default: []].insert(row) } else {
+                if await write(w, list, insertRow(row)) != nil {
+                    acked[list, default: []].insert(row)
+                } else {
                     Issue.record("seed \(seed) round \(round): \(row) on \(list) not acknowledged")
                 }
             }
@@ -119,22 +134,30 @@ import Testing
                 writers[old.writer].send(.mutate(old.mutate))
                 let reply = await writers[old.writer].waitFor { ackOrReject($0, seq: old.mutate.seq) }
                 _ = writers[old.writer].drain()
-                if case .ack(let ack)? = reply, ack.committed == old.version { retriesAnswered += 1 } else {
-                    Issue.record("seed \(seed) round \(round): retry of \(old.mutate.clientID)/\(old.mutate.seq) got \(String(describing: reply)), \(old.version) expected")
+                if case .ack(let ack)? = reply, ack.committed == old.version {
+                    retriesAnswered += 1
+                } else {
+                    Issue.record(
+                        "seed \(seed) round \(round): retry of \(old.mutate.clientID)/\(old.mutate.seq) got \(String(describing: reply)), \(old.version) expected"
+                    )
                 }
             }
             // 4. Subscribers take every diff up to the last version, then leave.
             for (k, subscriber) in subscribers.enumerated() {
                 for list in subscriber.lists {
                     guard let last = lastVersion[list], replicas[k]?[list]?.position != last else { continue }
-                    _ = await subscriber.client.waitFor { if case .diff(let d) = $0 { return d.listName == list && d.to == last } else { return false } }
+                    _ = await subscriber.client.waitFor {
+                        if case .diff(let d) = $0 { return d.listName == list && d.to == last } else { return false }
+                    }
                 }
                 let messages = subscriber.client.drain()
                 for list in subscriber.lists {
                     var replica = replicas[k]?[list] ?? Replica()
                     replica.problems = []
                     replica.apply(messages, list: list)
-                    for problem in replica.problems { Issue.record("seed \(seed) round \(round): sub-\(k), \(list): \(problem)") }
+                    for problem in replica.problems {
+                        Issue.record("seed \(seed) round \(round): sub-\(k), \(list): \(problem)")
+                    }
                     #expect(replica.position == lastVersion[list], "seed \(seed) round \(round): sub-\(k), \(list)")
                     replicas[k, default: [:]][list] = replica
                 }
@@ -151,7 +174,9 @@ import Testing
             #expect(empty, "seed \(seed) round \(round): lists still loaded: \(stillLoaded)")
         }
         let statistics = await server.withServer { $0.statistics }
-        #expect(statistics.listUnloads >= rounds * 2 && statistics.listLoads >= rounds * 2, "\(statistics.listLoads) loads, \(statistics.listUnloads) unloads")
+        #expect(
+            statistics.listUnloads >= rounds * 2 && statistics.listLoads >= rounds * 2,
+            "\(statistics.listLoads) loads, \(statistics.listUnloads) unloads")
         #expect(resumesAsDiff >= (rounds - 1) * 2, "seed \(seed): \(resumesAsDiff) resumes as diffs")
         #expect(retriesAnswered == (rounds - 1) * 3)
         #expect(await server.withServer { $0.refusedListNames }.isEmpty)
@@ -159,7 +184,10 @@ import Testing
         // Every acknowledged row, now and after a clean restart (which loads each list
         // under the exact clean-stop rules).
         for restart in [false, true] {
-            let target = restart ? try await EmbeddedServer(configuration: Self.configuration(), storage: .file(directory: directory.path)) : server
+            let target =
+                restart
+                ? try await EmbeddedServer(
+                    configuration: Self.configuration(), storage: .file(directory: directory.path)) : server
             let checker = try await TestClient.connect(port: target.port, on: clients, clientID: "checker")
             for list in names {
                 checker.send(.subscribe(Subscribe(listName: list)))
@@ -168,7 +196,9 @@ import Testing
                     continue
                 }
                 let rows = Set(snapshot.sections.flatMap { $0.rows.map(\.id) })
-                #expect((acked[list] ?? []).isSubset(of: rows), "seed \(seed), \(list): acknowledged rows missing (restart: \(restart))")
+                #expect(
+                    (acked[list] ?? []).isSubset(of: rows),
+                    "seed \(seed), \(list): acknowledged rows missing (restart: \(restart))")
                 #expect(snapshot.position == lastVersion[list], "seed \(seed), \(list) (restart: \(restart))")
             }
             checker.close()
@@ -188,7 +218,8 @@ import Testing
         let clients = try EventLoopThread()
         defer { _ = clients.shutdown() }
         let names = (0..<6).map { "d-\($0)" }
-        let first = try await EmbeddedServer(configuration: Self.configuration(), storage: .file(directory: directory.path))
+        let first = try await EmbeddedServer(
+            configuration: Self.configuration(), storage: .file(directory: directory.path))
         let writer = try await TestClient.connect(port: first.port, on: clients, clientID: "writer")
         var seq: UInt64 = 0
         var last: [String: ListVersion] = [:]
@@ -205,7 +236,9 @@ import Testing
 
         func segment(of list: String) throws -> String {
             let path = directory.path + "/lists/" + list
-            return path + "/" + (try #require(try FileManager.default.contentsOfDirectory(atPath: path).sorted().last { $0.hasSuffix(".fsl") }))
+            return path + "/"
+                + (try #require(
+                    try FileManager.default.contentsOfDirectory(atPath: path).sorted().last { $0.hasSuffix(".fsl") }))
         }
         var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: try segment(of: "d-1"))))
         bytes[bytes.count / 2] ^= 0x10
@@ -226,21 +259,35 @@ import Testing
         } catch {}
 
         for pass in 0..<2 {
-            let server = try await EmbeddedServer(configuration: Self.configuration(), storage: .file(directory: directory.path))
+            let server = try await EmbeddedServer(
+                configuration: Self.configuration(), storage: .file(directory: directory.path))
             let client = try await TestClient.connect(port: server.port, on: clients, clientID: "reader")
             for list in names {
                 client.send(.subscribe(Subscribe(listName: list)))
                 let first = await client.waitFor(Self.isFirstFrame(of: list))
                 if damaged.contains(list) {
-                    guard case .error(let error)? = first else { Issue.record("pass \(pass): \(list) got \(String(describing: first))"); continue }
+                    guard case .error(let error)? = first else {
+                        Issue.record("pass \(pass): \(list) got \(String(describing: first))")
+                        continue
+                    }
                     #expect(error.code == .internalError && !error.closesConnection, "\(error)")
                 } else {
-                    guard case .snapshot(let snapshot)? = first else { Issue.record("pass \(pass): \(list) got \(String(describing: first))"); continue }
-                    #expect(snapshot.position == last[list] && snapshot.sections.first?.rows.count == 5 + (list == "d-0" ? pass : 0), "pass \(pass): \(list) at \(snapshot.position)")
+                    guard case .snapshot(let snapshot)? = first else {
+                        Issue.record("pass \(pass): \(list) got \(String(describing: first))")
+                        continue
+                    }
+                    #expect(
+                        snapshot.position == last[list]
+                            && snapshot.sections.first?.rows.count == 5 + (list == "d-0" ? pass : 0),
+                        "pass \(pass): \(list) at \(snapshot.position)")
                 }
             }
             // Writes: refused on a damaged list, served on a healthy one, same connection.
-            client.send(.mutate(Mutate(listName: "d-1", clientID: "reader", seq: UInt64(10 + pass), base: ListVersion(epoch: 0, version: 0), operations: insertRow("x"))))
+            client.send(
+                .mutate(
+                    Mutate(
+                        listName: "d-1", clientID: "reader", seq: UInt64(10 + pass),
+                        base: ListVersion(epoch: 0, version: 0), operations: insertRow("x"))))
             guard case .reject(let reject)? = await client.waitFor({ ackOrReject($0, seq: UInt64(10 + pass)) }) else {
                 Issue.record("pass \(pass): a write to a damaged list was not refused")
                 continue
@@ -263,7 +310,8 @@ import Testing
         defer { directory.remove() }
         let clients = try EventLoopThread()
         defer { _ = clients.shutdown() }
-        let first = try await EmbeddedServer(configuration: Self.configuration(idleMilliseconds: 0), storage: .file(directory: directory.path))
+        let first = try await EmbeddedServer(
+            configuration: Self.configuration(idleMilliseconds: 0), storage: .file(directory: directory.path))
         let writer = try await TestClient.connect(port: first.port, on: clients, clientID: "writer")
         var seq: UInt64 = 0
         for list in ["a", "b"] {
@@ -277,7 +325,8 @@ import Testing
         writer.close()
         #expect(await first.stop())
 
-        let second = try await EmbeddedServer(configuration: Self.configuration(idleMilliseconds: 0), storage: .file(directory: directory.path))
+        let second = try await EmbeddedServer(
+            configuration: Self.configuration(idleMilliseconds: 0), storage: .file(directory: directory.path))
         let again = try await TestClient.connect(port: second.port, on: clients, clientID: "writer")
         var lastOfA: ListVersion?
         for row in 4..<8 {
@@ -291,11 +340,15 @@ import Testing
 
         // b lost its last bytes while nobody loaded it.
         let path = directory.path + "/lists/b"
-        let segment = path + "/" + (try #require(try FileManager.default.contentsOfDirectory(atPath: path).sorted().last { $0.hasSuffix(".fsl") }))
+        let segment =
+            path + "/"
+            + (try #require(
+                try FileManager.default.contentsOfDirectory(atPath: path).sorted().last { $0.hasSuffix(".fsl") }))
         let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: segment)))
         try Data(bytes.dropLast(5)).write(to: URL(fileURLWithPath: segment))
 
-        let third = try await EmbeddedServer(configuration: Self.configuration(idleMilliseconds: 0), storage: .file(directory: directory.path))
+        let third = try await EmbeddedServer(
+            configuration: Self.configuration(idleMilliseconds: 0), storage: .file(directory: directory.path))
         let reader = try await TestClient.connect(port: third.port, on: clients, clientID: "reader")
         reader.send(.subscribe(Subscribe(listName: "a")))
         guard case .snapshot(let snapshot)? = await reader.waitFor(Self.isFirstFrame(of: "a")) else {
@@ -325,7 +378,8 @@ import Testing
         var configuration = Self.configuration(idleMilliseconds: 0)
         configuration.historyTotalMaxBytes = 1
         configuration.snapshotEveryBatches = 0
-        let server = try await EmbeddedServer(configuration: configuration, storage: fileStore ? .file(directory: directory.path) : .memory)
+        let server = try await EmbeddedServer(
+            configuration: configuration, storage: fileStore ? .file(directory: directory.path) : .memory)
         let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "writer")
         #expect(await commit(writer, "h", seq: 1, [.insertSections([Section(id: "s")], at: 0)]) != nil)
         var seen: ListVersion?
@@ -333,7 +387,10 @@ import Testing
         for seq in 2...41 { seen = await commit(writer, "h", seq: UInt64(seq), insertRow("r\(seq)")) }
         let subscriber = try await TestClient.connect(port: server.port, on: clients, clientID: "sub")
         subscriber.send(.subscribe(Subscribe(listName: "h")))
-        guard case .snapshot(let first)? = await subscriber.waitFor(Self.isFirstFrame(of: "h")) else { Issue.record("no snapshot"); return }
+        guard case .snapshot(let first)? = await subscriber.waitFor(Self.isFirstFrame(of: "h")) else {
+            Issue.record("no snapshot")
+            return
+        }
         var replica = Replica()
         replica.apply(.snapshot(first), list: "h")
         subscriber.close()
@@ -350,13 +407,19 @@ import Testing
         resumer.send(.subscribe(Subscribe(listName: "h", resumeFrom: seen!, digest: replica.director.digest)))
         let reply = await resumer.waitFor(Self.isFirstFrame(of: "h"))
         if fileStore {
-            guard case .diff(let diff)? = reply else { Issue.record("resume got \(String(describing: reply))"); return }
+            guard case .diff(let diff)? = reply else {
+                Issue.record("resume got \(String(describing: reply))")
+                return
+            }
             #expect(diff.from == seen && diff.to == last)
             replica.apply(.diff(diff), list: "h")
             #expect(replica.problems.isEmpty, "\(replica.problems)")
             #expect(await server.withServer { $0.statistics.catchUpsFromLog } == 1)
         } else {
-            guard case .snapshot(let snapshot)? = reply else { Issue.record("resume got \(String(describing: reply))"); return }
+            guard case .snapshot(let snapshot)? = reply else {
+                Issue.record("resume got \(String(describing: reply))")
+                return
+            }
             #expect(snapshot.reason == .resumeTooOld && snapshot.position == last)
         }
         resumer.close()

@@ -15,8 +15,10 @@ func ackOrReject(_ m: Message, seq: UInt64) -> Bool {
 }
 
 /// Sends a mutation and waits for its ack (nil: a reject, or nothing within `timeout`).
-func commit(_ client: TestClient, _ list: String, seq: UInt64, base: ListVersion = ListVersion(epoch: 0, version: 0),
-            _ ops: [FlowSyncCore.Operation], timeout: Double = 30) async -> ListVersion? {
+func commit(
+    _ client: TestClient, _ list: String, seq: UInt64, base: ListVersion = ListVersion(epoch: 0, version: 0),
+    _ ops: [FlowSyncCore.Operation], timeout: Double = 30
+) async -> ListVersion? {
     client.send(.mutate(Mutate(listName: list, clientID: client.clientID, seq: seq, base: base, operations: ops)))
     guard case .ack(let a)? = await client.waitFor(timeout: timeout, { ackOrReject($0, seq: seq) }) else { return nil }
     return a.committed
@@ -43,7 +45,8 @@ func insertRow(_ id: String) -> [FlowSyncCore.Operation] {
         defer { directory.remove() }
         let clients = try EventLoopThread()
         defer { _ = clients.shutdown() }
-        let first = try await EmbeddedServer(configuration: Self.fileConfiguration(), storage: .file(directory: directory.path))
+        let first = try await EmbeddedServer(
+            configuration: Self.fileConfiguration(), storage: .file(directory: directory.path))
         let writer = try await TestClient.connect(port: first.port, on: clients, clientID: "writer")
         let subscriber = try await TestClient.connect(port: first.port, on: clients, clientID: "subscriber")
         subscriber.send(.subscribe(Subscribe(listName: "todo")))
@@ -63,7 +66,8 @@ func insertRow(_ id: String) -> [FlowSyncCore.Operation] {
         writer.close()
         if crash { first.crash() } else { #expect(await first.stop()) }
 
-        let second = try await EmbeddedServer(configuration: Self.fileConfiguration(), storage: .file(directory: directory.path))
+        let second = try await EmbeddedServer(
+            configuration: Self.fileConfiguration(), storage: .file(directory: directory.path))
         #expect(await second.withServer { $0.state(of: "todo")?.position } == final)
         #expect(await second.withServer { $0.state(of: "todo")?.director } == expected)
         let resumer = try await TestClient.connect(port: second.port, on: clients, clientID: "subscriber")
@@ -75,7 +79,10 @@ func insertRow(_ id: String) -> [FlowSyncCore.Operation] {
             default: return false
             }
         }
-        guard case .diff(let diff)? = reply else { Issue.record("resume after restart got \(String(describing: reply))"); return }
+        guard case .diff(let diff)? = reply else {
+            Issue.record("resume after restart got \(String(describing: reply))")
+            return
+        }
         #expect(diff.from == seen && diff.to == final)
         replica.apply(.diff(diff), list: "todo")
         #expect(replica.problems.isEmpty, "\(replica.problems)")
@@ -97,7 +104,8 @@ func insertRow(_ id: String) -> [FlowSyncCore.Operation] {
         defer { directory.remove() }
         let clients = try EventLoopThread()
         defer { _ = clients.shutdown() }
-        let server = try await EmbeddedServer(configuration: Self.fileConfiguration(), storage: .file(directory: directory.path))
+        let server = try await EmbeddedServer(
+            configuration: Self.fileConfiguration(), storage: .file(directory: directory.path))
         let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "writer")
         for (k, list) in ["a", "b", "c"].enumerated() {
             #expect(await commit(writer, list, seq: UInt64(k + 1), [.insertSections([Section(id: "s")], at: 0)]) != nil)
@@ -106,7 +114,11 @@ func insertRow(_ id: String) -> [FlowSyncCore.Operation] {
         let encoder = FrameEncoder(configuration: .disabled)
         var bytes: [UInt8] = []
         for (k, list) in ["a", "b", "c"].enumerated() {
-            bytes += encoder.encode(.mutate(Mutate(listName: list, clientID: "writer", seq: UInt64(10 + k), base: ListVersion(epoch: 0, version: 0), operations: insertRow("x"))))
+            bytes += encoder.encode(
+                .mutate(
+                    Mutate(
+                        listName: list, clientID: "writer", seq: UInt64(10 + k),
+                        base: ListVersion(epoch: 0, version: 0), operations: insertRow("x"))))
         }
         writer.sendRaw(bytes)
         for seq in 10...12 {
@@ -125,7 +137,8 @@ func insertRow(_ id: String) -> [FlowSyncCore.Operation] {
         defer { directory.remove() }
         let clients = try EventLoopThread()
         defer { _ = clients.shutdown() }
-        let server = try await EmbeddedServer(configuration: Self.fileConfiguration(.interval), storage: .file(directory: directory.path))
+        let server = try await EmbeddedServer(
+            configuration: Self.fileConfiguration(.interval), storage: .file(directory: directory.path))
         let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "writer")
         #expect(await commit(writer, "i", seq: 1, [.insertSections([Section(id: "s")], at: 0)]) != nil)
         var last: ListVersion?
@@ -133,9 +146,12 @@ func insertRow(_ id: String) -> [FlowSyncCore.Operation] {
         #expect(await eventually(timeout: 30) { await server.withServer { ($0.store as! FileStore).syncCount } > 0 })
         writer.close()
         server.crash()
-        let restarted = try await EmbeddedServer(configuration: Self.fileConfiguration(.interval), storage: .file(directory: directory.path))
+        let restarted = try await EmbeddedServer(
+            configuration: Self.fileConfiguration(.interval), storage: .file(directory: directory.path))
         let position = try #require(await restarted.withServer { $0.state(of: "i")?.position })
-        #expect(position.version == 0 && position.epoch != last?.epoch, "new epoch after an unclean stop under interval: \(position)")
+        #expect(
+            position.version == 0 && position.epoch != last?.epoch,
+            "new epoch after an unclean stop under interval: \(position)")
         #expect(await restarted.withServer { $0.state(of: "i")?.director.rowCount } == 19)
         #expect(restarted.recoveryNotes.contains { $0.contains("new epoch") })
         // At version 0 of its new epoch, the list still holds its rows: a subscriber
@@ -148,7 +164,8 @@ func insertRow(_ id: String) -> [FlowSyncCore.Operation] {
         #expect(await restarted.withServer { $0.state(of: "i")?.director.rowCount } == 19)
         #expect(await restarted.stop())
         // A clean stop keeps the epoch.
-        let third = try await EmbeddedServer(configuration: Self.fileConfiguration(.interval), storage: .file(directory: directory.path))
+        let third = try await EmbeddedServer(
+            configuration: Self.fileConfiguration(.interval), storage: .file(directory: directory.path))
         #expect(await third.withServer { $0.state(of: "i")?.position } == position)
         #expect(await third.stop())
     }
@@ -174,14 +191,17 @@ func insertRow(_ id: String) -> [FlowSyncCore.Operation] {
         let clients = try EventLoopThread()
         defer { _ = clients.shutdown() }
         let io = FaultInjectingFileIO()
-        let server = try await EmbeddedServer(configuration: Self.fileConfiguration(), storage: .file(directory: directory.path, io: { io }))
+        let server = try await EmbeddedServer(
+            configuration: Self.fileConfiguration(), storage: .file(directory: directory.path, io: { io }))
         let writer = try await TestClient.connect(port: server.port, on: clients, clientID: "writer")
         let subscriber = try await TestClient.connect(port: server.port, on: clients, clientID: "subscriber")
         subscriber.send(.subscribe(Subscribe(listName: "f")))
         _ = await subscriber.waitFor { if case .snapshot = $0 { return true } else { return false } }
         #expect(await commit(writer, "f", seq: 1, [.insertSections([Section(id: "s")], at: 0)]) != nil)
         var acked: [String] = []
-        for seq in 2...6 where await commit(writer, "f", seq: UInt64(seq), insertRow("r\(seq)")) != nil { acked.append("r\(seq)") }
+        for seq in 2...6 where await commit(writer, "f", seq: UInt64(seq), insertRow("r\(seq)")) != nil {
+            acked.append("r\(seq)")
+        }
         #expect(acked.count == 5)
         _ = await subscriber.waitFor { if case .diff(let d) = $0 { return d.toVersion == 6 } else { return false } }
         _ = await server.withServer { _ in io.arm(fault.fault) }
@@ -190,18 +210,26 @@ func insertRow(_ id: String) -> [FlowSyncCore.Operation] {
         #expect(io.fired)
         #expect(server.storageFailure != nil)
         #expect(server.storageFailure?.errno == (fault == .writeENOSPC || fault == .shortWrite ? ENOSPC : EIO))
-        #expect(!subscriber.messages.contains { if case .diff(let d) = $0 { return d.toVersion == 7 } else { return false } },
-                "a diff of the failed batch reached a subscriber")
-        #expect(await eventually(timeout: 30) { writer.isClosed && subscriber.isClosed }, "connections are closed after a storage failure")
+        #expect(
+            !subscriber.messages.contains {
+                if case .diff(let d) = $0 { return d.toVersion == 7 } else { return false }
+            },
+            "a diff of the failed batch reached a subscriber")
+        #expect(
+            await eventually(timeout: 30) { writer.isClosed && subscriber.isClosed },
+            "connections are closed after a storage failure")
         server.crash()
 
-        let restarted = try await EmbeddedServer(configuration: Self.fileConfiguration(), storage: .file(directory: directory.path))
+        let restarted = try await EmbeddedServer(
+            configuration: Self.fileConfiguration(), storage: .file(directory: directory.path))
         let director = try #require(await restarted.withServer { $0.state(of: "f")?.director })
         let rows = Set(director.sections.flatMap { $0.rows.map(\.id) })
         #expect(Set(acked).isSubset(of: rows), "acked rows lost: \(Set(acked).subtracting(rows))")
         let position = try #require(await restarted.withServer { $0.state(of: "f")?.position })
         #expect(position.version == 6 || (fault == .syncEIO && position.version == 7), "recovered \(position)")
-        if fault == .shortWrite { #expect(restarted.recoveryNotes.contains { $0.contains("torn tail") }, "\(restarted.recoveryNotes)") }
+        if fault == .shortWrite {
+            #expect(restarted.recoveryNotes.contains { $0.contains("torn tail") }, "\(restarted.recoveryNotes)")
+        }
         #expect(await restarted.stop())
     }
 
@@ -209,9 +237,11 @@ func insertRow(_ id: String) -> [FlowSyncCore.Operation] {
     @Test func dataDirectoryIsLocked() async throws {
         let directory = TemporaryDirectory("lock")
         defer { directory.remove() }
-        let server = try await EmbeddedServer(configuration: Self.fileConfiguration(), storage: .file(directory: directory.path))
+        let server = try await EmbeddedServer(
+            configuration: Self.fileConfiguration(), storage: .file(directory: directory.path))
         await #expect(throws: (any Error).self) {
-            _ = try await EmbeddedServer(configuration: Self.fileConfiguration(), storage: .file(directory: directory.path))
+            _ = try await EmbeddedServer(
+                configuration: Self.fileConfiguration(), storage: .file(directory: directory.path))
         }
         #expect(await server.stop())
     }

@@ -61,7 +61,9 @@ import Testing
             return false
         }
         #expect(reached != nil, "the paused subscriber catches up")
-        let snapshots = slow.messages.compactMap { m -> Snapshot? in if case .snapshot(let s) = m { return s } else { return nil } }
+        let snapshots = slow.messages.compactMap { m -> Snapshot? in
+            if case .snapshot(let s) = m { return s } else { return nil }
+        }
         #expect(snapshots.count == 2, "its first snapshot and one catch-up: \(snapshots.map(\.reason))")
         #expect(snapshots.last?.reason == .resumeTooOld && snapshots.last?.position == last)
         var replica = Replica()

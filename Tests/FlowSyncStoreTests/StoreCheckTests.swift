@@ -1,8 +1,9 @@
 import FlowSyncCore
-@testable import FlowSyncServer
 import FlowSyncTestSupport
 import Foundation
 import Testing
+
+@testable import FlowSyncServer
 
 /// `FileStore.check` (what `flowsyncd --check-store` runs): every list gets recovery's
 /// verdict, one by one, and nothing in the data directory changes.
@@ -10,7 +11,8 @@ import Testing
     /// Three lists ("a", "b", "c") of 20 batches each, stopped cleanly or not.
     static func store(cleanStop: Bool) throws -> (TemporaryDirectory, [String: ListVersion]) {
         let directory = TemporaryDirectory("check")
-        let store = FileStore(directory: directory.path, options: .init(fsync: .always, snapshotEveryBatches: 0, snapshotEveryBytes: 0))
+        let store = FileStore(
+            directory: directory.path, options: .init(fsync: .always, snapshotEveryBatches: 0, snapshotEveryBytes: 0))
         _ = try store.recover(RecoveryOptions())
         var positions: [String: ListVersion] = [:]
         for (k, name) in ["a", "b", "c"].enumerated() {
@@ -29,7 +31,9 @@ import Testing
         while let path = enumerator?.nextObject() as? String {
             var isDirectory: ObjCBool = false
             let full = directory + "/" + path
-            guard FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory), !isDirectory.boolValue, path != "LOCK" else { continue }
+            guard FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory), !isDirectory.boolValue,
+                path != "LOCK"
+            else { continue }
             files[path] = try Data(contentsOf: URL(fileURLWithPath: full))
         }
         return files
@@ -44,7 +48,9 @@ import Testing
 
     static func segment(_ directory: String, list: String) throws -> String {
         let listDirectory = directory + "/lists/" + list
-        let name = try #require(try FileManager.default.contentsOfDirectory(atPath: listDirectory).filter { $0.hasSuffix(".fsl") }.sorted().last)
+        let name = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: listDirectory).filter { $0.hasSuffix(".fsl") }.sorted()
+                .last)
         return listDirectory + "/" + name
     }
 
@@ -91,7 +97,9 @@ import Testing
         #expect(a.details.contains { $0.contains(damaged) && $0.contains("at byte") }, "\(a.details)")
         let b = try #require(byName["b"])
         #expect(b.verdict == .ok && b.position == positions["b"], "\(b)")
-        #expect(b.details.contains { $0.contains("would remove") && $0.hasSuffix(".tmp (left over, never read)") }, "\(b.details)")
+        #expect(
+            b.details.contains { $0.contains("would remove") && $0.hasSuffix(".tmp (left over, never read)") },
+            "\(b.details)")
         let c = try #require(byName["c"])
         #expect(c.verdict == .repairable, "\(c)")
         #expect(c.details.contains { $0.hasPrefix("torn tail: would truncate \(torn)") }, "\(c.details)")
@@ -114,8 +122,12 @@ import Testing
         let report = try FileStore.check(directory: directory.path)
         let byName = Dictionary(uniqueKeysWithValues: report.lists.map { ($0.directory, $0) })
         #expect(byName["a"]?.verdict == .ok)
-        #expect(byName["b"]?.verdict == .damaged && byName["b"]?.details.first?.contains("missing") == true, "\(String(describing: byName["b"]))")
-        #expect(byName["c"]?.verdict == .damaged && byName["c"]?.details.first?.contains("short of") == true, "\(String(describing: byName["c"]))")
+        #expect(
+            byName["b"]?.verdict == .damaged && byName["b"]?.details.first?.contains("missing") == true,
+            "\(String(describing: byName["b"]))")
+        #expect(
+            byName["c"]?.verdict == .damaged && byName["c"]?.details.first?.contains("short of") == true,
+            "\(String(describing: byName["c"]))")
     }
 
     @Test func aDamagedManifestIsReportedAndTheListsStillChecked() throws {
@@ -151,12 +163,15 @@ import Testing
         defer { directory.remove() }
         let damaged = try Self.segment(directory.path, list: "a")
         try Self.flipMiddleByte(of: damaged)
-        let report = try FileStore.repairOffline(directory: directory.path, options: .init(), recovery: RecoveryOptions())
+        let report = try FileStore.repairOffline(
+            directory: directory.path, options: .init(), recovery: RecoveryOptions())
         #expect(report.repairedAnything && report.repairedBytes > 0)
         let check = try FileStore.check(directory: directory.path)
         #expect(check.verdict == .ok && check.previousStop.hasPrefix("clean"), "\(check)")
         let byName = Dictionary(uniqueKeysWithValues: check.lists.map { ($0.directory, $0) })
-        #expect(byName["a"]?.position?.epoch != positions["a"]?.epoch && byName["a"]?.position?.version == 0, "a repaired list is in a new epoch")
+        #expect(
+            byName["a"]?.position?.epoch != positions["a"]?.epoch && byName["a"]?.position?.version == 0,
+            "a repaired list is in a new epoch")
         #expect(byName["b"]?.position == positions["b"])
     }
 }

@@ -29,7 +29,9 @@ final class StoreHarness {
         case .file:
             let directory = TemporaryDirectory()
             self.directory = directory
-            store = FileStore(directory: directory.path, options: .init(fsync: .always, snapshotEveryBatches: snapshotEveryBatches, snapshotEveryBytes: 0))
+            store = FileStore(
+                directory: directory.path,
+                options: .init(fsync: .always, snapshotEveryBatches: snapshotEveryBatches, snapshotEveryBytes: 0))
         }
     }
 
@@ -40,7 +42,9 @@ final class StoreHarness {
             return try store.recover(options)
         case .file:
             if clean { try store.close() } else { (store as! FileStore).abandon() }
-            store = FileStore(directory: directory!.path, options: .init(fsync: .always, snapshotEveryBatches: snapshotEveryBatches, snapshotEveryBytes: 0))
+            store = FileStore(
+                directory: directory!.path,
+                options: .init(fsync: .always, snapshotEveryBatches: snapshotEveryBatches, snapshotEveryBytes: 0))
             return try store.recover(options)
         }
     }
@@ -78,7 +82,8 @@ final class StoreHarness {
                 // The history for resume is rebuilt: every version resumable before is
                 // resumable now, with the same state.
                 #expect(list.sequencer.oldestResumable == driver.sequencer.oldestResumable)
-                let middle = ListVersion(epoch: driver.sequencer.position.epoch, version: driver.sequencer.position.version / 2)
+                let middle = ListVersion(
+                    epoch: driver.sequencer.position.epoch, version: driver.sequencer.position.version / 2)
                 #expect(list.sequencer.state(at: middle) == driver.state(afterCommits: Int(middle.version)))
             }
         }
@@ -132,8 +137,10 @@ final class StoreHarness {
         try a.commit(20, to: h.store)
         var sequencer = a.sequencer
         sequencer.startEpoch(0x5EC0)
-        try h.store.startEpoch(StoredSnapshot(listName: "e", position: sequencer.position, digest: sequencer.director.digest,
-                                              sections: sequencer.director.sections, dedupe: sequencer.dedupeRecords()))
+        try h.store.startEpoch(
+            StoredSnapshot(
+                listName: "e", position: sequencer.position, digest: sequencer.director.digest,
+                sections: sequencer.director.sections, dedupe: sequencer.dedupeRecords()))
         var b = a
         b.sequencer = sequencer
         try b.commit(5, to: h.store)
@@ -152,7 +159,9 @@ final class StoreHarness {
         // A batch whose recorded digest does not match what its changeset produces.
         let last = a.commits.last!
         guard let next = a.step() else { return }
-        let forged = Sequencer.Commit(from: next.from, to: next.to, changeset: next.changeset, digest: StateDigest(rawValue: last.digest.rawValue &+ 1), mutations: next.mutations)
+        let forged = Sequencer.Commit(
+            from: next.from, to: next.to, changeset: next.changeset,
+            digest: StateDigest(rawValue: last.digest.rawValue &+ 1), mutations: next.mutations)
         _ = try h.store.append(StoredBatch(listName: "d", commit: forged))
         try h.store.sync()
         #expect(throws: StoreError.self) { try h.reopen() }
@@ -187,7 +196,8 @@ final class StoreHarness {
             let list = try #require(report.list(driver.name))
             #expect(list.sequencer.position == driver.sequencer.position)
             #expect(list.sequencer.director == driver.sequencer.director)
-            let files = try FileManager.default.contentsOfDirectory(atPath: directory.path + "/lists/" + driver.name).filter { $0.hasSuffix(".fsl") }
+            let files = try FileManager.default.contentsOfDirectory(atPath: directory.path + "/lists/" + driver.name)
+                .filter { $0.hasSuffix(".fsl") }
             #expect(files.count == 1, "\(driver.name): \(files)")
         }
     }

@@ -20,14 +20,15 @@ extension RecoveryReport {
 
 @Suite(.timeLimit(.minutes(2))) struct StorageConfigurationTests {
     @Test func storageSectionParsesAndRefusesBadValues() throws {
-        let parsed = try ServerConfiguration(toml: """
-            [storage]
-            engine = "memory"
-            fsync = "interval"
-            fsync_interval_ms = 250
-            snapshot_every_batches = 0
-            snapshot_every_bytes = 1048576
-            """)
+        let parsed = try ServerConfiguration(
+            toml: """
+                [storage]
+                engine = "memory"
+                fsync = "interval"
+                fsync_interval_ms = 250
+                snapshot_every_batches = 0
+                snapshot_every_bytes = 1048576
+                """)
         #expect(parsed.storageEngine == .memory)
         #expect(parsed.fsyncPolicy == .interval)
         #expect(parsed.fsyncIntervalMilliseconds == 250)
@@ -47,11 +48,15 @@ extension RecoveryReport {
 /// `#expect` has no current test to record against; the test expects the list empty.
 final class Problems: @unchecked Sendable {
     private(set) var list: [String] = []
-    func check(_ condition: @autoclosure () throws -> Bool, _ message: @autoclosure () -> String = "",
-               file: String = #fileID, line: Int = #line) rethrows {
+    func check(
+        _ condition: @autoclosure () throws -> Bool, _ message: @autoclosure () -> String = "",
+        file: String = #fileID, line: Int = #line
+    ) rethrows {
         if try !condition() { list.append("\(file):\(line): \(message())") }
     }
-    func fail(_ message: String, file: String = #fileID, line: Int = #line) { list.append("\(file):\(line): \(message)") }
+    func fail(_ message: String, file: String = #fileID, line: Int = #line) {
+        list.append("\(file):\(line): \(message)")
+    }
 }
 
 struct Missing: Error {}

@@ -1,10 +1,11 @@
 import FlowSyncCore
 import FlowSyncLoop
 import FlowSyncProtocol
-@testable import FlowSyncServer
 import FlowSyncTestSupport
 import Foundation
 import Testing
+
+@testable import FlowSyncServer
 
 /// Issue #33, item 9: the shipped configuration starts on demand once the store holds
 /// more than `lists.eager_max_lists` lists (`lists.on_demand = "auto"`), and a
@@ -20,7 +21,8 @@ import Testing
         try StoredListsLayout.write(count: count, into: directory.path)
         for k in flipped + cut {
             let listDirectory = directory.path + "/lists/" + StoredListsLayout.name(k)
-            let segment = try #require(try FileManager.default.contentsOfDirectory(atPath: listDirectory).first { $0.hasSuffix(".fsl") })
+            let segment = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: listDirectory).first { $0.hasSuffix(".fsl") })
             let url = URL(fileURLWithPath: listDirectory + "/" + segment)
             var bytes = [UInt8](try Data(contentsOf: url))
             if flipped.contains(k) { bytes[bytes.count - 3] ^= 0xFF } else { bytes.removeLast(3) }
@@ -52,7 +54,8 @@ import Testing
         #expect(ServerConfiguration().storage.listLoading == .auto && ServerConfiguration().eagerMaxLists == 5_000)
         #expect(try ServerConfiguration(toml: "[lists]\non_demand = true\n").storage.listLoading == .onDemand)
         #expect(try ServerConfiguration(toml: "[lists]\non_demand = false\n").storage.listLoading == .atStart)
-        #expect(try ServerConfiguration(toml: "[lists]\non_demand = \"auto\"\neager_max_lists = 7\n").eagerMaxLists == 7)
+        #expect(
+            try ServerConfiguration(toml: "[lists]\non_demand = \"auto\"\neager_max_lists = 7\n").eagerMaxLists == 7)
         #expect(try ServerConfiguration(toml: "[lists]\ncheck_stored = false\n").checkStoredLists == false)
         do {
             _ = try ServerConfiguration(toml: "[lists]\non_demand = \"sometimes\"\n")
@@ -71,7 +74,8 @@ import Testing
         var configuration = ServerConfiguration()
         configuration.eagerMaxLists = 12
         do {
-            let server = try await EmbeddedServer(configuration: configuration, storage: .file(directory: directory.path))
+            let server = try await EmbeddedServer(
+                configuration: configuration, storage: .file(directory: directory.path))
             Issue.record("12 lists with eager_max_lists 12 started despite the damage")
             _ = await server.stop()
         } catch {
@@ -100,7 +104,10 @@ import Testing
         #expect(statistics.storedListsDamaged == 2)
         // Refused by the check, not by a load: nothing was loaded.
         #expect(statistics.listLoads == 0)
-        #expect(await server.withServer { $0.lists.refusedNames } == [StoredListsLayout.name(7), StoredListsLayout.name(23)])
+        #expect(
+            await server.withServer { $0.lists.refusedNames } == [
+                StoredListsLayout.name(7), StoredListsLayout.name(23),
+            ])
         let clients = try EventLoopThread()
         defer { _ = clients.shutdown() }
         let client = try await TestClient.connect(port: server.port, on: clients, clientID: "reader")
@@ -147,7 +154,8 @@ import Testing
         #expect(size >= CleanStopManifestIndex.keptInMemoryBelow, "\(size) bytes: not the large path")
         // A list whose segment grew after the clean stop.
         let grown = directory.path + "/lists/" + StoredListsLayout.name(12_345)
-        let segment = try #require(try FileManager.default.contentsOfDirectory(atPath: grown).first { $0.hasSuffix(".fsl") })
+        let segment = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: grown).first { $0.hasSuffix(".fsl") })
         let handle = try #require(FileHandle(forWritingAtPath: grown + "/" + segment))
         try handle.seekToEnd()
         try handle.write(contentsOf: Data([0, 0, 0, 0]))
@@ -182,7 +190,8 @@ import Testing
         try Data(bytes).write(to: URL(fileURLWithPath: manifest))
         try? FileManager.default.removeItem(atPath: directory.path + "/RUNNING")
         do {
-            let refused = try await EmbeddedServer(configuration: configuration, storage: .file(directory: directory.path))
+            let refused = try await EmbeddedServer(
+                configuration: configuration, storage: .file(directory: directory.path))
             Issue.record("a damaged manifest was accepted")
             _ = await refused.stop()
         } catch {

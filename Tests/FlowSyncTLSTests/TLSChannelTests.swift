@@ -9,7 +9,8 @@ import Testing
 struct TLSChannelTests {
     @Test func handshakeAndRecordsBothWays() async throws {
         let certificates = try await TestCertificates.shared()
-        let pair = try MemoryPair(server: MemoryPair.options(certificates), client: MemoryPair.trustingTestCA(certificates))
+        let pair = try MemoryPair(
+            server: MemoryPair.options(certificates), client: MemoryPair.trustingTestCA(certificates))
         pair.client.send([Array("hello".utf8)])  // queued until the handshake completes
         pair.connect()
         let info = try #require(pair.server.established)
@@ -18,7 +19,9 @@ struct TLSChannelTests {
         let clientInfo = try #require(pair.client.established)
         #expect(clientInfo.peerVerification == .trusted)
         #expect(clientInfo.peerSubject == "CN=localhost")
-        #expect(clientInfo.peerChainSHA256.first == (try await TLSPinTestSupport.fingerprint(certificates.serverCertificate)))
+        #expect(
+            clientInfo.peerChainSHA256.first
+                == (try await TLSPinTestSupport.fingerprint(certificates.serverCertificate)))
         #expect(pair.server.received == Array("hello".utf8))
         // Many small frames become one record batch; a large one goes in chunks.
         var frames: [[UInt8]] = (0..<200).map { [UInt8](repeating: UInt8($0 & 0xff), count: 1 + $0) }
@@ -31,7 +34,8 @@ struct TLSChannelTests {
 
     @Test func aHandshakeDrippedByteByByteCompletes() async throws {
         let certificates = try await TestCertificates.shared()
-        let pair = try MemoryPair(server: MemoryPair.options(certificates), client: MemoryPair.trustingTestCA(certificates))
+        let pair = try MemoryPair(
+            server: MemoryPair.options(certificates), client: MemoryPair.trustingTestCA(certificates))
         pair.connect(slice: 1)
         #expect(pair.server.established != nil && pair.client.established != nil)
         pair.client.send([[1, 2, 3]])
@@ -42,11 +46,14 @@ struct TLSChannelTests {
     @Test func plaintextFramesAndGarbageAreNotTLS() async throws {
         let certificates = try await TestCertificates.shared()
         // A FlowSync Hello as a plaintext client sends it: length, type, "FSYN", …
-        let hello: [UInt8] = [0, 0, 0, 20, 0x01, 0, 0x46, 0x53, 0x59, 0x4e, 0, 1, 0, 1, 4, 0x74, 0x65, 0x73, 0x74, 1, 0x61, 0]
+        let hello: [UInt8] = [
+            0, 0, 0, 20, 0x01, 0, 0x46, 0x53, 0x59, 0x4e, 0, 1, 0, 1, 4, 0x74, 0x65, 0x73, 0x74, 1, 0x61, 0,
+        ]
         var random = SeededRandom(seed: 32)
         let garbage = (0..<512).map { _ in UInt8.random(in: 0...255, using: &random) }
         for input in [hello, garbage, Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8)] {
-            let server = MemoryEnd(try TLSChannel(context: .server(MemoryPair.options(certificates)), scratch: TLSScratch()))
+            let server = MemoryEnd(
+                try TLSChannel(context: .server(MemoryPair.options(certificates)), scratch: TLSScratch()))
             var io = server.io
             input.withUnsafeBytes { server.channel.received($0, &io) }
             let failure = try #require(server.failure, "no failure for \(input.prefix(8))")
@@ -58,7 +65,8 @@ struct TLSChannelTests {
 
     @Test func aTruncatedClientHelloEndsAtEOF() async throws {
         let certificates = try await TestCertificates.shared()
-        let pair = try MemoryPair(server: MemoryPair.options(certificates), client: MemoryPair.trustingTestCA(certificates))
+        let pair = try MemoryPair(
+            server: MemoryPair.options(certificates), client: MemoryPair.trustingTestCA(certificates))
         var io = pair.client.io
         pair.client.channel.start(&io)
         let hello = pair.client.outgoing
@@ -72,8 +80,9 @@ struct TLSChannelTests {
 
     @Test func theHandshakeBudget() async throws {
         let certificates = try await TestCertificates.shared()
-        let pair = try MemoryPair(server: MemoryPair.options(certificates), client: MemoryPair.trustingTestCA(certificates),
-                                  handshakeLimit: 100)
+        let pair = try MemoryPair(
+            server: MemoryPair.options(certificates), client: MemoryPair.trustingTestCA(certificates),
+            handshakeLimit: 100)
         pair.connect()
         #expect(pair.server.failure?.reason == .handshakeTooLarge)
     }
@@ -112,17 +121,21 @@ struct TLSChannelTests {
             ("selfsigned", "localhost", .untrusted),
         ]
         for (certificate, name, reason) in cases {
-            let pair = try MemoryPair(server: MemoryPair.options(certificates, certificate: certificate),
-                                      client: MemoryPair.trustingTestCA(certificates), serverName: name)
+            let pair = try MemoryPair(
+                server: MemoryPair.options(certificates, certificate: certificate),
+                client: MemoryPair.trustingTestCA(certificates), serverName: name)
             pair.client.send([Array("token".utf8)])
             pair.connect()
-            #expect(pair.client.failure?.reason == reason, "\(certificate) as \(name): \(String(describing: pair.client.failure))")
+            #expect(
+                pair.client.failure?.reason == reason,
+                "\(certificate) as \(name): \(String(describing: pair.client.failure))")
             #expect(pair.client.established == nil)
             #expect(pair.server.received.isEmpty, "the queued plaintext left although the chain was refused")
         }
         // The IP address in the certificate is checked as an address.
-        let byAddress = try MemoryPair(server: MemoryPair.options(certificates), client: MemoryPair.trustingTestCA(certificates),
-                                       serverName: "127.0.0.1")
+        let byAddress = try MemoryPair(
+            server: MemoryPair.options(certificates), client: MemoryPair.trustingTestCA(certificates),
+            serverName: "127.0.0.1")
         byAddress.connect()
         #expect(byAddress.client.established?.peerVerification == .trusted)
     }
@@ -172,7 +185,8 @@ struct TLSChannelTests {
 
     @Test func closeNotifyAndTruncation() async throws {
         let certificates = try await TestCertificates.shared()
-        let pair = try MemoryPair(server: MemoryPair.options(certificates), client: MemoryPair.trustingTestCA(certificates))
+        let pair = try MemoryPair(
+            server: MemoryPair.options(certificates), client: MemoryPair.trustingTestCA(certificates))
         pair.connect()
         var io = pair.client.io
         pair.client.channel.close(&io)
@@ -180,7 +194,8 @@ struct TLSChannelTests {
         pair.pump()
         #expect(pair.server.ended == .some(nil))  // answered in order
         // A close in the middle of a record.
-        let cut = try MemoryPair(server: MemoryPair.options(certificates), client: MemoryPair.trustingTestCA(certificates))
+        let cut = try MemoryPair(
+            server: MemoryPair.options(certificates), client: MemoryPair.trustingTestCA(certificates))
         cut.connect()
         cut.client.send([[UInt8](repeating: 1, count: 1_000)])
         let record = cut.client.outgoing
@@ -194,15 +209,17 @@ struct TLSChannelTests {
 
     @Test func aBadCertificateOrKeyNamesTheFile() async throws {
         let certificates = try await TestCertificates.shared()
-        let mismatched = TLSContext.ServerOptions(certificateChainFile: certificates.path("server.pem"),
-                                                  privateKeyFile: certificates.path("server2.key"))
+        let mismatched = TLSContext.ServerOptions(
+            certificateChainFile: certificates.path("server.pem"),
+            privateKeyFile: certificates.path("server2.key"))
         #expect(throws: TLSError.self) { try TLSContext.server(mismatched) }
         do {
             _ = try TLSContext.server(mismatched)
         } catch {
             #expect(error.path == certificates.path("server2.key") && "\(error)".contains("does not match"), "\(error)")
         }
-        let missing = TLSContext.ServerOptions(certificateChainFile: "/nonexistent/cert.pem", privateKeyFile: certificates.serverKey)
+        let missing = TLSContext.ServerOptions(
+            certificateChainFile: "/nonexistent/cert.pem", privateKeyFile: certificates.serverKey)
         do {
             _ = try TLSContext.server(missing)
             Issue.record("a missing certificate loaded")
@@ -219,7 +236,8 @@ struct TLSChannelTests {
 /// independent reference for the engine's digests (and the pins users copy).
 enum TLSPinTestSupport {
     static func fingerprint(_ file: String) async throws -> [UInt8] {
-        let result = try await ChildProcess.run("/usr/bin/openssl", arguments: ["x509", "-noout", "-fingerprint", "-sha256", "-in", file])
+        let result = try await ChildProcess.run(
+            "/usr/bin/openssl", arguments: ["x509", "-noout", "-fingerprint", "-sha256", "-in", file])
         let hex = result.output.split(separator: "=").last.map { $0.filter(\.isHexDigit) } ?? ""
         var bytes: [UInt8] = []
         var index = hex.startIndex

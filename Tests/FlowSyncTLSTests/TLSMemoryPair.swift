@@ -59,12 +59,16 @@ struct MemoryPair {
     /// Per pair: tests run in parallel, and a scratch is one thread's.
     let scratch = TLSScratch()
 
-    init(server serverOptions: TLSContext.ServerOptions, client clientOptions: TLSContext.ClientOptions,
-         serverName: String? = "localhost", handshakeLimit: Int = 64 << 10) throws {
+    init(
+        server serverOptions: TLSContext.ServerOptions, client clientOptions: TLSContext.ClientOptions,
+        serverName: String? = "localhost", handshakeLimit: Int = 64 << 10
+    ) throws {
         let serverContext = try TLSContext.server(serverOptions)
         let clientContext = try TLSContext.client(clientOptions)
-        server = MemoryEnd(try TLSChannel(context: serverContext, configuration: .init(handshakeByteLimit: handshakeLimit),
-                                          scratch: scratch))
+        server = MemoryEnd(
+            try TLSChannel(
+                context: serverContext, configuration: .init(handshakeByteLimit: handshakeLimit),
+                scratch: scratch))
         client = MemoryEnd(try TLSChannel(context: clientContext, serverName: serverName, scratch: scratch))
         // The client's policy in these tests: OpenSSL's verdict decides.
         client.verify = { info in
@@ -88,8 +92,9 @@ struct MemoryPair {
     }
 
     static func options(_ certificates: TestCertificates, certificate: String = "server") -> TLSContext.ServerOptions {
-        TLSContext.ServerOptions(certificateChainFile: certificates.path("\(certificate).pem"),
-                                 privateKeyFile: certificates.path("\(certificate).key"))
+        TLSContext.ServerOptions(
+            certificateChainFile: certificates.path("\(certificate).pem"),
+            privateKeyFile: certificates.path("\(certificate).key"))
     }
 
     /// A client that trusts the test CA only (not the system store).

@@ -5,10 +5,11 @@ import Testing
 /// every event in every state with the exact action.
 @Suite(.timeLimit(.minutes(2)))
 struct TLSStateMachineTests {
-    static let info = TLSConnectionInfo(protocolVersion: "TLSv1.3", cipher: "TLS_AES_128_GCM_SHA256",
-                                        applicationProtocol: "flowsync", peerSubject: "CN=localhost",
-                                        peerCertificateExpiry: 2_000_000_000, peerChainSHA256: [[1, 2]],
-                                        peerVerification: .trusted)
+    static let info = TLSConnectionInfo(
+        protocolVersion: "TLSv1.3", cipher: "TLS_AES_128_GCM_SHA256",
+        applicationProtocol: "flowsync", peerSubject: "CN=localhost",
+        peerCertificateExpiry: 2_000_000_000, peerChainSHA256: [[1, 2]],
+        peerVerification: .trusted)
     static let broken = TLSError.connection(.notTLS, "wrong version number")
 
     @Test func serverHandshakeThenRecords() {

@@ -23,8 +23,9 @@ import Testing
     }
 
     static func listChange(_ old: Director, _ changeset: Changeset, _ new: Director) -> ListChange {
-        ListChange(cause: .remote, previous: ListSnapshot(name: "l", director: old), changeset: changeset,
-                   snapshot: ListSnapshot(name: "l", director: new))
+        ListChange(
+            cause: .remote, previous: ListSnapshot(name: "l", director: old), changeset: changeset,
+            snapshot: ListSnapshot(name: "l", director: new))
     }
 
     /// Plays `change` through a fresh applier on a view showing its previous state.
@@ -37,17 +38,22 @@ import Testing
         return verify(outcome, view, applier, change)
     }
 
-    static func verify(_ outcome: ListUpdateApplier<SimulatedListView>.Outcome, _ view: SimulatedListView,
-                       _ applier: ListUpdateApplier<SimulatedListView>, _ change: ListChange) -> String? {
+    static func verify(
+        _ outcome: ListUpdateApplier<SimulatedListView>.Outcome, _ view: SimulatedListView,
+        _ applier: ListUpdateApplier<SimulatedListView>, _ change: ListChange
+    ) -> String? {
         if let problem = view.problems.first { return problem }
         switch outcome {
         case .reloaded(let reason): return "reloaded (\(reason)) instead of animating"
         case .unchanged where !change.changeset.isEmpty: return "a non-empty change reported unchanged"
-        case .animated(let batches) where batches != view.batches: return "\(batches) batches reported, \(view.batches) ran"
+        case .animated(let batches) where batches != view.batches:
+            return "\(batches) batches reported, \(view.batches) ran"
         default: break
         }
         if view.reloads != 0 { return "reloadData called" }
-        if view.displayed != change.snapshot.director { return "the view ends at\n\(UIKitBatchSimulator.dump(view.displayed))" }
+        if view.displayed != change.snapshot.director {
+            return "the view ends at\n\(UIKitBatchSimulator.dump(view.displayed))"
+        }
         if applier.snapshot.director != change.snapshot.director { return "the applier's snapshot is not the change's" }
         return nil
     }
@@ -73,12 +79,15 @@ import Testing
         let content = DiffableListContent(change: change)
         let old = change.previous.director, new = change.snapshot.director
         if content.sections.map(\.id) != new.sections.map(\.id)
-            || content.sections.map(\.itemIDs) != new.sections.map { $0.rows.map(\.id) } {
+            || content.sections.map(\.itemIDs) != new.sections.map { $0.rows.map(\.id) }
+        {
             return "diffable sections differ from the snapshot"
         }
         var items = Set<String>(), sections = Set<String>()
         for section in new.sections {
-            if let before = old.section(id: section.id), before.header != section.header || before.footer != section.footer {
+            if let before = old.section(id: section.id),
+                before.header != section.header || before.footer != section.footer
+            {
                 sections.insert(section.id)
             }
             for row in section.rows {
@@ -121,14 +130,17 @@ import Testing
                 guard (try? outcome.results[0].get()) != nil else { continue }
                 let context = "seed \(seed) case \(caseIndex)\nold:\n\(UIKitBatchSimulator.dump(old))\nops: \(group)"
                 Self.examine(Self.listChange(old, outcome.changeset, new), "incremental, " + context, into: &summary)
-                Self.examine(Self.listChange(old, Changeset.diff(from: old, to: new), new), "diff, " + context, into: &summary)
+                Self.examine(
+                    Self.listChange(old, Changeset.diff(from: old, to: new), new), "diff, " + context, into: &summary)
             }
             return summary
         }
         #expect(summary.failures.isEmpty, "seed \(seed): \(summary.failures.joined(separator: "\n\n"))")
         #expect(summary.diffableFailures.isEmpty, "seed \(seed): \(summary.diffableFailures.joined(separator: "\n\n"))")
         // The generator must keep producing changes of several stages, or this proves little.
-        #expect(summary.multiStage > Self.casesPerSeed / 10, "seed \(seed): only \(summary.multiStage) multi-stage changes of \(summary.changes)")
+        #expect(
+            summary.multiStage > Self.casesPerSeed / 10,
+            "seed \(seed): only \(summary.multiStage) multi-stage changes of \(summary.changes)")
     }
 
     /// One applier and one view through a run of consecutive changes (batches of
@@ -141,8 +153,9 @@ import Testing
             for run in 0..<50 where failures.isEmpty {
                 var current = generator.director()
                 let view = SimulatedListView(displaying: current)
-                let applier = ListUpdateApplier(target: view, snapshot: ListSnapshot(name: "l", director: current),
-                                                maximumAnimatedChanges: .max)
+                let applier = ListUpdateApplier(
+                    target: view, snapshot: ListSnapshot(name: "l", director: current),
+                    maximumAnimatedChanges: .max)
                 view.dataSource = { applier.snapshot.director }
                 for step in 0..<20 {
                     var groups: [[Operation]] = []
@@ -166,7 +179,9 @@ import Testing
                         break
                     }
                     if view.displayed != next || applier.snapshot.director != next {
-                        failures.append("seed \(seed) run \(run) step \(step): view or applier not at the change's end (\(view.batches - batchesBefore) batches)")
+                        failures.append(
+                            "seed \(seed) run \(run) step \(step): view or applier not at the change's end (\(view.batches - batchesBefore) batches)"
+                        )
                         break
                     }
                     current = next
@@ -184,7 +199,8 @@ import Testing
             var summary = Summary()
             for caseIndex in 0..<1_000 {
                 let (a, b) = generator.unrelatedPair()
-                Self.examine(Self.listChange(a, Changeset.diff(from: a, to: b), b), "seed 99 case \(caseIndex)", into: &summary)
+                Self.examine(
+                    Self.listChange(a, Changeset.diff(from: a, to: b), b), "seed 99 case \(caseIndex)", into: &summary)
             }
             return summary
         }
@@ -218,7 +234,8 @@ import Testing
         }
         #expect(summary.failures.isEmpty, "\(summary.failures.joined(separator: "\n\n"))")
         #expect(summary.multiStage > 0)
-        #expect(summary.oldWayFailures > summary.multiStage / 2,
-                "seed 7: the old way failed \(summary.oldWayFailures) of \(summary.multiStage) multi-stage changes")
+        #expect(
+            summary.oldWayFailures > summary.multiStage / 2,
+            "seed 7: the old way failed \(summary.oldWayFailures) of \(summary.multiStage) multi-stage changes")
     }
 }

@@ -51,7 +51,7 @@ import Testing
         let other = try! Director(sections: [Section(id: "q", rows: (0..<9).map { Row(id: "q\($0)") })])
         let target = try! Director(sections: [Section(id: "q", rows: [Row(id: "q0")])])
         var diff = Changeset.diff(from: other, to: target)
-        diff.stages.append(diff.stages[0])   // two stages, the second cannot apply
+        diff.stages.append(diff.stages[0])  // two stages, the second cannot apply
         let change = ApplierPropertyTests.listChange(old, diff, target)
         #expect(change.snapshotsAfterEachStage() == nil)
         let (view, applier) = setUp(old)
@@ -94,7 +94,8 @@ import Testing
         let big = try! Director(sections: [Section(id: "s", rows: (0..<50).map { Row(id: "r\($0)") })])
         let change = ApplierPropertyTests.listChange(small, Changeset.diff(from: small, to: big), big)
         let view = SimulatedListView(displaying: small)
-        let applier = ListUpdateApplier(target: view, snapshot: ListSnapshot(name: "l", director: small), maximumAnimatedChanges: 10)
+        let applier = ListUpdateApplier(
+            target: view, snapshot: ListSnapshot(name: "l", director: small), maximumAnimatedChanges: 10)
         view.dataSource = { applier.snapshot.director }
         #expect(change.changeset.changeCount > 10)
         #expect(applier.apply(change) == .reloaded(.tooManyChanges))
@@ -103,8 +104,9 @@ import Testing
 
     @Test func anEmptyChangeTakesTheNewSnapshotWithoutTouchingTheView() {
         let (view, applier) = setUp(old)
-        let change = ListChange(cause: .remote, previous: ListSnapshot(name: "l", director: old), changeset: Changeset(),
-                                snapshot: ListSnapshot(name: "l", director: old, pendingWrites: 2))
+        let change = ListChange(
+            cause: .remote, previous: ListSnapshot(name: "l", director: old), changeset: Changeset(),
+            snapshot: ListSnapshot(name: "l", director: old, pendingWrites: 2))
         #expect(applier.apply(change) == .unchanged)
         #expect(view.batches == 0 && view.reloads == 0 && applier.snapshot.pendingWrites == 2)
     }

@@ -29,8 +29,12 @@ import Testing
 
     @Test func concurrentWritersThroughTheApplierRaiseNoInvalidUpdate() async throws {
         let server = try await EmbeddedServer()
-        let a = try FlowSyncClient(configuration: .init(port: server.port, clientID: "a", callbackQueue: DispatchQueue(label: "a"), randomSeed: 1))
-        let b = try FlowSyncClient(configuration: .init(port: server.port, clientID: "b", callbackQueue: DispatchQueue(label: "b"), randomSeed: 2))
+        let a = try FlowSyncClient(
+            configuration: .init(
+                port: server.port, clientID: "a", callbackQueue: DispatchQueue(label: "a"), randomSeed: 1))
+        let b = try FlowSyncClient(
+            configuration: .init(
+                port: server.port, clientID: "b", callbackQueue: DispatchQueue(label: "b"), randomSeed: 2))
         let listA = a.director("shared"), listB = b.director("shared")
         try await listA.waitUntilLoaded()
         try await listB.waitUntilLoaded()
@@ -53,7 +57,9 @@ import Testing
         async let writerB: Void = write(listB, seed: 42, prefix: "b")
         _ = try await (writerA, writerB)
         // Both replicas converge on the server's state; then the screen shows it.
-        let converged = await eventually { listA.snapshot.director == listB.snapshot.director && listA.snapshot.pendingWrites == 0 }
+        let converged = await eventually {
+            listA.snapshot.director == listB.snapshot.director && listA.snapshot.pendingWrites == 0
+        }
         #expect(converged)
         let final = listA.snapshot.director
         #expect(await eventually { screen.read { $0.view.displayed == final } })

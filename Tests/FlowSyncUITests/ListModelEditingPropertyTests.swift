@@ -1,9 +1,10 @@
 import FlowSyncClient
 import FlowSyncCore
 import FlowSyncTestSupport
-@testable import FlowSyncUI
 import Foundation
 import Testing
+
+@testable import FlowSyncUI
 
 /// Seeded: a second client edits the list at random (inserts, deletes, moves across
 /// sections) while the user deletes and drags through a `ListModel` with SwiftUI's
@@ -45,9 +46,11 @@ import Testing
         let b = try ModelEditing.client(port: server.port, id: "b-\(seed)")
         let listA = a.director("todos"), listB = b.director("todos")
         let sectionIDs = ["s0", "s1", "s2"]
-        _ = try await listA.set(sections: sectionIDs.enumerated().map { s, id in
-            NewSection(id: id, models: ModelEditing.todos((0..<6).map { "a\(s * 6 + $0)" }))
-        }).committed()
+        _ = try await listA.set(
+            sections: sectionIDs.enumerated().map { s, id in
+                NewSection(id: id, models: ModelEditing.todos((0..<6).map { "a\(s * 6 + $0)" }))
+            }
+        ).committed()
         let inboxB = ModelEditing.ChangeInbox(listB)
         await inboxB.wait { $0.snapshot.numberOfModels == 18 }
         inboxB.cancel()
@@ -55,7 +58,7 @@ import Testing
         let model = ListModel(director: listA, following: false)
         let inbox = ModelEditing.ChangeInbox(listA)
         var expectations: [UInt64: Expectation] = [:]
-        var raced: [Director] = []       // shown after an edit, not yet seen delivered
+        var raced: [Director] = []  // shown after an edit, not yet seen delivered
         var deleted = Set<String>()
         var tickets: [WriteTicket] = []
         var stats = (deletes: 0, moves: 0, refused: 0, remote: 0, skipped: 0, behind: 0, raced: 0)
@@ -69,8 +72,9 @@ import Testing
                 let gone = Set(ids)
                 for id in ids { #expect(!now.containsRow(id: id), "seed \(seed): \(id) not deleted") }
                 for section in previous.sections {
-                    #expect(ModelEditing.ids(now, section.id) == section.rows.map(\.id).filter { !gone.contains($0) },
-                            "seed \(seed): delete of \(ids) touched other rows of \(section.id)")
+                    #expect(
+                        ModelEditing.ids(now, section.id) == section.rows.map(\.id).filter { !gone.contains($0) },
+                        "seed \(seed): delete of \(ids) touched other rows of \(section.id)")
                 }
             case .move(let ids, let sectionID, let before, let after):
                 let moving = Set(ids)
@@ -81,18 +85,25 @@ import Testing
                 }
                 #expect(Array(rows[start...].prefix(ids.count)) == ids, "seed \(seed): \(ids) not one block in \(rows)")
                 for section in previous.sections {
-                    #expect(ModelEditing.ids(now, section.id).filter { !moving.contains($0) } == section.rows.map(\.id).filter { !moving.contains($0) },
-                            "seed \(seed): move of \(ids) touched other rows of \(section.id)")
+                    #expect(
+                        ModelEditing.ids(now, section.id).filter { !moving.contains($0) }
+                            == section.rows.map(\.id).filter { !moving.contains($0) },
+                        "seed \(seed): move of \(ids) touched other rows of \(section.id)")
                 }
                 let others = ModelEditing.ids(previous, sectionID).filter { !moving.contains($0) }
                 if before == nil {
                     #expect(start == 0, "seed \(seed): \(ids) dropped at the start, found at \(start) of \(rows)")
                 } else if after == nil {
-                    #expect(start + ids.count == rows.count, "seed \(seed): \(ids) dropped at the end, found in \(rows)")
-                } else if let p = before, let q = after, let i = others.firstIndex(of: p), others.indices.contains(i + 1), others[i + 1] == q {
+                    #expect(
+                        start + ids.count == rows.count, "seed \(seed): \(ids) dropped at the end, found in \(rows)")
+                } else if let p = before, let q = after, let i = others.firstIndex(of: p),
+                    others.indices.contains(i + 1), others[i + 1] == q
+                {
                     // Nobody moved the neighbours apart: the block is right between them.
-                    #expect(start > 0 && rows[start - 1] == p && rows.indices.contains(start + ids.count) && rows[start + ids.count] == q,
-                            "seed \(seed): \(ids) dropped between \(p) and \(q), found in \(rows)")
+                    #expect(
+                        start > 0 && rows[start - 1] == p && rows.indices.contains(start + ids.count)
+                            && rows[start + ids.count] == q,
+                        "seed \(seed): \(ids) dropped between \(p) and \(q), found in \(rows)")
                 }
             }
         }
@@ -105,9 +116,12 @@ import Testing
                 model.apply(change)
                 if wasAhead {
                     stats.skipped += 1
-                    #expect(model.snapshot.director == before, "seed \(seed): \(change.cause) changed what the model shows while it is ahead")
+                    #expect(
+                        model.snapshot.director == before,
+                        "seed \(seed): \(change.cause) changed what the model shows while it is ahead")
                 } else {
-                    #expect(model.snapshot.director == change.snapshot.director, "seed \(seed): \(change.cause) not shown")
+                    #expect(
+                        model.snapshot.director == change.snapshot.director, "seed \(seed): \(change.cause) not shown")
                 }
                 raced.removeAll { $0 == change.snapshot.director }
                 if case .local(let seq) = change.cause, let expectation = expectations.removeValue(forKey: seq) {
@@ -141,7 +155,9 @@ import Testing
                     let id = "b\(nextID)"
                     inserted = id
                     let at = random.int(0...count)
-                    ticket = try? listB.perform { try $0.section(at: s).add(model: Todo(id: id, title: "remote"), at: at) }
+                    ticket = try? listB.perform {
+                        try $0.section(at: s).add(model: Todo(id: id, title: "remote"), at: at)
+                    }
                 case 1:
                     let at = random.int(0..<count)
                     ticket = try? listB.perform { try $0.section(at: s).remove(at: at) }
@@ -149,7 +165,9 @@ import Testing
                     let t = random.int(0..<view.sections.count)
                     let from = random.int(0..<count)
                     let at = random.int(0...(view.sections[t].rows.count - (t == s ? 1 : 0)))
-                    ticket = try? listB.perform { try $0.section(at: s).move(from: from, toSection: view.sections[t].id, at: at) }
+                    ticket = try? listB.perform {
+                        try $0.section(at: s).move(from: from, toSection: view.sections[t].id, at: at)
+                    }
                 }
                 if let ticket {
                     stats.remote += 1
@@ -163,21 +181,29 @@ import Testing
             case 5..<7:
                 let shown = model.snapshot.director
                 let candidates = shown.sections.filter { !$0.rows.isEmpty }
-                guard let section = candidates.isEmpty ? nil : candidates[random.int(0..<candidates.count)] else { continue }
+                guard let section = candidates.isEmpty ? nil : candidates[random.int(0..<candidates.count)] else {
+                    continue
+                }
                 var offsets = Set([random.int(0..<section.rows.count)])
                 if random.chance(0.3) { offsets.insert(random.int(0..<section.rows.count)) }
                 let ids = offsets.sorted().map { section.rows[$0].id }
                 if inbox.count > 0 || listA.snapshot.director != shown { stats.behind += 1 }
-                let ticket = try #require(try model.delete(atOffsets: IndexSet(offsets), inSection: section.id), "seed \(seed)")
+                let ticket = try #require(
+                    try model.delete(atOffsets: IndexSet(offsets), inSection: section.id), "seed \(seed)")
                 stats.deletes += 1
                 tickets.append(ticket)
                 deleted.formUnion(ids)
-                for id in ids { #expect(!model.snapshot.director.containsRow(id: id), "seed \(seed): \(id) still shown after onDelete") }
+                for id in ids {
+                    #expect(
+                        !model.snapshot.director.containsRow(id: id), "seed \(seed): \(id) still shown after onDelete")
+                }
                 expectations[ticket.seq] = Expectation(kind: .delete(ids: ids), shown: model.snapshot.director)
             default:
                 let shown = model.snapshot.director
                 let candidates = shown.sections.filter { $0.rows.count >= 2 }
-                guard let section = candidates.isEmpty ? nil : candidates[random.int(0..<candidates.count)] else { continue }
+                guard let section = candidates.isEmpty ? nil : candidates[random.int(0..<candidates.count)] else {
+                    continue
+                }
                 let rowIDs = section.rows.map(\.id)
                 var offsets = Set([random.int(0..<rowIDs.count)])
                 if random.chance(0.25) { offsets.insert(random.int(0..<rowIDs.count)) }
@@ -190,19 +216,27 @@ import Testing
                 let after: String? = start + ids.count < expected.count ? expected[start + ids.count] : nil
                 if inbox.count > 0 || listA.snapshot.director != shown { stats.behind += 1 }
                 do {
-                    let ticket = try #require(try model.move(fromOffsets: IndexSet(offsets), toOffset: destination, inSection: section.id), "seed \(seed)")
+                    let ticket = try #require(
+                        try model.move(fromOffsets: IndexSet(offsets), toOffset: destination, inSection: section.id),
+                        "seed \(seed)")
                     stats.moves += 1
                     tickets.append(ticket)
                     let rows = ModelEditing.ids(model.snapshot.director, section.id)
-                    let first = try #require(rows.firstIndex(of: ids[0]), "seed \(seed): \(ids[0]) not shown after onMove")
-                    #expect(Array(rows[first...].prefix(ids.count)) == ids, "seed \(seed): \(ids) not shown as one block after onMove: \(rows)")
-                    expectations[ticket.seq] = Expectation(kind: .move(ids: ids, section: section.id, before: before, after: after),
-                                                           shown: model.snapshot.director)
+                    let first = try #require(
+                        rows.firstIndex(of: ids[0]), "seed \(seed): \(ids[0]) not shown after onMove")
+                    #expect(
+                        Array(rows[first...].prefix(ids.count)) == ids,
+                        "seed \(seed): \(ids) not shown as one block after onMove: \(rows)")
+                    expectations[ticket.seq] = Expectation(
+                        kind: .move(ids: ids, section: section.id, before: before, after: after),
+                        shown: model.snapshot.director)
                 } catch let error as FlowSyncError {
                     // Only a row the replica lost may be refused; nothing changes then.
                     stats.refused += 1
                     let now = listA.snapshot.director
-                    #expect(ids.contains { !now.containsRow(id: $0) } || !now.containsSection(id: section.id), "seed \(seed): \(error)")
+                    #expect(
+                        ids.contains { !now.containsRow(id: $0) } || !now.containsSection(id: section.id),
+                        "seed \(seed): \(error)")
                     #expect(model.snapshot.director == shown)
                 }
             }

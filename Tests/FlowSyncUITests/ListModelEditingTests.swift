@@ -3,11 +3,12 @@ import FlowSyncClient
 import FlowSyncCore
 import FlowSyncServer
 import FlowSyncTestSupport
-@testable import FlowSyncUI
 import Foundation
 import Observation
 import Synchronization
 import Testing
+
+@testable import FlowSyncUI
 
 /// What the SwiftUI tests share: a model type, a client, and an inbox of a director's
 /// changes that a test feeds to a model one by one (so the model is behind the director
@@ -20,10 +21,11 @@ enum ModelEditing {
     }
 
     static func client(port: Int, id: String, token: String? = nil) throws -> FlowSyncClient {
-        try FlowSyncClient(configuration: .init(
-            port: port, token: token, clientID: id,
-            reconnect: ReconnectPolicy(initialDelayMilliseconds: 20, maxDelayMilliseconds: 200),
-            callbackQueue: DispatchQueue(label: "callbacks-\(id)"), randomSeed: 1))
+        try FlowSyncClient(
+            configuration: .init(
+                port: port, token: token, clientID: id,
+                reconnect: ReconnectPolicy(initialDelayMilliseconds: 20, maxDelayMilliseconds: 200),
+                callbackQueue: DispatchQueue(label: "callbacks-\(id)"), randomSeed: 1))
     }
 
     static func todos(_ ids: [String]) -> [Todo] { ids.map { Todo(id: $0, title: $0) } }
@@ -131,11 +133,13 @@ enum ModelEditing {
                 Section(id: "other", rows: [Row(id: "o0"), Row(id: "o1")]),
                 Section(id: "s", rows: ids.map { Row(id: $0) }),
             ])
-            let operations = try OffsetEdits.move(fromOffsets: Array(offsets), toOffset: destination, inSection: "s", of: shown)
+            let operations = try OffsetEdits.move(
+                fromOffsets: Array(offsets), toOffset: destination, inSection: "s", of: shown)
             let expected = ModelEditing.swiftUIMove(ids, fromOffsets: offsets, toOffset: destination)
             var state = shown
             _ = try state.apply(operations)
-            #expect(ModelEditing.ids(state, "s") == expected, "seed \(seed): \(ids) \(offsets.sorted()) → \(destination)")
+            #expect(
+                ModelEditing.ids(state, "s") == expected, "seed \(seed): \(ids) \(offsets.sorted()) → \(destination)")
             #expect(ModelEditing.ids(state, "other") == ["o0", "o1"])
             // One operation per moved row, none when nothing changes place.
             #expect(operations.count == (expected == ids ? 0 : offsets.count))
@@ -150,12 +154,17 @@ enum ModelEditing {
 
     @Test(.timeLimit(.minutes(1))) func offsetDeletesNameTheShownRowsByIDAndRefuseWhatIsNotShown() throws {
         let shown = try Director(sections: [Section(id: "s", rows: [Row(id: "a"), Row(id: "b"), Row(id: "c")])])
-        #expect(try OffsetEdits.delete(atOffsets: [2, 0], inSection: "s", of: shown) == [.removeRows([.id("c"), .id("a")])])
+        #expect(
+            try OffsetEdits.delete(atOffsets: [2, 0], inSection: "s", of: shown) == [.removeRows([.id("c"), .id("a")])])
         #expect(try OffsetEdits.delete(atOffsets: [], inSection: "s", of: shown).isEmpty)
         #expect(throws: MutationError.self) { try OffsetEdits.delete(atOffsets: [3], inSection: "s", of: shown) }
         #expect(throws: MutationError.self) { try OffsetEdits.delete(atOffsets: [0], inSection: "t", of: shown) }
-        #expect(throws: MutationError.self) { try OffsetEdits.move(fromOffsets: [0], toOffset: 4, inSection: "s", of: shown) }
-        #expect(throws: MutationError.self) { try OffsetEdits.move(fromOffsets: [-1], toOffset: 0, inSection: "s", of: shown) }
+        #expect(throws: MutationError.self) {
+            try OffsetEdits.move(fromOffsets: [0], toOffset: 4, inSection: "s", of: shown)
+        }
+        #expect(throws: MutationError.self) {
+            try OffsetEdits.move(fromOffsets: [-1], toOffset: 0, inSection: "s", of: shown)
+        }
         #expect(try OffsetEdits.move(fromOffsets: [1], toOffset: 1, inSection: "s", of: shown).isEmpty)
         #expect(try OffsetEdits.move(fromOffsets: [1], toOffset: 2, inSection: "s", of: shown).isEmpty)
     }
@@ -168,12 +177,12 @@ enum ModelEditing {
         filter.showedWrite(seq: 10)
         #expect(filter.isAhead)
         #expect(filter.received(.remote) == .skip)
-        #expect(filter.received(.local(seq: 9)) == .skip)     // an earlier write, by the app
+        #expect(filter.received(.local(seq: 9)) == .skip)  // an earlier write, by the app
         #expect(filter.received(.resync(.gap)) == .skip)
-        filter.showedWrite(seq: 12)                           // a second edit before the echo
+        filter.showedWrite(seq: 12)  // a second edit before the echo
         #expect(filter.received(.local(seq: 10)) == .skip)
         #expect(filter.isAhead)
-        #expect(filter.received(.local(seq: 12)) == .skip)    // the echo: in step again
+        #expect(filter.received(.local(seq: 12)) == .skip)  // the echo: in step again
         #expect(!filter.isAhead)
         #expect(filter.received(.local(seq: 13)) == .show)
         #expect(filter.received(.rollback(seq: 12, error: .closed)) == .show)
@@ -189,7 +198,11 @@ enum ModelEditing {
         let director = try Director(sections: [Section(id: "s", rows: ["a", "b", "c"].map { Row(id: $0) })])
         let model = ListModel(snapshot: ListSnapshot(name: "preview", director: director))
         let fired = Mutex(0)
-        withObservationTracking { _ = model.sections } onChange: { fired.withLock { $0 += 1 } }
+        withObservationTracking {
+            _ = model.sections
+        } onChange: {
+            fired.withLock { $0 += 1 }
+        }
         #expect(try model.move(fromOffsets: [0], toOffset: 3, inSection: "s") == nil)
         #expect(fired.withLock { $0 } == 1, "observers hear of the move inside the call")
         #expect(ModelEditing.ids(model.snapshot.director, "s") == ["b", "c", "a"])
@@ -211,7 +224,9 @@ enum ModelEditing {
         let listA = a.director("todos"), listB = b.director("todos")
         try await listA.waitUntilLoaded()
         try await listB.waitUntilLoaded()
-        _ = try await listA.add(section: NewSection(id: "s", models: ModelEditing.todos(["r0", "r1", "r2", "r3", "r4"]))).committed()
+        _ = try await listA.add(
+            section: NewSection(id: "s", models: ModelEditing.todos(["r0", "r1", "r2", "r3", "r4"]))
+        ).committed()
         // B sees it too before it edits.
         let inboxB = ModelEditing.ChangeInbox(listB)
         await inboxB.wait { ModelEditing.ids($0.snapshot.director, "s").count == 5 }
@@ -228,14 +243,21 @@ enum ModelEditing {
         }.committed()
         await inbox.wait { ModelEditing.ids($0.snapshot.director, "s").first == "r4" }
         #expect(ModelEditing.ids(listA.snapshot.director, "s") == ["r4", "x", "r0", "r1", "r2", "r3"])
-        #expect(ModelEditing.ids(model.snapshot.director, "s") == ["r0", "r1", "r2", "r3", "r4"], "the model is behind")
+        #expect(
+            ModelEditing.ids(model.snapshot.director, "s") == ["r0", "r1", "r2", "r3", "r4"], "the model is behind")
 
         // The user drags r0 (offset 0 as shown) between r2 and r3 (offset 3 as shown).
         let fired = Mutex(0)
-        withObservationTracking { _ = model.sections } onChange: { fired.withLock { $0 += 1 } }
+        withObservationTracking {
+            _ = model.sections
+        } onChange: {
+            fired.withLock { $0 += 1 }
+        }
         let move = try #require(try model.move(fromOffsets: [0], toOffset: 3, inSection: "s"))
         #expect(fired.withLock { $0 } == 1, "SwiftUI sees the move inside onMove")
-        #expect(ModelEditing.ids(model.snapshot.director, "s") == ["r4", "x", "r1", "r2", "r0", "r3"], "r0 lands after r2, B's edits kept")
+        #expect(
+            ModelEditing.ids(model.snapshot.director, "s") == ["r4", "x", "r1", "r2", "r0", "r3"],
+            "r0 lands after r2, B's edits kept")
         #expect(model.snapshot.pendingWrites == 1)
 
         // B deletes r3 and appends y; again the model is behind when the user deletes
@@ -278,7 +300,8 @@ enum ModelEditing {
         _ = try await move.committed()
         _ = try await delete.committed()
         let expected = ["r4", "r2", "r0", "y"]
-        #expect(ModelEditing.ids(try #require(await server.withServer { $0.state(of: "todos") }).director, "s") == expected)
+        #expect(
+            ModelEditing.ids(try #require(await server.withServer { $0.state(of: "todos") }).director, "s") == expected)
         while ModelEditing.ids(model.snapshot.director, "s") != expected {
             await inbox.wait { _ in true }
             for change in inbox.take() { model.apply(change) }
@@ -297,15 +320,19 @@ enum ModelEditing {
         configuration.auth.mode = .required
         configuration.auth.keys = [.init(kid: "dev", algorithm: "HS256", secret: secret)]
         let server = try await EmbeddedServer(configuration: configuration)
-        let writerToken = try await TestTokens.make(kid: "dev", signer: .hs256(secret), sub: "writer", read: ["todos"], write: ["todos"])
-        let readerToken = try await TestTokens.make(kid: "dev", signer: .hs256(secret), sub: "reader", read: ["todos"], write: [])
+        let writerToken = try await TestTokens.make(
+            kid: "dev", signer: .hs256(secret), sub: "writer", read: ["todos"], write: ["todos"])
+        let readerToken = try await TestTokens.make(
+            kid: "dev", signer: .hs256(secret), sub: "reader", read: ["todos"], write: [])
         let writer = try ModelEditing.client(port: server.port, id: "writer", token: writerToken)
         let reader = try ModelEditing.client(port: server.port, id: "reader", token: readerToken)
-        _ = try await writer.director("todos").add(section: NewSection(id: "s", models: ModelEditing.todos(["a", "b", "c"]))).committed()
+        _ = try await writer.director("todos").add(
+            section: NewSection(id: "s", models: ModelEditing.todos(["a", "b", "c"]))
+        ).committed()
         let list = reader.director("todos")
         try await list.waitUntilLoaded()
 
-        let model = ListModel(director: list)   // follows for real
+        let model = ListModel(director: list)  // follows for real
         await waitUntil(model) { ModelEditing.ids($0.snapshot.director, "s") == ["a", "b", "c"] }
         let delete = try #require(try model.delete(atOffsets: [0], inSection: "s"))
         #expect(ModelEditing.ids(model.snapshot.director, "s") == ["b", "c"], "shown at once")
@@ -316,7 +343,9 @@ enum ModelEditing {
             Issue.record("the delete was not refused: \(delete)")
         }
         await waitUntil(model) { ModelEditing.ids($0.snapshot.director, "s") == ["a", "b", "c"] }
-        #expect(model.lastChange.map { if case .rollback(let seq, _) = $0.cause { seq == delete.seq } else { false } } == true)
+        #expect(
+            model.lastChange.map { if case .rollback(let seq, _) = $0.cause { seq == delete.seq } else { false } }
+                == true)
 
         let move = try #require(try model.move(fromOffsets: [2], toOffset: 0, inSection: "s"))
         #expect(ModelEditing.ids(model.snapshot.director, "s") == ["c", "a", "b"])
@@ -334,8 +363,10 @@ enum ModelEditing {
         let server = try await EmbeddedServer()
         let a = try ModelEditing.client(port: server.port, id: "a")
         let list = a.director("todos")
-        _ = try await list.add(sections: [NewSection(id: "today", models: ModelEditing.todos(["t0", "t1", "t2"])),
-                                          NewSection(id: "later", models: ModelEditing.todos(["l0", "l1"]))]).committed()
+        _ = try await list.add(sections: [
+            NewSection(id: "today", models: ModelEditing.todos(["t0", "t1", "t2"])),
+            NewSection(id: "later", models: ModelEditing.todos(["l0", "l1"])),
+        ]).committed()
         let model = ListModel(director: list)
         #expect(model.sections.map(\.id) == ["today", "later"], "a loaded list is there in the first frame")
         let move = try #require(try model.move(fromOffsets: [0, 2], toOffset: 2, inSection: "today"))
@@ -358,7 +389,11 @@ enum ModelEditing {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 // Changes come only on the main actor, where this runs: none can slip in
                 // between the check above and the tracking.
-                withObservationTracking { _ = model.snapshot } onChange: { continuation.resume() }
+                withObservationTracking {
+                    _ = model.snapshot
+                } onChange: {
+                    continuation.resume()
+                }
             }
         }
     }

@@ -1,6 +1,6 @@
+import Dispatch
 import FlowSyncClient
 import FlowSyncCore
-import Dispatch
 import FlowSyncTestSupport
 import FlowSyncUI
 import Observation
@@ -22,8 +22,9 @@ import Testing
             flag.fired += 1
         }
         let new = try Director(sections: [Section(id: "s", rows: [Row(id: "a")])])
-        let change = ListChange(cause: .initial, previous: ListSnapshot(name: "l"), changeset: Changeset.diff(from: Director(), to: new),
-                                snapshot: ListSnapshot(name: "l", director: new))
+        let change = ListChange(
+            cause: .initial, previous: ListSnapshot(name: "l"), changeset: Changeset.diff(from: Director(), to: new),
+            snapshot: ListSnapshot(name: "l", director: new))
         model.apply(change)
         #expect(flag.fired == 1)
         #expect(model.snapshot.director == new)
@@ -40,7 +41,10 @@ import Testing
         } onChange: {
             flag.fired += 1
         }
-        model.apply(ListChange(cause: .remote, previous: ListSnapshot(name: "l"), changeset: Changeset(), snapshot: ListSnapshot(name: "l")))
+        model.apply(
+            ListChange(
+                cause: .remote, previous: ListSnapshot(name: "l"), changeset: Changeset(),
+                snapshot: ListSnapshot(name: "l")))
         #expect(flag.fired == 0)
     }
 
@@ -50,18 +54,23 @@ import Testing
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 // Changes come only on the main actor, where this runs: none can slip in
                 // between the check above and the tracking.
-                withObservationTracking { _ = model.snapshot } onChange: { continuation.resume() }
+                withObservationTracking {
+                    _ = model.snapshot
+                } onChange: {
+                    continuation.resume()
+                }
             }
         }
     }
 
     @Test func aModelFollowsADirectorFromItsCurrentState() async throws {
         let server = try await EmbeddedServer()
-        let client = try FlowSyncClient(configuration: .init(port: server.port, callbackQueue: DispatchQueue(label: "model")))
+        let client = try FlowSyncClient(
+            configuration: .init(port: server.port, callbackQueue: DispatchQueue(label: "model")))
         let list = client.director("model")
         try await list.waitUntilLoaded()
         _ = try await list.add(section: NewSection(id: "a")).committed()
-        let model = ListModel(director: list)   // late: the list is loaded and edited
+        let model = ListModel(director: list)  // late: the list is loaded and edited
         await waitUntil(model) { $0.sections.map(\.id) == ["a"] }
         #expect(model.isLoaded)
         _ = try list.add(section: NewSection(id: "b"))

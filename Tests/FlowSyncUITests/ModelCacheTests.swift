@@ -11,7 +11,10 @@ import Testing
     @Test func aRowIsDecodedOncePerVersion() throws {
         let cache = ModelCache(capacity: 8)
         var calls = 0
-        let decode: (Row) throws -> Any = { row in calls += 1; return String(decoding: row.payload, as: UTF8.self) }
+        let decode: (Row) throws -> Any = { row in
+            calls += 1
+            return String(decoding: row.payload, as: UTF8.self)
+        }
         let v1 = Row(id: "a", kind: "k", text: "one")
         for _ in 0..<5 { #expect(try cache.value(for: v1, decode: decode).get() as? String == "one") }
         #expect(calls == 1 && cache.decodes == 1)
@@ -28,8 +31,14 @@ import Testing
         var calls = 0
         let row = Row(id: "bad", kind: "k", text: "x")
         for _ in 0..<3 {
-            let result = cache.value(for: row) { _ in calls += 1; throw Boom() }
-            guard case .failure(let failure) = result else { Issue.record("decoded"); return }
+            let result = cache.value(for: row) { _ in
+                calls += 1
+                throw Boom()
+            }
+            guard case .failure(let failure) = result else {
+                Issue.record("decoded")
+                return
+            }
             #expect(failure.rowID == "bad" && failure.kind == "k")
         }
         #expect(calls == 1)

@@ -20,8 +20,9 @@ import Testing
     }
 
     static let list0 = try! Director(sections: [
-        Section(id: "friends", header: Array(#""Friends""#.utf8), footer: Array(#"{"title":"2 friends"}"#.utf8),
-                rows: [contactRow("ann", "Ann"), Row(id: "ad", kind: "banner", text: "{}"), contactRow("bob", "Bob")]),
+        Section(
+            id: "friends", header: Array(#""Friends""#.utf8), footer: Array(#"{"title":"2 friends"}"#.utf8),
+            rows: [contactRow("ann", "Ann"), Row(id: "ad", kind: "banner", text: "{}"), contactRow("bob", "Bob")]),
         Section(id: "raw", header: Array("not json".utf8), rows: [Row(id: "odd", kind: "contact", text: "[1,2")]),
     ])
 
@@ -33,8 +34,11 @@ import Testing
         presenter.register("contact-adapter", forKind: Contact.flowKind) { row in
             try JSONDecoder().decode(Contact.self, from: Data(row.payload))
         }
-        presenter.apply(ListChange(cause: .initial, previous: ListSnapshot(name: ""), changeset: Changeset.diff(from: Director(), to: Self.list0),
-                                   snapshot: ListSnapshot(name: "l", director: Self.list0)))
+        presenter.apply(
+            ListChange(
+                cause: .initial, previous: ListSnapshot(name: ""),
+                changeset: Changeset.diff(from: Director(), to: Self.list0),
+                snapshot: ListSnapshot(name: "l", director: Self.list0)))
         return (presenter, view)
     }
 
@@ -45,7 +49,7 @@ import Testing
         #expect(ann.adapter == "contact-adapter")
         #expect(ann.model(as: Contact.self)?.name == "Ann")
         let banner = try #require(presenter.item(at: RowPath(section: 0, row: 1)))
-        #expect(banner.adapter == nil && banner.model == nil)   // the director's fallback shows it
+        #expect(banner.adapter == nil && banner.model == nil)  // the director's fallback shows it
         #expect(presenter.item(at: RowPath(section: 0, row: 3)) == nil)
         #expect(presenter.item(at: RowPath(section: 5, row: 0)) == nil)
         #expect(presenter.numberOfRows(inSection: 9) == 0)
@@ -58,7 +62,10 @@ import Testing
         for _ in 0..<5 {
             let odd = try #require(presenter.item(at: RowPath(section: 1, row: 0)))
             #expect(odd.adapter == "contact-adapter")
-            guard case .failure? = odd.model else { Issue.record("decoded"); return }
+            guard case .failure? = odd.model else {
+                Issue.record("decoded")
+                return
+            }
             #expect(odd.model(as: Contact.self) == nil)
         }
         #expect(reported.count == 1 && reported.first?.rowID == "odd")
@@ -66,14 +73,21 @@ import Testing
 
     @Test func modelsAreDecodedOncePerRowVersion() throws {
         let (presenter, view) = presenter()
-        for _ in 0..<10 { _ = presenter.item(at: RowPath(section: 0, row: 0)); _ = presenter.item(at: RowPath(section: 0, row: 2)) }
+        for _ in 0..<10 {
+            _ = presenter.item(at: RowPath(section: 0, row: 0))
+            _ = presenter.item(at: RowPath(section: 0, row: 2))
+        }
         #expect(presenter.models.decodes == 2)
         // Bob is renamed and moved: decoded again, once; Ann is not.
         var next = Self.list0
-        let changeset = try next.apply([.replaceRow(.id("bob"), with: Self.contactRow("bob", "Robert")),
-                                        .moveRow(.id("bob"), toSection: .id("friends"), at: 0)])
-        presenter.apply(ListChange(cause: .remote, previous: presenter.snapshot, changeset: changeset,
-                                   snapshot: ListSnapshot(name: "l", director: next)))
+        let changeset = try next.apply([
+            .replaceRow(.id("bob"), with: Self.contactRow("bob", "Robert")),
+            .moveRow(.id("bob"), toSection: .id("friends"), at: 0),
+        ])
+        presenter.apply(
+            ListChange(
+                cause: .remote, previous: presenter.snapshot, changeset: changeset,
+                snapshot: ListSnapshot(name: "l", director: next)))
         #expect(view.problems.isEmpty)
         for _ in 0..<10 {
             #expect(presenter.item(at: RowPath(section: 0, row: 0))?.model(as: Contact.self)?.name == "Robert")
@@ -93,15 +107,19 @@ import Testing
         // the handle still means Bob.
         var next = Self.list0
         let changeset = try next.apply([.insertRows([Self.contactRow("cy", "Cy")], in: .id("friends"), at: 0)])
-        presenter.apply(ListChange(cause: .remote, previous: presenter.snapshot, changeset: changeset,
-                                   snapshot: ListSnapshot(name: "l", director: next)))
+        presenter.apply(
+            ListChange(
+                cause: .remote, previous: presenter.snapshot, changeset: changeset,
+                snapshot: ListSnapshot(name: "l", director: next)))
         #expect(presenter.item(at: RowPath(section: 0, row: 2))?.row.id == "ad")
         #expect(presenter.path(of: handle) == RowPath(section: 0, row: 3))
         // Gone: no path, so a deferred action does nothing.
         var gone = next
         let removal = try gone.apply([.removeRows([.id("bob")])])
-        presenter.apply(ListChange(cause: .remote, previous: presenter.snapshot, changeset: removal,
-                                   snapshot: ListSnapshot(name: "l", director: gone)))
+        presenter.apply(
+            ListChange(
+                cause: .remote, previous: presenter.snapshot, changeset: removal,
+                snapshot: ListSnapshot(name: "l", director: gone)))
         #expect(presenter.path(of: handle) == nil)
         // No list: removing through a handle writes nothing.
         #expect(try presenter.remove(handle) == nil)
@@ -111,29 +129,39 @@ import Testing
         let (presenter, _) = presenter()
         #expect(presenter.title(.header, inSection: 0) == "Friends")
         #expect(presenter.title(.footer, inSection: 0) == "2 friends")
-        #expect(presenter.title(.header, inSection: 1) == nil)   // raw bytes are not JSON
-        #expect(presenter.title(.footer, inSection: 1) == nil)   // none
+        #expect(presenter.title(.header, inSection: 1) == nil)  // raw bytes are not JSON
+        #expect(presenter.title(.footer, inSection: 1) == nil)  // none
         #expect(presenter.title(.header, inSection: 7) == nil)
     }
 
     @Test func aStageChangingHeaderAndFooterTouchesTheSectionOnce() throws {
         let (presenter, view) = presenter()
         var next = Self.list0
-        let changeset = try next.apply([.setHeader(.id("friends"), Array(#""Pals""#.utf8)),
-                                        .setFooter(.id("friends"), Array(#""3 pals""#.utf8)),
-                                        .setHeader(.id("raw"), nil)])
+        let changeset = try next.apply([
+            .setHeader(.id("friends"), Array(#""Pals""#.utf8)),
+            .setFooter(.id("friends"), Array(#""3 pals""#.utf8)),
+            .setHeader(.id("raw"), nil),
+        ])
         let updates = changeset.stages.flatMap(\.supplementaryUpdates)
         #expect(updates.count == 3)
-        #expect(SupplementaryRefresh.grouping(updates) == [SupplementaryRefresh(section: 0, header: true, footer: true),
-                                                          SupplementaryRefresh(section: 1, header: true, footer: false)])
+        #expect(
+            SupplementaryRefresh.grouping(updates) == [
+                SupplementaryRefresh(section: 0, header: true, footer: true),
+                SupplementaryRefresh(section: 1, header: true, footer: false),
+            ])
         // With the states around the stage: the raw header went (its layout changes); the
         // others only changed (refreshed in place).
-        #expect(SupplementaryRefresh.grouping(updates, before: Self.list0, after: next)
-                == [SupplementaryRefresh(section: 0, header: true, footer: true),
-                    SupplementaryRefresh(section: 1, header: true, footer: false, headerPresenceChanged: true)])
-        presenter.apply(ListChange(cause: .remote, previous: presenter.snapshot, changeset: changeset,
-                                   snapshot: ListSnapshot(name: "l", director: next)))
-        #expect(view.problems.isEmpty, "\(view.problems)")   // SimulatedListView fails a section refreshed twice
+        #expect(
+            SupplementaryRefresh.grouping(updates, before: Self.list0, after: next)
+                == [
+                    SupplementaryRefresh(section: 0, header: true, footer: true),
+                    SupplementaryRefresh(section: 1, header: true, footer: false, headerPresenceChanged: true),
+                ])
+        presenter.apply(
+            ListChange(
+                cause: .remote, previous: presenter.snapshot, changeset: changeset,
+                snapshot: ListSnapshot(name: "l", director: next)))
+        #expect(view.problems.isEmpty, "\(view.problems)")  // SimulatedListView fails a section refreshed twice
         #expect(presenter.title(.header, inSection: 0) == "Pals")
         #expect(presenter.title(.footer, inSection: 0) == "3 pals")
     }
@@ -148,8 +176,11 @@ import Testing
         #expect(RowSizing.automatic(estimated: 80).estimatedHeight(viewDefault: 0) == 80)
         let layout = CGSize(width: 50, height: 50)
         #expect(ItemSizing.default.size(layoutDefault: layout) == layout)
-        #expect(ItemSizing.fixed(CGSize(width: 10, height: 20)).size(layoutDefault: layout) == CGSize(width: 10, height: 20))
-        #expect(ItemSizing.automatic(estimated: CGSize(width: 300, height: 44)).size(layoutDefault: layout).height == 44)
+        #expect(
+            ItemSizing.fixed(CGSize(width: 10, height: 20)).size(layoutDefault: layout) == CGSize(width: 10, height: 20)
+        )
+        #expect(
+            ItemSizing.automatic(estimated: CGSize(width: 300, height: 44)).size(layoutDefault: layout).height == 44)
         #expect(ItemSizing.automatic(estimated: .zero).isAutomatic && !ItemSizing.default.isAutomatic)
     }
 
@@ -159,8 +190,11 @@ import Testing
             SupplementaryRefresh(section: 1, header: true, footer: true, footerPresenceChanged: true),
             SupplementaryRefresh(section: 2, header: false, footer: true),
         ])
-        #expect(steps == [.refreshInPlace(section: 0, element: .header), .refreshInPlace(section: 0, element: .footer),
-                          .reloadSection(1), .refreshInPlace(section: 2, element: .footer)])
+        #expect(
+            steps == [
+                .refreshInPlace(section: 0, element: .header), .refreshInPlace(section: 0, element: .footer),
+                .reloadSection(1), .refreshInPlace(section: 2, element: .footer),
+            ])
     }
 
     final class Adapter {
@@ -173,23 +207,33 @@ import Testing
         let presenter = ListPresenter<SimulatedListView, Adapter>(list: nil, target: view)
         view.dataSource = { presenter.snapshot.director }
         let contacts = Adapter("contacts"), banners = Adapter("banners")
-        presenter.register(contacts, forKind: Contact.flowKind) { row in try JSONDecoder().decode(Contact.self, from: Data(row.payload)) }
+        presenter.register(contacts, forKind: Contact.flowKind) { row in
+            try JSONDecoder().decode(Contact.self, from: Data(row.payload))
+        }
         presenter.register(banners, forKind: "banner") { row in row.id }
-        presenter.apply(ListChange(cause: .initial, previous: ListSnapshot(name: ""), changeset: Changeset.diff(from: Director(), to: Self.list0),
-                                   snapshot: ListSnapshot(name: "l", director: Self.list0)))
-        let paths = [RowPath(section: 0, row: 1), RowPath(section: 0, row: 0), RowPath(section: 1, row: 0), RowPath(section: 0, row: 2),
-                     RowPath(section: 9, row: 0)]
+        presenter.apply(
+            ListChange(
+                cause: .initial, previous: ListSnapshot(name: ""),
+                changeset: Changeset.diff(from: Director(), to: Self.list0),
+                snapshot: ListSnapshot(name: "l", director: Self.list0)))
+        let paths = [
+            RowPath(section: 0, row: 1), RowPath(section: 0, row: 0), RowPath(section: 1, row: 0),
+            RowPath(section: 0, row: 2),
+            RowPath(section: 9, row: 0),
+        ]
         let groups = presenter.items(at: paths, groupedBy: { ObjectIdentifier($0) })
         #expect(groups.map(\.adapter.name) == ["banners", "contacts"])
         #expect(groups[1].items.map(\.row.id) == ["ann", "odd", "bob"])
         let (models, modelPaths) = PresentedRow.models(of: groups[1].items, as: Contact.self)
-        #expect(models.map(\.name) == ["Ann", "Bob"])   // "odd" does not decode
+        #expect(models.map(\.name) == ["Ann", "Bob"])  // "odd" does not decode
         #expect(modelPaths == [RowPath(section: 0, row: 0), RowPath(section: 0, row: 2)])
         // A header adapter's value, decoded once per version; none where there is no header.
         let registrations: [SupplementaryUpdate.Element: SupplementaryRegistration<Adapter>] = [
-            .header: SupplementaryRegistration(adapter: contacts) { bytes in String(decoding: bytes, as: UTF8.self) },
+            .header: SupplementaryRegistration(adapter: contacts) { bytes in String(decoding: bytes, as: UTF8.self) }
         ]
-        #expect(presenter.supplementary(.header, inSection: 0, registrations: registrations)?.value as? String == #""Friends""#)
+        #expect(
+            presenter.supplementary(.header, inSection: 0, registrations: registrations)?.value as? String
+                == #""Friends""#)
         #expect(presenter.supplementary(.header, inSection: 0, registrations: registrations)?.sectionID == "friends")
         #expect(presenter.supplementary(.footer, inSection: 0, registrations: registrations) == nil)
         #expect(presenter.supplementary(.header, inSection: 7, registrations: registrations) == nil)

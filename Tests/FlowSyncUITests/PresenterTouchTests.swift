@@ -47,7 +47,9 @@ import Testing
         func check(_ step: String) {
             if let problem = view.problems.first { findings.append("\(step): \(problem)") }
             if view.reloads != 0 { findings.append("\(step): reloadData") }
-            if presenter.snapshot.director != view.displayed { findings.append("\(step): the data source differs from the view") }
+            if presenter.snapshot.director != view.displayed {
+                findings.append("\(step): the data source differs from the view")
+            }
         }
 
         func read<T>(_ body: (Screen) -> T) -> T { queue.sync { body(self) } }
@@ -56,14 +58,20 @@ import Testing
     @Test(arguments: [11, 12, 13] as [UInt64])
     func touchesWhileAnotherClientWrites(seed: UInt64) async throws {
         let server = try await EmbeddedServer()
-        let a = try FlowSyncClient(configuration: .init(port: server.port, clientID: "a", callbackQueue: DispatchQueue(label: "a"), randomSeed: seed))
-        let b = try FlowSyncClient(configuration: .init(port: server.port, clientID: "b", callbackQueue: DispatchQueue(label: "b"), randomSeed: seed + 100))
+        let a = try FlowSyncClient(
+            configuration: .init(
+                port: server.port, clientID: "a", callbackQueue: DispatchQueue(label: "a"), randomSeed: seed))
+        let b = try FlowSyncClient(
+            configuration: .init(
+                port: server.port, clientID: "b", callbackQueue: DispatchQueue(label: "b"), randomSeed: seed + 100))
         let listA = a.director("touch"), listB = b.director("touch")
         try await listA.waitUntilLoaded()
         try await listB.waitUntilLoaded()
         let contacts = (0..<12).map { Contact(id: "c\($0)", name: "C\($0)") }
-        _ = try await listA.set(sections: [NewSection(id: "s0", models: Array(contacts[0..<6])),
-                                          NewSection(id: "s1", models: Array(contacts[6...]))]).committed()
+        _ = try await listA.set(sections: [
+            NewSection(id: "s0", models: Array(contacts[0..<6])),
+            NewSection(id: "s1", models: Array(contacts[6...])),
+        ]).committed()
         try #require(await eventually { listB.snapshot.numberOfModels == 12 })
 
         let screen = Screen(list: listA)
@@ -79,13 +87,18 @@ import Testing
                 let ids = snapshot.director.sections.flatMap { $0.rows.map(\.id) }
                 let ticket: WriteTicket?
                 switch random.int(0..<4) {
-                case 0: ticket = try? listB.section(id: random.chance(0.5) ? "s0" : "s1")?.add(model: Contact(id: "b\(n)", name: "B\(n)"), at: 0)
+                case 0:
+                    ticket = try? listB.section(id: random.chance(0.5) ? "s0" : "s1")?.add(
+                        model: Contact(id: "b\(n)", name: "B\(n)"), at: 0)
                 case 1 where ids.count > 6: ticket = try? listB.remove(modelID: ids[random.int(0..<ids.count)])
-                case 2 where !ids.isEmpty: ticket = try? listB.update(model: Contact(id: ids[random.int(0..<ids.count)], name: "B-edit-\(n)"))
+                case 2 where !ids.isEmpty:
+                    ticket = try? listB.update(model: Contact(id: ids[random.int(0..<ids.count)], name: "B-edit-\(n)"))
                 default:
                     let section = snapshot.director.sections[random.int(0..<snapshot.director.sections.count)]
-                    ticket = section.rows.count > 1
-                        ? try? listB.section(id: section.id)?.move(from: 0, to: random.int(1..<section.rows.count)) : nil
+                    ticket =
+                        section.rows.count > 1
+                        ? try? listB.section(id: section.id)?.move(from: 0, to: random.int(1..<section.rows.count))
+                        : nil
                 }
                 if let ticket { tickets.append(ticket) }
                 if n % 10 == 0 { await Task.yield() }
@@ -103,7 +116,11 @@ import Testing
         let audit = listA.observe(on: DispatchQueue(label: "audit"), includingCurrent: false) { change in
             let before = Set(change.previous.director.sections.flatMap { $0.rows.map(\.id) })
             for row in change.snapshot.director.sections.flatMap(\.rows) where !before.contains(row.id) {
-                arrivals.update { $0[row.id, default: []].append("\(change.cause) v\(change.snapshot.version.map { "\($0)" } ?? "-") pending \(change.snapshot.pendingWrites) stages \(change.changeset.stages.count)") }
+                arrivals.update {
+                    $0[row.id, default: []].append(
+                        "\(change.cause) v\(change.snapshot.version.map { "\($0)" } ?? "-") pending \(change.snapshot.pendingWrites) stages \(change.changeset.stages.count)"
+                    )
+                }
             }
             guard case .local(let seq) = change.cause else { return }
             var ids: [String] = []
@@ -122,16 +139,18 @@ import Testing
             let pick = random.next()
             screen.queue.async {
                 let director = screen.presenter.snapshot.director
-                let paths = director.sections.enumerated().flatMap { s, section in section.rows.indices.map { RowPath(section: s, row: $0) } }
+                let paths = director.sections.enumerated().flatMap { s, section in
+                    section.rows.indices.map { RowPath(section: s, row: $0) }
+                }
                 guard !paths.isEmpty else { return }
                 let path = paths[Int(pick % UInt64(paths.count))]
                 switch action {
-                case 0...2:   // a tap means the row the view shows there
+                case 0...2:  // a tap means the row the view shows there
                     screen.taps += 1
                     if screen.presenter.item(at: path)?.row.id != screen.view.displayed[path].id {
                         screen.findings.append("step \(step): a tap at \(path) meant another row")
                     }
-                case 3...5:   // a drag: the view moves the row, then tells the data source
+                case 3...5:  // a drag: the view moves the row, then tells the data source
                     let sections = director.sections
                     let toSection = Int((pick >> 20) % UInt64(sections.count))
                     let count = sections[toSection].rows.count - (toSection == path.section ? 1 : 0)
@@ -146,10 +165,12 @@ import Testing
                         screen.queue.async { screen.presenter.undoViewMove(token) }
                     case .unchanged: screen.findings.append("step \(step): a drag \(path) → \(to) wrote nothing")
                     }
-                    if screen.presenter.row(at: to)?.id != id { screen.findings.append("step \(step): the dragged row is not where it was dropped") }
-                case 6...7:   // a swipe opens on a row…
+                    if screen.presenter.row(at: to)?.id != id {
+                        screen.findings.append("step \(step): the dragged row is not where it was dropped")
+                    }
+                case 6...7:  // a swipe opens on a row…
                     screen.openSwipe = screen.presenter.item(at: path)?.handle
-                default:      // …and its Delete is tapped later, whatever landed meanwhile
+                default:  // …and its Delete is tapped later, whatever landed meanwhile
                     guard let handle = screen.openSwipe else { return }
                     screen.openSwipe = nil
                     if let ticket = try? screen.presenter.remove(handle) {
@@ -174,9 +195,16 @@ import Testing
         }
         #expect(converged, "seed \(seed)")
         let final = listA.snapshot.director
-        let shownConverged = await eventually { screen.read { $0.presenter.snapshot.director == final && !$0.presenter.applier.hasViewEdits } }
-        #expect(shownConverged, "seed \(seed): view edits \(screen.read { $0.presenter.applier.hasViewEdits }), shown \(screen.read { UIKitBatchSimulator.dump($0.presenter.snapshot.director) }) final \(UIKitBatchSimulator.dump(final))")
-        let (findings, drags, deletes, taps, deleted) = screen.read { ($0.findings, $0.drags, $0.deletes, $0.taps, $0.deletedByUs) }
+        let shownConverged = await eventually {
+            screen.read { $0.presenter.snapshot.director == final && !$0.presenter.applier.hasViewEdits }
+        }
+        #expect(
+            shownConverged,
+            "seed \(seed): view edits \(screen.read { $0.presenter.applier.hasViewEdits }), shown \(screen.read { UIKitBatchSimulator.dump($0.presenter.snapshot.director) }) final \(UIKitBatchSimulator.dump(final))"
+        )
+        let (findings, drags, deletes, taps, deleted) = screen.read {
+            ($0.findings, $0.drags, $0.deletes, $0.taps, $0.deletedByUs)
+        }
         #expect(findings.isEmpty, "seed \(seed): \(findings.prefix(3))")
         // Every delete deleted the swiped row and nothing else, and it is gone.
         audit.cancel()
@@ -185,15 +213,21 @@ import Testing
             #expect(seen[seq] == [id], "seed \(seed): the delete of \(id) deleted \(seen[seq] ?? [])")
             if final.rowPath(id: id) != nil {
                 // The server's own state, through a client that never wrote.
-                let c = try FlowSyncClient(configuration: .init(port: server.port, clientID: "c", callbackQueue: DispatchQueue(label: "c")))
+                let c = try FlowSyncClient(
+                    configuration: .init(port: server.port, clientID: "c", callbackQueue: DispatchQueue(label: "c")))
                 let listC = c.director("touch")
                 try await listC.waitUntilLoaded()
-                Issue.record("seed \(seed): swiped row \(id) is still there; its delete: \(screen.read { $0.deleteTickets[seq]?.description ?? "-" }); on the server: \(listC.snapshot.director.rowPath(id: id).map { "\($0)" } ?? "absent") at \(listC.snapshot.version.map { "\($0)" } ?? "-"); A at \(listA.snapshot.version.map { "\($0)" } ?? "-"); its arrivals in A: \(arrivals.get()[id] ?? [])")
+                Issue.record(
+                    "seed \(seed): swiped row \(id) is still there; its delete: \(screen.read { $0.deleteTickets[seq]?.description ?? "-" }); on the server: \(listC.snapshot.director.rowPath(id: id).map { "\($0)" } ?? "absent") at \(listC.snapshot.version.map { "\($0)" } ?? "-"); A at \(listA.snapshot.version.map { "\($0)" } ?? "-"); its arrivals in A: \(arrivals.get()[id] ?? [])"
+                )
                 c.close()
             }
         }
-        #expect(drags > 10 && taps > 10 && deletes > 3, "seed \(seed): \(drags) drags, \(taps) taps, \(deletes) deletes")
-        print("presenter touches, seed \(seed): \(drags) drags, \(deletes) deferred deletes, \(taps) taps, \(findings.count) findings")
+        #expect(
+            drags > 10 && taps > 10 && deletes > 3, "seed \(seed): \(drags) drags, \(taps) taps, \(deletes) deletes")
+        print(
+            "presenter touches, seed \(seed): \(drags) drags, \(deletes) deferred deletes, \(taps) taps, \(findings.count) findings"
+        )
         screen.queue.sync { screen.presenter.stopFollowing() }
         a.close()
         b.close()
@@ -207,8 +241,10 @@ import Testing
     /// way deletes `a`. The presenter deletes `b`.
     @Test func theOldDocumentedWayDeletesTheWrongRowAfterADrag() async throws {
         let server = try await EmbeddedServer()
-        let client = try FlowSyncClient(configuration: .init(port: server.port, clientID: "old", callbackQueue: DispatchQueue(label: "old"),
-                                                             randomSeed: 5))
+        let client = try FlowSyncClient(
+            configuration: .init(
+                port: server.port, clientID: "old", callbackQueue: DispatchQueue(label: "old"),
+                randomSeed: 5))
         let list = client.director("old-way")
         try await list.waitUntilLoaded()
         let rows = ["a", "b", "c", "d"].map { Contact(id: $0, name: $0.uppercased()) }
@@ -230,7 +266,8 @@ import Testing
         let observation = list.observe(on: screen, includingCurrent: false) { change in old.applier.apply(change) }
         let oldWayID = try screen.sync { () throws -> String in
             old.view.userMoved(from: RowPath(section: 0, row: 0), to: RowPath(section: 0, row: 2))
-            _ = try list.perform(withoutNotifying: [observation]) { batch in try batch.section("s").move(from: 0, to: 2) }
+            _ = try list.perform(withoutNotifying: [observation]) { batch in try batch.section("s").move(from: 0, to: 2)
+            }
             // The user swipes the row the view shows at 0 and taps Delete: the old data
             // source reads the ID at that index path from the applier.
             #expect(old.view.displayed[RowPath(section: 0, row: 0)].id == "b")
@@ -241,7 +278,10 @@ import Testing
         observation.cancel()
 
         // The presenter, on the same drag and swipe.
-        final class Box: @unchecked Sendable { var presenter: ListPresenter<SimulatedListView, String>?; let view = SimulatedListView(displaying: Director()) }
+        final class Box: @unchecked Sendable {
+            var presenter: ListPresenter<SimulatedListView, String>?
+            let view = SimulatedListView(displaying: Director())
+        }
         let box = Box()
         let queue = DispatchQueue(label: "new-screen")
         queue.sync {

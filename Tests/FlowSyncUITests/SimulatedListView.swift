@@ -40,7 +40,10 @@ final class SimulatedListView: ListUpdateTarget {
     }
 
     func performBatchUpdates(_ updates: @escaping () -> Void) {
-        guard recording == nil else { problems.append("nested performBatchUpdates"); return }
+        guard recording == nil else {
+            problems.append("nested performBatchUpdates")
+            return
+        }
         batches += 1
         recording = Recording()
         updates()
@@ -58,7 +61,9 @@ final class SimulatedListView: ListUpdateTarget {
         stage.rowDeletes = calls.rowDeletes
         stage.rowMoves = calls.rowMoves
         for index in calls.sectionInserts {
-            guard index < source.sections.count else { return fail("insertSections(\(index)) beyond the data source's \(source.sections.count) sections") }
+            guard index < source.sections.count else {
+                return fail("insertSections(\(index)) beyond the data source's \(source.sections.count) sections")
+            }
             stage.sectionInserts.append(SectionInsert(index: index, section: source.sections[index]))
         }
         for path in calls.rowInserts {
@@ -72,10 +77,14 @@ final class SimulatedListView: ListUpdateTarget {
             stage.rowUpdates.append(RowAtPath(path: path, row: source[now]))
         }
         for (element, index) in calls.supplementary {
-            guard index < source.sections.count else { return fail("reload of \(element) \(index) beyond the data source") }
+            guard index < source.sections.count else {
+                return fail("reload of \(element) \(index) beyond the data source")
+            }
             let section = source.sections[index]
-            stage.supplementaryUpdates.append(SupplementaryUpdate(section: index, element: element,
-                                                                  value: element == .header ? section.header : section.footer))
+            stage.supplementaryUpdates.append(
+                SupplementaryUpdate(
+                    section: index, element: element,
+                    value: element == .header ? section.header : section.footer))
         }
         if let problem = UIKitBatchSimulator.performBatch(stage, displayed: &displayed, dataSource: source) {
             fail(problem)
@@ -87,7 +96,9 @@ final class SimulatedListView: ListUpdateTarget {
     /// move).
     func userMoved(from: RowPath, to: RowPath) {
         do {
-            _ = try displayed.apply([.moveRow(.index(from.row, in: .index(from.section)), toSection: .index(to.section), at: to.row)])
+            _ = try displayed.apply([
+                .moveRow(.index(from.row, in: .index(from.section)), toSection: .index(to.section), at: to.row)
+            ])
         } catch {
             problems.append("the user cannot drag \(from) to \(to): \(error)")
         }
@@ -95,24 +106,32 @@ final class SimulatedListView: ListUpdateTarget {
 
     private func fail(_ problem: String) {
         problems.append("batch \(batches): \(problem)")
-        displayed = dataSource()   // as if the app survived; later batches are checked from there
+        displayed = dataSource()  // as if the app survived; later batches are checked from there
     }
 
     private func exists(_ path: RowPath, in director: Director) -> Bool {
-        path.section >= 0 && path.section < director.sections.count && path.row >= 0 && path.row < director.sections[path.section].rows.count
+        path.section >= 0 && path.section < director.sections.count && path.row >= 0
+            && path.row < director.sections[path.section].rows.count
     }
 
     private func record(_ body: (inout Recording) -> Void) {
-        guard recording != nil else { problems.append("an update outside performBatchUpdates"); return }
+        guard recording != nil else {
+            problems.append("an update outside performBatchUpdates")
+            return
+        }
         body(&recording!)
     }
 
     func deleteSections(_ sections: [Int]) { record { $0.sectionDeletes += sections } }
     func insertSections(_ sections: [Int]) { record { $0.sectionInserts += sections } }
-    func moveSection(_ section: Int, toSection newSection: Int) { record { $0.sectionMoves.append(SectionMove(from: section, to: newSection)) } }
+    func moveSection(_ section: Int, toSection newSection: Int) {
+        record { $0.sectionMoves.append(SectionMove(from: section, to: newSection)) }
+    }
     func deleteRows(at paths: [RowPath]) { record { $0.rowDeletes += paths } }
     func insertRows(at paths: [RowPath]) { record { $0.rowInserts += paths } }
-    func moveRow(at path: RowPath, to newPath: RowPath) { record { $0.rowMoves.append(RowMove(from: path, to: newPath)) } }
+    func moveRow(at path: RowPath, to newPath: RowPath) {
+        record { $0.rowMoves.append(RowMove(from: path, to: newPath)) }
+    }
     func reloadRows(at paths: [RowPath]) { record { $0.rowReloads += paths } }
     func refreshSupplementaries(_ refreshes: [SupplementaryRefresh]) {
         record { recording in

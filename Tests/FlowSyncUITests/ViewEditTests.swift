@@ -30,8 +30,9 @@ import Testing
     static func change(_ cause: ListChange.Cause, from old: Director, _ operations: [Operation]) throws -> ListChange {
         var new = old
         let changeset = try new.apply(operations)
-        return ListChange(cause: cause, previous: ListSnapshot(name: "l", director: old), changeset: changeset,
-                          snapshot: ListSnapshot(name: "l", director: new))
+        return ListChange(
+            cause: cause, previous: ListSnapshot(name: "l", director: old), changeset: changeset,
+            snapshot: ListSnapshot(name: "l", director: new))
     }
 
     @Test func aViewEditIsShownAtOnceWithoutTouchingTheView() throws {
@@ -45,15 +46,20 @@ import Testing
     @Test func aRemoteChangeQueuedBeforeTheWriteIsRebasedUnderTheEditAndTheEchoAnimatesNothing() throws {
         let (view, applier, token, move) = try dragged()
         // Queued before the write: another writer inserted x at the top and updated c.
-        let remote = try Self.change(.remote, from: Self.list0, [
-            .insertRows([Row(id: "x", kind: "k", text: "{}")], in: .id("s"), at: 0),
-            .replaceRow(.id("c"), with: Row(id: "c", kind: "k", text: #"{"v":2}"#)),
-        ])
+        let remote = try Self.change(
+            .remote, from: Self.list0,
+            [
+                .insertRows([Row(id: "x", kind: "k", text: "{}")], in: .id("s"), at: 0),
+                .replaceRow(.id("c"), with: Row(id: "c", kind: "k", text: #"{"v":2}"#)),
+            ])
         applier.viewEdit(token, isCarriedBy: 7)
         let outcome = applier.apply(remote)
         #expect(view.problems.isEmpty, "\(view.problems)")
         #expect(view.reloads == 0)
-        guard case .animated = outcome else { Issue.record("not animated: \(outcome)"); return }
+        guard case .animated = outcome else {
+            Issue.record("not animated: \(outcome)")
+            return
+        }
         // The dragged row stays where it was dropped, relative to its neighbours.
         #expect(view.displayed.sections[0].rows.map(\.id) == ["x", "b", "c", "a", "d"])
         #expect(applier.snapshot.director == view.displayed)
@@ -61,9 +67,10 @@ import Testing
         var withMove = remote.snapshot.director
         var anchoredIn = Self.list0
         _ = try withMove.applyResolving(try anchoredIn.anchor(move))
-        let echo = ListChange(cause: .local(seq: 7), previous: remote.snapshot,
-                              changeset: Changeset.diff(from: remote.snapshot.director, to: withMove),
-                              snapshot: ListSnapshot(name: "l", director: withMove))
+        let echo = ListChange(
+            cause: .local(seq: 7), previous: remote.snapshot,
+            changeset: Changeset.diff(from: remote.snapshot.director, to: withMove),
+            snapshot: ListSnapshot(name: "l", director: withMove))
         let batchesBefore = view.batches
         #expect(applier.apply(echo) == .unchanged)
         #expect(view.batches == batchesBefore, "the echo animated the move a second time")
@@ -79,16 +86,23 @@ import Testing
         let (view, applier, token, _) = try dragged()
         applier.viewEdit(token, isCarriedBy: 3)
         // The server refused the write before the echo arrived (a rollback ends the edit).
-        let rollback = ListChange(cause: .rollback(seq: 3, error: .closed), previous: ListSnapshot(name: "l", director: Self.list0),
-                                  changeset: Changeset(), snapshot: ListSnapshot(name: "l", director: Self.list0))
-        guard case .animated = applier.apply(rollback) else { Issue.record("the row did not animate back"); return }
+        let rollback = ListChange(
+            cause: .rollback(seq: 3, error: .closed), previous: ListSnapshot(name: "l", director: Self.list0),
+            changeset: Changeset(), snapshot: ListSnapshot(name: "l", director: Self.list0))
+        guard case .animated = applier.apply(rollback) else {
+            Issue.record("the row did not animate back")
+            return
+        }
         #expect(view.problems.isEmpty, "\(view.problems)")
         #expect(view.displayed == Self.list0 && !applier.hasViewEdits)
     }
 
     @Test func aWriteRefusedOnTheSpotAnimatesBack() throws {
         let (view, applier, token, _) = try dragged()
-        guard case .animated = applier.abandonViewEdit(token) else { Issue.record("not animated back"); return }
+        guard case .animated = applier.abandonViewEdit(token) else {
+            Issue.record("not animated back")
+            return
+        }
         #expect(view.problems.isEmpty && view.displayed == Self.list0 && !applier.hasViewEdits)
         #expect(applier.abandonViewEdit(token) == .unchanged)
     }
@@ -98,7 +112,10 @@ import Testing
         applier.viewEdit(token, isCarriedBy: 9)
         // Another writer deleted the dragged row: the move cannot be re-applied.
         let remote = try Self.change(.remote, from: Self.list0, [.removeRows([.id("a")])])
-        guard case .animated = applier.apply(remote) else { Issue.record("not animated"); return }
+        guard case .animated = applier.apply(remote) else {
+            Issue.record("not animated")
+            return
+        }
         #expect(!applier.hasViewEdits)
         #expect(view.problems.isEmpty && view.displayed == remote.snapshot.director)
     }
@@ -117,24 +134,29 @@ import Testing
         let second = try applier.beginViewEdit([.moveRow(.id("e"), toSection: .id("s"), at: 0)])
         applier.viewEdit(second, isCarriedBy: 2)
         #expect(applier.snapshot.director == view.displayed)
-        let remote = try Self.change(.remote, from: Self.list0, [.insertRows([Row(id: "y", kind: "k", text: "{}")], in: .id("t"), at: 0)])
+        let remote = try Self.change(
+            .remote, from: Self.list0, [.insertRows([Row(id: "y", kind: "k", text: "{}")], in: .id("t"), at: 0)])
         _ = applier.apply(remote)
         #expect(view.problems.isEmpty, "\(view.problems)")
         #expect(view.displayed.sections.map { $0.rows.map(\.id) } == [["e", "b", "c", "a", "d"], ["y"]])
         // The first echo ends the first edit only.
         var afterFirst = remote.snapshot.director
         _ = try afterFirst.apply([.moveRow(.id("a"), toSection: .id("s"), at: 2)])
-        _ = applier.apply(ListChange(cause: .local(seq: 1), previous: remote.snapshot,
-                                     changeset: Changeset.diff(from: remote.snapshot.director, to: afterFirst),
-                                     snapshot: ListSnapshot(name: "l", director: afterFirst)))
+        _ = applier.apply(
+            ListChange(
+                cause: .local(seq: 1), previous: remote.snapshot,
+                changeset: Changeset.diff(from: remote.snapshot.director, to: afterFirst),
+                snapshot: ListSnapshot(name: "l", director: afterFirst)))
         #expect(applier.hasViewEdits)
         #expect(view.displayed.sections.map { $0.rows.map(\.id) } == [["e", "b", "c", "a", "d"], ["y"]])
         var afterSecond = afterFirst
         _ = try afterSecond.apply([.moveRow(.id("e"), toSection: .id("s"), at: 0)])
         let batches = view.batches
-        _ = applier.apply(ListChange(cause: .local(seq: 2), previous: ListSnapshot(name: "l", director: afterFirst),
-                                     changeset: Changeset.diff(from: afterFirst, to: afterSecond),
-                                     snapshot: ListSnapshot(name: "l", director: afterSecond)))
+        _ = applier.apply(
+            ListChange(
+                cause: .local(seq: 2), previous: ListSnapshot(name: "l", director: afterFirst),
+                changeset: Changeset.diff(from: afterFirst, to: afterSecond),
+                snapshot: ListSnapshot(name: "l", director: afterSecond)))
         #expect(!applier.hasViewEdits && view.batches == batches && view.displayed == afterSecond)
         #expect(view.problems.isEmpty)
     }

@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (formatted as docs/SDK.md shows it, which a test checks)
 // docs/SDK.md's table view controller, compiled against the UIKit stand-in. Everything
 // below the marker line must be that example exactly: DocumentedTableExampleTests checks it.
 // ---- docs/SDK.md, "A table view controller" ----

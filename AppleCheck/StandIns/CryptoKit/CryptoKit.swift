@@ -83,7 +83,7 @@ public struct SHA256: HashFunction {
     // /documentation/CryptoKit/SHA256/finalize() (iOS 13.0+)
     /// Returns the digest from the data input in the hash function instance.
     public func finalize() -> SHA256Digest {
-        SHA256Digest(bytes: context.copy().finish())   // finishing a copy keeps this value usable
+        SHA256Digest(bytes: context.copy().finish())  // finishing a copy keeps this value usable
     }
 }
 
@@ -93,7 +93,9 @@ public struct SHA256Digest: Digest {
     private let bytes: [UInt8]
 
     init(bytes: [UInt8]) {
-        precondition(bytes.count == 32, "Internal inconsistency in the CryptoKit stand-in: a SHA-256 digest of \(bytes.count) bytes")
+        precondition(
+            bytes.count == 32,
+            "Internal inconsistency in the CryptoKit stand-in: a SHA-256 digest of \(bytes.count) bytes")
         self.bytes = bytes
     }
 

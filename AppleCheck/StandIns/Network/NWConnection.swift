@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Security
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -67,10 +68,13 @@ public final class NWConnection {
     /// Sends are written in call order; `.contentProcessed` runs once all of `content` is in
     /// the kernel's send buffer (or with the error that stopped it). `.finalMessage` with
     /// `isComplete` shuts down the write side after the bytes (TCP FIN).
-    @preconcurrency public final func send(content: Data?, contentContext: NWConnection.ContentContext = .defaultMessage,
-                                           isComplete: Bool = true, completion: NWConnection.SendCompletion) {
-        core.send(bytes: content.map { [UInt8]($0) } ?? [], closesWriteSide: isComplete && contentContext.isFinal,
-                  completion: completion)
+    @preconcurrency public final func send(
+        content: Data?, contentContext: NWConnection.ContentContext = .defaultMessage,
+        isComplete: Bool = true, completion: NWConnection.SendCompletion
+    ) {
+        core.send(
+            bytes: content.map { [UInt8]($0) } ?? [], closesWriteSide: isComplete && contentContext.isFinal,
+            completion: completion)
     }
 
     /// /documentation/Network/NWConnection/receive(minimumIncompleteLength:maximumLength:completion:) —
@@ -79,8 +83,10 @@ public final class NWConnection {
     /// Completes once (ReceiveBuffer's rules): with data when at least the minimum is in;
     /// with `isComplete` at the peer's end of stream; with an error when the connection
     /// fails or is cancelled first.
-    @preconcurrency public final func receive(minimumIncompleteLength: Int, maximumLength: Int,
-                                              completion: @escaping @Sendable (Data?, NWConnection.ContentContext?, Bool, NWError?) -> Void) {
+    @preconcurrency public final func receive(
+        minimumIncompleteLength: Int, maximumLength: Int,
+        completion: @escaping @Sendable (Data?, NWConnection.ContentContext?, Bool, NWError?) -> Void
+    ) {
         core.receive(minimum: minimumIncompleteLength, maximum: maximumLength, completion: completion)
     }
 
@@ -125,7 +131,8 @@ public final class NWConnection {
         /// `static let defaultMessage: NWConnection.ContentContext`
         // STAND-IN: `nonisolated(unsafe)` — the stand-in is built in Swift 6 mode and the class
         // declares no Sendable conformance; the contexts are immutable.
-        nonisolated(unsafe) public static let defaultMessage = ContentContext(identifier: "defaultMessage", isFinal: false)
+        nonisolated(unsafe) public static let defaultMessage = ContentContext(
+            identifier: "defaultMessage", isFinal: false)
 
         /// /documentation/Network/NWConnection/ContentContext/finalMessage
         // STAND-IN: declaration assumed of the same form as `defaultMessage` (linked from the
@@ -274,7 +281,9 @@ extension NWConnection {
                         receiveCompletions.removeValue(forKey: request.ticket)?(nil, nil, false, error)
                     }
                     for entry in sends.drain() {
-                        if let completion = sendCompletions.removeValue(forKey: entry.ticket) { complete(send: completion, error) }
+                        if let completion = sendCompletions.removeValue(forKey: entry.ticket) {
+                            complete(send: completion, error)
+                        }
                     }
                 }
             }
@@ -285,7 +294,9 @@ extension NWConnection {
         }
 
         private func startConnecting() {
-            guard case .hostPort(let host, let port) = endpoint, let queue = lock.withLock({ self.queue }) else { return }
+            guard case .hostPort(let host, let port) = endpoint, let queue = lock.withLock({ self.queue }) else {
+                return
+            }
             let connector = Connector(host: host.text, port: port.rawValue, queue: queue) { [self] result in
                 self.connector = nil
                 switch result {
@@ -306,11 +317,12 @@ extension NWConnection {
         /// end of stream, within the read-ahead limit (TCPSocket rule 1).
         private func serveReceives() {
             while let completion = receives.nextCompletion() {
-                receiveCompletions.removeValue(forKey: completion.ticket)?(completion.data, .receivedStream, completion.isComplete, nil)
+                receiveCompletions.removeValue(forKey: completion.ticket)?(
+                    completion.data, .receivedStream, completion.isComplete, nil)
             }
             let wanted = !receives.endOfStream && receives.buffered < TCPSocket.readAheadLimit
             if socket?.wantsRead(wanted) == true {
-                readable()   // try, then wait
+                readable()  // try, then wait
             }
         }
 
@@ -332,7 +344,9 @@ extension NWConnection {
                 case .wrote(let count):
                     if let done = sends.wrote(count) {
                         if done.closesWriteSide { socket.shutdownWriteSide() }
-                        if let completion = sendCompletions.removeValue(forKey: done.ticket) { complete(send: completion, nil) }
+                        if let completion = sendCompletions.removeValue(forKey: done.ticket) {
+                            complete(send: completion, nil)
+                        }
                     }
                 case .wouldBlock:
                     socket.wantsWrite(true)

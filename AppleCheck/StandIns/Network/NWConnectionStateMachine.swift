@@ -68,7 +68,7 @@ struct NWConnectionStateMachine {
             state = .ready
             return [.report(.ready), .startIO]
         case .cancelled:
-            return []   // a cancel won the race; its closeSocket already ran
+            return []  // a cancel won the race; its closeSocket already ran
         case .setup, .ready, .waiting, .failed:
             preconditionFailure("Internal inconsistency in NWConnectionStateMachine: connected in \(state)")
         }
@@ -89,7 +89,7 @@ struct NWConnectionStateMachine {
 
     /// A read or write on the established connection failed.
     mutating func ioFailed(_ error: NWError) -> [Action] {
-        guard case .ready = state else { return [] }   // already failed or cancelled
+        guard case .ready = state else { return [] }  // already failed or cancelled
         state = .failed(error)
         return [.closeSocket, .report(.failed(error)), .failPendingOperations(error)]
     }
@@ -102,7 +102,8 @@ struct NWConnectionStateMachine {
         case .setup:
             // Never started: there is no queue to report on (the shell handles a cancel
             // before start without the machine); reaching here is a shell bug.
-            preconditionFailure("Internal inconsistency in NWConnectionStateMachine: cancel before start reached the machine")
+            preconditionFailure(
+                "Internal inconsistency in NWConnectionStateMachine: cancel before start reached the machine")
         case .preparing, .ready, .waiting, .failed:
             state = .cancelled
             return [.closeSocket, .failPendingOperations(.posix(.ECANCELED)), .report(.cancelled)]

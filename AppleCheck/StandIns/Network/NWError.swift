@@ -16,7 +16,8 @@ public enum NWError: Error, Equatable, CustomNSError, CustomDebugStringConvertib
 
     public var debugDescription: String {
         switch self {
-        case .posix(let code): return "POSIXErrorCode(rawValue: \(code.rawValue)): \(String(cString: strerror(code.rawValue)))"
+        case .posix(let code):
+            return "POSIXErrorCode(rawValue: \(code.rawValue)): \(String(cString: strerror(code.rawValue)))"
         case .dns(let code): return "DNSServiceErrorType(\(code))"
         case .tls(let status): return "OSStatus(\(status))"
         }

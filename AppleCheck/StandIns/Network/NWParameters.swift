@@ -69,5 +69,7 @@ public final class NWParameters {
     public final class var tcp: NWParameters { NWParameters(tlsOptions: nil, tcpOptions: NWProtocolTCP.Options()) }
 
     /// /documentation/Network/NWParameters/tls — `final class var tls: NWParameters { get }`
-    public final class var tls: NWParameters { NWParameters(tlsOptions: NWProtocolTLS.Options(), tcpOptions: NWProtocolTCP.Options()) }
+    public final class var tls: NWParameters {
+        NWParameters(tlsOptions: NWProtocolTLS.Options(), tcpOptions: NWProtocolTCP.Options())
+    }
 }

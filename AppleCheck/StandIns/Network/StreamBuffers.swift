@@ -34,7 +34,10 @@ struct ReceiveBuffer {
     mutating func enqueue(_ request: Request) { requests.append(request) }
 
     mutating func append(_ data: UnsafeRawBufferPointer) {
-        if start > 0 && start == bytes.count { bytes.removeAll(keepingCapacity: true); start = 0 }
+        if start > 0 && start == bytes.count {
+            bytes.removeAll(keepingCapacity: true)
+            start = 0
+        }
         bytes.append(contentsOf: data)
     }
 
@@ -48,20 +51,29 @@ struct ReceiveBuffer {
         let available = buffered
         guard available >= minimum || endOfStream else { return nil }
         requestStart += 1
-        if requestStart == requests.count { requests.removeAll(keepingCapacity: true); requestStart = 0 }
+        if requestStart == requests.count {
+            requests.removeAll(keepingCapacity: true)
+            requestStart = 0
+        }
         let count = min(available, max(request.maximum, 1))
         var data: Data?
         if count > 0 {
             data = Data(bytes[start..<(start + count)])
             start += count
-            if start == bytes.count { bytes.removeAll(keepingCapacity: true); start = 0 }
+            if start == bytes.count {
+                bytes.removeAll(keepingCapacity: true)
+                start = 0
+            }
         }
         return Completion(ticket: request.ticket, data: data, isComplete: endOfStream && buffered == 0)
     }
 
     /// Every waiting receive, removed (to fail them).
     mutating func drainRequests() -> [Request] {
-        defer { requests.removeAll(); requestStart = 0 }
+        defer {
+            requests.removeAll()
+            requestStart = 0
+        }
         return Array(requests[requestStart...])
     }
 }

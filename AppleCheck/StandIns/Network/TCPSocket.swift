@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -126,7 +127,10 @@ final class TCPSocket: @unchecked Sendable {  // queue-confined
     }
 
     private final class SourcesLeft { var count = 2 }
-    private struct Unowned { weak var object: TCPSocket?; init(_ object: TCPSocket) { self.object = object } }
+    private struct Unowned {
+        weak var object: TCPSocket?
+        init(_ object: TCPSocket) { self.object = object }
+    }
 }
 
 /// Resolves a host and connects to its addresses in turn (the first that accepts wins).
@@ -156,13 +160,16 @@ final class Connector: @unchecked Sendable {  // queue-confined
         var result: UnsafeMutablePointer<addrinfo>?
         let rc = getaddrinfo(host, String(port), &hints, &result)
         guard rc == 0, let first = result else {
-            let code = (rc == EAI_NONAME || rc == -5 /* EAI_NODATA (glibc, not imported) */) ? standInNoSuchRecord : standInDNSUnknown
+            let code =
+                (rc == EAI_NONAME || rc == -5 /* EAI_NODATA (glibc, not imported) */)
+                ? standInNoSuchRecord : standInDNSUnknown
             finishLater(.failure(.dns(code)))
             return
         }
         var entry: UnsafeMutablePointer<addrinfo>? = first
         while let current = entry {
-            let bytes = [UInt8](UnsafeRawBufferPointer(start: current.pointee.ai_addr, count: Int(current.pointee.ai_addrlen)))
+            let bytes = [UInt8](
+                UnsafeRawBufferPointer(start: current.pointee.ai_addr, count: Int(current.pointee.ai_addrlen)))
             addresses.append((current.pointee.ai_family, bytes))
             entry = current.pointee.ai_next
         }

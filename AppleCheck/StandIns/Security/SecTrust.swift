@@ -78,8 +78,10 @@ public func SecPolicyCreateSSL(_ server: Bool, _ hostname: CFString?) -> SecPoli
 /// `certificates`: a SecCertificate or an array of them (leaf first); `policies`: a
 /// SecPolicy, an array of them, or nil. errSecParam for anything else.
 @discardableResult  // STAND-IN: C functions import as discardable on Apple platforms.
-public func SecTrustCreateWithCertificates(_ certificates: CFTypeRef, _ policies: CFTypeRef?,
-                                           _ trust: UnsafeMutablePointer<SecTrust?>) -> OSStatus {
+public func SecTrustCreateWithCertificates(
+    _ certificates: CFTypeRef, _ policies: CFTypeRef?,
+    _ trust: UnsafeMutablePointer<SecTrust?>
+) -> OSStatus {
     let certificateList: [SecCertificate]
     if let one = certificates as? SecCertificate {
         certificateList = [one]
@@ -136,8 +138,9 @@ public func SecTrustSetAnchorCertificatesOnly(_ trust: SecTrust, _ anchorCertifi
 // an untrusted chain (pins, `requiresSystemTrust`, the hook) is what the tests can check;
 // a chain the system would trust can only be seen on a device.
 public func SecTrustEvaluateWithError(_ trust: SecTrust, _ error: UnsafeMutablePointer<CFError?>?) -> Bool {
-    error?.pointee = NSError(domain: NSOSStatusErrorDomain, code: Int(errSecNotTrusted),
-                             userInfo: [NSLocalizedDescriptionKey: "the Security stand-in has no trust store"])
+    error?.pointee = NSError(
+        domain: NSOSStatusErrorDomain, code: Int(errSecNotTrusted),
+        userInfo: [NSLocalizedDescriptionKey: "the Security stand-in has no trust store"])
     return false
 }
 

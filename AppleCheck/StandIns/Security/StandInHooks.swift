@@ -24,7 +24,9 @@ public enum SecurityStandIn {
     }
 
     /// The verify block and its queue set on `options`, if any.
-    public static func verifyBlock(of options: sec_protocol_options_t) -> (block: sec_protocol_verify_t, queue: DispatchQueue)? {
+    public static func verifyBlock(
+        of options: sec_protocol_options_t
+    ) -> (block: sec_protocol_verify_t, queue: DispatchQueue)? {
         (options as? SecProtocolOptionsStorage)?.verify
     }
 

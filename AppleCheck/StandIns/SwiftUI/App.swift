@@ -58,7 +58,8 @@ extension Scene where Body == Never {
     private init() {}
 
     // /documentation/SwiftUI/SceneBuilder/buildBlock(_:)
-    @export(implementation) public static func buildBlock<each Content>(_ content: repeat each Content) -> some Scene where repeat each Content: Scene {
+    @export(implementation) public static func buildBlock<each Content>(_ content: repeat each Content) -> some Scene
+    where repeat each Content: Scene {
         StandInScene()
     }
 }

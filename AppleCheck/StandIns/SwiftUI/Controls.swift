@@ -83,7 +83,7 @@ extension Label where Title == Text, Icon == Image {
     /// Creates a label with an icon image and a title generated from a string.
     nonisolated public init<S>(_ title: S, image name: String) where S: StringProtocol {
         self.title = Text(title)
-        self.icon = Image(systemName: name)   // STAND-IN: an asset image; no assets here
+        self.icon = Image(systemName: name)  // STAND-IN: an asset image; no assets here
     }
 }
 
@@ -101,7 +101,8 @@ public struct Button<Label> where Label: View {
 
     // /documentation/SwiftUI/Button/init(action:label:)
     /// Creates a button that displays a custom label.
-    @preconcurrency nonisolated public init(action: @escaping @MainActor () -> Void, @ContentBuilder label: () -> Label) {
+    @preconcurrency nonisolated public init(action: @escaping @MainActor () -> Void, @ContentBuilder label: () -> Label)
+    {
         self.action = action
         self.label = label()
     }
@@ -111,7 +112,8 @@ public struct Button<Label> where Label: View {
 extension Button where Label == Text {
     // /documentation/SwiftUI/Button/init(_:action:)-lpm7
     /// Creates a button that generates its label from a string.
-    @preconcurrency nonisolated public init<S>(_ title: S, action: @escaping @MainActor () -> Void) where S: StringProtocol {
+    @preconcurrency nonisolated public init<S>(_ title: S, action: @escaping @MainActor () -> Void)
+    where S: StringProtocol {
         self.action = action
         self.label = Text(title)
     }
@@ -217,7 +219,9 @@ extension Spacer: View {
 
     // /documentation/SwiftUI/VStack/init(alignment:spacing:content:)
     /// Creates an instance with the given spacing and horizontal alignment.
-    nonisolated public init(alignment: HorizontalAlignment = .center, spacing: CGFloat? = nil, @ContentBuilder content: () -> Content) {
+    nonisolated public init(
+        alignment: HorizontalAlignment = .center, spacing: CGFloat? = nil, @ContentBuilder content: () -> Content
+    ) {
         self.content = content()
     }
 }
@@ -235,7 +239,9 @@ extension VStack: View {
 @frozen public struct HStack<Content> where Content: View {
     private let content: Content
 
-    nonisolated public init(alignment: VerticalAlignment = .center, spacing: CGFloat? = nil, @ContentBuilder content: () -> Content) {
+    nonisolated public init(
+        alignment: VerticalAlignment = .center, spacing: CGFloat? = nil, @ContentBuilder content: () -> Content
+    ) {
         self.content = content()
     }
 }

@@ -19,7 +19,13 @@ extension List where SelectionValue == Never {
     // /documentation/SwiftUI/List/init(_:rowContent:)-3vn6i
     /// Creates a list that computes its rows on demand from an underlying collection of
     /// identifiable data.
-    @export(implementation) nonisolated public init<Data, RowContent>(_ data: Data, @ContentBuilder rowContent: @escaping (Data.Element) -> RowContent) where Content == ForEach<Data, Data.Element.ID, RowContent>, Data: RandomAccessCollection, RowContent: View, Data.Element: Identifiable {
+    @export(implementation) nonisolated public init<Data, RowContent>(
+        _ data: Data, @ContentBuilder rowContent: @escaping (Data.Element) -> RowContent
+    )
+    where
+        Content == ForEach<Data, Data.Element.ID, RowContent>, Data: RandomAccessCollection, RowContent: View,
+        Data.Element: Identifiable
+    {
         self.content = ForEach(data, content: rowContent)
     }
 }
@@ -83,13 +89,13 @@ public protocol DynamicViewContent<Data>: View {
 extension DynamicViewContent {
     // /documentation/SwiftUI/DynamicViewContent/onMove(perform:)
     /// Sets the move action for the dynamic view.
-    nonisolated public func onMove(perform action: Optional<(IndexSet, Int) -> Void>) -> some DynamicViewContent {
+    nonisolated public func onMove(perform action: ((IndexSet, Int) -> Void)?) -> some DynamicViewContent {
         StandInDynamicContent()
     }
 
     // /documentation/SwiftUI/DynamicViewContent/onDelete(perform:)
     /// Sets the deletion action for the dynamic view.
-    nonisolated public func onDelete(perform action: Optional<(IndexSet) -> Void>) -> some DynamicViewContent {
+    nonisolated public func onDelete(perform action: ((IndexSet) -> Void)?) -> some DynamicViewContent {
         StandInDynamicContent()
     }
 }
@@ -136,7 +142,10 @@ extension Section where Parent == EmptyView, Footer == EmptyView {
 extension Section {
     // /documentation/SwiftUI/Section/init(content:header:footer:)
     /// Creates a section with a header, footer, and the provided section content.
-    @export(implementation) public init(@ContentBuilder content: () -> Content, @ContentBuilder header: () -> Parent, @ContentBuilder footer: () -> Footer) {
+    @export(implementation) public init(
+        @ContentBuilder content: () -> Content, @ContentBuilder header: () -> Parent,
+        @ContentBuilder footer: () -> Footer
+    ) {
         self.content = content()
         self.parent = header()
         self.footer = footer()

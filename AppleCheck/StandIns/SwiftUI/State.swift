@@ -65,11 +65,13 @@
     /// Returns a binding to the resulting value of a given key path.
     public subscript<Subject>(dynamicMember keyPath: WritableKeyPath<Value, Subject>) -> Binding<Subject> {
         let get = self.get, set = self.set
-        return Binding<Subject>(get: { get()[keyPath: keyPath] }, set: { newValue in
-            var value = get()
-            value[keyPath: keyPath] = newValue
-            set(value)
-        })
+        return Binding<Subject>(
+            get: { get()[keyPath: keyPath] },
+            set: { newValue in
+                var value = get()
+                value[keyPath: keyPath] = newValue
+                set(value)
+            })
     }
 }
 

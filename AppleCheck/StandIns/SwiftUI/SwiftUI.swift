@@ -10,5 +10,5 @@
 // labels, generic constraints, builder attributes, isolation.
 //
 // `STAND-IN:` marks what Linux or the missing page forced; DEVIATIONS.md lists them all.
-@_exported import Foundation   // CGFloat, IndexSet (SwiftUI re-exports what its API uses)
-@_exported import Observation   // STAND-IN: on Apple platforms SwiftUI re-exports Observation
+@_exported import Foundation  // CGFloat, IndexSet (SwiftUI re-exports what its API uses)
+@_exported import Observation  // STAND-IN: on Apple platforms SwiftUI re-exports Observation

@@ -58,7 +58,9 @@ public typealias ContentBuilder = ViewBuilder
     @export(implementation) public static func buildBlock<Content>(_ content: Content) -> Content { content }
 
     // /documentation/SwiftUI/ViewBuilder/buildBlock(_:)-2bj1g
-    @export(implementation) public static func buildBlock<each Content>(_ content: repeat each Content) -> TupleView<(repeat each Content)> where repeat each Content: View {
+    @export(implementation) public static func buildBlock<each Content>(
+        _ content: repeat each Content
+    ) -> TupleView<(repeat each Content)> where repeat each Content: View {
         TupleView((repeat each content))
     }
 
@@ -66,12 +68,16 @@ public typealias ContentBuilder = ViewBuilder
     @export(implementation) public static func buildIf<Content>(_ content: Content?) -> Content? { content }
 
     // /documentation/SwiftUI/ViewBuilder/buildEither(first:)
-    @export(implementation) public static func buildEither<TrueContent, FalseContent>(first: TrueContent) -> _ConditionalContent<TrueContent, FalseContent> {
+    @export(implementation) public static func buildEither<TrueContent, FalseContent>(
+        first: TrueContent
+    ) -> _ConditionalContent<TrueContent, FalseContent> {
         _ConditionalContent(storage: .trueContent(first))
     }
 
     // /documentation/SwiftUI/ViewBuilder/buildEither(second:)
-    @export(implementation) public static func buildEither<TrueContent, FalseContent>(second: FalseContent) -> _ConditionalContent<TrueContent, FalseContent> {
+    @export(implementation) public static func buildEither<TrueContent, FalseContent>(
+        second: FalseContent
+    ) -> _ConditionalContent<TrueContent, FalseContent> {
         _ConditionalContent(storage: .falseContent(second))
     }
 }

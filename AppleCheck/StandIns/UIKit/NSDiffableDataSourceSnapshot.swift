@@ -9,7 +9,10 @@ import Foundation
 /// when the snapshot is applied.
 @available(iOS 13.0, *)
 public struct NSDiffableDataSourceSnapshot<SectionIdentifierType, ItemIdentifierType>: Sendable
-where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIdentifierType: Hashable, ItemIdentifierType: Sendable {
+where
+    SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIdentifierType: Hashable,
+    ItemIdentifierType: Sendable
+{
     struct Section: Sendable {
         var identifier: SectionIdentifierType
         var items: [ItemIdentifierType]
@@ -83,7 +86,9 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
     // /documentation/UIKit/NSDiffableDataSourceSnapshot-swift.struct/appendItems(_:toSection:)
     /// Adds the items with the specified identifiers to the specified section of the
     /// snapshot. "If no value is provided, the items are appended to the last section."
-    public mutating func appendItems(_ identifiers: [ItemIdentifierType], toSection sectionIdentifier: SectionIdentifierType? = nil) {
+    public mutating func appendItems(
+        _ identifiers: [ItemIdentifierType], toSection sectionIdentifier: SectionIdentifierType? = nil
+    ) {
         guard !storedSections.isEmpty else {
             misuses.append("There are currently no sections in the data source. Please add a section first.")
             return
@@ -91,7 +96,9 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
         let index: Int
         if let sectionIdentifier {
             guard let found = sectionIndex(sectionIdentifier) else {
-                misuses.append("Invalid section identifier \(sectionIdentifier) specified: the section does not exist in the snapshot.")
+                misuses.append(
+                    "Invalid section identifier \(sectionIdentifier) specified: the section does not exist in the snapshot."
+                )
                 return
             }
             index = found
@@ -104,12 +111,15 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
     }
 
     // /documentation/UIKit/NSDiffableDataSourceSnapshot-swift.struct/insertItems(_:beforeItem:)
-    public mutating func insertItems(_ identifiers: [ItemIdentifierType], beforeItem beforeIdentifier: ItemIdentifierType) {
+    public mutating func insertItems(
+        _ identifiers: [ItemIdentifierType], beforeItem beforeIdentifier: ItemIdentifierType
+    ) {
         insert(identifiers, near: beforeIdentifier, after: false)
     }
 
     // /documentation/UIKit/NSDiffableDataSourceSnapshot-swift.struct/insertItems(_:afterItem:)
-    public mutating func insertItems(_ identifiers: [ItemIdentifierType], afterItem afterIdentifier: ItemIdentifierType) {
+    public mutating func insertItems(_ identifiers: [ItemIdentifierType], afterItem afterIdentifier: ItemIdentifierType)
+    {
         insert(identifiers, near: afterIdentifier, after: true)
     }
 
@@ -177,9 +187,12 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
     }
 
     // /documentation/UIKit/NSDiffableDataSourceSnapshot-swift.struct/insertSections(_:beforeSection:)
-    public mutating func insertSections(_ identifiers: [SectionIdentifierType], beforeSection toIdentifier: SectionIdentifierType) {
+    public mutating func insertSections(
+        _ identifiers: [SectionIdentifierType], beforeSection toIdentifier: SectionIdentifierType
+    ) {
         guard let index = sectionIndex(toIdentifier) else {
-            misuses.append("Invalid parameter not satisfying: section identifier \(toIdentifier) does not exist in the snapshot")
+            misuses.append(
+                "Invalid parameter not satisfying: section identifier \(toIdentifier) does not exist in the snapshot")
             return
         }
         guard let fresh = uniqueNewSections(identifiers) else { return }
@@ -187,9 +200,12 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
     }
 
     // /documentation/UIKit/NSDiffableDataSourceSnapshot-swift.struct/insertSections(_:afterSection:)
-    public mutating func insertSections(_ identifiers: [SectionIdentifierType], afterSection toIdentifier: SectionIdentifierType) {
+    public mutating func insertSections(
+        _ identifiers: [SectionIdentifierType], afterSection toIdentifier: SectionIdentifierType
+    ) {
         guard let index = sectionIndex(toIdentifier) else {
-            misuses.append("Invalid parameter not satisfying: section identifier \(toIdentifier) does not exist in the snapshot")
+            misuses.append(
+                "Invalid parameter not satisfying: section identifier \(toIdentifier) does not exist in the snapshot")
             return
         }
         guard let fresh = uniqueNewSections(identifiers) else { return }
@@ -207,12 +223,16 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
     }
 
     // /documentation/UIKit/NSDiffableDataSourceSnapshot-swift.struct/moveSection(_:beforeSection:)
-    public mutating func moveSection(_ identifier: SectionIdentifierType, beforeSection toIdentifier: SectionIdentifierType) {
+    public mutating func moveSection(
+        _ identifier: SectionIdentifierType, beforeSection toIdentifier: SectionIdentifierType
+    ) {
         moveSection(identifier, near: toIdentifier, after: false)
     }
 
     // /documentation/UIKit/NSDiffableDataSourceSnapshot-swift.struct/moveSection(_:afterSection:)
-    public mutating func moveSection(_ identifier: SectionIdentifierType, afterSection toIdentifier: SectionIdentifierType) {
+    public mutating func moveSection(
+        _ identifier: SectionIdentifierType, afterSection toIdentifier: SectionIdentifierType
+    ) {
         moveSection(identifier, near: toIdentifier, after: true)
     }
 
@@ -221,7 +241,8 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
     public mutating func reloadSections(_ identifiers: [SectionIdentifierType]) {
         for identifier in identifiers {
             guard sectionIndex(identifier) != nil else {
-                misuses.append("Attempted to reload section identifier that does not exist in the snapshot: \(identifier)")
+                misuses.append(
+                    "Attempted to reload section identifier that does not exist in the snapshot: \(identifier)")
                 continue
             }
             if !storedReloadedSections.contains(identifier) { storedReloadedSections.append(identifier) }
@@ -241,7 +262,9 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
             duplicates.append(item)
         }
         guard duplicates.isEmpty else {
-            misuses.append("Fatal: supplied item identifiers are not unique. Duplicate identifiers: {(\(duplicates.map { "\($0)" }.joined(separator: ", ")))}")
+            misuses.append(
+                "Fatal: supplied item identifiers are not unique. Duplicate identifiers: {(\(duplicates.map { "\($0)" }.joined(separator: ", ")))}"
+            )
             return nil
         }
         return identifiers
@@ -254,7 +277,9 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
             duplicates.append(section)
         }
         guard duplicates.isEmpty else {
-            misuses.append("Fatal: supplied section identifiers are not unique. Duplicate identifiers: {(\(duplicates.map { "\($0)" }.joined(separator: ", ")))}")
+            misuses.append(
+                "Fatal: supplied section identifiers are not unique. Duplicate identifiers: {(\(duplicates.map { "\($0)" }.joined(separator: ", ")))}"
+            )
             return nil
         }
         return identifiers
@@ -262,7 +287,8 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
 
     private mutating func insert(_ identifiers: [ItemIdentifierType], near anchor: ItemIdentifierType, after: Bool) {
         guard let section = sectionOfItem[anchor], let s = sectionIndex(section),
-              let index = storedSections[s].items.firstIndex(of: anchor) else {
+            let index = storedSections[s].items.firstIndex(of: anchor)
+        else {
             misuses.append("Invalid parameter not satisfying: item identifier \(anchor) does not exist in the snapshot")
             return
         }
@@ -273,8 +299,13 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
 
     private mutating func move(_ identifier: ItemIdentifierType, near anchor: ItemIdentifierType, after: Bool) {
         guard identifier != anchor, let from = sectionOfItem[identifier], let fromIndex = sectionIndex(from),
-              sectionOfItem[anchor] != nil else {
-            if identifier != anchor { misuses.append("Invalid parameter not satisfying: item identifiers \(identifier) and \(anchor) must exist in the snapshot") }
+            sectionOfItem[anchor] != nil
+        else {
+            if identifier != anchor {
+                misuses.append(
+                    "Invalid parameter not satisfying: item identifiers \(identifier) and \(anchor) must exist in the snapshot"
+                )
+            }
             return
         }
         storedSections[fromIndex].items.removeAll { $0 == identifier }
@@ -285,9 +316,15 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
         sectionOfItem[identifier] = to
     }
 
-    private mutating func moveSection(_ identifier: SectionIdentifierType, near anchor: SectionIdentifierType, after: Bool) {
+    private mutating func moveSection(
+        _ identifier: SectionIdentifierType, near anchor: SectionIdentifierType, after: Bool
+    ) {
         guard identifier != anchor, let fromIndex = sectionIndex(identifier), sectionIndex(anchor) != nil else {
-            if identifier != anchor { misuses.append("Invalid parameter not satisfying: section identifiers \(identifier) and \(anchor) must exist in the snapshot") }
+            if identifier != anchor {
+                misuses.append(
+                    "Invalid parameter not satisfying: section identifiers \(identifier) and \(anchor) must exist in the snapshot"
+                )
+            }
             return
         }
         let moving = storedSections.remove(at: fromIndex)
@@ -298,7 +335,8 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
     /// Moves an item to an index path (the view's reorder), keeping everything else.
     mutating func moveItem(from source: IndexPath, to destination: IndexPath) {
         guard source.section < storedSections.count, source.item < storedSections[source.section].items.count,
-              destination.section < storedSections.count else { return }
+            destination.section < storedSections.count
+        else { return }
         let item = storedSections[source.section].items.remove(at: source.item)
         let index = min(destination.item, storedSections[destination.section].items.count)
         storedSections[destination.section].items.insert(item, at: index)

@@ -112,7 +112,9 @@ func resolveUpdate(
     vocabulary v: ListVocabulary,
     strict: Bool
 ) -> Result<UpdateResolution, UpdateFailure> {
-    func fail(_ message: String) -> Result<UpdateResolution, UpdateFailure> { .failure(UpdateFailure(message: message)) }
+    func fail(_ message: String) -> Result<UpdateResolution, UpdateFailure> {
+        .failure(UpdateFailure(message: message))
+    }
     let n0 = oldCounts.count
 
     var sectionDeletes: [Int] = [], sectionInserts: [Int] = [], sectionReloads: [Int] = []
@@ -142,15 +144,35 @@ func resolveUpdate(
             return nil
         }
         let undocumented = "Invalid update (stand-in: UIKit does not document this):"
-        if let s = firstRepeat(sectionReloads) { return fail("\(undocumented) section \(s) is reloaded more than once in one batch") }
-        if let s = firstRepeat(sectionDeletes) { return fail("\(undocumented) section \(s) is deleted more than once in one batch") }
-        if let s = firstRepeat(sectionInserts) { return fail("\(undocumented) section \(s) is inserted more than once in one batch") }
-        if let p = firstRepeat(rowReloads) { return fail("\(undocumented) \(v.element) \(p.row) in section \(p.section) is reloaded more than once in one batch") }
-        if let p = firstRepeat(rowDeletes) { return fail("\(undocumented) \(v.element) \(p.row) in section \(p.section) is deleted more than once in one batch") }
-        if let p = firstRepeat(rowInserts) { return fail("\(undocumented) \(v.element) \(p.row) in section \(p.section) is inserted more than once in one batch") }
-        if let p = firstRepeat(reconfigures) { return fail("\(undocumented) \(v.element) \(p.row) in section \(p.section) is reconfigured more than once in one batch") }
+        if let s = firstRepeat(sectionReloads) {
+            return fail("\(undocumented) section \(s) is reloaded more than once in one batch")
+        }
+        if let s = firstRepeat(sectionDeletes) {
+            return fail("\(undocumented) section \(s) is deleted more than once in one batch")
+        }
+        if let s = firstRepeat(sectionInserts) {
+            return fail("\(undocumented) section \(s) is inserted more than once in one batch")
+        }
+        if let p = firstRepeat(rowReloads) {
+            return fail(
+                "\(undocumented) \(v.element) \(p.row) in section \(p.section) is reloaded more than once in one batch")
+        }
+        if let p = firstRepeat(rowDeletes) {
+            return fail(
+                "\(undocumented) \(v.element) \(p.row) in section \(p.section) is deleted more than once in one batch")
+        }
+        if let p = firstRepeat(rowInserts) {
+            return fail(
+                "\(undocumented) \(v.element) \(p.row) in section \(p.section) is inserted more than once in one batch")
+        }
+        if let p = firstRepeat(reconfigures) {
+            return fail(
+                "\(undocumented) \(v.element) \(p.row) in section \(p.section) is reconfigured more than once in one batch"
+            )
+        }
     }
-    let deletedSections = Set(sectionDeletes), insertedSections = Set(sectionInserts), reloadedSections = Set(sectionReloads)
+    let deletedSections = Set(sectionDeletes), insertedSections = Set(sectionInserts),
+        reloadedSections = Set(sectionReloads)
 
     // 2. Sections before the update.
     for s in sectionDeletes.sorted() where s >= n0 || s < 0 {
@@ -167,17 +189,29 @@ func resolveUpdate(
     }
     var moveSources = Set<Int>(), moveDestinations = Set<Int>()
     for move in sectionMoves {
-        if deletedSections.contains(move.from) { return fail("attempt to perform a delete and a move from the same section (\(move.from))") }
-        if reloadedSections.contains(move.from) { return fail("attempt to perform a reload and a move from the same section (\(move.from))") }
-        if !moveSources.insert(move.from).inserted { return fail("attempt to move section \(move.from) more than once") }
-        if insertedSections.contains(move.to) { return fail("attempt to perform an insert and a move to the same section (\(move.to))") }
-        if !moveDestinations.insert(move.to).inserted { return fail("attempt to move more than one section to section \(move.to)") }
+        if deletedSections.contains(move.from) {
+            return fail("attempt to perform a delete and a move from the same section (\(move.from))")
+        }
+        if reloadedSections.contains(move.from) {
+            return fail("attempt to perform a reload and a move from the same section (\(move.from))")
+        }
+        if !moveSources.insert(move.from).inserted {
+            return fail("attempt to move section \(move.from) more than once")
+        }
+        if insertedSections.contains(move.to) {
+            return fail("attempt to perform an insert and a move to the same section (\(move.to))")
+        }
+        if !moveDestinations.insert(move.to).inserted {
+            return fail("attempt to move more than one section to section \(move.to)")
+        }
     }
 
     // 3. The section count.
     let expectedSections = n0 - deletedSections.count + insertedSections.count
     if newSectionCount != expectedSections {
-        return fail("Invalid update: invalid number of sections. The number of sections contained in the \(v.container) after the update (\(newSectionCount)) must be equal to the number of sections contained in the \(v.container) before the update (\(n0)), plus or minus the number of sections inserted or deleted (\(insertedSections.count) inserted, \(deletedSections.count) deleted).")
+        return fail(
+            "Invalid update: invalid number of sections. The number of sections contained in the \(v.container) after the update (\(newSectionCount)) must be equal to the number of sections contained in the \(v.container) before the update (\(n0)), plus or minus the number of sections inserted or deleted (\(insertedSections.count) inserted, \(deletedSections.count) deleted)."
+        )
     }
     let n1 = newSectionCount
 
@@ -186,7 +220,9 @@ func resolveUpdate(
         return fail("attempt to insert section \(s) but there are only \(n1) sections after the update")
     }
     for move in sectionMoves where move.to >= n1 || move.to < 0 {
-        return fail("attempt to move section \(move.from) to section \(move.to), but there are only \(n1) sections after the update")
+        return fail(
+            "attempt to move section \(move.from) to section \(move.to), but there are only \(n1) sections after the update"
+        )
     }
 
     // The sections after: inserts and move destinations are fixed; the other old
@@ -196,7 +232,9 @@ func resolveUpdate(
     for move in sectionMoves { sections[move.to] = .kept(move.from) }
     var freeSlots = (0..<n1).filter { sections[$0] == nil }.makeIterator()
     for s in 0..<n0 where !deletedSections.contains(s) && !moveSources.contains(s) {
-        guard let slot = freeSlots.next() else { return fail("Internal inconsistency in the stand-in's batch model: no place for section \(s)") }
+        guard let slot = freeSlots.next() else {
+            return fail("Internal inconsistency in the stand-in's batch model: no place for section \(s)")
+        }
         sections[slot] = reloadedSections.contains(s) ? .reloaded(s) : .kept(s)
     }
     let sectionOrigins = sections.map { $0 ?? .inserted }
@@ -218,39 +256,85 @@ func resolveUpdate(
     // 5. Rows before the update.
     var deletedRows = Set<IndexPath>(), reloadedRows = Set<IndexPath>()
     for p in rowDeletes {
-        guard p.section < n0, p.section >= 0 else { return fail("attempt to delete \(v.element) \(p.row) from section \(p.section), but there are only \(n0) sections before the update") }
+        guard p.section < n0, p.section >= 0 else {
+            return fail(
+                "attempt to delete \(v.element) \(p.row) from section \(p.section), but there are only \(n0) sections before the update"
+            )
+        }
         if oldSectionSubsumed(p.section) { continue }
-        guard p.row < oldCounts[p.section], p.row >= 0 else { return fail("attempt to delete \(v.element) \(p.row) from section \(p.section) which only contains \(oldCounts[p.section]) \(v.elements) before the update") }
+        guard p.row < oldCounts[p.section], p.row >= 0 else {
+            return fail(
+                "attempt to delete \(v.element) \(p.row) from section \(p.section) which only contains \(oldCounts[p.section]) \(v.elements) before the update"
+            )
+        }
         deletedRows.insert(p)
     }
     // UIKit treats a reload as a delete and an insert: an out-of-range reload is reported as a delete.
     for p in rowReloads {
-        guard p.section < n0, p.section >= 0 else { return fail("attempt to delete \(v.element) \(p.row) from section \(p.section), but there are only \(n0) sections before the update") }
+        guard p.section < n0, p.section >= 0 else {
+            return fail(
+                "attempt to delete \(v.element) \(p.row) from section \(p.section), but there are only \(n0) sections before the update"
+            )
+        }
         if oldSectionSubsumed(p.section) { continue }
-        guard p.row < oldCounts[p.section], p.row >= 0 else { return fail("attempt to delete \(v.element) \(p.row) from section \(p.section) which only contains \(oldCounts[p.section]) \(v.elements) before the update") }
+        guard p.row < oldCounts[p.section], p.row >= 0 else {
+            return fail(
+                "attempt to delete \(v.element) \(p.row) from section \(p.section) which only contains \(oldCounts[p.section]) \(v.elements) before the update"
+            )
+        }
         if deletedRows.contains(p) { return fail("attempt to delete and reload the same index path (\(describe(p)))") }
         reloadedRows.insert(p)
     }
     var movedFrom: [IndexPath: IndexPath] = [:], movedTo: [IndexPath: IndexPath] = [:]
     for move in rowMoves {
         let (from, to) = move
-        guard from.section < n0, from.section >= 0 else { return fail("attempt to move \(v.element) \(from.row) from section \(from.section), but there are only \(n0) sections before the update") }
-        if oldSectionSubsumed(from.section) { return fail("attempt to move \(v.element) \(from.row) out of section \(from.section), which is deleted or reloaded in the same update") }
-        guard from.row < oldCounts[from.section], from.row >= 0 else { return fail("attempt to move \(v.element) \(from.row) from section \(from.section) which only contains \(oldCounts[from.section]) \(v.elements) before the update") }
-        if deletedRows.contains(from) { return fail("attempt to perform a delete and a move from the same index path (\(describe(from)))") }
-        if reloadedRows.contains(from) { return fail("attempt to perform a reload and a move from the same index path (\(describe(from)))") }
+        guard from.section < n0, from.section >= 0 else {
+            return fail(
+                "attempt to move \(v.element) \(from.row) from section \(from.section), but there are only \(n0) sections before the update"
+            )
+        }
+        if oldSectionSubsumed(from.section) {
+            return fail(
+                "attempt to move \(v.element) \(from.row) out of section \(from.section), which is deleted or reloaded in the same update"
+            )
+        }
+        guard from.row < oldCounts[from.section], from.row >= 0 else {
+            return fail(
+                "attempt to move \(v.element) \(from.row) from section \(from.section) which only contains \(oldCounts[from.section]) \(v.elements) before the update"
+            )
+        }
+        if deletedRows.contains(from) {
+            return fail("attempt to perform a delete and a move from the same index path (\(describe(from)))")
+        }
+        if reloadedRows.contains(from) {
+            return fail("attempt to perform a reload and a move from the same index path (\(describe(from)))")
+        }
         if movedFrom[from] != nil { return fail("attempt to move index path (\(describe(from))) more than once") }
-        guard to.section < n1, to.section >= 0 else { return fail("attempt to move \(v.element) \(from.row) to section \(to.section), but there are only \(n1) sections after the update") }
-        if newSectionIsNew(to.section) { return fail("cannot move a \(v.element) into a newly inserted section (\(to.section))") }
-        if movedTo[to] != nil { return fail("attempt to move more than one \(v.element) to the same index path (\(describe(to)))") }
+        guard to.section < n1, to.section >= 0 else {
+            return fail(
+                "attempt to move \(v.element) \(from.row) to section \(to.section), but there are only \(n1) sections after the update"
+            )
+        }
+        if newSectionIsNew(to.section) {
+            return fail("cannot move a \(v.element) into a newly inserted section (\(to.section))")
+        }
+        if movedTo[to] != nil {
+            return fail("attempt to move more than one \(v.element) to the same index path (\(describe(to)))")
+        }
         movedFrom[from] = to
         movedTo[to] = from
     }
     var insertedRows = Set<IndexPath>()
     for p in rowInserts {
-        guard p.section < n1, p.section >= 0 else { return fail("attempt to insert \(v.element) \(p.row) into section \(p.section), but there are only \(n1) sections after the update") }
+        guard p.section < n1, p.section >= 0 else {
+            return fail(
+                "attempt to insert \(v.element) \(p.row) into section \(p.section), but there are only \(n1) sections after the update"
+            )
+        }
         if newSectionIsNew(p.section) { continue }
-        if movedTo[p] != nil { return fail("attempt to perform an insert and a move to the same index path (\(describe(p)))") }
+        if movedTo[p] != nil {
+            return fail("attempt to perform an insert and a move to the same index path (\(describe(p)))")
+        }
         insertedRows.insert(p)
     }
 
@@ -270,14 +354,21 @@ func resolveUpdate(
         let movesOut = movedFrom.filter { $0.key.section == s && $0.value.section != j }.count
         let movesIn = movedTo.filter { $0.key.section == j && $0.value.section != s }.count
         for p in inserted.sorted() where p.row >= actual || p.row < 0 {
-            return fail("attempt to insert \(v.element) \(p.row) into section \(j), but there are only \(actual) \(v.elements) in section \(j) after the update")
+            return fail(
+                "attempt to insert \(v.element) \(p.row) into section \(j), but there are only \(actual) \(v.elements) in section \(j) after the update"
+            )
         }
-        for (to, from) in movedTo.sorted(by: { $0.key < $1.key }) where to.section == j && (to.row >= actual || to.row < 0) {
-            return fail("attempt to move \(v.element) \(from.row) from section \(from.section) to \(v.element) \(to.row) in section \(j), but there are only \(actual) \(v.elements) in section \(j) after the update")
+        for (to, from) in movedTo.sorted(by: { $0.key < $1.key })
+        where to.section == j && (to.row >= actual || to.row < 0) {
+            return fail(
+                "attempt to move \(v.element) \(from.row) from section \(from.section) to \(v.element) \(to.row) in section \(j), but there are only \(actual) \(v.elements) in section \(j) after the update"
+            )
         }
         let expected = before + inserted.count - deleted + movesIn - movesOut
         if actual != expected {
-            return fail("Invalid update: invalid number of \(v.elements) in section \(j). The number of \(v.elements) contained in an existing section after the update (\(actual)) must be equal to the number of \(v.elements) contained in that section before the update (\(before)), plus or minus the number of \(v.elements) inserted or deleted from that section (\(inserted.count) inserted, \(deleted) deleted) and plus or minus the number of \(v.elements) moved into or out of that section (\(movesIn) moved in, \(movesOut) moved out).")
+            return fail(
+                "Invalid update: invalid number of \(v.elements) in section \(j). The number of \(v.elements) contained in an existing section after the update (\(actual)) must be equal to the number of \(v.elements) contained in that section before the update (\(before)), plus or minus the number of \(v.elements) inserted or deleted from that section (\(inserted.count) inserted, \(deleted) deleted) and plus or minus the number of \(v.elements) moved into or out of that section (\(movesIn) moved in, \(movesOut) moved out)."
+            )
         }
         var slots = [RowOrigin?](repeating: nil, count: actual)
         for p in inserted { slots[p.row] = .inserted }
@@ -289,7 +380,11 @@ func resolveUpdate(
         for r in 0..<before {
             let old = IndexPath(row: r, section: s)
             if deletedRows.contains(old) || movedFrom[old] != nil { continue }
-            guard let slot = free.next() else { return fail("Internal inconsistency in the stand-in's batch model: no place for \(v.element) \(r) of section \(s)") }
+            guard let slot = free.next() else {
+                return fail(
+                    "Internal inconsistency in the stand-in's batch model: no place for \(v.element) \(r) of section \(s)"
+                )
+            }
             slots[slot] = reloadedRows.contains(old) ? .reloaded(old) : .kept(old)
             newPathByOldPath[old] = IndexPath(row: slot, section: j)
         }
@@ -300,13 +395,16 @@ func resolveUpdate(
     var reconfigured: [IndexPath] = []
     for p in reconfigures {
         guard p.section < n0, p.section >= 0, p.row >= 0, p.row < oldCounts[p.section] else {
-            return fail("attempt to reconfigure \(v.element) \(p.row) in section \(p.section), which does not exist before the update")
+            return fail(
+                "attempt to reconfigure \(v.element) \(p.row) in section \(p.section), which does not exist before the update"
+            )
         }
         if let new = newPathByOldPath[p], !reloadedRows.contains(p) { reconfigured.append(new) }
     }
 
-    return .success(UpdateResolution(
-        sections: sectionOrigins, rows: rows, reconfigured: reconfigured,
-        newPathByOldPath: newPathByOldPath, newSectionByOldSection: newSectionByOldSection
-    ))
+    return .success(
+        UpdateResolution(
+            sections: sectionOrigins, rows: rows, reconfigured: reconfigured,
+            newPathByOldPath: newPathByOldPath, newSectionByOldSection: newSectionByOldSection
+        ))
 }

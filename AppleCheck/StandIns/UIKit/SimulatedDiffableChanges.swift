@@ -16,7 +16,7 @@ import Foundation
 
 /// Indices (into `values`) of a longest strictly increasing subsequence. O(n log n).
 func longestIncreasingSubsequence(_ values: [Int]) -> Set<Int> {
-    var tails: [Int] = []          // indices into values
+    var tails: [Int] = []  // indices into values
     var previous = [Int](repeating: -1, count: values.count)
     for (i, value) in values.enumerated() {
         var low = 0, high = tails.count
@@ -113,7 +113,7 @@ func diffableChanges<S: Hashable, I: Hashable>(
             let oldCarried = carried.contains(oldSections[from.section])
             switch (oldCarried, newCarried) {
             case (false, false):
-                continue // both sides subsumed by section updates
+                continue  // both sides subsumed by section updates
             case (false, true):
                 inserts.append(to)
             case (true, false):
@@ -121,7 +121,12 @@ func diffableChanges<S: Hashable, I: Hashable>(
             case (true, true):
                 let moved = !staying.contains(item)
                 if reloadedItems.contains(item) {
-                    if moved { deletes.append(from); inserts.append(to) } else { reloads.append(from) }
+                    if moved {
+                        deletes.append(from)
+                        inserts.append(to)
+                    } else {
+                        reloads.append(from)
+                    }
                 } else if moved {
                     moves.append((from, to))
                 }
@@ -130,7 +135,8 @@ func diffableChanges<S: Hashable, I: Hashable>(
     }
     for item in new.storedReconfiguredItems where !reloadedItems.contains(item) {
         guard let from = oldPath[item], let to = newPath[item],
-              carried.contains(oldSections[from.section]), carried.contains(newSections[to.section]) else { continue }
+            carried.contains(oldSections[from.section]), carried.contains(newSections[to.section])
+        else { continue }
         reconfigures.append(from)
     }
     if !deletes.isEmpty { operations.append(.deleteRows(deletes)) }

@@ -185,7 +185,9 @@ final class ListPresentation {
             host.enqueue(supplementary: view, key)
         }
         var displayedNew = false
-        for (key, frame) in visibleSupplementaries.sorted(by: { ($0.key.indexPath, $0.key.kind) < ($1.key.indexPath, $1.key.kind) }) {
+        for (key, frame) in visibleSupplementaries.sorted(by: {
+            ($0.key.indexPath, $0.key.kind) < ($1.key.indexPath, $1.key.kind)
+        }) {
             if let shown = supplementaries[key] {
                 shown.frame = frame
                 continue
@@ -215,7 +217,8 @@ final class ListPresentation {
     /// Frames that only touch the rectangle's edge are not visible.
     static func intersects(_ frame: CGRect, _ rect: CGRect) -> Bool {
         if frame.width <= 0 || frame.height <= 0 {
-            return frame.minY >= rect.minY && frame.minY < rect.maxY && frame.minX >= rect.minX && frame.minX < rect.maxX
+            return frame.minY >= rect.minY && frame.minY < rect.maxY && frame.minX >= rect.minX
+                && frame.minX < rect.maxX
         }
         return frame.minX < rect.maxX && frame.maxX > rect.minX && frame.minY < rect.maxY && frame.maxY > rect.minY
     }
@@ -321,7 +324,8 @@ final class ListPresentation {
         var keptSupplementaries: [SupplementaryKey: UIView] = [:]
         for (key, view) in supplementaries {
             if let newSection = resolution.newSectionByOldSection[key.indexPath.section],
-               case .kept = resolution.sections[newSection] {
+                case .kept = resolution.sections[newSection]
+            {
                 var path = key.indexPath
                 path[0] = newSection
                 keptSupplementaries[SupplementaryKey(kind: key.kind, indexPath: path)] = view
@@ -350,7 +354,9 @@ final class ListPresentation {
         let cell = host.askCell(at: path)
         reconfiguring = nil
         if cell !== existing {
-            host.recordFailure("Invalid reconfigure: the cell returned for the reconfigured \(host.vocabulary.element) at \(path.section) - \(path[1]) is not the existing cell; reconfiguring requires the cell provider to return the existing cell (dequeue it with the same reuse identifier)")
+            host.recordFailure(
+                "Invalid reconfigure: the cell returned for the reconfigured \(host.vocabulary.element) at \(path.section) - \(path[1]) is not the existing cell; reconfiguring requires the cell provider to return the existing cell (dequeue it with the same reuse identifier)"
+            )
             cells[path] = cell
             cell.frame = existing.frame
             host.didEndDisplaying(cell: existing, at: path)

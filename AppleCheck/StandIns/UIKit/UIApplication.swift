@@ -56,16 +56,25 @@ public protocol UIApplicationDelegate: NSObjectProtocol {
     var window: UIWindow? { get set }
 
     // /documentation/UIKit/UIApplicationDelegate/application(_:willFinishLaunchingWithOptions:) (iOS 6.0+)
-    func application(_ application: UIApplication, willFinishLaunchingWithOptions launchOptions: [UIApplication.LaunchOptionsKey: Any]?) -> Bool
+    func application(
+        _ application: UIApplication,
+        willFinishLaunchingWithOptions launchOptions: [UIApplication.LaunchOptionsKey: Any]?
+    ) -> Bool
 
     // /documentation/UIKit/UIApplicationDelegate/application(_:didFinishLaunchingWithOptions:) (iOS 3.0+)
     /// Tells the delegate that the launch process is almost done and the app is almost ready to run.
-    func application(_ application: UIApplication, didFinishLaunchingWithOptions launchOptions: [UIApplication.LaunchOptionsKey: Any]?) -> Bool
+    func application(
+        _ application: UIApplication,
+        didFinishLaunchingWithOptions launchOptions: [UIApplication.LaunchOptionsKey: Any]?
+    ) -> Bool
 
     // /documentation/UIKit/UIApplicationDelegate/application(_:configurationForConnecting:options:) (iOS 13.0+)
     /// Retrieves the configuration data for UIKit to use when creating a new scene.
     @available(iOS 13.0, *)
-    func application(_ application: UIApplication, configurationForConnecting connectingSceneSession: UISceneSession, options: UIScene.ConnectionOptions) -> UISceneConfiguration
+    func application(
+        _ application: UIApplication, configurationForConnecting connectingSceneSession: UISceneSession,
+        options: UIScene.ConnectionOptions
+    ) -> UISceneConfiguration
 
     // /documentation/UIKit/UIApplicationDelegate/application(_:didDiscardSceneSessions:) (iOS 13.0+)
     @available(iOS 13.0, *)
@@ -89,10 +98,19 @@ extension UIApplicationDelegate {
         get { nil }
         set {}
     }
-    public func application(_ application: UIApplication, willFinishLaunchingWithOptions launchOptions: [UIApplication.LaunchOptionsKey: Any]?) -> Bool { true }
-    public func application(_ application: UIApplication, didFinishLaunchingWithOptions launchOptions: [UIApplication.LaunchOptionsKey: Any]?) -> Bool { true }
+    public func application(
+        _ application: UIApplication,
+        willFinishLaunchingWithOptions launchOptions: [UIApplication.LaunchOptionsKey: Any]?
+    ) -> Bool { true }
+    public func application(
+        _ application: UIApplication,
+        didFinishLaunchingWithOptions launchOptions: [UIApplication.LaunchOptionsKey: Any]?
+    ) -> Bool { true }
     @available(iOS 13.0, *)
-    public func application(_ application: UIApplication, configurationForConnecting connectingSceneSession: UISceneSession, options: UIScene.ConnectionOptions) -> UISceneConfiguration {
+    public func application(
+        _ application: UIApplication, configurationForConnecting connectingSceneSession: UISceneSession,
+        options: UIScene.ConnectionOptions
+    ) -> UISceneConfiguration {
         connectingSceneSession.configuration
     }
     @available(iOS 13.0, *)
@@ -114,7 +132,8 @@ extension UIApplicationDelegate {
     /// Tests drive an app with `UIApplication.simulateLaunch(delegate:sceneDelegate:)`.
     @MainActor @preconcurrency
     public static func main() {
-        FileHandle.standardError.write(Data("UIKit stand-in: UIApplicationDelegate.main() has no event loop on Linux; nothing to run.\n".utf8))
+        FileHandle.standardError.write(
+            Data("UIKit stand-in: UIApplicationDelegate.main() has no event loop on Linux; nothing to run.\n".utf8))
     }
 }
 
@@ -128,7 +147,9 @@ extension UIApplication {
     /// `sceneWillEnterForeground(_:)` and `sceneDidBecomeActive(_:)`.
     /// - Returns: the connected scene, when there is a scene delegate.
     @discardableResult
-    public func simulateLaunch(delegate: any UIApplicationDelegate, sceneDelegate: (any UISceneDelegate)? = nil) -> UIWindowScene? {
+    public func simulateLaunch(
+        delegate: any UIApplicationDelegate, sceneDelegate: (any UISceneDelegate)? = nil
+    ) -> UIWindowScene? {
         self.delegate = delegate
         _ = delegate.application(self, willFinishLaunchingWithOptions: nil)
         _ = delegate.application(self, didFinishLaunchingWithOptions: nil)
@@ -155,7 +176,8 @@ extension UIApplication {
 public protocol UISceneDelegate: NSObjectProtocol {
     // /documentation/UIKit/UISceneDelegate/scene(_:willConnectTo:options:) (iOS 13.0+)
     /// Tells the delegate about the addition of a scene to the app.
-    func scene(_ scene: UIScene, willConnectTo session: UISceneSession, options connectionOptions: UIScene.ConnectionOptions)
+    func scene(
+        _ scene: UIScene, willConnectTo session: UISceneSession, options connectionOptions: UIScene.ConnectionOptions)
     // /documentation/UIKit/UISceneDelegate/sceneDidDisconnect(_:) (iOS 13.0+)
     func sceneDidDisconnect(_ scene: UIScene)
     // /documentation/UIKit/UISceneDelegate/sceneDidBecomeActive(_:) (iOS 13.0+)
@@ -170,7 +192,9 @@ public protocol UISceneDelegate: NSObjectProtocol {
 
 @available(iOS 13.0, *)
 extension UISceneDelegate {
-    public func scene(_ scene: UIScene, willConnectTo session: UISceneSession, options connectionOptions: UIScene.ConnectionOptions) {}
+    public func scene(
+        _ scene: UIScene, willConnectTo session: UISceneSession, options connectionOptions: UIScene.ConnectionOptions
+    ) {}
     public func sceneDidDisconnect(_ scene: UIScene) {}
     public func sceneDidBecomeActive(_ scene: UIScene) {}
     public func sceneWillResignActive(_ scene: UIScene) {}

@@ -42,7 +42,8 @@ open class UIBarButtonItem: UIBarItem {
     /// Creates an item using the specified system item, primary action, and context menu.
     @available(iOS 14.0, *)
     @MainActor @preconcurrency
-    public convenience init(systemItem: UIBarButtonItem.SystemItem, primaryAction: UIAction? = nil, menu: UIMenu? = nil) {
+    public convenience init(systemItem: UIBarButtonItem.SystemItem, primaryAction: UIAction? = nil, menu: UIMenu? = nil)
+    {
         self.init()
         self.systemItem = systemItem
         self.primaryAction = primaryAction
@@ -53,7 +54,9 @@ open class UIBarButtonItem: UIBarItem {
     /// Creates a plain-style item using the specified title, image, primary action, and context menu.
     @available(iOS 14.0, *)
     @MainActor @preconcurrency
-    public convenience init(title: String? = nil, image: UIImage? = nil, primaryAction: UIAction? = nil, menu: UIMenu? = nil) {
+    public convenience init(
+        title: String? = nil, image: UIImage? = nil, primaryAction: UIAction? = nil, menu: UIMenu? = nil
+    ) {
         self.init()
         self.title = title
         self.image = image

@@ -32,7 +32,9 @@ extension UICollectionView {
 
         // /documentation/UIKit/UICollectionView/SupplementaryRegistration/init(elementKind:handler:)
         /// Creates a supplementary registration for the specified element kind with a registration handler.
-        public init(elementKind: String, handler: @escaping UICollectionView.SupplementaryRegistration<Supplementary>.Handler) {
+        public init(
+            elementKind: String, handler: @escaping UICollectionView.SupplementaryRegistration<Supplementary>.Handler
+        ) {
             self.elementKind = elementKind
             self.handler = handler
         }
@@ -42,7 +44,9 @@ extension UICollectionView {
     /// Dequeues a configured reusable cell object.
     @available(iOS 14.0, *)
     @MainActor @preconcurrency
-    public func dequeueConfiguredReusableCell<Cell, Item>(using registration: UICollectionView.CellRegistration<Cell, Item>, for indexPath: IndexPath, item: Item?) -> Cell where Cell: UICollectionViewCell {
+    public func dequeueConfiguredReusableCell<Cell, Item>(
+        using registration: UICollectionView.CellRegistration<Cell, Item>, for indexPath: IndexPath, item: Item?
+    ) -> Cell where Cell: UICollectionViewCell {
         if registeredCellClasses[registration.reuseIdentifier] == nil {
             register(Cell.self, forCellWithReuseIdentifier: registration.reuseIdentifier)
         }
@@ -56,12 +60,17 @@ extension UICollectionView {
     /// Dequeues a configured reusable supplementary view object.
     @available(iOS 14.0, *)
     @MainActor @preconcurrency
-    public func dequeueConfiguredReusableSupplementary<Supplementary>(using registration: UICollectionView.SupplementaryRegistration<Supplementary>, for indexPath: IndexPath) -> Supplementary where Supplementary: UICollectionReusableView {
+    public func dequeueConfiguredReusableSupplementary<Supplementary>(
+        using registration: UICollectionView.SupplementaryRegistration<Supplementary>, for indexPath: IndexPath
+    ) -> Supplementary where Supplementary: UICollectionReusableView {
         let key = Self.supplementaryRegistrationKey(registration.elementKind, registration.reuseIdentifier)
         if registeredSupplementaryClasses[key] == nil {
-            register(Supplementary.self, forSupplementaryViewOfKind: registration.elementKind, withReuseIdentifier: registration.reuseIdentifier)
+            register(
+                Supplementary.self, forSupplementaryViewOfKind: registration.elementKind,
+                withReuseIdentifier: registration.reuseIdentifier)
         }
-        let dequeued = dequeueReusableSupplementaryView(ofKind: registration.elementKind, withReuseIdentifier: registration.reuseIdentifier, for: indexPath)
+        let dequeued = dequeueReusableSupplementaryView(
+            ofKind: registration.elementKind, withReuseIdentifier: registration.reuseIdentifier, for: indexPath)
         let view = (dequeued as? Supplementary) ?? Supplementary(frame: .zero)
         registration.handler(view, registration.elementKind, indexPath)
         return view

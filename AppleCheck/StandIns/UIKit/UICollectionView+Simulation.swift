@@ -54,32 +54,43 @@ extension UICollectionView: SimulatedListHost {
         if let list = (collectionViewLayout as? UICollectionViewCompositionalLayout)?.listConfiguration {
             return listLayout(counts: counts, configuration: list, presentation: presentation)
         }
-        return flowLayout(counts: counts, layout: (collectionViewLayout as? UICollectionViewFlowLayout) ?? UICollectionViewFlowLayout(), presentation: presentation)
+        return flowLayout(
+            counts: counts,
+            layout: (collectionViewLayout as? UICollectionViewFlowLayout) ?? UICollectionViewFlowLayout(),
+            presentation: presentation)
     }
 
-    private func listLayout(counts: [Int], configuration: UICollectionLayoutListConfiguration, presentation: ListPresentation) -> ListLayout {
+    private func listLayout(
+        counts: [Int], configuration: UICollectionLayoutListConfiguration, presentation: ListPresentation
+    ) -> ListLayout {
         var layout = ListLayout()
         let width = bounds.width
         var y: CGFloat = 0
         for (section, count) in counts.enumerated() {
             if configuration.headerMode == .supplementary {
-                let key = SupplementaryKey(kind: Self.elementKindSectionHeader, indexPath: IndexPath(item: 0, section: section))
-                layout.frames.append((.supplementary(key), CGRect(x: 0, y: y, width: width, height: Self.listHeaderHeight)))
+                let key = SupplementaryKey(
+                    kind: Self.elementKindSectionHeader, indexPath: IndexPath(item: 0, section: section))
+                layout.frames.append(
+                    (.supplementary(key), CGRect(x: 0, y: y, width: width, height: Self.listHeaderHeight)))
                 y += Self.listHeaderHeight
             }
             for item in 0..<count {
                 let path = IndexPath(item: item, section: section)
                 var height = Self.listRowHeight
                 if let cell = presentation.cells[path] {
-                    let fitted = cell.systemLayoutSizeFitting(CGSize(width: width, height: UIView.layoutFittingCompressedSize.height)).height
+                    let fitted = cell.systemLayoutSizeFitting(
+                        CGSize(width: width, height: UIView.layoutFittingCompressedSize.height)
+                    ).height
                     if fitted > 0 { height = fitted }
                 }
                 layout.frames.append((.cell(path), CGRect(x: 0, y: y, width: width, height: height)))
                 y += height
             }
             if configuration.footerMode == .supplementary {
-                let key = SupplementaryKey(kind: Self.elementKindSectionFooter, indexPath: IndexPath(item: 0, section: section))
-                layout.frames.append((.supplementary(key), CGRect(x: 0, y: y, width: width, height: Self.listHeaderHeight)))
+                let key = SupplementaryKey(
+                    kind: Self.elementKindSectionFooter, indexPath: IndexPath(item: 0, section: section))
+                layout.frames.append(
+                    (.supplementary(key), CGRect(x: 0, y: y, width: width, height: Self.listHeaderHeight)))
                 y += Self.listHeaderHeight
             }
         }
@@ -88,29 +99,47 @@ extension UICollectionView: SimulatedListHost {
     }
 
     /// The flow layout, computed along the scroll direction ("main") and across it ("cross").
-    private func flowLayout(counts: [Int], layout flow: UICollectionViewFlowLayout, presentation: ListPresentation) -> ListLayout {
+    private func flowLayout(
+        counts: [Int], layout flow: UICollectionViewFlowLayout, presentation: ListPresentation
+    ) -> ListLayout {
         let flowDelegate = delegate as? UICollectionViewDelegateFlowLayout
         let vertical = flow.scrollDirection == .vertical
         let crossExtent = vertical ? bounds.width : bounds.height
         func rect(main: CGFloat, cross: CGFloat, mainLength: CGFloat, crossLength: CGFloat) -> CGRect {
-            vertical ? CGRect(x: cross, y: main, width: crossLength, height: mainLength)
+            vertical
+                ? CGRect(x: cross, y: main, width: crossLength, height: mainLength)
                 : CGRect(x: main, y: cross, width: mainLength, height: crossLength)
         }
         var result = ListLayout()
         var main: CGFloat = 0
         for (section, count) in counts.enumerated() {
-            let inset = flowDelegate?.collectionView(self, layout: flow, insetForSectionAt: section) ?? flow.sectionInset
-            let lineSpacing = flowDelegate?.collectionView(self, layout: flow, minimumLineSpacingForSectionAt: section) ?? flow.minimumLineSpacing
-            let interitem = flowDelegate?.collectionView(self, layout: flow, minimumInteritemSpacingForSectionAt: section) ?? flow.minimumInteritemSpacing
-            let header = flowDelegate?.collectionView(self, layout: flow, referenceSizeForHeaderInSection: section) ?? flow.headerReferenceSize
-            let footer = flowDelegate?.collectionView(self, layout: flow, referenceSizeForFooterInSection: section) ?? flow.footerReferenceSize
-            let (insetMainStart, insetMainEnd, insetCrossStart, insetCrossEnd) = vertical
+            let inset =
+                flowDelegate?.collectionView(self, layout: flow, insetForSectionAt: section) ?? flow.sectionInset
+            let lineSpacing =
+                flowDelegate?.collectionView(self, layout: flow, minimumLineSpacingForSectionAt: section)
+                ?? flow.minimumLineSpacing
+            let interitem =
+                flowDelegate?.collectionView(self, layout: flow, minimumInteritemSpacingForSectionAt: section)
+                ?? flow.minimumInteritemSpacing
+            let header =
+                flowDelegate?.collectionView(self, layout: flow, referenceSizeForHeaderInSection: section)
+                ?? flow.headerReferenceSize
+            let footer =
+                flowDelegate?.collectionView(self, layout: flow, referenceSizeForFooterInSection: section)
+                ?? flow.footerReferenceSize
+            let (insetMainStart, insetMainEnd, insetCrossStart, insetCrossEnd) =
+                vertical
                 ? (inset.top, inset.bottom, inset.left, inset.right)
                 : (inset.left, inset.right, inset.top, inset.bottom)
             let headerLength = vertical ? header.height : header.width
             if headerLength > 0 {
-                let key = SupplementaryKey(kind: Self.elementKindSectionHeader, indexPath: IndexPath(item: 0, section: section))
-                result.frames.append((.supplementary(key), rect(main: main, cross: 0, mainLength: headerLength, crossLength: crossExtent)))
+                let key = SupplementaryKey(
+                    kind: Self.elementKindSectionHeader, indexPath: IndexPath(item: 0, section: section))
+                result.frames.append(
+                    (
+                        .supplementary(key),
+                        rect(main: main, cross: 0, mainLength: headerLength, crossLength: crossExtent)
+                    ))
                 main += headerLength
             }
             main += insetMainStart
@@ -128,26 +157,37 @@ extension UICollectionView: SimulatedListHost {
                     cross = lineStart
                     lineLength = 0
                 }
-                result.frames.append((.cell(path), rect(main: main, cross: cross, mainLength: itemMain, crossLength: itemCross)))
+                result.frames.append(
+                    (.cell(path), rect(main: main, cross: cross, mainLength: itemMain, crossLength: itemCross)))
                 cross += itemCross + interitem
                 lineLength = max(lineLength, itemMain)
             }
             main += lineLength + insetMainEnd
             let footerLength = vertical ? footer.height : footer.width
             if footerLength > 0 {
-                let key = SupplementaryKey(kind: Self.elementKindSectionFooter, indexPath: IndexPath(item: 0, section: section))
-                result.frames.append((.supplementary(key), rect(main: main, cross: 0, mainLength: footerLength, crossLength: crossExtent)))
+                let key = SupplementaryKey(
+                    kind: Self.elementKindSectionFooter, indexPath: IndexPath(item: 0, section: section))
+                result.frames.append(
+                    (
+                        .supplementary(key),
+                        rect(main: main, cross: 0, mainLength: footerLength, crossLength: crossExtent)
+                    ))
                 main += footerLength
             }
         }
-        result.contentSize = vertical ? CGSize(width: bounds.width, height: main) : CGSize(width: main, height: bounds.height)
+        result.contentSize =
+            vertical ? CGSize(width: bounds.width, height: main) : CGSize(width: main, height: bounds.height)
         return result
     }
 
-    private func itemSize(_ path: IndexPath, flow: UICollectionViewFlowLayout, flowDelegate: (any UICollectionViewDelegateFlowLayout)?, presentation: ListPresentation) -> CGSize {
+    private func itemSize(
+        _ path: IndexPath, flow: UICollectionViewFlowLayout, flowDelegate: (any UICollectionViewDelegateFlowLayout)?,
+        presentation: ListPresentation
+    ) -> CGSize {
         let declared = flowDelegate?.collectionView(self, layout: flow, sizeForItemAt: path) ?? flow.itemSize
         guard flow.estimatedItemSize != .zero else { return declared }
-        let estimate = flow.estimatedItemSize == UICollectionViewFlowLayout.automaticSize ? declared : flow.estimatedItemSize
+        let estimate =
+            flow.estimatedItemSize == UICollectionViewFlowLayout.automaticSize ? declared : flow.estimatedItemSize
         if let cell = presentation.cells[path] {
             let fitted = cell.systemLayoutSizeFitting(estimate)
             if fitted.width > 0 && fitted.height > 0 { return fitted }
@@ -163,7 +203,9 @@ extension UICollectionView: SimulatedListHost {
         guard let dataSource else { return UICollectionViewCell(frame: .zero) }
         let cell = dataSource.collectionView(self, cellForItemAt: indexPath)
         if cell.reuseIdentifier == nil {
-            recordFailure("the cell returned from -collectionView:cellForItemAtIndexPath: does not have a reuseIdentifier - cells must be retrieved by calling -dequeueReusableCellWithReuseIdentifier:forIndexPath:")
+            recordFailure(
+                "the cell returned from -collectionView:cellForItemAtIndexPath: does not have a reuseIdentifier - cells must be retrieved by calling -dequeueReusableCellWithReuseIdentifier:forIndexPath:"
+            )
         }
         return cell
     }
@@ -191,7 +233,8 @@ extension UICollectionView: SimulatedListHost {
 
     func didEndDisplaying(supplementary view: UIView, _ key: SupplementaryKey) {
         guard let view = view as? UICollectionReusableView else { return }
-        delegate?.collectionView(self, didEndDisplayingSupplementaryView: view, forElementOfKind: key.kind, at: key.indexPath)
+        delegate?.collectionView(
+            self, didEndDisplayingSupplementaryView: view, forElementOfKind: key.kind, at: key.indexPath)
     }
 
     func enqueue(cell: UIView) {
@@ -221,11 +264,15 @@ extension UICollectionView: SimulatedListHost {
 
     func didApply(_ resolution: UpdateResolution) {
         selectedIndexPaths = selectedIndexPaths.compactMap { old in
-            guard let new = resolution.newPathByOldPath[old], case .kept = resolution.rows[new.section][new.row] else { return nil }
+            guard let new = resolution.newPathByOldPath[old], case .kept = resolution.rows[new.section][new.row] else {
+                return nil
+            }
             return new
         }
         if let swipe = openSwipe {
-            if let new = resolution.newPathByOldPath[swipe.indexPath], case .kept = resolution.rows[new.section][new.row] {
+            if let new = resolution.newPathByOldPath[swipe.indexPath],
+                case .kept = resolution.rows[new.section][new.row]
+            {
                 openSwipe?.indexPath = new
             } else {
                 openSwipe = nil
@@ -250,12 +297,15 @@ extension UICollectionView: SimulatedListHost {
 
     func itemExists(_ indexPath: IndexPath) -> Bool {
         let counts = presentation.counts
-        return indexPath.count == 2 && indexPath.section >= 0 && indexPath.section < counts.count && indexPath.item >= 0 && indexPath.item < counts[indexPath.section]
+        return indexPath.count == 2 && indexPath.section >= 0 && indexPath.section < counts.count && indexPath.item >= 0
+            && indexPath.item < counts[indexPath.section]
     }
 
     func moveShownItem(from source: IndexPath, to destination: IndexPath) {
         let wasSelected = selectedIndexPaths.contains(source)
-        selectedIndexPaths = selectedIndexPaths.filter { $0 != source }.map { UITableView.path($0, afterMoving: source, to: destination) }
+        selectedIndexPaths = selectedIndexPaths.filter { $0 != source }.map {
+            UITableView.path($0, afterMoving: source, to: destination)
+        }
         if wasSelected { selectedIndexPaths.append(destination) }
         presentation.moveShownRow(from: source, to: destination)
         presentation.updateVisible()
@@ -317,10 +367,15 @@ extension UICollectionView {
         let shown = presentation.counts
         let sections = askNumberOfSections()
         var lines: [String] = []
-        if sections != shown.count { lines.append("sections: collection view shows \(shown.count), data source has \(sections)") }
+        if sections != shown.count {
+            lines.append("sections: collection view shows \(shown.count), data source has \(sections)")
+        }
         for section in 0..<min(sections, shown.count) {
             let items = askNumberOfItems(inSection: section)
-            if items != shown[section] { lines.append("section \(section): collection view shows \(shown[section]) items, data source has \(items)") }
+            if items != shown[section] {
+                lines.append(
+                    "section \(section): collection view shows \(shown[section]) items, data source has \(items)")
+            }
         }
         return lines
     }
@@ -368,9 +423,12 @@ extension UICollectionView {
     public func simulateSwipe(_ edge: SimulatedSwipeEdge, at indexPath: IndexPath) -> UISwipeActionsConfiguration? {
         presentation.loadIfNeeded()
         guard itemExists(indexPath), !storedIsEditing,
-              let list = (collectionViewLayout as? UICollectionViewCompositionalLayout)?.listConfiguration else { return nil }
+            let list = (collectionViewLayout as? UICollectionViewCompositionalLayout)?.listConfiguration
+        else { return nil }
         openSwipe = nil
-        let provider = edge == .leading ? list.leadingSwipeActionsConfigurationProvider : list.trailingSwipeActionsConfigurationProvider
+        let provider =
+            edge == .leading
+            ? list.leadingSwipeActionsConfigurationProvider : list.trailingSwipeActionsConfigurationProvider
         guard let configuration = provider?(indexPath), !configuration.actions.isEmpty else { return nil }
         openSwipe = SwipeState(indexPath: indexPath, configuration: configuration, edge: edge)
         return configuration

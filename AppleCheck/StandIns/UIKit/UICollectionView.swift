@@ -56,7 +56,10 @@ open class UICollectionView: UIScrollView {
     // /documentation/UIKit/UICollectionView/dataSource (iOS 6.0+)
     /// The object that provides the data for the collection view. (weak)
     open weak var dataSource: (any UICollectionViewDataSource)? {
-        didSet { presentation.setNeedsReload(); setNeedsLayout() }
+        didSet {
+            presentation.setNeedsReload()
+            setNeedsLayout()
+        }
     }
 
     // /documentation/UIKit/UICollectionView/delegate (iOS 6.0+)
@@ -99,10 +102,13 @@ open class UICollectionView: UIScrollView {
 
     // /documentation/UIKit/UICollectionView/register(_:forSupplementaryViewOfKind:withReuseIdentifier:) (iOS 6.0+)
     /// Registers a class for use in creating supplementary views for the collection view.
-    open func register(_ viewClass: AnyClass?, forSupplementaryViewOfKind elementKind: String, withReuseIdentifier identifier: String) {
+    open func register(
+        _ viewClass: AnyClass?, forSupplementaryViewOfKind elementKind: String, withReuseIdentifier identifier: String
+    ) {
         let key = Self.supplementaryRegistrationKey(elementKind, identifier)
         if let viewClass {
-            registeredSupplementaryClasses[key] = (viewClass as? UICollectionReusableView.Type) ?? UICollectionReusableView.self
+            registeredSupplementaryClasses[key] =
+                (viewClass as? UICollectionReusableView.Type) ?? UICollectionReusableView.self
         } else {
             registeredSupplementaryClasses[key] = nil
         }
@@ -110,9 +116,12 @@ open class UICollectionView: UIScrollView {
 
     // /documentation/UIKit/UICollectionView/dequeueReusableCell(withReuseIdentifier:for:) (iOS 6.0+)
     /// Dequeues a reusable cell object located by its identifier.
-    open func dequeueReusableCell(withReuseIdentifier identifier: String, for indexPath: IndexPath) -> UICollectionViewCell {
+    open func dequeueReusableCell(
+        withReuseIdentifier identifier: String, for indexPath: IndexPath
+    ) -> UICollectionViewCell {
         if let (path, existing) = presentation.reconfiguring, path == indexPath,
-           let cell = existing as? UICollectionViewCell, cell.reuseIdentifier == identifier {
+            let cell = existing as? UICollectionViewCell, cell.reuseIdentifier == identifier
+        {
             return cell
         }
         if var queue = cellReusePool[identifier], !queue.isEmpty {
@@ -123,7 +132,9 @@ open class UICollectionView: UIScrollView {
         }
         let cellClass = registeredCellClasses[identifier]
         if cellClass == nil {
-            recordFailure("could not dequeue a view of kind: UICollectionElementKindCell with identifier \(identifier) - must register a nib or a class for the identifier or connect a prototype cell in a storyboard")
+            recordFailure(
+                "could not dequeue a view of kind: UICollectionElementKindCell with identifier \(identifier) - must register a nib or a class for the identifier or connect a prototype cell in a storyboard"
+            )
         }
         let cell = (cellClass ?? UICollectionViewCell.self).init(frame: .zero)
         cell.assignedReuseIdentifier = identifier
@@ -132,7 +143,9 @@ open class UICollectionView: UIScrollView {
 
     // /documentation/UIKit/UICollectionView/dequeueReusableSupplementaryView(ofKind:withReuseIdentifier:for:) (iOS 6.0+)
     /// Dequeues a reusable supplementary view located by its identifier and kind.
-    open func dequeueReusableSupplementaryView(ofKind elementKind: String, withReuseIdentifier identifier: String, for indexPath: IndexPath) -> UICollectionReusableView {
+    open func dequeueReusableSupplementaryView(
+        ofKind elementKind: String, withReuseIdentifier identifier: String, for indexPath: IndexPath
+    ) -> UICollectionReusableView {
         let key = Self.supplementaryRegistrationKey(elementKind, identifier)
         if var queue = supplementaryReusePool[key], !queue.isEmpty {
             let view = queue.removeFirst()
@@ -142,7 +155,9 @@ open class UICollectionView: UIScrollView {
         }
         let viewClass = registeredSupplementaryClasses[key]
         if viewClass == nil {
-            recordFailure("could not dequeue a view of kind: \(elementKind) with identifier \(identifier) - must register a nib or a class for the identifier or connect a prototype cell in a storyboard")
+            recordFailure(
+                "could not dequeue a view of kind: \(elementKind) with identifier \(identifier) - must register a nib or a class for the identifier or connect a prototype cell in a storyboard"
+            )
         }
         let view = (viewClass ?? UICollectionReusableView.self).init(frame: .zero)
         view.assignedReuseIdentifier = identifier
@@ -179,7 +194,9 @@ open class UICollectionView: UIScrollView {
     // /documentation/UIKit/UICollectionView/reloadSections(_:) (iOS 6.0+)
     open func reloadSections(_ sections: IndexSet) { presentation.record(.reloadSections(sections)) }
     // /documentation/UIKit/UICollectionView/moveSection(_:toSection:) (iOS 6.0+)
-    open func moveSection(_ section: Int, toSection newSection: Int) { presentation.record(.moveSection(section, newSection)) }
+    open func moveSection(_ section: Int, toSection newSection: Int) {
+        presentation.record(.moveSection(section, newSection))
+    }
     // /documentation/UIKit/UICollectionView/insertItems(at:) (iOS 6.0+)
     open func insertItems(at indexPaths: [IndexPath]) { presentation.record(.insertRows(indexPaths)) }
     // /documentation/UIKit/UICollectionView/deleteItems(at:) (iOS 6.0+)
@@ -187,7 +204,9 @@ open class UICollectionView: UIScrollView {
     // /documentation/UIKit/UICollectionView/reloadItems(at:) (iOS 6.0+)
     open func reloadItems(at indexPaths: [IndexPath]) { presentation.record(.reloadRows(indexPaths)) }
     // /documentation/UIKit/UICollectionView/moveItem(at:to:) (iOS 6.0+)
-    open func moveItem(at indexPath: IndexPath, to newIndexPath: IndexPath) { presentation.record(.moveRow(indexPath, newIndexPath)) }
+    open func moveItem(at indexPath: IndexPath, to newIndexPath: IndexPath) {
+        presentation.record(.moveRow(indexPath, newIndexPath))
+    }
     // /documentation/UIKit/UICollectionView/reconfigureItems(at:) (iOS 15.0+)
     /// Updates the data for the items at the index paths you specify, preserving the existing cells for the items.
     @available(iOS 15.0, *)
@@ -243,13 +262,18 @@ open class UICollectionView: UIScrollView {
 
     // /documentation/UIKit/UICollectionView/supplementaryView(forElementKind:at:) (iOS 9.0+)
     /// Retrieves the supplementary view at the specified index path (nil when not visible).
-    open func supplementaryView(forElementKind elementKind: String, at indexPath: IndexPath) -> UICollectionReusableView? {
-        presentation.supplementaries[SupplementaryKey(kind: elementKind, indexPath: indexPath)] as? UICollectionReusableView
+    open func supplementaryView(
+        forElementKind elementKind: String, at indexPath: IndexPath
+    ) -> UICollectionReusableView? {
+        presentation.supplementaries[SupplementaryKey(kind: elementKind, indexPath: indexPath)]
+            as? UICollectionReusableView
     }
 
     // /documentation/UIKit/UICollectionView/visibleSupplementaryViews(ofKind:) (iOS 9.0+)
     open func visibleSupplementaryViews(ofKind elementKind: String) -> [UICollectionReusableView] {
-        indexPathsForVisibleSupplementaryElements(ofKind: elementKind).compactMap { supplementaryView(forElementKind: elementKind, at: $0) }
+        indexPathsForVisibleSupplementaryElements(ofKind: elementKind).compactMap {
+            supplementaryView(forElementKind: elementKind, at: $0)
+        }
     }
 
     // /documentation/UIKit/UICollectionView/indexPathsForVisibleSupplementaryElements(ofKind:) (iOS 9.0+)
@@ -266,15 +290,24 @@ open class UICollectionView: UIScrollView {
 
     // /documentation/UIKit/UICollectionView/scrollToItem(at:at:animated:) (iOS 6.0+)
     /// Scrolls the collection view contents until the specified item is visible (then lays out).
-    open func scrollToItem(at indexPath: IndexPath, at scrollPosition: UICollectionView.ScrollPosition, animated: Bool) {
+    open func scrollToItem(at indexPath: IndexPath, at scrollPosition: UICollectionView.ScrollPosition, animated: Bool)
+    {
         guard let rect = frameForItem(at: indexPath) else { return }
         var offset = contentOffset
-        if scrollPosition.contains(.top) { offset.y = rect.minY }
-        else if scrollPosition.contains(.centeredVertically) { offset.y = rect.midY - bounds.height / 2 }
-        else if scrollPosition.contains(.bottom) { offset.y = rect.maxY - bounds.height }
-        if scrollPosition.contains(.left) { offset.x = rect.minX }
-        else if scrollPosition.contains(.centeredHorizontally) { offset.x = rect.midX - bounds.width / 2 }
-        else if scrollPosition.contains(.right) { offset.x = rect.maxX - bounds.width }
+        if scrollPosition.contains(.top) {
+            offset.y = rect.minY
+        } else if scrollPosition.contains(.centeredVertically) {
+            offset.y = rect.midY - bounds.height / 2
+        } else if scrollPosition.contains(.bottom) {
+            offset.y = rect.maxY - bounds.height
+        }
+        if scrollPosition.contains(.left) {
+            offset.x = rect.minX
+        } else if scrollPosition.contains(.centeredHorizontally) {
+            offset.x = rect.midX - bounds.width / 2
+        } else if scrollPosition.contains(.right) {
+            offset.x = rect.maxX - bounds.width
+        }
         offset.y = max(0, min(offset.y, max(0, contentSize.height - bounds.height)))
         offset.x = max(0, min(offset.x, max(0, contentSize.width - bounds.width)))
         contentOffset = offset
@@ -345,7 +378,8 @@ open class UICollectionView: UIScrollView {
     open func beginInteractiveMovementForItem(at indexPath: IndexPath) -> Bool {
         presentation.loadIfNeeded()
         guard interactiveMove == nil, itemExists(indexPath),
-              dataSource?.collectionView(self, canMoveItemAt: indexPath) ?? false else { return false }
+            dataSource?.collectionView(self, canMoveItemAt: indexPath) ?? false
+        else { return false }
         interactiveMove = (indexPath, indexPath)
         return true
     }
@@ -358,7 +392,9 @@ open class UICollectionView: UIScrollView {
         guard let move = interactiveMove, let proposed = indexPathForItem(at: targetPosition) else { return }
         let target: IndexPath
         if let delegate {
-            target = delegate.collectionView(self, targetIndexPathForMoveOfItemFromOriginalIndexPath: move.original, atCurrentIndexPath: move.current, toProposedIndexPath: proposed)
+            target = delegate.collectionView(
+                self, targetIndexPathForMoveOfItemFromOriginalIndexPath: move.original,
+                atCurrentIndexPath: move.current, toProposedIndexPath: proposed)
         } else {
             target = proposed
         }

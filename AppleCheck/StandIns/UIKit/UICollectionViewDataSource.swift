@@ -21,7 +21,9 @@ public protocol UICollectionViewDataSource: NSObjectProtocol {
 
     // /documentation/UIKit/UICollectionViewDataSource/collectionView(_:viewForSupplementaryElementOfKind:at:) (iOS 8.0+ on its page, optional)
     /// Asks your data source object to provide a supplementary view to display in the collection view.
-    func collectionView(_ collectionView: UICollectionView, viewForSupplementaryElementOfKind kind: String, at indexPath: IndexPath) -> UICollectionReusableView
+    func collectionView(
+        _ collectionView: UICollectionView, viewForSupplementaryElementOfKind kind: String, at indexPath: IndexPath
+    ) -> UICollectionReusableView
 
     // /documentation/UIKit/UICollectionViewDataSource/collectionView(_:canMoveItemAt:) (iOS 9.0+, optional)
     /// Asks your data source object whether the specified item can be moved to another location in the collection view.
@@ -29,7 +31,8 @@ public protocol UICollectionViewDataSource: NSObjectProtocol {
 
     // /documentation/UIKit/UICollectionViewDataSource/collectionView(_:moveItemAt:to:) (iOS 9.0+, optional)
     /// Tells your data source object to move the specified item to its new location.
-    func collectionView(_ collectionView: UICollectionView, moveItemAt sourceIndexPath: IndexPath, to destinationIndexPath: IndexPath)
+    func collectionView(
+        _ collectionView: UICollectionView, moveItemAt sourceIndexPath: IndexPath, to destinationIndexPath: IndexPath)
 }
 
 extension UICollectionViewDataSource {
@@ -37,8 +40,12 @@ extension UICollectionViewDataSource {
 
     /// UIKit raises when the layout has a supplementary view and the data source cannot
     /// give one; the model records that as a failure and shows an empty view.
-    public func collectionView(_ collectionView: UICollectionView, viewForSupplementaryElementOfKind kind: String, at indexPath: IndexPath) -> UICollectionReusableView {
-        collectionView.recordFailure("the collection view's data source did not return a supplementary view of kind \(kind) at index path (<NSIndexPath> {length = 2, path = \(indexPath.section) - \(indexPath.item)}): collectionView(_:viewForSupplementaryElementOfKind:at:) is not implemented")
+    public func collectionView(
+        _ collectionView: UICollectionView, viewForSupplementaryElementOfKind kind: String, at indexPath: IndexPath
+    ) -> UICollectionReusableView {
+        collectionView.recordFailure(
+            "the collection view's data source did not return a supplementary view of kind \(kind) at index path (<NSIndexPath> {length = 2, path = \(indexPath.section) - \(indexPath.item)}): collectionView(_:viewForSupplementaryElementOfKind:at:) is not implemented"
+        )
         return UICollectionReusableView(frame: .zero)
     }
 
@@ -46,7 +53,9 @@ extension UICollectionViewDataSource {
     /// collectionView(_:moveItemAt:to:); the stand-in cannot tell, and answers true.
     public func collectionView(_ collectionView: UICollectionView, canMoveItemAt indexPath: IndexPath) -> Bool { true }
 
-    public func collectionView(_ collectionView: UICollectionView, moveItemAt sourceIndexPath: IndexPath, to destinationIndexPath: IndexPath) {}
+    public func collectionView(
+        _ collectionView: UICollectionView, moveItemAt sourceIndexPath: IndexPath, to destinationIndexPath: IndexPath
+    ) {}
 }
 
 // /documentation/UIKit/UICollectionViewDataSourcePrefetching (iOS 10.0+)
@@ -65,5 +74,6 @@ public protocol UICollectionViewDataSourcePrefetching: NSObjectProtocol {
 
 @available(iOS 10.0, *)
 extension UICollectionViewDataSourcePrefetching {
-    public func collectionView(_ collectionView: UICollectionView, cancelPrefetchingForItemsAt indexPaths: [IndexPath]) {}
+    public func collectionView(_ collectionView: UICollectionView, cancelPrefetchingForItemsAt indexPaths: [IndexPath])
+    {}
 }

@@ -10,15 +10,23 @@ import Foundation
 /// yet just reloads.
 @available(iOS 13.0, *)
 @MainActor @preconcurrency
-open class UICollectionViewDiffableDataSource<SectionIdentifierType, ItemIdentifierType>: NSObject, UICollectionViewDataSource
-where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIdentifierType: Hashable, ItemIdentifierType: Sendable {
+open class UICollectionViewDiffableDataSource<SectionIdentifierType, ItemIdentifierType>: NSObject,
+    UICollectionViewDataSource
+where
+    SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIdentifierType: Hashable,
+    ItemIdentifierType: Sendable
+{
     // /documentation/UIKit/UICollectionViewDiffableDataSource-9tqpa/CellProvider
     /// A closure that configures and returns a cell for a collection view from its diffable data source.
-    public typealias CellProvider = (_ collectionView: UICollectionView, _ indexPath: IndexPath, _ itemIdentifier: ItemIdentifierType) -> UICollectionViewCell?
+    public typealias CellProvider = (
+        _ collectionView: UICollectionView, _ indexPath: IndexPath, _ itemIdentifier: ItemIdentifierType
+    ) -> UICollectionViewCell?
 
     // /documentation/UIKit/UICollectionViewDiffableDataSource-9tqpa/SupplementaryViewProvider
     /// A closure that configures and returns a collection view's supplementary view from a diffable data source.
-    public typealias SupplementaryViewProvider = (_ collectionView: UICollectionView, _ elementKind: String, _ indexPath: IndexPath) -> UICollectionReusableView?
+    public typealias SupplementaryViewProvider = (
+        _ collectionView: UICollectionView, _ elementKind: String, _ indexPath: IndexPath
+    ) -> UICollectionReusableView?
 
     private weak var collectionView: UICollectionView?
     private let cellProvider: CellProvider
@@ -28,7 +36,11 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
     /// Creates a diffable data source with the specified cell provider, and connects it to
     /// the specified collection view (it becomes the collection view's data source).
     @MainActor @preconcurrency
-    public init(collectionView: UICollectionView, cellProvider: @escaping UICollectionViewDiffableDataSource<SectionIdentifierType, ItemIdentifierType>.CellProvider) {
+    public init(
+        collectionView: UICollectionView,
+        cellProvider:
+            @escaping UICollectionViewDiffableDataSource<SectionIdentifierType, ItemIdentifierType>.CellProvider
+    ) {
         self.collectionView = collectionView
         self.cellProvider = cellProvider
         super.init()
@@ -37,13 +49,17 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
 
     // /documentation/UIKit/UICollectionViewDiffableDataSource-9tqpa/supplementaryViewProvider-swift.property
     /// The closure that configures and returns the collection view's supplementary views.
-    open var supplementaryViewProvider: UICollectionViewDiffableDataSource<SectionIdentifierType, ItemIdentifierType>.SupplementaryViewProvider?
+    open var supplementaryViewProvider:
+        UICollectionViewDiffableDataSource<SectionIdentifierType, ItemIdentifierType>.SupplementaryViewProvider?
 
     // /documentation/UIKit/UICollectionViewDiffableDataSource-9tqpa/apply(_:animatingDifferences:completion:) (iOS 13.0+)
     /// Updates the UI to reflect the state of the data in the snapshot, optionally animating
     /// the UI changes and executing a completion handler.
     @MainActor @preconcurrency
-    open func apply(_ snapshot: NSDiffableDataSourceSnapshot<SectionIdentifierType, ItemIdentifierType>, animatingDifferences: Bool = true, completion: (() -> Void)? = nil) {
+    open func apply(
+        _ snapshot: NSDiffableDataSourceSnapshot<SectionIdentifierType, ItemIdentifierType>,
+        animatingDifferences: Bool = true, completion: (() -> Void)? = nil
+    ) {
         guard let collectionView else {
             current = snapshot
             completion?()
@@ -57,24 +73,31 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
             return
         }
         let operations = diffableChanges(from: current, to: snapshot)
-        collectionView.performBatchUpdates({
-            self.current = snapshot
-            for operation in operations { collectionView.presentation.record(operation) }
-        }, completion: { _ in completion?() })
+        collectionView.performBatchUpdates(
+            {
+                self.current = snapshot
+                for operation in operations { collectionView.presentation.record(operation) }
+            }, completion: { _ in completion?() })
     }
 
     // /documentation/UIKit/UICollectionViewDiffableDataSource-9tqpa/apply(_:animatingDifferences:) (iOS 15.0+)
     /// Updates the UI to reflect the state of the data in the snapshot, optionally animating the UI changes.
     @available(iOS 15.0, *)
     @MainActor @preconcurrency
-    open func apply(_ snapshot: NSDiffableDataSourceSnapshot<SectionIdentifierType, ItemIdentifierType>, animatingDifferences: Bool = true) async {
+    open func apply(
+        _ snapshot: NSDiffableDataSourceSnapshot<SectionIdentifierType, ItemIdentifierType>,
+        animatingDifferences: Bool = true
+    ) async {
         apply(snapshot, animatingDifferences: animatingDifferences, completion: nil)
     }
 
     // /documentation/UIKit/UICollectionViewDiffableDataSource-9tqpa/applySnapshotUsingReloadData(_:completion:) (iOS 15.0+)
     /// Resets the UI to reflect the state of the data in the snapshot without computing a diff.
     @available(iOS 15.0, *)
-    open func applySnapshotUsingReloadData(_ snapshot: NSDiffableDataSourceSnapshot<SectionIdentifierType, ItemIdentifierType>, completion: (() -> Void)? = nil) {
+    open func applySnapshotUsingReloadData(
+        _ snapshot: NSDiffableDataSourceSnapshot<SectionIdentifierType, ItemIdentifierType>,
+        completion: (() -> Void)? = nil
+    ) {
         for misuse in snapshot.misuses { collectionView?.recordFailure(misuse) }
         current = snapshot
         collectionView?.reloadData()
@@ -95,7 +118,9 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
     // /documentation/UIKit/UICollectionViewDiffableDataSource-9tqpa/itemIdentifier(for:) (iOS 13.0+)
     /// Returns an identifier for the item at the specified index path in the collection view.
     open func itemIdentifier(for indexPath: IndexPath) -> ItemIdentifierType? {
-        guard indexPath.count == 2, indexPath.section >= 0, indexPath.section < current.storedSections.count else { return nil }
+        guard indexPath.count == 2, indexPath.section >= 0, indexPath.section < current.storedSections.count else {
+            return nil
+        }
         let items = current.storedSections[indexPath.section].items
         return indexPath.item >= 0 && indexPath.item < items.count ? items[indexPath.item] : nil
     }
@@ -104,7 +129,8 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
     /// Returns an index path for the item with the specified identifier in the collection view.
     open func indexPath(for itemIdentifier: ItemIdentifierType) -> IndexPath? {
         guard let section = current.sectionOfItem[itemIdentifier], let s = current.sectionIndex(section),
-              let item = current.storedSections[s].items.firstIndex(of: itemIdentifier) else { return nil }
+            let item = current.storedSections[s].items.firstIndex(of: itemIdentifier)
+        else { return nil }
         return IndexPath(item: item, section: s)
     }
 
@@ -130,9 +156,13 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
         section >= 0 && section < current.storedSections.count ? current.storedSections[section].items.count : 0
     }
 
-    open func collectionView(_ collectionView: UICollectionView, cellForItemAt indexPath: IndexPath) -> UICollectionViewCell {
+    open func collectionView(
+        _ collectionView: UICollectionView, cellForItemAt indexPath: IndexPath
+    ) -> UICollectionViewCell {
         guard let item = itemIdentifier(for: indexPath), let cell = cellProvider(collectionView, indexPath, item) else {
-            collectionView.recordFailure("UICollectionView dataSource returned a nil cell for item at index path: <NSIndexPath> {length = 2, path = \(indexPath.section) - \(indexPath.item)}")
+            collectionView.recordFailure(
+                "UICollectionView dataSource returned a nil cell for item at index path: <NSIndexPath> {length = 2, path = \(indexPath.section) - \(indexPath.item)}"
+            )
             let placeholder = UICollectionViewCell(frame: .zero)
             placeholder.assignedReuseIdentifier = "UICollectionViewDiffableDataSourceNilCell"
             return placeholder
@@ -140,9 +170,13 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
         return cell
     }
 
-    open func collectionView(_ collectionView: UICollectionView, viewForSupplementaryElementOfKind kind: String, at indexPath: IndexPath) -> UICollectionReusableView {
+    open func collectionView(
+        _ collectionView: UICollectionView, viewForSupplementaryElementOfKind kind: String, at indexPath: IndexPath
+    ) -> UICollectionReusableView {
         if let view = supplementaryViewProvider?(collectionView, kind, indexPath) { return view }
-        collectionView.recordFailure("the collection view's data source returned nil from -collectionView:viewForSupplementaryElementOfKind:atIndexPath: for kind \(kind) at index path <NSIndexPath> {length = 2, path = \(indexPath.section) - \(indexPath.item)}; supplementaryViewProvider must return a view")
+        collectionView.recordFailure(
+            "the collection view's data source returned nil from -collectionView:viewForSupplementaryElementOfKind:atIndexPath: for kind \(kind) at index path <NSIndexPath> {length = 2, path = \(indexPath.section) - \(indexPath.item)}; supplementaryViewProvider must return a view"
+        )
         return UICollectionReusableView(frame: .zero)
     }
 
@@ -152,7 +186,9 @@ where SectionIdentifierType: Hashable, SectionIdentifierType: Sendable, ItemIden
     }
 
     /// The view moved an item: the data source's snapshot follows.
-    open func collectionView(_ collectionView: UICollectionView, moveItemAt sourceIndexPath: IndexPath, to destinationIndexPath: IndexPath) {
+    open func collectionView(
+        _ collectionView: UICollectionView, moveItemAt sourceIndexPath: IndexPath, to destinationIndexPath: IndexPath
+    ) {
         current.moveItem(from: sourceIndexPath, to: destinationIndexPath)
     }
 }

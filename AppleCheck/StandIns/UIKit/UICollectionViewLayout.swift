@@ -44,7 +44,8 @@ open class UICollectionViewFlowLayout: UICollectionViewLayout {
     /// A constant for estimated item sizes that asks the layout to compute them from the cells.
     /// STAND-IN: `static let` (UIKit's is `class let`).
     @available(iOS 10.0, *)
-    public static let automaticSize = CGSize(width: CGFloat.greatestFiniteMagnitude, height: CGFloat.greatestFiniteMagnitude)
+    public static let automaticSize = CGSize(
+        width: CGFloat.greatestFiniteMagnitude, height: CGFloat.greatestFiniteMagnitude)
 
     // /documentation/UIKit/UICollectionViewFlowLayout/itemSize (iOS 6.0+)
     /// The default size to use for cells. "The default size value is (50.0, 50.0)."
@@ -103,7 +104,9 @@ open class UICollectionViewCompositionalLayout: UICollectionViewLayout {
     /// which an app could override: audit fix).
     @available(iOS 14.0, *)
     @MainActor @preconcurrency
-    public static func list(using configuration: UICollectionLayoutListConfiguration) -> UICollectionViewCompositionalLayout {
+    public static func list(
+        using configuration: UICollectionLayoutListConfiguration
+    ) -> UICollectionViewCompositionalLayout {
         UICollectionViewCompositionalLayout(listConfiguration: configuration)
     }
 }
@@ -138,11 +141,13 @@ public struct UICollectionLayoutListConfiguration {
 
     // /documentation/UIKit/UICollectionLayoutListConfiguration-swift.struct/leadingSwipeActionsConfigurationProvider
     /// The closure that provides the set of actions to display when swiping on the leading edge of the cell.
-    public var leadingSwipeActionsConfigurationProvider: UICollectionLayoutListConfiguration.SwipeActionsConfigurationProvider?
+    public var leadingSwipeActionsConfigurationProvider:
+        UICollectionLayoutListConfiguration.SwipeActionsConfigurationProvider?
 
     // /documentation/UIKit/UICollectionLayoutListConfiguration-swift.struct/trailingSwipeActionsConfigurationProvider
     /// The closure that provides the set of actions to display when swiping on the trailing edge of the cell.
-    public var trailingSwipeActionsConfigurationProvider: UICollectionLayoutListConfiguration.SwipeActionsConfigurationProvider?
+    public var trailingSwipeActionsConfigurationProvider:
+        UICollectionLayoutListConfiguration.SwipeActionsConfigurationProvider?
 
     // /documentation/UIKit/UICollectionLayoutListConfiguration-swift.struct/SwipeActionsConfigurationProvider
     /// A closure that configures the swipe actions for a cell.

@@ -76,19 +76,27 @@ open class UIColor: NSObject, @unchecked Sendable {
     open class var label: UIColor { UIColor(systemName: "label", red: 0, green: 0, blue: 0) }
     // /documentation/UIKit/UIColor/secondaryLabel (iOS 13.0+)
     @available(iOS 13.0, *)
-    open class var secondaryLabel: UIColor { UIColor(systemName: "secondaryLabel", red: 0.235, green: 0.235, blue: 0.263, alpha: 0.6) }
+    open class var secondaryLabel: UIColor {
+        UIColor(systemName: "secondaryLabel", red: 0.235, green: 0.235, blue: 0.263, alpha: 0.6)
+    }
     // /documentation/UIKit/UIColor/tertiaryLabel (iOS 13.0+)
     @available(iOS 13.0, *)
-    open class var tertiaryLabel: UIColor { UIColor(systemName: "tertiaryLabel", red: 0.235, green: 0.235, blue: 0.263, alpha: 0.3) }
+    open class var tertiaryLabel: UIColor {
+        UIColor(systemName: "tertiaryLabel", red: 0.235, green: 0.235, blue: 0.263, alpha: 0.3)
+    }
     // /documentation/UIKit/UIColor/systemBackground (iOS 13.0+)
     @available(iOS 13.0, *)
     open class var systemBackground: UIColor { UIColor(systemName: "systemBackground", red: 1, green: 1, blue: 1) }
     // /documentation/UIKit/UIColor/secondarySystemBackground (iOS 13.0+)
     @available(iOS 13.0, *)
-    open class var secondarySystemBackground: UIColor { UIColor(systemName: "secondarySystemBackground", red: 0.949, green: 0.949, blue: 0.969) }
+    open class var secondarySystemBackground: UIColor {
+        UIColor(systemName: "secondarySystemBackground", red: 0.949, green: 0.949, blue: 0.969)
+    }
     // /documentation/UIKit/UIColor/systemGroupedBackground (iOS 13.0+)
     @available(iOS 13.0, *)
-    open class var systemGroupedBackground: UIColor { UIColor(systemName: "systemGroupedBackground", red: 0.949, green: 0.949, blue: 0.969) }
+    open class var systemGroupedBackground: UIColor {
+        UIColor(systemName: "systemGroupedBackground", red: 0.949, green: 0.949, blue: 0.969)
+    }
     // /documentation/UIKit/UIColor/tintColor (iOS 15.0+)
     @available(iOS 15.0, *)
     open class var tintColor: UIColor { UIColor(systemName: "tintColor", red: 0, green: 0.478, blue: 1) }

@@ -7,7 +7,9 @@ import Foundation
 open class UIContextualAction: NSObject {
     // /documentation/UIKit/UIContextualAction/init(style:title:handler:) (iOS 11.0+)
     /// Creates a new contextual action with the specified title and handler.
-    public convenience init(style: UIContextualAction.Style, title: String?, handler: @escaping UIContextualAction.Handler) {
+    public convenience init(
+        style: UIContextualAction.Style, title: String?, handler: @escaping UIContextualAction.Handler
+    ) {
         self.init(storedStyle: style, title: title, handler: handler)
     }
 

@@ -10,7 +10,8 @@ public struct UIListContentConfiguration: UIContentConfiguration, Hashable, @unc
     init(kind: String, textStyle: UIFont.TextStyle = .body, secondaryTextStyle: UIFont.TextStyle = .subheadline) {
         self.kind = kind
         self.textProperties = TextProperties(font: .preferredFont(forTextStyle: textStyle), color: .label)
-        self.secondaryTextProperties = TextProperties(font: .preferredFont(forTextStyle: secondaryTextStyle), color: .secondaryLabel)
+        self.secondaryTextProperties = TextProperties(
+            font: .preferredFont(forTextStyle: secondaryTextStyle), color: .secondaryLabel)
     }
 
     // /documentation/UIKit/UIListContentConfiguration-swift.struct/cell() (iOS 14.0+)
@@ -19,21 +20,35 @@ public struct UIListContentConfiguration: UIContentConfiguration, Hashable, @unc
     // /documentation/UIKit/UIListContentConfiguration-swift.struct/subtitleCell() (iOS 14.0+)
     public static func subtitleCell() -> UIListContentConfiguration { UIListContentConfiguration(kind: "subtitleCell") }
     // /documentation/UIKit/UIListContentConfiguration-swift.struct/valueCell() (iOS 14.0+)
-    public static func valueCell() -> UIListContentConfiguration { UIListContentConfiguration(kind: "valueCell", secondaryTextStyle: .body) }
+    public static func valueCell() -> UIListContentConfiguration {
+        UIListContentConfiguration(kind: "valueCell", secondaryTextStyle: .body)
+    }
     // /documentation/UIKit/UIListContentConfiguration-swift.struct/header() (iOS 18.0+)
     @available(iOS 18.0, *)
-    public static func header() -> UIListContentConfiguration { UIListContentConfiguration(kind: "header", textStyle: .headline) }
+    public static func header() -> UIListContentConfiguration {
+        UIListContentConfiguration(kind: "header", textStyle: .headline)
+    }
     // /documentation/UIKit/UIListContentConfiguration-swift.struct/footer() (iOS 18.0+)
     @available(iOS 18.0, *)
-    public static func footer() -> UIListContentConfiguration { UIListContentConfiguration(kind: "footer", textStyle: .footnote) }
+    public static func footer() -> UIListContentConfiguration {
+        UIListContentConfiguration(kind: "footer", textStyle: .footnote)
+    }
     // /documentation/UIKit/UIListContentConfiguration-swift.struct/plainHeader() (iOS 14.0+)
-    public static func plainHeader() -> UIListContentConfiguration { UIListContentConfiguration(kind: "plainHeader", textStyle: .headline) }
+    public static func plainHeader() -> UIListContentConfiguration {
+        UIListContentConfiguration(kind: "plainHeader", textStyle: .headline)
+    }
     // /documentation/UIKit/UIListContentConfiguration-swift.struct/plainFooter() (iOS 14.0+)
-    public static func plainFooter() -> UIListContentConfiguration { UIListContentConfiguration(kind: "plainFooter", textStyle: .footnote) }
+    public static func plainFooter() -> UIListContentConfiguration {
+        UIListContentConfiguration(kind: "plainFooter", textStyle: .footnote)
+    }
     // /documentation/UIKit/UIListContentConfiguration-swift.struct/groupedHeader() (iOS 14.0+)
-    public static func groupedHeader() -> UIListContentConfiguration { UIListContentConfiguration(kind: "groupedHeader", textStyle: .footnote) }
+    public static func groupedHeader() -> UIListContentConfiguration {
+        UIListContentConfiguration(kind: "groupedHeader", textStyle: .footnote)
+    }
     // /documentation/UIKit/UIListContentConfiguration-swift.struct/groupedFooter() (iOS 14.0+)
-    public static func groupedFooter() -> UIListContentConfiguration { UIListContentConfiguration(kind: "groupedFooter", textStyle: .footnote) }
+    public static func groupedFooter() -> UIListContentConfiguration {
+        UIListContentConfiguration(kind: "groupedFooter", textStyle: .footnote)
+    }
 
     // /documentation/UIKit/UIListContentConfiguration-swift.struct/text
     /// The primary text.
@@ -124,8 +139,12 @@ open class UIListContentView: UIView, UIContentView {
     /// STAND-IN: one or two lines of text at the fonts' sizes, plus 11-point margins.
     open override var intrinsicContentSize: CGSize {
         var height: CGFloat = 22
-        if listConfiguration.text != nil { height += (listConfiguration.textProperties.font.pointSize * 1.2).rounded(.up) }
-        if listConfiguration.secondaryText != nil { height += (listConfiguration.secondaryTextProperties.font.pointSize * 1.2).rounded(.up) }
+        if listConfiguration.text != nil {
+            height += (listConfiguration.textProperties.font.pointSize * 1.2).rounded(.up)
+        }
+        if listConfiguration.secondaryText != nil {
+            height += (listConfiguration.secondaryTextProperties.font.pointSize * 1.2).rounded(.up)
+        }
         return CGSize(width: UIView.noIntrinsicMetric, height: max(height, 44))
     }
 }

@@ -70,11 +70,20 @@ open class UIAction: UIMenuElement {
     /// Creates an action with the specified title, image, identifier, discoverability title,
     /// attributes, state, and handler.
     @MainActor @preconcurrency
-    public convenience init(title: String = "", image: UIImage? = nil, identifier: UIAction.Identifier? = nil, discoverabilityTitle: String? = nil, attributes: UIMenuElement.Attributes = [], state: UIMenuElement.State = .off, handler: @escaping UIActionHandler) {
-        self.init(storedTitle: title, image: image, identifier: identifier, discoverabilityTitle: discoverabilityTitle, attributes: attributes, state: state, handler: handler)
+    public convenience init(
+        title: String = "", image: UIImage? = nil, identifier: UIAction.Identifier? = nil,
+        discoverabilityTitle: String? = nil, attributes: UIMenuElement.Attributes = [],
+        state: UIMenuElement.State = .off, handler: @escaping UIActionHandler
+    ) {
+        self.init(
+            storedTitle: title, image: image, identifier: identifier, discoverabilityTitle: discoverabilityTitle,
+            attributes: attributes, state: state, handler: handler)
     }
 
-    init(storedTitle: String, image: UIImage?, identifier: UIAction.Identifier?, discoverabilityTitle: String?, attributes: UIMenuElement.Attributes, state: UIMenuElement.State, handler: @escaping UIActionHandler) {
+    init(
+        storedTitle: String, image: UIImage?, identifier: UIAction.Identifier?, discoverabilityTitle: String?,
+        attributes: UIMenuElement.Attributes, state: UIMenuElement.State, handler: @escaping UIActionHandler
+    ) {
         self.storedIdentifier = identifier ?? UIAction.Identifier(rawValue: UUID().uuidString)
         self.discoverabilityTitle = discoverabilityTitle
         self.attributes = attributes
@@ -150,11 +159,17 @@ open class UIMenu: UIMenuElement {
     // /documentation/UIKit/UIMenu/init(title:image:identifier:options:children:) (iOS 13.0+)
     /// Creates a new menu with the specified values.
     @MainActor @preconcurrency
-    public convenience init(title: String = "", image: UIImage? = nil, identifier: UIMenu.Identifier? = nil, options: UIMenu.Options = [], children: [UIMenuElement] = []) {
+    public convenience init(
+        title: String = "", image: UIImage? = nil, identifier: UIMenu.Identifier? = nil, options: UIMenu.Options = [],
+        children: [UIMenuElement] = []
+    ) {
         self.init(storedTitle: title, image: image, identifier: identifier, options: options, children: children)
     }
 
-    init(storedTitle: String, image: UIImage?, identifier: UIMenu.Identifier?, options: UIMenu.Options, children: [UIMenuElement]) {
+    init(
+        storedTitle: String, image: UIImage?, identifier: UIMenu.Identifier?, options: UIMenu.Options,
+        children: [UIMenuElement]
+    ) {
         self.storedIdentifier = identifier ?? UIMenu.Identifier(rawValue: UUID().uuidString)
         self.storedOptions = options
         self.storedChildren = children

@@ -109,7 +109,8 @@ open class UISceneSession: NSObject {
 
     /// A session as UIKit makes one for a new scene.
     @_spi(Simulation) public static func simulated(role: UISceneSession.Role = .windowApplication) -> UISceneSession {
-        UISceneSession(role: role, configuration: UISceneConfiguration(name: "Default Configuration", sessionRole: role))
+        UISceneSession(
+            role: role, configuration: UISceneConfiguration(name: "Default Configuration", sessionRole: role))
     }
 }
 

@@ -80,7 +80,9 @@ extension UITableView: SimulatedListHost {
         let height = delegate?.tableView(self, heightForRowAt: path) ?? rowHeight
         if height != UITableView.automaticDimension { return max(0, height) }
         if let cell = presentation.cells[path] {
-            let fitted = cell.systemLayoutSizeFitting(CGSize(width: bounds.width, height: UIView.layoutFittingCompressedSize.height)).height
+            let fitted = cell.systemLayoutSizeFitting(
+                CGSize(width: bounds.width, height: UIView.layoutFittingCompressedSize.height)
+            ).height
             if fitted > 0 { return fitted }
         }
         let estimate = delegate?.tableView(self, estimatedHeightForRowAt: path) ?? estimatedRowHeight
@@ -90,16 +92,20 @@ extension UITableView: SimulatedListHost {
 
     func resolvedHeaderFooterHeight(_ key: SupplementaryKey, header: Bool, presentation: ListPresentation) -> CGFloat {
         let section = key.indexPath.section
-        let height = header
+        let height =
+            header
             ? (delegate?.tableView(self, heightForHeaderInSection: section) ?? sectionHeaderHeight)
             : (delegate?.tableView(self, heightForFooterInSection: section) ?? sectionFooterHeight)
         if height != UITableView.automaticDimension { return max(0, height) }
         if header ? headerlessSections.contains(section) : footerlessSections.contains(section) { return 0 }
         if let view = presentation.supplementaries[key] {
-            let fitted = view.systemLayoutSizeFitting(CGSize(width: bounds.width, height: UIView.layoutFittingCompressedSize.height)).height
+            let fitted = view.systemLayoutSizeFitting(
+                CGSize(width: bounds.width, height: UIView.layoutFittingCompressedSize.height)
+            ).height
             if fitted > 0 { return fitted }
         }
-        let estimate = header
+        let estimate =
+            header
             ? (delegate?.tableView(self, estimatedHeightForHeaderInSection: section) ?? estimatedSectionHeaderHeight)
             : (delegate?.tableView(self, estimatedHeightForFooterInSection: section) ?? estimatedSectionFooterHeight)
         if estimate > 0 && estimate != UITableView.automaticDimension { return estimate }
@@ -114,7 +120,8 @@ extension UITableView: SimulatedListHost {
             let headerKey = Self.headerKey(section)
             let headerHeight = resolvedHeaderFooterHeight(headerKey, header: true, presentation: presentation)
             if headerHeight > 0 {
-                layout.frames.append((.supplementary(headerKey), CGRect(x: 0, y: y, width: width, height: headerHeight)))
+                layout.frames.append(
+                    (.supplementary(headerKey), CGRect(x: 0, y: y, width: width, height: headerHeight)))
                 y += headerHeight
             }
             for row in 0..<count {
@@ -126,7 +133,8 @@ extension UITableView: SimulatedListHost {
             let footerKey = Self.footerKey(section)
             let footerHeight = resolvedHeaderFooterHeight(footerKey, header: false, presentation: presentation)
             if footerHeight > 0 {
-                layout.frames.append((.supplementary(footerKey), CGRect(x: 0, y: y, width: width, height: footerHeight)))
+                layout.frames.append(
+                    (.supplementary(footerKey), CGRect(x: 0, y: y, width: width, height: footerHeight)))
                 y += footerHeight
             }
         }
@@ -149,10 +157,16 @@ extension UITableView: SimulatedListHost {
     func askSupplementary(_ key: SupplementaryKey) -> UIView? {
         let section = key.indexPath.section
         let isHeader = key.kind == Self.headerKey(section).kind
-        if let view = isHeader ? delegate?.tableView(self, viewForHeaderInSection: section) : delegate?.tableView(self, viewForFooterInSection: section) {
+        if let view = isHeader
+            ? delegate?.tableView(self, viewForHeaderInSection: section)
+            : delegate?.tableView(self, viewForFooterInSection: section)
+        {
             return view
         }
-        let title = isHeader ? dataSource?.tableView(self, titleForHeaderInSection: section) : dataSource?.tableView(self, titleForFooterInSection: section)
+        let title =
+            isHeader
+            ? dataSource?.tableView(self, titleForHeaderInSection: section)
+            : dataSource?.tableView(self, titleForFooterInSection: section)
         guard let title else {
             if isHeader { headerlessSections.insert(section) } else { footerlessSections.insert(section) }
             return nil
@@ -226,11 +240,15 @@ extension UITableView: SimulatedListHost {
         headerlessSections = []
         footerlessSections = []
         selectedIndexPaths = selectedIndexPaths.compactMap { old in
-            guard let new = resolution.newPathByOldPath[old], case .kept = resolution.rows[new.section][new.row] else { return nil }
+            guard let new = resolution.newPathByOldPath[old], case .kept = resolution.rows[new.section][new.row] else {
+                return nil
+            }
             return new
         }
         if let swipe = openSwipe {
-            if let new = resolution.newPathByOldPath[swipe.indexPath], case .kept = resolution.rows[new.section][new.row] {
+            if let new = resolution.newPathByOldPath[swipe.indexPath],
+                case .kept = resolution.rows[new.section][new.row]
+            {
                 openSwipe?.indexPath = new
             } else {
                 endSwipe(rowStillExists: false)
@@ -254,7 +272,8 @@ extension UITableView: SimulatedListHost {
 
     func rowExists(_ indexPath: IndexPath) -> Bool {
         let counts = presentation.counts
-        return indexPath.count == 2 && indexPath.section >= 0 && indexPath.section < counts.count && indexPath.row >= 0 && indexPath.row < counts[indexPath.section]
+        return indexPath.count == 2 && indexPath.section >= 0 && indexPath.section < counts.count && indexPath.row >= 0
+            && indexPath.row < counts[indexPath.section]
     }
 }
 
@@ -324,7 +343,9 @@ extension UITableView {
         if sections != shown.count { lines.append("sections: table shows \(shown.count), data source has \(sections)") }
         for section in 0..<min(sections, shown.count) {
             let rows = askNumberOfItems(inSection: section)
-            if rows != shown[section] { lines.append("section \(section): table shows \(shown[section]) rows, data source has \(rows)") }
+            if rows != shown[section] {
+                lines.append("section \(section): table shows \(shown[section]) rows, data source has \(rows)")
+            }
         }
         return lines
     }
@@ -350,16 +371,21 @@ extension UITableView {
         let multiple = editing ? allowsMultipleSelectionDuringEditing : allowsMultipleSelection
         if multiple, selectedIndexPaths.contains(indexPath) {
             // A tap on a selected row in multiple selection deselects it.
-            guard let target = delegate.map({ $0.tableView(self, willDeselectRowAt: indexPath) }) ?? indexPath else { return nil }
+            guard let target = delegate.map({ $0.tableView(self, willDeselectRowAt: indexPath) }) ?? indexPath else {
+                return nil
+            }
             deselectRow(at: target, animated: false)
             delegate?.tableView(self, didDeselectRowAt: target)
             return nil
         }
-        guard let target = delegate.map({ $0.tableView(self, willSelectRowAt: indexPath) }) ?? indexPath else { return nil }
+        guard let target = delegate.map({ $0.tableView(self, willSelectRowAt: indexPath) }) ?? indexPath else {
+            return nil
+        }
         guard rowExists(target) else { return nil }
         if !multiple {
             for previous in selectedIndexPaths where previous != target {
-                guard let deselected = delegate.map({ $0.tableView(self, willDeselectRowAt: previous) }) ?? previous else { continue }
+                guard let deselected = delegate.map({ $0.tableView(self, willDeselectRowAt: previous) }) ?? previous
+                else { continue }
                 deselectRow(at: deselected, animated: false)
                 delegate?.tableView(self, didDeselectRowAt: deselected)
             }
@@ -402,7 +428,8 @@ extension UITableView {
         guard style == .delete else { return nil }
         let title = delegate?.tableView(self, titleForDeleteConfirmationButtonForRowAt: indexPath) ?? "Delete"
         let action = UIContextualAction(style: .destructive, title: title) { [weak self] _, _, completion in
-            guard let self, let current = self.openSwipe?.indexPath ?? Optional(indexPath), self.rowExists(current) else {
+            guard let self, let current = self.openSwipe?.indexPath ?? Optional(indexPath), self.rowExists(current)
+            else {
                 completion(false)
                 return
             }
@@ -427,7 +454,9 @@ extension UITableView {
     }
 
     /// A full swipe: performs the first action when the configuration allows it.
-    public func simulateFullSwipe(_ edge: SimulatedSwipeEdge, at indexPath: IndexPath, completion: ((Bool) -> Void)? = nil) {
+    public func simulateFullSwipe(
+        _ edge: SimulatedSwipeEdge, at indexPath: IndexPath, completion: ((Bool) -> Void)? = nil
+    ) {
         guard let configuration = simulateSwipe(edge, at: indexPath) else { return }
         guard configuration.performsFirstActionWithFullSwipe, let first = configuration.actions.first else { return }
         simulatePerform(first, completion: completion)
@@ -444,8 +473,9 @@ extension UITableView {
     public func simulateCommitEditing(_ style: UITableViewCell.EditingStyle, forRowAt indexPath: IndexPath) -> Bool {
         presentation.loadIfNeeded()
         guard storedIsEditing, rowExists(indexPath), style != .none,
-              dataSource?.tableView(self, canEditRowAt: indexPath) ?? false,
-              (delegate?.tableView(self, editingStyleForRowAt: indexPath) ?? .delete) == style else { return false }
+            dataSource?.tableView(self, canEditRowAt: indexPath) ?? false,
+            (delegate?.tableView(self, editingStyleForRowAt: indexPath) ?? .delete) == style
+        else { return false }
         dataSource?.tableView(self, commit: style, forRowAt: indexPath)
         return true
     }
@@ -458,28 +488,37 @@ extension UITableView {
     public func simulateMove(from source: IndexPath, to proposed: IndexPath) -> IndexPath? {
         presentation.loadIfNeeded()
         guard storedIsEditing, rowExists(source),
-              dataSource?.tableView(self, canMoveRowAt: source) ?? false else { return nil }
+            dataSource?.tableView(self, canMoveRowAt: source) ?? false
+        else { return nil }
         func valid(_ destination: IndexPath) -> Bool {
             let counts = presentation.counts
-            guard destination.section >= 0, destination.section < counts.count, destination.row >= 0 else { return false }
+            guard destination.section >= 0, destination.section < counts.count, destination.row >= 0 else {
+                return false
+            }
             let limit = counts[destination.section] - (destination.section == source.section ? 1 : 0)
             return destination.row <= limit
         }
         guard valid(proposed) else { return nil }
-        let destination = delegate?.tableView(self, targetIndexPathForMoveFromRowAt: source, toProposedIndexPath: proposed) ?? proposed
+        let destination =
+            delegate?.tableView(self, targetIndexPathForMoveFromRowAt: source, toProposedIndexPath: proposed)
+            ?? proposed
         guard valid(destination) else {
-            recordFailure("Invalid move: tableView(_:targetIndexPathForMoveFromRowAt:toProposedIndexPath:) returned \(destination.section) - \(destination.row), which is not a place for the row")
+            recordFailure(
+                "Invalid move: tableView(_:targetIndexPathForMoveFromRowAt:toProposedIndexPath:) returned \(destination.section) - \(destination.row), which is not a place for the row"
+            )
             return nil
         }
         guard destination != source else { return nil }
         let wasSelected = selectedIndexPaths.contains(source)
-        selectedIndexPaths = selectedIndexPaths.filter { $0 != source }.map { Self.path($0, afterMoving: source, to: destination) }
+        selectedIndexPaths = selectedIndexPaths.filter { $0 != source }.map {
+            Self.path($0, afterMoving: source, to: destination)
+        }
         if wasSelected { selectedIndexPaths.append(destination) }
         uncommittedMove = true
         presentation.moveShownRow(from: source, to: destination)
         dataSource?.tableView(self, moveRowAt: source, to: destination)
         uncommittedMove = false
-        presentation.updateVisible()   // the next layout pass, after the data source moved too
+        presentation.updateVisible()  // the next layout pass, after the data source moved too
         return destination
     }
 

@@ -56,7 +56,10 @@ open class UITableView: UIScrollView {
     // /documentation/UIKit/UITableView/dataSource (iOS 2.0+)
     /// The object that acts as the data source of the table view. (weak, as in UIKit)
     open weak var dataSource: (any UITableViewDataSource)? {
-        didSet { presentation.setNeedsReload(); setNeedsLayout() }
+        didSet {
+            presentation.setNeedsReload()
+            setNeedsLayout()
+        }
     }
 
     // /documentation/UIKit/UITableView/delegate (iOS 2.0+)
@@ -148,7 +151,8 @@ open class UITableView: UIScrollView {
     /// Registers a class to use in creating new table header or footer views.
     open func register(_ aClass: AnyClass?, forHeaderFooterViewReuseIdentifier identifier: String) {
         if let aClass {
-            registeredHeaderFooterClasses[identifier] = (aClass as? UITableViewHeaderFooterView.Type) ?? UITableViewHeaderFooterView.self
+            registeredHeaderFooterClasses[identifier] =
+                (aClass as? UITableViewHeaderFooterView.Type) ?? UITableViewHeaderFooterView.self
         } else {
             registeredHeaderFooterClasses[identifier] = nil
         }
@@ -167,14 +171,17 @@ open class UITableView: UIScrollView {
     /// it to the table. "This method always returns a valid cell."
     open func dequeueReusableCell(withIdentifier identifier: String, for indexPath: IndexPath) -> UITableViewCell {
         if let (path, existing) = presentation.reconfiguring, path == indexPath,
-           let cell = existing as? UITableViewCell, cell.reuseIdentifier == identifier {
+            let cell = existing as? UITableViewCell, cell.reuseIdentifier == identifier
+        {
             return cell
         }
         if let cell = takeQueuedCell(identifier) { return cell }
         if let cellClass = registeredCellClasses[identifier] {
             return cellClass.init(style: .default, reuseIdentifier: identifier)
         }
-        recordFailure("unable to dequeue a cell with identifier \(identifier) - must register a nib or a class for the identifier or connect a prototype cell in a storyboard")
+        recordFailure(
+            "unable to dequeue a cell with identifier \(identifier) - must register a nib or a class for the identifier or connect a prototype cell in a storyboard"
+        )
         return UITableViewCell(style: .default, reuseIdentifier: identifier)
     }
 
@@ -367,19 +374,22 @@ open class UITableView: UIScrollView {
     /// Returns the drawing area for a row that an index path identifies (.zero when there is none).
     open func rectForRow(at indexPath: IndexPath) -> CGRect {
         presentation.loadIfNeeded()
-        return computeLayout(counts: presentation.counts, presentation: presentation).frame(of: .cell(indexPath)) ?? .zero
+        return computeLayout(counts: presentation.counts, presentation: presentation).frame(of: .cell(indexPath))
+            ?? .zero
     }
 
     // /documentation/UIKit/UITableView/rectForHeader(inSection:) (iOS 2.0+)
     open func rectForHeader(inSection section: Int) -> CGRect {
         presentation.loadIfNeeded()
-        return computeLayout(counts: presentation.counts, presentation: presentation).frame(of: .supplementary(Self.headerKey(section))) ?? .zero
+        return computeLayout(counts: presentation.counts, presentation: presentation).frame(
+            of: .supplementary(Self.headerKey(section))) ?? .zero
     }
 
     // /documentation/UIKit/UITableView/rectForFooter(inSection:) (iOS 2.0+)
     open func rectForFooter(inSection section: Int) -> CGRect {
         presentation.loadIfNeeded()
-        return computeLayout(counts: presentation.counts, presentation: presentation).frame(of: .supplementary(Self.footerKey(section))) ?? .zero
+        return computeLayout(counts: presentation.counts, presentation: presentation).frame(
+            of: .supplementary(Self.footerKey(section))) ?? .zero
     }
 
     // /documentation/UIKit/UITableView/scrollToRow(at:at:animated:) (iOS 2.0+)
@@ -395,9 +405,13 @@ open class UITableView: UIScrollView {
         case .middle: y = rect.midY - height / 2
         case .bottom: y = rect.maxY - height
         case .none:
-            if rect.minY < contentOffset.y { y = rect.minY }
-            else if rect.maxY > contentOffset.y + height { y = rect.maxY - height }
-            else { y = contentOffset.y }
+            if rect.minY < contentOffset.y {
+                y = rect.minY
+            } else if rect.maxY > contentOffset.y + height {
+                y = rect.maxY - height
+            } else {
+                y = contentOffset.y
+            }
         }
         y = max(0, min(y, max(0, contentSize.height - height)))
         contentOffset = CGPoint(x: contentOffset.x, y: y)
@@ -444,7 +458,9 @@ open class UITableView: UIScrollView {
         }
         let multiple = storedIsEditing ? allowsMultipleSelectionDuringEditing : allowsMultipleSelection
         if !multiple {
-            for path in selectedIndexPaths where path != indexPath { cellForRow(at: path)?.setSelected(false, animated: animated) }
+            for path in selectedIndexPaths where path != indexPath {
+                cellForRow(at: path)?.setSelected(false, animated: animated)
+            }
             selectedIndexPaths.removeAll { $0 != indexPath }
         }
         if !selectedIndexPaths.contains(indexPath) { selectedIndexPaths.append(indexPath) }

@@ -116,7 +116,10 @@ open class UITableViewCell: UIView {
 
     // /documentation/UIKit/UITableViewCell/textLabel (iOS 3.0+, deprecated)
     /// The label used for the main textual content of the table cell.
-    @available(iOS, deprecated: 100000, message: "Use UIListContentConfiguration instead, this property will be deprecated in a future release.")
+    @available(
+        iOS, deprecated: 100000,
+        message: "Use UIListContentConfiguration instead, this property will be deprecated in a future release."
+    )
     open var textLabel: UILabel? {
         if storedTextLabel == nil {
             let label = UILabel(frame: .zero)
@@ -128,7 +131,10 @@ open class UITableViewCell: UIView {
 
     // /documentation/UIKit/UITableViewCell/detailTextLabel (iOS 3.0+, deprecated)
     /// The secondary label of the table cell if one exists (nil for the `.default` style).
-    @available(iOS, deprecated: 100000, message: "Use UIListContentConfiguration instead, this property will be deprecated in a future release.")
+    @available(
+        iOS, deprecated: 100000,
+        message: "Use UIListContentConfiguration instead, this property will be deprecated in a future release."
+    )
     open var detailTextLabel: UILabel? {
         guard cellStyle != .default else { return nil }
         if storedDetailTextLabel == nil {
@@ -206,7 +212,9 @@ open class UITableViewCell: UIView {
             let height = configured.intrinsicContentSize.height
             if height != UIView.noIntrinsicMetric { return CGSize(width: targetSize.width, height: height) }
         }
-        let labels = [storedTextLabel, storedDetailTextLabel].compactMap { $0 }.filter { ($0.text ?? "").isEmpty == false }
+        let labels = [storedTextLabel, storedDetailTextLabel].compactMap { $0 }.filter {
+            ($0.text ?? "").isEmpty == false
+        }
         if !labels.isEmpty {
             let height = labels.reduce(CGFloat(22)) { $0 + $1.intrinsicContentSize.height }
             return CGSize(width: targetSize.width, height: max(44, height))
@@ -335,7 +343,10 @@ open class UITableViewHeaderFooterView: UIView {
 
     // /documentation/UIKit/UITableViewHeaderFooterView/textLabel (iOS 6.0+, deprecated)
     /// A primary text label for the view.
-    @available(iOS, deprecated: 100000, message: "Use UIListContentConfiguration instead, this property will be deprecated in a future release.")
+    @available(
+        iOS, deprecated: 100000,
+        message: "Use UIListContentConfiguration instead, this property will be deprecated in a future release."
+    )
     open var textLabel: UILabel? {
         if storedTextLabel == nil {
             let label = UILabel(frame: .zero)
@@ -346,7 +357,10 @@ open class UITableViewHeaderFooterView: UIView {
     }
 
     // /documentation/UIKit/UITableViewHeaderFooterView/detailTextLabel (iOS 6.0+, deprecated)
-    @available(iOS, deprecated: 100000, message: "Use UIListContentConfiguration instead, this property will be deprecated in a future release.")
+    @available(
+        iOS, deprecated: 100000,
+        message: "Use UIListContentConfiguration instead, this property will be deprecated in a future release."
+    )
     open var detailTextLabel: UILabel? {
         if storedDetailTextLabel == nil {
             let label = UILabel(frame: .zero)

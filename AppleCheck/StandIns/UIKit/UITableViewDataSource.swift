@@ -41,7 +41,8 @@ public protocol UITableViewDataSource: NSObjectProtocol {
 
     // /documentation/UIKit/UITableViewDataSource/tableView(_:commit:forRowAt:) (iOS 8.0+ on its page, optional)
     /// Asks the data source to commit the insertion or deletion of a specified row.
-    func tableView(_ tableView: UITableView, commit editingStyle: UITableViewCell.EditingStyle, forRowAt indexPath: IndexPath)
+    func tableView(
+        _ tableView: UITableView, commit editingStyle: UITableViewCell.EditingStyle, forRowAt indexPath: IndexPath)
 
     // /documentation/UIKit/UITableViewDataSource/tableView(_:moveRowAt:to:) (iOS 8.0+ on its page, optional)
     /// Tells the data source to move a row at a specific location in the table view to another location.
@@ -62,11 +63,17 @@ extension UITableViewDataSource {
     /// `tableView(_:moveRowAt:to:)`; the stand-in cannot tell, and answers true.
     public func tableView(_ tableView: UITableView, canMoveRowAt indexPath: IndexPath) -> Bool { true }
     public func sectionIndexTitles(for tableView: UITableView) -> [String]? { nil }
-    public func tableView(_ tableView: UITableView, sectionForSectionIndexTitle title: String, at index: Int) -> Int { index }
+    public func tableView(_ tableView: UITableView, sectionForSectionIndexTitle title: String, at index: Int) -> Int {
+        index
+    }
     /// Nothing is committed.
-    public func tableView(_ tableView: UITableView, commit editingStyle: UITableViewCell.EditingStyle, forRowAt indexPath: IndexPath) {}
+    public func tableView(
+        _ tableView: UITableView, commit editingStyle: UITableViewCell.EditingStyle, forRowAt indexPath: IndexPath
+    ) {}
     /// Nothing is moved in the data.
-    public func tableView(_ tableView: UITableView, moveRowAt sourceIndexPath: IndexPath, to destinationIndexPath: IndexPath) {}
+    public func tableView(
+        _ tableView: UITableView, moveRowAt sourceIndexPath: IndexPath, to destinationIndexPath: IndexPath
+    ) {}
 }
 
 // /documentation/UIKit/UITableViewDataSourcePrefetching (iOS 10.0+)

@@ -178,7 +178,8 @@ open class UIViewController: UIResponder {
 
     // /documentation/UIKit/UIViewController/present(_:animated:completion:) (iOS 5.0+)
     /// Presents a view controller modally.
-    open func present(_ viewControllerToPresent: UIViewController, animated flag: Bool, completion: (() -> Void)? = nil) {
+    open func present(_ viewControllerToPresent: UIViewController, animated flag: Bool, completion: (() -> Void)? = nil)
+    {
         storedPresented = viewControllerToPresent
         viewControllerToPresent.presentingController = self
         viewControllerToPresent.loadViewIfNeeded()
@@ -273,7 +274,10 @@ open class UINavigationController: UIViewController {
     open var viewControllers: [UIViewController] {
         get { stack }
         set {
-            for controller in stack { controller.removeFromParent(); controller.viewIfLoaded?.removeFromSuperview() }
+            for controller in stack {
+                controller.removeFromParent()
+                controller.viewIfLoaded?.removeFromSuperview()
+            }
             stack = []
             for controller in newValue { push(controller) }
         }

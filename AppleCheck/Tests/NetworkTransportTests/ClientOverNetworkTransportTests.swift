@@ -23,14 +23,16 @@ struct Note: FlowModel, Equatable {
     static var daemonBinary: String {
         if let path = ProcessInfo.processInfo.environment["FLOWSYNCD"], !path.isEmpty { return path }
         return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".build/debug/flowsyncd").path
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".build/debug/flowsyncd")
+            .path
     }
 
     static func client(port: Int, id: String) throws -> FlowSyncClient {
-        try FlowSyncClient(configuration: .init(
-            port: port, clientID: id,
-            reconnect: ReconnectPolicy(initialDelayMilliseconds: 20, maxDelayMilliseconds: 200),
-            callbackQueue: DispatchQueue(label: "callbacks-\(id)"), randomSeed: 1))
+        try FlowSyncClient(
+            configuration: .init(
+                port: port, clientID: id,
+                reconnect: ReconnectPolicy(initialDelayMilliseconds: 20, maxDelayMilliseconds: 200),
+                callbackQueue: DispatchQueue(label: "callbacks-\(id)"), randomSeed: 1))
     }
 
     /// Counts the NWConnections made to `port` (the default transport is NetworkTransport
@@ -47,10 +49,15 @@ struct Note: FlowModel, Equatable {
     }
 
     /// Waits (event-driven on the client's changes, bounded) until `condition` holds.
-    static func until(_ director: ListDirector, timeout: Duration = .seconds(20), _ condition: @escaping @Sendable (ListSnapshot) -> Bool) async -> Bool {
+    static func until(
+        _ director: ListDirector, timeout: Duration = .seconds(20),
+        _ condition: @escaping @Sendable (ListSnapshot) -> Bool
+    ) async -> Bool {
         if condition(director.snapshot) { return true }
         let log = EventLog()
-        let token = director.observe(on: DispatchQueue(label: "until"), includingCurrent: true) { _ in log.append("change") }
+        let token = director.observe(on: DispatchQueue(label: "until"), includingCurrent: true) { _ in
+            log.append("change")
+        }
         defer { token.cancel() }
         let deadline = ContinuousClock.now.advanced(by: timeout)
         var seen = 0
@@ -74,7 +81,10 @@ struct Note: FlowModel, Equatable {
 
         let writer = try Self.client(port: port, id: "writer")
         let reader = try Self.client(port: port, id: "reader")
-        defer { writer.close(); reader.close() }
+        defer {
+            writer.close()
+            reader.close()
+        }
         let written = writer.director("notes")
         let mirror = reader.director("notes")
         try await written.waitUntilLoaded()
@@ -87,7 +97,8 @@ struct Note: FlowModel, Equatable {
             changes.append("\(change.cause)")
         }
         defer { token.cancel() }
-        let version = try await written.add(section: NewSection(id: "inbox", models: [Note(id: "a", text: "one")])).committed()
+        let version = try await written.add(section: NewSection(id: "inbox", models: [Note(id: "a", text: "one")]))
+            .committed()
         #expect(version.version >= 1)
         #expect(await Self.until(mirror) { $0.director.sections.map(\.id) == ["inbox"] })
         #expect(try mirror.section(at: 0)?.models(as: Note.self) == [Note(id: "a", text: "one")])
@@ -104,9 +115,10 @@ struct Note: FlowModel, Equatable {
         let second = try await DaemonProcess.start(options)
         #expect(second.port == port)
         _ = try await offline.committed()
-        #expect(await Self.until(mirror) { snapshot in
-            snapshot.pendingWrites == 0 && snapshot.numberOfModels == 2
-        })
+        #expect(
+            await Self.until(mirror) { snapshot in
+                snapshot.pendingWrites == 0 && snapshot.numberOfModels == 2
+            })
         #expect(try mirror.section(at: 0)?.models(as: Note.self).map(\.id) == ["a", "b"])
         #expect(counter.log.all.count > connectionsBefore, "reconnected through new NWConnections")
         writer.close()

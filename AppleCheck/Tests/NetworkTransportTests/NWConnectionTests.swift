@@ -10,7 +10,8 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct NWConnectionTests {
     private func connect(to port: UInt16, tls: Bool = false, queue: TaggedQueue, log: EventLog) -> NWConnection {
         let parameters = tls ? NWParameters(tls: NWProtocolTLS.Options()) : NWParameters.tcp
-        let connection = NWConnection(host: NWEndpoint.Host("127.0.0.1"), port: NWEndpoint.Port(rawValue: port)!, using: parameters)
+        let connection = NWConnection(
+            host: NWEndpoint.Host("127.0.0.1"), port: NWEndpoint.Port(rawValue: port)!, using: parameters)
         logStates(of: connection, on: queue, into: log)
         connection.start(queue: queue.queue)
         return connection
@@ -45,9 +46,12 @@ import Testing
 
         let received = EventLog()
         func receive(_ minimum: Int, _ maximum: Int) {
-            connection.receive(minimumIncompleteLength: minimum, maximumLength: maximum) { data, context, isComplete, error in
+            connection.receive(minimumIncompleteLength: minimum, maximumLength: maximum) {
+                data, context, isComplete, error in
                 let text = data.map { String(decoding: $0, as: UTF8.self) } ?? "nil"
-                received.append("\(queue.isCurrent ? "" : "OFF-QUEUE ")\(text)|\(isComplete)|\(error.map(describe) ?? "-")|\(context == nil ? "nocontext" : "context")")
+                received.append(
+                    "\(queue.isCurrent ? "" : "OFF-QUEUE ")\(text)|\(isComplete)|\(error.map(describe) ?? "-")|\(context == nil ? "nocontext" : "context")"
+                )
             }
         }
         receive(6, 100)
@@ -83,16 +87,23 @@ import Testing
         // rest in the kernel until receives drain it.
         let payload = (0..<(10 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         let sendable = Unchecked(connection)
-        let writer = Task { await peer.write(payload); peer.close() }
+        let writer = Task {
+            await peer.write(payload)
+            peer.close()
+        }
         let collected = Collector()
         let done = EventLog()
         @Sendable func next() {
             sendable.value.receive(minimumIncompleteLength: 1, maximumLength: 1 << 20) { data, _, isComplete, error in
                 if let data { collected.append(data) }
-                if isComplete || error != nil { done.append("\(isComplete)|\(error.map(describe) ?? "-")") } else { next() }
+                if isComplete || error != nil {
+                    done.append("\(isComplete)|\(error.map(describe) ?? "-")")
+                } else {
+                    next()
+                }
             }
         }
-        try await Task.sleep(for: .milliseconds(200))   // let the read-ahead fill first
+        try await Task.sleep(for: .milliseconds(200))  // let the read-ahead fill first
         next()
         #expect(await done.wait(count: 1, timeout: .seconds(30)) == ["true|-"])
         await writer.value
@@ -111,16 +122,22 @@ import Testing
         defer { peer.close() }
         let processed = EventLog()
         // Queued before ready is fine: Apple sends them once the connection is up.
-        let big = [UInt8](repeating: 0x5a, count: 3 << 20)   // larger than the socket buffers: needs the write source
-        connection.send(content: Data("first,".utf8), completion: .contentProcessed { error in
-            processed.append("\(queue.isCurrent ? "" : "OFF-QUEUE ")first \(error.map(describe) ?? "ok")")
-        })
-        connection.send(content: Data(big), completion: .contentProcessed { error in
-            processed.append("\(queue.isCurrent ? "" : "OFF-QUEUE ")big \(error.map(describe) ?? "ok")")
-        })
-        connection.send(content: Data("last".utf8), contentContext: .finalMessage, isComplete: true, completion: .contentProcessed { error in
-            processed.append("\(queue.isCurrent ? "" : "OFF-QUEUE ")last \(error.map(describe) ?? "ok")")
-        })
+        let big = [UInt8](repeating: 0x5a, count: 3 << 20)  // larger than the socket buffers: needs the write source
+        connection.send(
+            content: Data("first,".utf8),
+            completion: .contentProcessed { error in
+                processed.append("\(queue.isCurrent ? "" : "OFF-QUEUE ")first \(error.map(describe) ?? "ok")")
+            })
+        connection.send(
+            content: Data(big),
+            completion: .contentProcessed { error in
+                processed.append("\(queue.isCurrent ? "" : "OFF-QUEUE ")big \(error.map(describe) ?? "ok")")
+            })
+        connection.send(
+            content: Data("last".utf8), contentContext: .finalMessage, isComplete: true,
+            completion: .contentProcessed { error in
+                processed.append("\(queue.isCurrent ? "" : "OFF-QUEUE ")last \(error.map(describe) ?? "ok")")
+            })
         let read = await peer.readToEnd()
         #expect(read.eof, "a final message, complete, shuts down the write side (FIN)")
         #expect(read.bytes == Array("first,".utf8) + big + Array("last".utf8))
@@ -149,7 +166,7 @@ import Testing
         connection.receive(minimumIncompleteLength: 1, maximumLength: 10) { data, _, isComplete, error in
             received.append("\(data == nil ? "nil" : "data")|\(isComplete)|\(error.map(describe) ?? "-")")
         }
-        peer.reset()   // often before the receive reaches the queue: the "try, then wait" case
+        peer.reset()  // often before the receive reaches the queue: the "try, then wait" case
         #expect(await received.wait(count: 1) == ["nil|false|\(posix(.ECONNRESET))"])
         #expect(await states.wait(count: 3).last == "failed(\(posix(.ECONNRESET)))")
         connection.cancel()
@@ -171,14 +188,16 @@ import Testing
             events.append("receive \(data == nil ? "nil" : "data")|\(isComplete)|\(error.map(describe) ?? "-")")
         }
         peer.reset()
-        try await Task.sleep(for: .milliseconds(100))   // the RST is in flight; nothing to wait on from here
+        try await Task.sleep(for: .milliseconds(100))  // the RST is in flight; nothing to wait on from here
         let broken = [posix(.EPIPE), posix(.ECONNRESET)]
         // The first send after a reset may still be accepted by the kernel; keep sending
         // (bounded) until one fails, as a client's next writes would.
         for attempt in 0..<50 where !events.all.contains(where: { $0.hasPrefix("send ") && !$0.hasSuffix(" ok") }) {
-            connection.send(content: Data("ping \(attempt)".utf8), completion: .contentProcessed { error in
-                events.append("send \(error.map(describe) ?? "ok")")
-            })
+            connection.send(
+                content: Data("ping \(attempt)".utf8),
+                completion: .contentProcessed { error in
+                    events.append("send \(error.map(describe) ?? "ok")")
+                })
             await events.wait(count: events.all.count + 1, timeout: .seconds(2))
         }
         let all = events.all
@@ -205,14 +224,17 @@ import Testing
             events.append("receive \(error.map(describe) ?? "-")")
         }
         connection.cancel()
-        connection.send(content: Data("late".utf8), completion: .contentProcessed { error in
-            events.append("send \(error.map(describe) ?? "-")")
-        })
+        connection.send(
+            content: Data("late".utf8),
+            completion: .contentProcessed { error in
+                events.append("send \(error.map(describe) ?? "-")")
+            })
         connection.receive(minimumIncompleteLength: 1, maximumLength: 10) { _, _, _, error in
             events.append("late receive \(error.map(describe) ?? "-")")
         }
         let cancelled = posix(.ECANCELED)
-        #expect(await events.wait(count: 3) == ["receive \(cancelled)", "send \(cancelled)", "late receive \(cancelled)"])
+        #expect(
+            await events.wait(count: 3) == ["receive \(cancelled)", "send \(cancelled)", "late receive \(cancelled)"])
         #expect(await states.wait(count: 3) == ["preparing", "ready", "cancelled"])
     }
 

@@ -13,11 +13,16 @@ import Testing
 /// system trust store accepts (SecTrustEvaluateWithError is always false here).
 @Suite(.timeLimit(.minutes(1))) struct NetworkTransportTLSTests {
     /// A self-signed P-256 certificate for CN=flowsync.test (openssl req -x509, DER), test data.
-    static let certificateDER = Data(base64Encoded: "MIIBhDCCASugAwIBAgIUKXS/pQRyF8gXpOrftWJGc40QpvwwCgYIKoZIzj0EAwIwGDEWMBQGA1UEAwwNZmxvd3N5bmMudGVzdDAeFw0yNjExMjcyMjA1MDRaFw0zNjExMjQyMjA1MDRaMBgxFjAUBgNVBAMMDWZsb3dzeW5jLnRlc3QwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAAR7INpt4uf/QbdZyrnI5m7qFuat8U/wIZV3B120lDv9PmG2CVEAryvVcoBmtDREf77APSTx4mw2cwKyslGCPEmio1MwUTAdBgNVHQ4EFgQU4T8ad7NRpZ8xEItFGsVuwig12T4wHwYDVR0jBBgwFoAU4T8ad7NRpZ8xEItFGsVuwig12T4wDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNHADBEAiAuymvO48wUf0enbUml1YhL1t6ERzAkBztvF2KnA867WgIgB+XXFwPhKeVCEFZgiSlaMuVeRD3chqbqtcCTciDa5iw=")!
+    static let certificateDER = Data(
+        base64Encoded:
+            "MIIBhDCCASugAwIBAgIUKXS/pQRyF8gXpOrftWJGc40QpvwwCgYIKoZIzj0EAwIwGDEWMBQGA1UEAwwNZmxvd3N5bmMudGVzdDAeFw0yNjExMjcyMjA1MDRaFw0zNjExMjQyMjA1MDRaMBgxFjAUBgNVBAMMDWZsb3dzeW5jLnRlc3QwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAAR7INpt4uf/QbdZyrnI5m7qFuat8U/wIZV3B120lDv9PmG2CVEAryvVcoBmtDREf77APSTx4mw2cwKyslGCPEmio1MwUTAdBgNVHQ4EFgQU4T8ad7NRpZ8xEItFGsVuwig12T4wHwYDVR0jBBgwFoAU4T8ad7NRpZ8xEItFGsVuwig12T4wDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNHADBEAiAuymvO48wUf0enbUml1YhL1t6ERzAkBztvF2KnA867WgIgB+XXFwPhKeVCEFZgiSlaMuVeRD3chqbqtcCTciDa5iw="
+    )!
 
     /// The first NWConnection the transport makes for `host`, and the transport's report.
     /// Tests run in parallel: each call uses a host no other test connects to.
-    private func firstConnection(policy: TLSPolicy, host: String, port: Int = 9, waitForEvent: Bool = true) async throws -> (parameters: NWParameters, event: String) {
+    private func firstConnection(
+        policy: TLSPolicy, host: String, port: Int = 9, waitForEvent: Bool = true
+    ) async throws -> (parameters: NWParameters, event: String) {
         let seen = EventLog()
         let found = LockedBox<NWParameters?>(nil)
         let observation = NetworkStandIn.observeConnections { connection in
@@ -49,13 +54,16 @@ import Testing
         let options = try #require(NetworkStandIn.tlsOptions(of: remote.parameters), "a non-loopback host gets TLS")
         #expect(SecurityStandIn.minimumTLSVersion(of: options.securityProtocolOptions) == .TLSv12)
         #expect(SecurityStandIn.serverName(of: options.securityProtocolOptions) == "flowsync.test")
-        #expect(SecurityStandIn.applicationProtocols(of: options.securityProtocolOptions) == ["flowsync"], "ALPN as the daemon expects")
+        #expect(
+            SecurityStandIn.applicationProtocols(of: options.securityProtocolOptions) == ["flowsync"],
+            "ALPN as the daemon expects")
         #expect(SecurityStandIn.verifyBlock(of: options.securityProtocolOptions) != nil)
         #expect(remote.event.hasPrefix("closed: failed:"), "\(remote.event)")
 
         let local = try await firstConnection(policy: .automatic, host: "127.0.0.2")
         #expect(NetworkStandIn.tlsOptions(of: local.parameters) == nil, "loopback stays plain TCP")
-        #expect(local.event.hasPrefix("closed: no path:"), "refused is .waiting, reported closed at once: \(local.event)")
+        #expect(
+            local.event.hasPrefix("closed: no path:"), "refused is .waiting, reported closed at once: \(local.event)")
     }
 
     @Test func requiredAndDisabledOverrideTheHost() async throws {
@@ -77,7 +85,9 @@ import Testing
     }
 
     /// ``verify(_:host:)``, also returning the trust object the block worked on.
-    private func verifyKeepingTrust(_ policy: TLSPolicy, host: String = "192.0.2.9") async throws -> (accepted: Bool, trust: SecTrust) {
+    private func verifyKeepingTrust(
+        _ policy: TLSPolicy, host: String = "192.0.2.9"
+    ) async throws -> (accepted: Bool, trust: SecTrust) {
         let connection = try await firstConnection(policy: policy, host: host)
         let options = try #require(NetworkStandIn.tlsOptions(of: connection.parameters))
         let (block, queue) = try #require(SecurityStandIn.verifyBlock(of: options.securityProtocolOptions))
@@ -116,11 +126,16 @@ import Testing
     /// A client identity is Linux's only (TLSPolicy.clientIdentity): the Apple transport
     /// refuses to connect rather than connect without it.
     @Test func aClientIdentityIsRefusedRatherThanIgnored() async throws {
-        let transport = NetworkTransport(tls: TLSPolicy(clientIdentity: .init(certificateChainFile: "/c.pem", privateKeyFile: "/k.pem")))
+        let transport = NetworkTransport(
+            tls: TLSPolicy(clientIdentity: .init(certificateChainFile: "/c.pem", privateKeyFile: "/k.pem")))
         defer { transport.shutdown() }
         let events = EventLog()
         transport.connect(host: "192.0.2.10", port: 7400) { event in
-            if case .closed(let reason) = event { events.append("closed: \(reason)") } else { events.append("\(event)") }
+            if case .closed(let reason) = event {
+                events.append("closed: \(reason)")
+            } else {
+                events.append("\(event)")
+            }
         }
         let first = await events.wait(count: 1).first ?? "nothing"
         #expect(first.hasPrefix("closed") && first.contains("clientIdentity"), "\(first)")
@@ -132,15 +147,22 @@ import Testing
         // No pins and system trust required (the default): the stand-in trusts nothing.
         #expect(try await verify(.automatic) == false)
         // Pinned, self-signed: accepted without system trust.
-        #expect(try await verify(TLSPolicy(pinnedCertificateSHA256: [certificateSHA256], requiresSystemTrust: false)) == true)
+        #expect(
+            try await verify(TLSPolicy(pinnedCertificateSHA256: [certificateSHA256], requiresSystemTrust: false))
+                == true)
         // A pin that matches no certificate of the chain.
-        #expect(try await verify(TLSPolicy(pinnedCertificateSHA256: [[UInt8](repeating: 1, count: 32)], requiresSystemTrust: false)) == false)
+        #expect(
+            try await verify(
+                TLSPolicy(pinnedCertificateSHA256: [[UInt8](repeating: 1, count: 32)], requiresSystemTrust: false))
+                == false)
         // The hook sees the evaluation the block gathered, and decides last.
         let seen = LockedBox<TLSPolicy.TrustEvaluation?>(nil)
-        let hooked = TLSPolicy(serverName: "sync.example.com", verify: { evaluation, builtIn in
-            seen.set(evaluation)
-            return !builtIn
-        })
+        let hooked = TLSPolicy(
+            serverName: "sync.example.com",
+            verify: { evaluation, builtIn in
+                seen.set(evaluation)
+                return !builtIn
+            })
         #expect(try await verify(hooked) == true)
         let evaluation = try #require(seen.get())
         #expect(evaluation.host == "sync.example.com")

@@ -1,6 +1,7 @@
 import Foundation
-@testable import Network
 import Testing
+
+@testable import Network
 
 /// The stand-in's receive and send bookkeeping, event by event, without a socket.
 @Suite(.timeLimit(.minutes(1))) struct StreamBuffersTests {

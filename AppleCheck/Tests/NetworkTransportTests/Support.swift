@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 @preconcurrency import Network
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,7 +28,10 @@ final class EventLog: @unchecked Sendable {
     /// Waits until at least `count` events arrived, at most `timeout`; returns them all.
     @discardableResult
     func wait(count: Int, timeout: Duration = .seconds(10)) async -> [String] {
-        let id: UInt64 = lock.withLock { nextID += 1; return nextID }
+        let id: UInt64 = lock.withLock {
+            nextID += 1
+            return nextID
+        }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -112,7 +116,10 @@ final class LoopbackServer: @unchecked Sendable {
                 bind(fd, raw, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, raw, &length) == 0
             }
         }
-        guard ok else { _ = Glibc.close(fd); throw SocketError("bind/listen") }
+        guard ok else {
+            _ = Glibc.close(fd)
+            throw SocketError("bind/listen")
+        }
         port = UInt16(bigEndian: address.sin_port)
     }
 
@@ -127,7 +134,11 @@ final class LoopbackServer: @unchecked Sendable {
                     return
                 }
                 let peer = Glibc.accept(fd, nil, nil)
-                if peer < 0 { continuation.resume(throwing: SocketError("accept")) } else { continuation.resume(returning: Peer(fd: peer)) }
+                if peer < 0 {
+                    continuation.resume(throwing: SocketError("accept"))
+                } else {
+                    continuation.resume(returning: Peer(fd: peer))
+                }
             }
         }
     }
@@ -152,7 +163,9 @@ final class LoopbackServer: @unchecked Sendable {
                 queue.async {
                     var offset = 0
                     while offset < bytes.count {
-                        let n = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                        let n = bytes[offset...].withUnsafeBytes {
+                            send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                        }
                         if n <= 0 { break }
                         offset += n
                     }
@@ -169,8 +182,13 @@ final class LoopbackServer: @unchecked Sendable {
                     var result: [UInt8] = []
                     var buffer = [UInt8](repeating: 0, count: 65_536)
                     while result.count < count {
-                        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, min($0.count, count - result.count), 0) }
-                        if n == 0 { continuation.resume(returning: (result, true)); return }
+                        let n = buffer.withUnsafeMutableBytes {
+                            recv(fd, $0.baseAddress, min($0.count, count - result.count), 0)
+                        }
+                        if n == 0 {
+                            continuation.resume(returning: (result, true))
+                            return
+                        }
                         if n < 0 { break }
                         result += buffer[0..<n]
                     }

@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (formatted as docs/SDK.md shows it, which a test checks)
 // docs/SDK.md's SwiftUI example, compiled against the SwiftUI stand-in. Everything below
 // the marker line must be that example exactly: SwiftUIGlueTests checks it.
 // ---- docs/SDK.md, "SwiftUI" ----

@@ -2,6 +2,7 @@ import FlowSyncClient
 import FlowSyncCore
 import Foundation
 import Testing
+
 @testable import TodoSwiftUI
 
 /// What the SwiftUI side can check without SwiftUI: the documented example is the one
@@ -34,7 +35,9 @@ import Testing
         #expect(SyncBadge.text(status: connected, pendingWrites: 0, isFromDisk: false) == nil)
         #expect(SyncBadge.text(status: connected, pendingWrites: 2, isFromDisk: false) == "Saving · 2 changes waiting")
         #expect(SyncBadge.text(status: connected, pendingWrites: 0, isFromDisk: true) == "Updating…")
-        #expect(SyncBadge.text(status: .disconnected(reason: "no route", retryInMilliseconds: 400), pendingWrites: 1, isFromDisk: true)
+        #expect(
+            SyncBadge.text(
+                status: .disconnected(reason: "no route", retryInMilliseconds: 400), pendingWrites: 1, isFromDisk: true)
                 == "Offline · 1 change waiting")
         #expect(SyncBadge.text(status: .paused, pendingWrites: 0, isFromDisk: false) == "Offline")
         #expect(SyncBadge.text(status: .connecting, pendingWrites: 0, isFromDisk: false) == "Connecting…")
@@ -48,6 +51,8 @@ import Testing
         #expect(TodoItem.flowKind == "todo" && TodoItem.list == "todo" && TodoItem.inbox == "inbox")
         let json = try JSONEncoder().encode(TodoItem(id: "t1", title: "Milk"))
         let decoded = try JSONSerialization.jsonObject(with: json) as? [String: Any]
-        #expect(decoded?["id"] as? String == "t1" && decoded?["title"] as? String == "Milk" && decoded?["done"] as? Bool == false)
+        #expect(
+            decoded?["id"] as? String == "t1" && decoded?["title"] as? String == "Milk"
+                && decoded?["done"] as? Bool == false)
     }
 }

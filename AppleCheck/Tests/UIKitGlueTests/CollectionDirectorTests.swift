@@ -1,10 +1,11 @@
 import Dispatch
 import FlowSyncClient
 import FlowSyncCore
-@testable import FlowSyncUI
 import Foundation
 import Testing
 @_spi(Simulation) import UIKit
+
+@testable import FlowSyncUI
 
 final class ContactItemCell: UICollectionViewCell {
     var shown: Contact?
@@ -28,11 +29,14 @@ final class TeamHeaderItemView: UICollectionReusableView {
         let adapter: CollectionCellAdapter<Contact, ContactItemCell>
     }
 
-    static func screen(_ list: ListDirector, layout: UICollectionViewLayout? = nil,
-                       configure: (CollectionCellAdapter<Contact, ContactItemCell>) -> Void = { _ in }) -> Screen {
+    static func screen(
+        _ list: ListDirector, layout: UICollectionViewLayout? = nil,
+        configure: (CollectionCellAdapter<Contact, ContactItemCell>) -> Void = { _ in }
+    ) -> Screen {
         let flow = UICollectionViewFlowLayout()
         flow.itemSize = CGSize(width: 390, height: 50)
-        let view = UICollectionView(frame: CGRect(x: 0, y: 0, width: 390, height: 844), collectionViewLayout: layout ?? flow)
+        let view = UICollectionView(
+            frame: CGRect(x: 0, y: 0, width: 390, height: 844), collectionViewLayout: layout ?? flow)
         let window = UIWindow(frame: CGRect(x: 0, y: 0, width: 390, height: 844))
         window.addSubview(view)
         let director = CollectionDirector(collection: view, list: list)
@@ -52,14 +56,17 @@ final class TeamHeaderItemView: UICollectionReusableView {
         for path in view.simulatedVisibleIndexPaths {
             guard let shown = (view.simulatedCell(at: path) as? ContactItemCell)?.shown else { continue }
             let id = director.presenter.row(at: RowPath(section: path.section, row: path.item))?.id
-            if id != shown.id { lines.append("\(path): cell shows \(shown.id), the data source has \(id ?? "nothing")") }
+            if id != shown.id {
+                lines.append("\(path): cell shows \(shown.id), the data source has \(id ?? "nothing")")
+            }
         }
         return lines
     }
 
     @Test func displayEventsAndPrefetchReachTheAdapter() async throws {
         let (daemon, client, list) = try await TableDirectorTests.setUp("collection-display")
-        _ = try await list.section(id: "work")!.add(models: (0..<40).map { Contact(id: "p\($0)", name: "P") }, at: 4).committed()
+        _ = try await list.section(id: "work")!.add(models: (0..<40).map { Contact(id: "p\($0)", name: "P") }, at: 4)
+            .committed()
         var log: [String] = []
         var prefetched: [String] = []
         let screen = Self.screen(list) { adapter in
@@ -86,14 +93,24 @@ final class TeamHeaderItemView: UICollectionReusableView {
         screen.view.layoutIfNeeded()
         #expect(screen.view.simulationFailures.isEmpty, "\(screen.view.simulationFailures)")
         #expect(Self.disagreements(screen.view, screen.director).isEmpty)
-        #expect(screen.view.simulatedCell(at: IndexPath(item: 0, section: 0))?.reuseIdentifier == CollectionDirector.fallbackReuseIdentifier)
-        #expect(screen.view.simulatedFrame(ofItemAt: IndexPath(item: 1, section: 0))?.size == CGSize(width: 100, height: 70))
-        #expect(screen.director.collectionView(screen.view, layout: screen.view.collectionViewLayout,
-                                               sizeForItemAt: IndexPath(item: 0, section: 0)) == .zero)   // the fallback's size
+        #expect(
+            screen.view.simulatedCell(at: IndexPath(item: 0, section: 0))?.reuseIdentifier
+                == CollectionDirector.fallbackReuseIdentifier)
+        #expect(
+            screen.view.simulatedFrame(ofItemAt: IndexPath(item: 1, section: 0))?.size == CGSize(width: 100, height: 70)
+        )
+        #expect(
+            screen.director.collectionView(
+                screen.view, layout: screen.view.collectionViewLayout,
+                sizeForItemAt: IndexPath(item: 0, section: 0)) == .zero)  // the fallback's size
         // Automatic sizing sets the flow layout's estimatedItemSize.
-        let automatic = CollectionCellAdapter<Banner, ContactItemCell> { adapter in adapter.sizing = .automatic(estimated: CGSize(width: 390, height: 44)) }
+        let automatic = CollectionCellAdapter<Banner, ContactItemCell> { adapter in
+            adapter.sizing = .automatic(estimated: CGSize(width: 390, height: 44))
+        }
         screen.director.register(automatic)
-        #expect((screen.view.collectionViewLayout as? UICollectionViewFlowLayout)?.estimatedItemSize == UICollectionViewFlowLayout.automaticSize)
+        #expect(
+            (screen.view.collectionViewLayout as? UICollectionViewFlowLayout)?.estimatedItemSize
+                == UICollectionViewFlowLayout.automaticSize)
         client.close()
         await daemon.stop()
     }
@@ -101,17 +118,20 @@ final class TeamHeaderItemView: UICollectionReusableView {
     @Test func headersAreSupplementaryViewsReconfiguredInPlace() async throws {
         let (daemon, client, list) = try await TableDirectorTests.setUp("collection-headers")
         let screen = Self.screen(list)
-        screen.director.register(header: CollectionSupplementaryAdapter<TeamHeader, TeamHeaderItemView> { adapter in
-            adapter.events.dequeue = { ctx in
-                ctx.view?.shown = ctx.value
-                ctx.view?.configurations += 1
-            }
-            adapter.sizing = .fixed(CGSize(width: 390, height: 30))
-        })
+        screen.director.register(
+            header: CollectionSupplementaryAdapter<TeamHeader, TeamHeaderItemView> { adapter in
+                adapter.events.dequeue = { ctx in
+                    ctx.view?.shown = ctx.value
+                    ctx.view?.configurations += 1
+                }
+                adapter.sizing = .fixed(CGSize(width: 390, height: 30))
+            })
         #expect(await eventually { screen.director.snapshot.numberOfModels == 8 })
         screen.view.layoutIfNeeded()
         let kind = UICollectionView.elementKindSectionHeader
-        let header = try #require(screen.view.simulatedSupplementaryView(ofKind: kind, at: IndexPath(item: 0, section: 0)) as? TeamHeaderItemView)
+        let header = try #require(
+            screen.view.simulatedSupplementaryView(ofKind: kind, at: IndexPath(item: 0, section: 0))
+                as? TeamHeaderItemView)
         #expect(header.shown?.title == "Friends")
         let cell = try #require(screen.view.simulatedCell(at: IndexPath(item: 0, section: 0)) as? ContactItemCell)
         let configurations = cell.configurations
@@ -119,7 +139,9 @@ final class TeamHeaderItemView: UICollectionReusableView {
         #expect(await eventually { header.shown?.title == "Pals" })
         screen.view.layoutIfNeeded()
         #expect(screen.view.simulatedSupplementaryView(ofKind: kind, at: IndexPath(item: 0, section: 0)) === header)
-        #expect(screen.view.simulatedCell(at: IndexPath(item: 0, section: 0)) === cell && cell.configurations == configurations)
+        #expect(
+            screen.view.simulatedCell(at: IndexPath(item: 0, section: 0)) === cell
+                && cell.configurations == configurations)
         #expect(screen.view.simulationFailures.isEmpty, "\(screen.view.simulationFailures)")
         client.close()
         await daemon.stop()
@@ -131,8 +153,11 @@ final class TeamHeaderItemView: UICollectionReusableView {
         var moves: [String] = []
         var configuration = UICollectionLayoutListConfiguration(appearance: .plain)
         let screenBox = ScreenBox()
-        configuration.trailingSwipeActionsConfigurationProvider = { indexPath in screenBox.director?.trailingSwipeActionsProvider(indexPath) }
-        let screen = Self.screen(list, layout: UICollectionViewCompositionalLayout.list(using: configuration)) { adapter in
+        configuration.trailingSwipeActionsConfigurationProvider = { indexPath in
+            screenBox.director?.trailingSwipeActionsProvider(indexPath)
+        }
+        let screen = Self.screen(list, layout: UICollectionViewCompositionalLayout.list(using: configuration)) {
+            adapter in
             adapter.events.didSelect = { ctx in selected.append(ctx.model.id) }
             adapter.events.trailingSwipeActions = { ctx in UISwipeActionsConfiguration(actions: [ctx.deleteAction()]) }
             adapter.canReorder = true
@@ -160,11 +185,16 @@ final class TeamHeaderItemView: UICollectionReusableView {
         let deadline = ContinuousClock.now.advanced(by: .seconds(10))
         while list.snapshot.numberOfModels != 9 && ContinuousClock.now < deadline { usleep(500) }
         #expect(screen.director.snapshot.numberOfModels == 8, "the remote change is still queued")
-        let landed = screen.view.simulateInteractiveMove(from: IndexPath(item: 0, section: 0), to: IndexPath(item: 3, section: 1))
+        let landed = screen.view.simulateInteractiveMove(
+            from: IndexPath(item: 0, section: 0), to: IndexPath(item: 3, section: 1))
         #expect(landed == IndexPath(item: 3, section: 1))
         #expect(moves == ["x 0→3"])
         #expect(await eventually { remote.snapshot.director.rowPath(id: "x")?.section == 1 })
-        #expect(await eventually { screen.director.snapshot.director == list.snapshot.director && !screen.director.presenter.applier.hasViewEdits })
+        #expect(
+            await eventually {
+                screen.director.snapshot.director == list.snapshot.director
+                    && !screen.director.presenter.applier.hasViewEdits
+            })
         screen.view.layoutIfNeeded()
         #expect(screen.view.simulationFailures.isEmpty, "\(screen.view.simulationFailures)")
         #expect(Self.disagreements(screen.view, screen.director).isEmpty)
@@ -193,9 +223,15 @@ final class TeamHeaderItemView: UICollectionReusableView {
             if random.chance(0.4) || visible.isEmpty {
                 let rows = remote.snapshot.director.sections.flatMap { Array($0.rows) }
                 switch random.int(0..<3) {
-                case 0: _ = try? remote.section(id: random.chance(0.5) ? "friends" : "work")?.add(model: Contact(id: "r\(step)", name: "R"), at: 0)
+                case 0:
+                    _ = try? remote.section(id: random.chance(0.5) ? "friends" : "work")?.add(
+                        model: Contact(id: "r\(step)", name: "R"), at: 0)
                 case 1 where rows.count > 4: _ = try? remote.remove(modelID: rows[random.int(0..<rows.count)].id)
-                default: if !rows.isEmpty { _ = try? remote.update(model: Contact(id: rows[random.int(0..<rows.count)].id, name: "E\(step)")) }
+                default:
+                    if !rows.isEmpty {
+                        _ = try? remote.update(
+                            model: Contact(id: rows[random.int(0..<rows.count)].id, name: "E\(step)"))
+                    }
                 }
             } else {
                 let path = visible[random.int(0..<visible.count)]
@@ -207,8 +243,13 @@ final class TeamHeaderItemView: UICollectionReusableView {
                     let counts = screen.view.simulatedItemCounts
                     let section = random.int(0..<counts.count)
                     let limit = counts[section] - (section == path.section ? 1 : 0)
-                    if limit >= 0, let landed = screen.view.simulateInteractiveMove(from: path, to: IndexPath(item: random.int(0...limit), section: section)),
-                       let under, screen.director.presenter.row(at: RowPath(section: landed.section, row: landed.item))?.id != under {
+                    if limit >= 0,
+                        let landed = screen.view.simulateInteractiveMove(
+                            from: path, to: IndexPath(item: random.int(0...limit), section: section)),
+                        let under,
+                        screen.director.presenter.row(at: RowPath(section: landed.section, row: landed.item))?.id
+                            != under
+                    {
                         findings.append("step \(step): dragged \(under) is not at \(landed)")
                     }
                 }

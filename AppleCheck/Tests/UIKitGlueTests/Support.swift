@@ -87,7 +87,8 @@ final class Daemon: Sendable {
     static var binary: String {
         if let path = ProcessInfo.processInfo.environment["FLOWSYNCD"], !path.isEmpty { return path }
         return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".build/debug/flowsyncd").path
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".build/debug/flowsyncd")
+            .path
     }
 
     init() async throws {
@@ -99,8 +100,10 @@ final class Daemon: Sendable {
     /// A client with its own callback queue (its default transport here is
     /// NetworkTransport over the Network stand-in, as on an Apple platform).
     func client(_ id: String, seed: UInt64 = 1) throws -> FlowSyncClient {
-        try FlowSyncClient(configuration: .init(port: process.port, clientID: id,
-                                                callbackQueue: DispatchQueue(label: "callbacks-\(id)"), randomSeed: seed))
+        try FlowSyncClient(
+            configuration: .init(
+                port: process.port, clientID: id,
+                callbackQueue: DispatchQueue(label: "callbacks-\(id)"), randomSeed: seed))
     }
 
     func stop() async {
@@ -123,8 +126,11 @@ func eventually(timeout: Double = 20, _ condition: () -> Bool) async -> Bool {
 /// A table of a phone's size in a window, so the director animates (it reloads a table
 /// that is not in a window).
 @MainActor
-func tableInWindow(_ table: UITableView = RecordingTableView(frame: CGRect(x: 0, y: 0, width: 390, height: 844), style: .plain))
-    -> (UIWindow, UITableView) {
+func tableInWindow(
+    _ table: UITableView = RecordingTableView(frame: CGRect(x: 0, y: 0, width: 390, height: 844), style: .plain)
+)
+    -> (UIWindow, UITableView)
+{
     let window = UIWindow(frame: CGRect(x: 0, y: 0, width: 390, height: 844))
     window.addSubview(table)
     return (window, table)
@@ -146,8 +152,14 @@ extension UITableView {
             let row = director[RowPath(section: path.section, row: path.row)]
             if let contact = (cell as? ContactCell)?.shown {
                 let expected = try? JSONDecoder().decode(Contact.self, from: Data(row.payload))
-                if contact != expected { lines.append("\(path): cell shows \(contact), row is \(row.id) \(String(decoding: row.payload, as: UTF8.self))") }
-            } else if row.kind == Contact.flowKind, (try? JSONDecoder().decode(Contact.self, from: Data(row.payload))) != nil {
+                if contact != expected {
+                    lines.append(
+                        "\(path): cell shows \(contact), row is \(row.id) \(String(decoding: row.payload, as: UTF8.self))"
+                    )
+                }
+            } else if row.kind == Contact.flowKind,
+                (try? JSONDecoder().decode(Contact.self, from: Data(row.payload))) != nil
+            {
                 lines.append("\(path): row \(row.id) is not shown in a configured ContactCell (\(type(of: cell)))")
             }
         }

@@ -1,10 +1,11 @@
 import Dispatch
 import FlowSyncClient
 import FlowSyncCore
-@testable import FlowSyncUI
 import Foundation
 import Testing
 @_spi(Simulation) import UIKit
+
+@testable import FlowSyncUI
 
 /// TableDirector on the simulated UITableView against a real daemon: each adapter
 /// feature, event and sizing mode, headers, animations, and the reorder path with a
@@ -19,7 +20,9 @@ import Testing
         let adapter: TableCellAdapter<Contact, ContactCell>
     }
 
-    static func screen(_ list: ListDirector, configure: (TableCellAdapter<Contact, ContactCell>) -> Void = { _ in }) -> Screen {
+    static func screen(
+        _ list: ListDirector, configure: (TableCellAdapter<Contact, ContactCell>) -> Void = { _ in }
+    ) -> Screen {
         let (window, table) = tableInWindow()
         let director = TableDirector(table: table, list: list)
         let adapter = TableCellAdapter<Contact, ContactCell> { adapter in
@@ -52,8 +55,10 @@ import Testing
         let (daemon, client, list) = try await Self.setUp("kinds")
         _ = try await list.section(id: "friends")!.add(model: Banner(id: "b1", text: "hello"), at: 1).committed()
         // A row of the contact kind whose payload is not a Contact.
-        _ = try await list.submit([.insertRows([Row(id: "bad", kind: Contact.flowKind, text: #"{"id":"bad"}"#)], in: .id("work"), at: 0)])
-            .committed()
+        _ = try await list.submit([
+            .insertRows([Row(id: "bad", kind: Contact.flowKind, text: #"{"id":"bad"}"#)], in: .id("work"), at: 0)
+        ])
+        .committed()
         let screen = Self.screen(list)
         screen.table.layoutIfNeeded()
         #expect(await eventually { screen.director.snapshot.numberOfModels == 10 })
@@ -63,8 +68,10 @@ import Testing
         let banner = try #require(screen.table.simulatedCell(at: IndexPath(row: 1, section: 0)))
         #expect(!(banner is ContactCell))
         #expect(banner.reuseIdentifier == TableDirector.fallbackReuseIdentifier)
-        #expect(screen.table.rectForRow(at: IndexPath(row: 1, section: 0)).height == 0)   // the fallback is hidden
-        #expect(screen.table.simulatedCell(at: IndexPath(row: 0, section: 1))?.reuseIdentifier == TableDirector.fallbackReuseIdentifier)
+        #expect(screen.table.rectForRow(at: IndexPath(row: 1, section: 0)).height == 0)  // the fallback is hidden
+        #expect(
+            screen.table.simulatedCell(at: IndexPath(row: 0, section: 1))?.reuseIdentifier
+                == TableDirector.fallbackReuseIdentifier)
         // Registering the banner's adapter shows it.
         let banners = TableCellAdapter<Banner, BannerCell> { adapter in
             adapter.events.dequeue = { ctx in ctx.cell?.shown = ctx.model }
@@ -89,7 +96,11 @@ import Testing
         let decodes = screen.director.presenter.models.decodes
         #expect(decodes == 8, "\(decodes) decodes for 8 rows shown 6 times")
         _ = try await list.update(model: Contact(id: "c2", name: "Renamed")).committed()
-        #expect(await eventually { (screen.table.simulatedCell(at: IndexPath(row: 2, section: 0)) as? ContactCell)?.shown?.name == "Renamed" })
+        #expect(
+            await eventually {
+                (screen.table.simulatedCell(at: IndexPath(row: 2, section: 0)) as? ContactCell)?.shown?.name
+                    == "Renamed"
+            })
         #expect(screen.director.presenter.models.decodes == 9)
         #expect(screen.table.simulationFailures.isEmpty)
         client.close()
@@ -99,8 +110,9 @@ import Testing
     @Test func remoteChangesAnimateWithTheConfiguredAnimationsAndCellsFollow() async throws {
         let (daemon, client, list) = try await Self.setUp("remote")
         let screen = Self.screen(list)
-        screen.director.animations = TableReloadAnimations(rowDeletionAnimation: .left, rowInsertionAnimation: .right, rowReloadAnimation: .fade,
-                                                           sectionDeletionAnimation: .top, sectionInsertionAnimation: .bottom, sectionReloadAnimation: .middle)
+        screen.director.animations = TableReloadAnimations(
+            rowDeletionAnimation: .left, rowInsertionAnimation: .right, rowReloadAnimation: .fade,
+            sectionDeletionAnimation: .top, sectionInsertionAnimation: .bottom, sectionReloadAnimation: .middle)
         #expect(await eventually { screen.director.snapshot.numberOfModels == 8 })
         screen.table.layoutIfNeeded()
         let reloadsBefore = screen.table.reloads
@@ -112,14 +124,17 @@ import Testing
             try batch.section("work").add(model: Contact(id: "n1", name: "New"), at: 0)
             try batch.section("work").update(model: Contact(id: "c5", name: "Five"))
         }.committed()
-        _ = try await remote.add(section: NewSection(id: "later", models: [Contact(id: "n2", name: "Later")])).committed()
+        _ = try await remote.add(section: NewSection(id: "later", models: [Contact(id: "n2", name: "Later")]))
+            .committed()
         _ = try await remote.remove(sectionID: "later").committed()
         #expect(await eventually { screen.director.snapshot.director == remote.snapshot.director })
         screen.table.layoutIfNeeded()
         #expect(screen.table.simulationFailures.isEmpty, "\(screen.table.simulationFailures)")
         #expect(screen.table.reloads == reloadsBefore, "a change was shown with reloadData")
         #expect(screen.table.cellsThatDisagree(with: screen.director.snapshot).isEmpty)
-        for expected in ["deleteRows left", "insertRows right", "reloadRows fade", "insertSections bottom", "deleteSections top"] {
+        for expected in [
+            "deleteRows left", "insertRows right", "reloadRows fade", "insertSections bottom", "deleteSections top",
+        ] {
             #expect(screen.table.animations.contains(expected), "\(expected) not in \(screen.table.animations)")
         }
         other.close()
@@ -141,7 +156,7 @@ import Testing
         screen.table.layoutIfNeeded()
         screen.table.simulateTap(at: IndexPath(row: 1, section: 0))
         screen.table.simulateTap(at: IndexPath(row: 0, section: 1))
-        screen.table.simulateTap(at: IndexPath(row: 3, section: 0))   // does not highlight: no selection
+        screen.table.simulateTap(at: IndexPath(row: 3, section: 0))  // does not highlight: no selection
         #expect(selected == ["c1", "c4"])
         #expect(screen.table.indexPathsForSelectedRows == [IndexPath(row: 0, section: 1)])
         client.close()
@@ -159,17 +174,24 @@ import Testing
         let other = try daemon.client("other", seed: 3)
         let remote = other.director("swipe")
         try await remote.waitUntilLoaded()
-        _ = try await remote.section(id: "friends")!.add(models: [Contact(id: "x1", name: "X1"), Contact(id: "x2", name: "X2")], at: 0)
-            .committed()
+        _ = try await remote.section(id: "friends")!.add(
+            models: [Contact(id: "x1", name: "X1"), Contact(id: "x2", name: "X2")], at: 0
+        )
+        .committed()
         #expect(await eventually { screen.director.snapshot.numberOfModels == 10 })
         #expect(screen.table.simulatedOpenSwipeIndexPath == IndexPath(row: 4, section: 0))
         screen.table.simulatePerform(try #require(defaultActions.actions.first))
-        #expect(await eventually { remote.snapshot.director.rowPath(id: "c2") == nil && remote.snapshot.numberOfModels == 9 })
+        #expect(
+            await eventually {
+                remote.snapshot.director.rowPath(id: "c2") == nil && remote.snapshot.numberOfModels == 9
+            })
         #expect(list.snapshot.director.rowPath(id: "c1") != nil && list.snapshot.director.rowPath(id: "c3") != nil)
 
         // An adapter's own actions with a context's deleteAction: tapped after the row moved.
-        screen.adapter.events.trailingSwipeActions = { ctx in UISwipeActionsConfiguration(actions: [ctx.deleteAction(title: "Remove")]) }
-        let custom = try #require(screen.table.simulateSwipe(.trailing, at: IndexPath(row: 0, section: 1)))   // c4
+        screen.adapter.events.trailingSwipeActions = { ctx in
+            UISwipeActionsConfiguration(actions: [ctx.deleteAction(title: "Remove")])
+        }
+        let custom = try #require(screen.table.simulateSwipe(.trailing, at: IndexPath(row: 0, section: 1)))  // c4
         #expect(custom.actions.first?.title == "Remove")
         _ = try await remote.section(id: "work")!.add(model: Contact(id: "y", name: "Y"), at: 0).committed()
         #expect(await eventually { screen.director.snapshot.numberOfModels == 10 })
@@ -221,7 +243,8 @@ import Testing
         try #require(await eventually { remote.snapshot.numberOfModels == 8 })
         _ = try remote.section(id: "friends")!.add(model: Contact(id: "top", name: "Top"), at: 0)
         let deadline = ContinuousClock.now.advanced(by: .seconds(10))
-        while list.snapshot.numberOfModels != 9 && ContinuousClock.now < deadline { usleep(500) }   // the replica has it…
+        // The replica has it…
+        while list.snapshot.numberOfModels != 9 && ContinuousClock.now < deadline { usleep(500) }
         #expect(list.snapshot.numberOfModels == 9)
         #expect(screen.director.snapshot.numberOfModels == 8, "…the table does not yet")
         let moved = screen.table.simulateMove(from: IndexPath(row: 0, section: 0), to: IndexPath(row: 2, section: 1))
@@ -229,7 +252,11 @@ import Testing
         #expect(moves == ["c0 0→2"])
         #expect(screen.table.simulatedDisagreementsWithDataSource().isEmpty)
         #expect(await eventually { remote.snapshot.director.rowPath(id: "c0") == RowPath(section: 1, row: 2) })
-        #expect(await eventually { screen.director.snapshot.director == list.snapshot.director && !screen.director.presenter.applier.hasViewEdits })
+        #expect(
+            await eventually {
+                screen.director.snapshot.director == list.snapshot.director
+                    && !screen.director.presenter.applier.hasViewEdits
+            })
         screen.table.layoutIfNeeded()
         #expect(screen.table.reloads == reloads, "the drag was shown with reloadData")
         #expect(screen.table.simulationFailures.isEmpty, "\(screen.table.simulationFailures)")
@@ -248,7 +275,9 @@ import Testing
         #expect(screen.table.rectForRow(at: IndexPath(row: 0, section: 0)).height == 72)
         #expect(screen.director.tableView(screen.table, estimatedHeightForRowAt: IndexPath(row: 0, section: 0)) == 72)
         screen.adapter.sizing = .automatic(estimated: 90)
-        #expect(screen.director.tableView(screen.table, heightForRowAt: IndexPath(row: 0, section: 0)) == UITableView.automaticDimension)
+        #expect(
+            screen.director.tableView(screen.table, heightForRowAt: IndexPath(row: 0, section: 0))
+                == UITableView.automaticDimension)
         #expect(screen.director.tableView(screen.table, estimatedHeightForRowAt: IndexPath(row: 0, section: 0)) == 90)
         screen.adapter.sizing = .default
         screen.table.rowHeight = 50
@@ -265,13 +294,14 @@ import Testing
     @Test func headerViewsAreTypedAndAHeaderChangeReconfiguresOnlyTheHeader() async throws {
         let (daemon, client, list) = try await Self.setUp("headers")
         let screen = Self.screen(list)
-        screen.director.register(header: TableHeaderFooterAdapter<TeamHeader, TeamHeaderView> { adapter in
-            adapter.events.dequeue = { ctx in
-                ctx.view?.shown = ctx.value
-                ctx.view?.configurations += 1
-            }
-            adapter.sizing = .fixed(40)
-        })
+        screen.director.register(
+            header: TableHeaderFooterAdapter<TeamHeader, TeamHeaderView> { adapter in
+                adapter.events.dequeue = { ctx in
+                    ctx.view?.shown = ctx.value
+                    ctx.view?.configurations += 1
+                }
+                adapter.sizing = .fixed(40)
+            })
         #expect(await eventually { screen.director.snapshot.numberOfModels == 8 })
         // A footer that appears changes the section's layout: that one reloads the section.
         _ = try await list.section(id: "friends")!.set(footer: "4 friends").committed()
@@ -290,24 +320,31 @@ import Testing
             try batch.section("friends").set(header: TeamHeader(title: "Pals", count: 4))
             try batch.section("friends").set(footer: "4 pals")
         }.committed()
-        #expect(await eventually { (screen.table.headerView(forSection: 0) as? TeamHeaderView)?.shown?.title == "Pals" })
+        #expect(
+            await eventually { (screen.table.headerView(forSection: 0) as? TeamHeaderView)?.shown?.title == "Pals" })
         screen.table.layoutIfNeeded()
         #expect(screen.table.headerView(forSection: 0) === header, "the header view was replaced, not reconfigured")
-        #expect(screen.table.simulatedCell(at: IndexPath(row: 0, section: 0)) === cell && cell.configurations == cellConfigurations,
-                "the section's cells were reloaded")
+        #expect(
+            screen.table.simulatedCell(at: IndexPath(row: 0, section: 0)) === cell
+                && cell.configurations == cellConfigurations,
+            "the section's cells were reloaded")
         #expect(!screen.table.animations.contains { $0.hasPrefix("reloadSections [0]") })
         #expect(screen.table.simulationFailures.isEmpty, "\(screen.table.simulationFailures)")
         #expect(screen.table.rectForHeader(inSection: 0).height == 40)
         // Without a footer adapter, the footer is its JSON string as a title.
         #expect(screen.director.tableView(screen.table, titleForFooterInSection: 0) == "4 pals")
-        #expect((screen.table.footerView(forSection: 0)?.contentConfiguration as? UIListContentConfiguration)?.text == "4 pals")
+        #expect(
+            (screen.table.footerView(forSection: 0)?.contentConfiguration as? UIListContentConfiguration)?.text
+                == "4 pals")
         client.close()
         await daemon.stop()
     }
 
     @Test func prefetchHandsTheAdapterItsModels() async throws {
         let (daemon, client, list) = try await Self.setUp("prefetch")
-        _ = try await list.section(id: "work")!.add(models: (0..<60).map { Contact(id: "p\($0)", name: "P\($0)") }, at: 4).committed()
+        _ = try await list.section(id: "work")!.add(
+            models: (0..<60).map { Contact(id: "p\($0)", name: "P\($0)") }, at: 4
+        ).committed()
         var prefetched: [String] = []
         let screen = Self.screen(list) { adapter in
             adapter.events.prefetch = { models, _ in prefetched += models.map(\.id) }
@@ -334,7 +371,9 @@ import Testing
             adapter.on.endDisplay = { ctx in log.append("hide \(ctx.model.id)") }
             adapter.on.tapOnAccessory = { ctx in log.append("accessory \(ctx.model.id)") }
             adapter.on.leadingSwipeActions = { ctx in
-                UISwipeActionsConfiguration(actions: [UIContextualAction(style: .normal, title: "Star \(ctx.model.id)") { _, _, done in done(true) }])
+                UISwipeActionsConfiguration(actions: [
+                    UIContextualAction(style: .normal, title: "Star \(ctx.model.id)") { _, _, done in done(true) }
+                ])
             }
             adapter.on.moveAdjustDestination = { ctx, proposed in
                 // Rows stay in their own section.
@@ -359,7 +398,7 @@ import Testing
         #expect(director.tableView(table, estimatedHeightForRowAt: IndexPath(row: 0, section: 0)) == 33)
         table.setEditing(true, animated: false)
         let landed = table.simulateMove(from: IndexPath(row: 0, section: 0), to: IndexPath(row: 2, section: 1))
-        #expect(landed == IndexPath(row: 0, section: 0) || landed == nil)   // retargeted into its own section
+        #expect(landed == IndexPath(row: 0, section: 0) || landed == nil)  // retargeted into its own section
         #expect(list.snapshot.director.rowPath(id: "c0")?.section == 0)
         #expect(table.simulationFailures.isEmpty, "\(table.simulationFailures)")
         _ = window

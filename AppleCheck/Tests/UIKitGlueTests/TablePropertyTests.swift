@@ -1,10 +1,11 @@
 import Dispatch
 import FlowSyncClient
 import FlowSyncCore
-@testable import FlowSyncUI
 import Foundation
 import Testing
 @_spi(Simulation) import UIKit
+
+@testable import FlowSyncUI
 
 /// The seeded property test through the simulated table: random remote changes from a
 /// second client, and local taps, swipes (confirmed a few steps later), drags and
@@ -44,12 +45,16 @@ import Testing
         init(list: ListDirector) {
             (window, table) = tableInWindow()
             director = TableDirector(table: table, list: list)
-            director.register(TableCellAdapter<Contact, ContactCell> { [unowned self] adapter in
-                adapter.events.dequeue = { ctx in ctx.cell?.shown = ctx.model }
-                adapter.events.tap = { ctx in self.selected.append(ctx.model.id); return .deselect }
-                adapter.canDelete = true
-                adapter.canReorder = true
-            })
+            director.register(
+                TableCellAdapter<Contact, ContactCell> { [unowned self] adapter in
+                    adapter.events.dequeue = { ctx in ctx.cell?.shown = ctx.model }
+                    adapter.events.tap = { ctx in
+                        self.selected.append(ctx.model.id)
+                        return .deselect
+                    }
+                    adapter.canDelete = true
+                    adapter.canReorder = true
+                })
         }
         func rowID(at path: IndexPath) -> String? { director.presenter.row(at: RowPath(path))?.id }
         var shown: Director { director.snapshot.director }
@@ -80,7 +85,9 @@ import Testing
         }
         func rowID(at path: IndexPath) -> String? {
             let director = applier.snapshot.director
-            guard path.section < director.sections.count, path.row < director.sections[path.section].rows.count else { return nil }
+            guard path.section < director.sections.count, path.row < director.sections[path.section].rows.count else {
+                return nil
+            }
             return director[RowPath(path)].id
         }
         var shown: Director { applier.snapshot.director }
@@ -91,20 +98,30 @@ import Testing
         }
         func tableView(_ tableView: UITableView, cellForRowAt indexPath: IndexPath) -> UITableViewCell {
             let cell = tableView.dequeueReusableCell(withIdentifier: "contact", for: indexPath) as! ContactCell
-            guard rowID(at: indexPath) != nil else { faults.append("cell at \(indexPath): no row there (a trap)"); return cell }
+            guard rowID(at: indexPath) != nil else {
+                faults.append("cell at \(indexPath): no row there (a trap)")
+                return cell
+            }
             cell.shown = try? applier.snapshot.section(at: indexPath.section).model(at: indexPath.row, as: Contact.self)
             return cell
         }
         func tableView(_ tableView: UITableView, canEditRowAt indexPath: IndexPath) -> Bool { true }
         func tableView(_ tableView: UITableView, canMoveRowAt indexPath: IndexPath) -> Bool { true }
-        func tableView(_ tableView: UITableView, commit editingStyle: UITableViewCell.EditingStyle, forRowAt indexPath: IndexPath) {
+        func tableView(
+            _ tableView: UITableView, commit editingStyle: UITableViewCell.EditingStyle, forRowAt indexPath: IndexPath
+        ) {
             guard editingStyle == .delete else { return }
             // As documented: `applier.snapshot.section(at:).rows[indexPath.row].id`, which
             // traps where the applier has no such row; recorded instead.
-            guard let id = rowID(at: indexPath) else { faults.append("commit at \(indexPath): no row there (a trap)"); return }
+            guard let id = rowID(at: indexPath) else {
+                faults.append("commit at \(indexPath): no row there (a trap)")
+                return
+            }
             _ = try? contacts.remove(modelID: id)
         }
-        func tableView(_ tableView: UITableView, moveRowAt sourceIndexPath: IndexPath, to destinationIndexPath: IndexPath) {
+        func tableView(
+            _ tableView: UITableView, moveRowAt sourceIndexPath: IndexPath, to destinationIndexPath: IndexPath
+        ) {
             // The old advice: the table already shows the move, so skip this observer.
             guard let observation else { return }
             let sections = applier.snapshot.director.sections
@@ -119,7 +136,10 @@ import Testing
             }
         }
         func tableView(_ tableView: UITableView, didSelectRowAt indexPath: IndexPath) {
-            guard let id = rowID(at: indexPath) else { faults.append("select at \(indexPath): no row there (a trap)"); return }
+            guard let id = rowID(at: indexPath) else {
+                faults.append("select at \(indexPath): no row there (a trap)")
+                return
+            }
             selected.append(id)
         }
     }
@@ -134,9 +154,11 @@ import Testing
         let list = client.director(name), remote = other.director(name)
         try await list.waitUntilLoaded()
         try await remote.waitUntilLoaded()
-        _ = try await list.set(sections: (0..<3).map { s in
-            NewSection(id: "s\(s)", models: (0..<8).map { Contact(id: "c\(s)-\($0)", name: "C\(s)-\($0)") })
-        }).committed()
+        _ = try await list.set(
+            sections: (0..<3).map { s in
+                NewSection(id: "s\(s)", models: (0..<8).map { Contact(id: "c\(s)-\($0)", name: "C\(s)-\($0)") })
+            }
+        ).committed()
         try #require(await eventually { remote.snapshot.numberOfModels == 24 })
 
         let screen: any Screen = old ? OldDocumentedScreen(list: list) : DirectorScreen(list: list)
@@ -158,7 +180,7 @@ import Testing
                 ids += stage.rowDeletes.map { state[$0].id }
                 try? stage.apply(to: &state)
             }
-            ids.removeAll { change.snapshot.director.rowPath(id: $0) != nil }   // moves are not deletes
+            ids.removeAll { change.snapshot.director.rowPath(id: $0) != nil }  // moves are not deletes
             if !ids.isEmpty { deletes.lock.withLock { deletes.bySeq.append(ids) } }
         }
 
@@ -177,13 +199,17 @@ import Testing
                 let rows = remote.snapshot.director.sections.flatMap { s in s.rows.map { (s.id, $0.id) } }
                 let n = random.int(0..<1_000_000)
                 switch random.int(0..<4) {
-                case 0: _ = try? remote.section(id: "s\(random.int(0..<3))")?.add(model: Contact(id: "r\(step)-\(n)", name: "R\(step)"), at: 0)
+                case 0:
+                    _ = try? remote.section(id: "s\(random.int(0..<3))")?.add(
+                        model: Contact(id: "r\(step)-\(n)", name: "R\(step)"), at: 0)
                 case 1 where rows.count > 10: _ = try? remote.remove(modelID: rows[random.int(0..<rows.count)].1)
                 case 2 where !rows.isEmpty:
                     let pick = rows[random.int(0..<rows.count)]
                     _ = try? remote.update(model: Contact(id: pick.1, name: "Edited \(step)"))
                 default:
-                    if let section = remote.snapshot.director.sections.randomElement(using: &random), section.rows.count > 1 {
+                    if let section = remote.snapshot.director.sections.randomElement(using: &random),
+                        section.rows.count > 1
+                    {
                         _ = try? remote.section(id: section.id)?.move(from: 0, to: section.rows.count - 1)
                     }
                 }
@@ -192,16 +218,17 @@ import Testing
                 let path = visible[random.int(0..<visible.count)]
                 let underFinger = (table.simulatedCell(at: path) as? ContactCell)?.shown?.id
                 switch roll {
-                case 3:      // a tap: the select event must get the model of the cell tapped
+                case 3:  // a tap: the select event must get the model of the cell tapped
                     if table.isEditing { table.setEditing(false, animated: false) }
                     if table.simulateTap(at: path) != nil, let underFinger {
                         taps += 1
                         expectedSelections.append(underFinger)
                     }
-                case 4:      // a swipe opens on a row; its Delete is tapped a step or more later
+                case 4:  // a swipe opens on a row; its Delete is tapped a step or more later
                     if table.isEditing { table.setEditing(false, animated: false) }
                     if openSwipe == nil, let underFinger, let actions = table.simulateSwipe(.trailing, at: path),
-                       let delete = actions.actions.first {
+                        let delete = actions.actions.first
+                    {
                         openSwipe = (underFinger, delete)
                     }
                 case 5:
@@ -211,14 +238,22 @@ import Testing
                         table.simulatePerform(swipe.action)
                     }
                     openSwipe = nil
-                case 6:      // the delete control in editing mode
-                    if openSwipe != nil { table.simulateEndSwipe(); openSwipe = nil }
+                case 6:  // the delete control in editing mode
+                    if openSwipe != nil {
+                        table.simulateEndSwipe()
+                        openSwipe = nil
+                    }
                     if !table.isEditing { table.setEditing(true, animated: false) }
-                    if let underFinger, table.simulateCommitEditing(.delete, forRowAt: path) { deletedByUser.append(underFinger) }
-                case 9:      // an edit by the app: the row under the finger renamed through the list
+                    if let underFinger, table.simulateCommitEditing(.delete, forRowAt: path) {
+                        deletedByUser.append(underFinger)
+                    }
+                case 9:  // an edit by the app: the row under the finger renamed through the list
                     if let underFinger { _ = try? list.update(model: Contact(id: underFinger, name: "Local \(step)")) }
-                default:     // a drag in editing mode: the row under the finger lands where dropped
-                    if openSwipe != nil { table.simulateEndSwipe(); openSwipe = nil }
+                default:  // a drag in editing mode: the row under the finger lands where dropped
+                    if openSwipe != nil {
+                        table.simulateEndSwipe()
+                        openSwipe = nil
+                    }
                     if !table.isEditing { table.setEditing(true, animated: false) }
                     let counts = table.simulatedRowCounts
                     let section = random.int(0..<counts.count)
@@ -228,7 +263,9 @@ import Testing
                     if let landed = table.simulateMove(from: path, to: proposed) {
                         drags += 1
                         if screen.rowID(at: landed) != underFinger {
-                            findings.append("step \(step): dragged \(underFinger) to \(landed), the data source has \(screen.rowID(at: landed) ?? "nothing") there")
+                            findings.append(
+                                "step \(step): dragged \(underFinger) to \(landed), the data source has \(screen.rowID(at: landed) ?? "nothing") there"
+                            )
                         }
                     }
                 }
@@ -244,11 +281,13 @@ import Testing
                     findings.append("step \(step): the cell at \(path) shows \(shown.id), the data source has \(id)")
                 }
             }
-            if random.chance(0.3) { try? await Task.sleep(for: .milliseconds(1)) }   // let changes land
+            if random.chance(0.3) { try? await Task.sleep(for: .milliseconds(1)) }  // let changes land
         }
         findings += screen.faults
         if screen.selected != expectedSelections {
-            findings.append("select events got \(screen.selected.suffix(5)), the cells tapped showed \(expectedSelections.suffix(5))")
+            findings.append(
+                "select events got \(screen.selected.suffix(5)), the cells tapped showed \(expectedSelections.suffix(5))"
+            )
         }
         // Quiet: everything agrees, and this client deleted exactly the rows swiped.
         table.setEditing(false, animated: false)
@@ -266,14 +305,18 @@ import Testing
         // delete has not reached the table yet neither: so no equality of the two lists.)
         let wrong = deleted.filter { !deletedByUser.contains($0) }
         if !wrong.isEmpty || Set(deleted).count != deleted.count {
-            findings.append("the user deleted \(deletedByUser.suffix(8)), the list lost \(deleted.suffix(8)) (wrong: \(wrong))")
+            findings.append(
+                "the user deleted \(deletedByUser.suffix(8)), the list lost \(deleted.suffix(8)) (wrong: \(wrong))")
         }
         let survivors = deletedByUser.filter { remote.snapshot.director.rowPath(id: $0) != nil }
         if !survivors.isEmpty { findings.append("the user deleted \(survivors), still in the list") }
         other.close()
         client.close()
         await daemon.stop()
-        return (findings, "\(taps) taps, \(deletedByUser.count) deletes (swipe or edit mode), \(drags) drags, \(remoteWrites) remote writes")
+        return (
+            findings,
+            "\(taps) taps, \(deletedByUser.count) deletes (swipe or edit mode), \(drags) drags, \(remoteWrites) remote writes"
+        )
     }
 
     @Test(arguments: [1, 2, 3, 4, 5] as [UInt64])
@@ -291,6 +334,8 @@ import Testing
         let (findings, summary) = try await Self.run(seed: seed, old: true)
         #expect(!findings.isEmpty, "seed \(seed): the old way passed")
         #expect(findings.contains { $0.hasPrefix("the user deleted") }, "seed \(seed): no wrong-row delete found")
-        print("table property (old documented controller), seed \(seed): \(summary), \(findings.count) findings, first: \(findings.first ?? "-")")
+        print(
+            "table property (old documented controller), seed \(seed): \(summary), \(findings.count) findings, first: \(findings.first ?? "-")"
+        )
     }
 }

@@ -1,11 +1,12 @@
 import Dispatch
 import FlowSyncClient
 import FlowSyncCore
-@testable import FlowSyncUI
 import Foundation
 import Testing
-@testable import TodoUIKit
 @_spi(Simulation) import UIKit
+
+@testable import FlowSyncUI
+@testable import TodoUIKit
 
 /// The UIKit example app (Examples/TodoUIKit) on the simulated table against a real
 /// daemon: the user adds, taps, swipes and drags while a second client writes the same
@@ -34,7 +35,9 @@ import Testing
             let row = list[RowPath(section: path.section, row: path.row)]
             guard let item = try? JSONDecoder().decode(TodoItem.self, from: Data(row.payload)) else { continue }
             if shown.0 != item.title || shown.1 != item.done {
-                lines.append("\(path): cell shows \(shown.0 ?? "nil") done=\(shown.1), the list has \(item.title) done=\(item.done)")
+                lines.append(
+                    "\(path): cell shows \(shown.0 ?? "nil") done=\(shown.1), the list has \(item.title) done=\(item.done)"
+                )
             }
         }
         return lines
@@ -75,8 +78,9 @@ import Testing
             for n in 0..<40 {
                 let items = remote.snapshot.director.sections.flatMap { Array($0.rows) }
                 switch random.int(0..<4) {
-                case 0: _ = try? remote.section(id: random.chance(0.5) ? TodoItem.inbox : TodoItem.done)?
-                    .add(model: TodoItem(id: "r\(n)", title: "Remote \(n)"), at: 0)
+                case 0:
+                    _ = try? remote.section(id: random.chance(0.5) ? TodoItem.inbox : TodoItem.done)?
+                        .add(model: TodoItem(id: "r\(n)", title: "Remote \(n)"), at: 0)
                 case 1 where items.count > 3: _ = try? remote.remove(modelID: items[random.int(0..<items.count)].id)
                 case 2 where !items.isEmpty:
                     let row = items[random.int(0..<items.count)]
@@ -96,7 +100,10 @@ import Testing
         for _ in 0..<60 {
             table.layoutIfNeeded()
             let visible = table.simulatedVisibleIndexPaths
-            guard !visible.isEmpty else { try? await Task.sleep(for: .milliseconds(2)); continue }
+            guard !visible.isEmpty else {
+                try? await Task.sleep(for: .milliseconds(2))
+                continue
+            }
             let path = visible[random.int(0..<visible.count)]
             switch random.int(0..<6) {
             case 0...2:
@@ -105,7 +112,7 @@ import Testing
             case 3:
                 if controller.isEditing { controller.setEditing(false, animated: false) }
                 if let actions = table.simulateSwipe(.trailing, at: path), let delete = actions.actions.first {
-                    try? await Task.sleep(for: .milliseconds(2))   // remote changes land while the swipe is open
+                    try? await Task.sleep(for: .milliseconds(2))  // remote changes land while the swipe is open
                     table.simulatePerform(delete)
                     deletes += 1
                 }
@@ -115,7 +122,9 @@ import Testing
                 let section = random.int(0..<counts.count)
                 let limit = counts[section] - (section == path.section ? 1 : 0)
                 guard limit >= 0 else { break }
-                if table.simulateMove(from: path, to: IndexPath(row: random.int(0...limit), section: section)) != nil { drags += 1 }
+                if table.simulateMove(from: path, to: IndexPath(row: random.int(0...limit), section: section)) != nil {
+                    drags += 1
+                }
             }
             #expect(table.simulatedDisagreementsWithDataSource().isEmpty)
             try? await Task.sleep(for: .milliseconds(1))
@@ -132,9 +141,13 @@ import Testing
         #expect(converged, "seed \(seed)")
         table.layoutIfNeeded()
         #expect(table.simulationFailures.isEmpty, "seed \(seed): \(table.simulationFailures.prefix(2))")
-        #expect(Self.disagreements(table, remote.snapshot.director).isEmpty, "seed \(seed): \(Self.disagreements(table, remote.snapshot.director))")
+        #expect(
+            Self.disagreements(table, remote.snapshot.director).isEmpty,
+            "seed \(seed): \(Self.disagreements(table, remote.snapshot.director))")
         #expect(taps > 5 && drags > 3, "seed \(seed): \(taps) taps, \(deletes) deletes, \(drags) drags")
-        print("todo example, seed \(seed): \(taps) taps, \(deletes) swipe deletes, \(drags) drags, \(remote.snapshot.numberOfModels) rows at the end")
+        print(
+            "todo example, seed \(seed): \(taps) taps, \(deletes) swipe deletes, \(drags) drags, \(remote.snapshot.numberOfModels) rows at the end"
+        )
         other.close()
         client.close()
         await daemon.stop()
@@ -142,9 +155,13 @@ import Testing
 
     @Test func theBadgeSaysWhatTheListIsWaitingFor() {
         #expect(SyncBadge.text(status: .connected(server: "s"), pendingWrites: 0, isFromDisk: false) == nil)
-        #expect(SyncBadge.text(status: .connected(server: "s"), pendingWrites: 2, isFromDisk: false) == "Saving · 2 changes waiting")
+        #expect(
+            SyncBadge.text(status: .connected(server: "s"), pendingWrites: 2, isFromDisk: false)
+                == "Saving · 2 changes waiting")
         #expect(SyncBadge.text(status: .connected(server: "s"), pendingWrites: 0, isFromDisk: true) == "Updating…")
-        #expect(SyncBadge.text(status: .disconnected(reason: "x", retryInMilliseconds: 100), pendingWrites: 1, isFromDisk: false)
+        #expect(
+            SyncBadge.text(
+                status: .disconnected(reason: "x", retryInMilliseconds: 100), pendingWrites: 1, isFromDisk: false)
                 == "Offline · 1 change waiting")
         #expect(SyncBadge.text(status: .connecting, pendingWrites: 0, isFromDisk: false) == "Connecting…")
         #expect(SyncBadge.text(status: .paused, pendingWrites: 0, isFromDisk: false) == "Offline")

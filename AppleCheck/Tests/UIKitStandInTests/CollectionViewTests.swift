@@ -20,7 +20,9 @@ final class HeaderView: UICollectionReusableView {
 
 /// An array-of-arrays collection data source and flow-layout delegate that logs its calls.
 @MainActor
-final class ArrayCollection: NSObject, UICollectionViewDataSource, UICollectionViewDelegateFlowLayout, UICollectionViewDataSourcePrefetching {
+final class ArrayCollection: NSObject, UICollectionViewDataSource, UICollectionViewDelegateFlowLayout,
+    UICollectionViewDataSourcePrefetching
+{
     var sections: [[String]]
     var log: [String] = []
     var sizes: ((IndexPath) -> CGSize)?
@@ -33,18 +35,26 @@ final class ArrayCollection: NSObject, UICollectionViewDataSource, UICollectionV
 
     func numberOfSections(in collectionView: UICollectionView) -> Int { sections.count }
 
-    func collectionView(_ collectionView: UICollectionView, numberOfItemsInSection section: Int) -> Int { sections[section].count }
+    func collectionView(_ collectionView: UICollectionView, numberOfItemsInSection section: Int) -> Int {
+        sections[section].count
+    }
 
-    func collectionView(_ collectionView: UICollectionView, cellForItemAt indexPath: IndexPath) -> UICollectionViewCell {
+    func collectionView(_ collectionView: UICollectionView, cellForItemAt indexPath: IndexPath) -> UICollectionViewCell
+    {
         log.append("cellForItem(\(indexPath.section)-\(indexPath.item))")
         let cell = collectionView.dequeueReusableCell(withReuseIdentifier: "Label", for: indexPath)
         (cell as? LabelCell)?.text = sections[indexPath.section][indexPath.item]
         return cell
     }
 
-    func collectionView(_ collectionView: UICollectionView, viewForSupplementaryElementOfKind kind: String, at indexPath: IndexPath) -> UICollectionReusableView {
-        log.append("supplementary(\(kind == UICollectionView.elementKindSectionHeader ? "header" : kind), \(indexPath.section))")
-        let view = collectionView.dequeueReusableSupplementaryView(ofKind: kind, withReuseIdentifier: "Header", for: indexPath)
+    func collectionView(
+        _ collectionView: UICollectionView, viewForSupplementaryElementOfKind kind: String, at indexPath: IndexPath
+    ) -> UICollectionReusableView {
+        log.append(
+            "supplementary(\(kind == UICollectionView.elementKindSectionHeader ? "header" : kind), \(indexPath.section))"
+        )
+        let view = collectionView.dequeueReusableSupplementaryView(
+            ofKind: kind, withReuseIdentifier: "Header", for: indexPath)
         (view as? HeaderView)?.title = "Section \(indexPath.section)"
         return view
     }
@@ -54,22 +64,36 @@ final class ArrayCollection: NSObject, UICollectionViewDataSource, UICollectionV
         return canMove(indexPath)
     }
 
-    func collectionView(_ collectionView: UICollectionView, moveItemAt sourceIndexPath: IndexPath, to destinationIndexPath: IndexPath) {
-        log.append("moveItem(\(sourceIndexPath.section)-\(sourceIndexPath.item) -> \(destinationIndexPath.section)-\(destinationIndexPath.item))")
+    func collectionView(
+        _ collectionView: UICollectionView, moveItemAt sourceIndexPath: IndexPath, to destinationIndexPath: IndexPath
+    ) {
+        log.append(
+            "moveItem(\(sourceIndexPath.section)-\(sourceIndexPath.item) -> \(destinationIndexPath.section)-\(destinationIndexPath.item))"
+        )
         let item = sections[sourceIndexPath.section].remove(at: sourceIndexPath.item)
         sections[destinationIndexPath.section].insert(item, at: destinationIndexPath.item)
     }
 
-    func collectionView(_ collectionView: UICollectionView, targetIndexPathForMoveOfItemFromOriginalIndexPath originalIndexPath: IndexPath, atCurrentIndexPath currentIndexPath: IndexPath, toProposedIndexPath proposedIndexPath: IndexPath) -> IndexPath {
+    func collectionView(
+        _ collectionView: UICollectionView,
+        targetIndexPathForMoveOfItemFromOriginalIndexPath originalIndexPath: IndexPath,
+        atCurrentIndexPath currentIndexPath: IndexPath, toProposedIndexPath proposedIndexPath: IndexPath
+    ) -> IndexPath {
         log.append("target(\(originalIndexPath.item), \(currentIndexPath.item), \(proposedIndexPath.item))")
         return retarget.map { $0(originalIndexPath, currentIndexPath, proposedIndexPath) } ?? proposedIndexPath
     }
 
-    func collectionView(_ collectionView: UICollectionView, layout collectionViewLayout: UICollectionViewLayout, sizeForItemAt indexPath: IndexPath) -> CGSize {
+    func collectionView(
+        _ collectionView: UICollectionView, layout collectionViewLayout: UICollectionViewLayout,
+        sizeForItemAt indexPath: IndexPath
+    ) -> CGSize {
         sizes?(indexPath) ?? (collectionViewLayout as! UICollectionViewFlowLayout).itemSize
     }
 
-    func collectionView(_ collectionView: UICollectionView, layout collectionViewLayout: UICollectionViewLayout, referenceSizeForHeaderInSection section: Int) -> CGSize {
+    func collectionView(
+        _ collectionView: UICollectionView, layout collectionViewLayout: UICollectionViewLayout,
+        referenceSizeForHeaderInSection section: Int
+    ) -> CGSize {
         CGSize(width: 0, height: headerHeight)
     }
 
@@ -78,21 +102,39 @@ final class ArrayCollection: NSObject, UICollectionViewDataSource, UICollectionV
         return shouldSelect(indexPath)
     }
 
-    func collectionView(_ collectionView: UICollectionView, didSelectItemAt indexPath: IndexPath) { log.append("didSelect(\(indexPath.item))") }
-    func collectionView(_ collectionView: UICollectionView, didDeselectItemAt indexPath: IndexPath) { log.append("didDeselect(\(indexPath.item))") }
-    func collectionView(_ collectionView: UICollectionView, willDisplay cell: UICollectionViewCell, forItemAt indexPath: IndexPath) { log.append("willDisplay(\(indexPath.section)-\(indexPath.item))") }
-    func collectionView(_ collectionView: UICollectionView, didEndDisplaying cell: UICollectionViewCell, forItemAt indexPath: IndexPath) { log.append("didEndDisplaying(\(indexPath.section)-\(indexPath.item))") }
-    func collectionView(_ collectionView: UICollectionView, willDisplaySupplementaryView view: UICollectionReusableView, forElementKind elementKind: String, at indexPath: IndexPath) { log.append("willDisplaySupplementary(\(indexPath.section))") }
-    func collectionView(_ collectionView: UICollectionView, prefetchItemsAt indexPaths: [IndexPath]) { log.append("prefetch(\(indexPaths.count))") }
+    func collectionView(_ collectionView: UICollectionView, didSelectItemAt indexPath: IndexPath) {
+        log.append("didSelect(\(indexPath.item))")
+    }
+    func collectionView(_ collectionView: UICollectionView, didDeselectItemAt indexPath: IndexPath) {
+        log.append("didDeselect(\(indexPath.item))")
+    }
+    func collectionView(
+        _ collectionView: UICollectionView, willDisplay cell: UICollectionViewCell, forItemAt indexPath: IndexPath
+    ) { log.append("willDisplay(\(indexPath.section)-\(indexPath.item))") }
+    func collectionView(
+        _ collectionView: UICollectionView, didEndDisplaying cell: UICollectionViewCell, forItemAt indexPath: IndexPath
+    ) { log.append("didEndDisplaying(\(indexPath.section)-\(indexPath.item))") }
+    func collectionView(
+        _ collectionView: UICollectionView, willDisplaySupplementaryView view: UICollectionReusableView,
+        forElementKind elementKind: String, at indexPath: IndexPath
+    ) { log.append("willDisplaySupplementary(\(indexPath.section))") }
+    func collectionView(_ collectionView: UICollectionView, prefetchItemsAt indexPaths: [IndexPath]) {
+        log.append("prefetch(\(indexPaths.count))")
+    }
 
     func calls(_ prefix: String) -> [String] { log.filter { $0.hasPrefix(prefix) } }
 }
 
 @MainActor
-func makeCollection(_ source: ArrayCollection, layout: UICollectionViewLayout = UICollectionViewFlowLayout(), width: CGFloat = 320, height: CGFloat = 480) -> UICollectionView {
+func makeCollection(
+    _ source: ArrayCollection, layout: UICollectionViewLayout = UICollectionViewFlowLayout(), width: CGFloat = 320,
+    height: CGFloat = 480
+) -> UICollectionView {
     let view = UICollectionView(frame: CGRect(x: 0, y: 0, width: width, height: height), collectionViewLayout: layout)
     view.register(LabelCell.self, forCellWithReuseIdentifier: "Label")
-    view.register(HeaderView.self, forSupplementaryViewOfKind: UICollectionView.elementKindSectionHeader, withReuseIdentifier: "Header")
+    view.register(
+        HeaderView.self, forSupplementaryViewOfKind: UICollectionView.elementKindSectionHeader,
+        withReuseIdentifier: "Header")
     view.dataSource = source
     view.delegate = source
     view.layoutIfNeeded()
@@ -121,7 +163,7 @@ struct CollectionViewTests {
         // 3 per line: 0, 110, 220 (+100 = 320).
         #expect(view.simulatedFrame(ofItemAt: ip(0, 2)) == CGRect(x: 220, y: 5, width: 100, height: 50))
         #expect(view.simulatedFrame(ofItemAt: ip(0, 3)) == CGRect(x: 0, y: 75, width: 100, height: 50))
-        #expect(view.contentSize.height == CGFloat(270)) // 5 + 4 lines of 50 + 3 gaps of 20 + 5
+        #expect(view.contentSize.height == CGFloat(270))  // 5 + 4 lines of 50 + 3 gaps of 20 + 5
         #expect(view.simulatedVisibleIndexPaths.count == 10)
         #expect(shownMatchesData(view, source.sections))
     }
@@ -141,7 +183,7 @@ struct CollectionViewTests {
         layout.itemSize = CGSize(width: 320, height: 30)
         layout.estimatedItemSize = UICollectionViewFlowLayout.automaticSize
         let view = makeCollection(source, layout: layout)
-        #expect(view.simulatedFrame(ofItemAt: ip(0, 1))?.height == 30) // cells give no size: the estimate
+        #expect(view.simulatedFrame(ofItemAt: ip(0, 1))?.height == 30)  // cells give no size: the estimate
         var content = UIListContentConfiguration.cell()
         content.text = "Hello"
         view.simulatedCell(at: ip(0, 0))?.contentConfiguration = content
@@ -167,9 +209,17 @@ struct CollectionViewTests {
         let source = ArrayCollection([rows(3), rows(3, "s"), rows(30, "t")])
         source.headerHeight = 40
         let view = makeCollection(source)
-        #expect(source.calls("supplementary") == ["supplementary(header, 0)", "supplementary(header, 1)", "supplementary(header, 2)"])
-        #expect((view.supplementaryView(forElementKind: UICollectionView.elementKindSectionHeader, at: ip(1, 0)) as? HeaderView)?.title == "Section 1")
-        #expect(view.indexPathsForVisibleSupplementaryElements(ofKind: UICollectionView.elementKindSectionHeader) == [ip(0, 0), ip(1, 0), ip(2, 0)])
+        #expect(
+            source.calls("supplementary") == [
+                "supplementary(header, 0)", "supplementary(header, 1)", "supplementary(header, 2)",
+            ])
+        #expect(
+            (view.supplementaryView(forElementKind: UICollectionView.elementKindSectionHeader, at: ip(1, 0))
+                as? HeaderView)?.title == "Section 1")
+        #expect(
+            view.indexPathsForVisibleSupplementaryElements(ofKind: UICollectionView.elementKindSectionHeader) == [
+                ip(0, 0), ip(1, 0), ip(2, 0),
+            ])
         view.simulateScroll(to: CGPoint(x: 0, y: 600))
         #expect(view.visibleSupplementaryViews(ofKind: UICollectionView.elementKindSectionHeader).isEmpty)
     }
@@ -179,12 +229,18 @@ struct CollectionViewTests {
         let view = makeCollection(source)
         source.sections[0].append("x")
         view.performBatchUpdates(nil)
-        #expect(view.simulationFailures == ["Invalid update: invalid number of items in section 0. The number of items contained in an existing section after the update (5) must be equal to the number of items contained in that section before the update (4), plus or minus the number of items inserted or deleted from that section (0 inserted, 0 deleted) and plus or minus the number of items moved into or out of that section (0 moved in, 0 moved out)."])
+        #expect(
+            view.simulationFailures == [
+                "Invalid update: invalid number of items in section 0. The number of items contained in an existing section after the update (5) must be equal to the number of items contained in that section before the update (4), plus or minus the number of items inserted or deleted from that section (0 inserted, 0 deleted) and plus or minus the number of items moved into or out of that section (0 moved in, 0 moved out)."
+            ])
         view.simulationFailures = []
         view.performBatchUpdates {
             source.sections.append([])
         }
-        #expect(view.simulationFailures == ["Invalid update: invalid number of sections. The number of sections contained in the collection view after the update (2) must be equal to the number of sections contained in the collection view before the update (1), plus or minus the number of sections inserted or deleted (0 inserted, 0 deleted)."])
+        #expect(
+            view.simulationFailures == [
+                "Invalid update: invalid number of sections. The number of sections contained in the collection view after the update (2) must be equal to the number of sections contained in the collection view before the update (1), plus or minus the number of sections inserted or deleted (0 inserted, 0 deleted)."
+            ])
         #expect(shownMatchesData(view, source.sections))
     }
 
@@ -209,18 +265,24 @@ struct CollectionViewTests {
     @Test func unregisteredCellsAndCellsNotDequeuedAreFailures() {
         final class Bare: NSObject, UICollectionViewDataSource {
             func collectionView(_ collectionView: UICollectionView, numberOfItemsInSection section: Int) -> Int { 2 }
-            func collectionView(_ collectionView: UICollectionView, cellForItemAt indexPath: IndexPath) -> UICollectionViewCell {
-                indexPath.item == 0 ? collectionView.dequeueReusableCell(withReuseIdentifier: "Nope", for: indexPath) : UICollectionViewCell(frame: .zero)
+            func collectionView(
+                _ collectionView: UICollectionView, cellForItemAt indexPath: IndexPath
+            ) -> UICollectionViewCell {
+                indexPath.item == 0
+                    ? collectionView.dequeueReusableCell(withReuseIdentifier: "Nope", for: indexPath)
+                    : UICollectionViewCell(frame: .zero)
             }
         }
         let source = Bare()
-        let view = UICollectionView(frame: CGRect(x: 0, y: 0, width: 320, height: 480), collectionViewLayout: UICollectionViewFlowLayout())
+        let view = UICollectionView(
+            frame: CGRect(x: 0, y: 0, width: 320, height: 480), collectionViewLayout: UICollectionViewFlowLayout())
         view.dataSource = source
         view.layoutIfNeeded()
-        #expect(view.simulationFailures == [
-            "could not dequeue a view of kind: UICollectionElementKindCell with identifier Nope - must register a nib or a class for the identifier or connect a prototype cell in a storyboard",
-            "the cell returned from -collectionView:cellForItemAtIndexPath: does not have a reuseIdentifier - cells must be retrieved by calling -dequeueReusableCellWithReuseIdentifier:forIndexPath:",
-        ])
+        #expect(
+            view.simulationFailures == [
+                "could not dequeue a view of kind: UICollectionElementKindCell with identifier Nope - must register a nib or a class for the identifier or connect a prototype cell in a storyboard",
+                "the cell returned from -collectionView:cellForItemAtIndexPath: does not have a reuseIdentifier - cells must be retrieved by calling -dequeueReusableCellWithReuseIdentifier:forIndexPath:",
+            ])
     }
 
     @Test func selectionAsksShouldSelectAndDeselectsThePreviousItem() {
@@ -231,7 +293,11 @@ struct CollectionViewTests {
         #expect(view.simulateTap(at: ip(0, 1)) == ip(0, 1))
         #expect(view.simulateTap(at: ip(0, 3)) == nil)
         #expect(view.simulateTap(at: ip(0, 2)) == ip(0, 2))
-        #expect(source.log == ["shouldSelect(1)", "didSelect(1)", "shouldSelect(3)", "shouldSelect(2)", "didDeselect(1)", "didSelect(2)"])
+        #expect(
+            source.log == [
+                "shouldSelect(1)", "didSelect(1)", "shouldSelect(3)", "shouldSelect(2)", "didDeselect(1)",
+                "didSelect(2)",
+            ])
         #expect(view.indexPathsForSelectedItems == [ip(0, 2)])
         #expect(view.simulatedCell(at: ip(0, 2))?.isSelected == true)
     }
@@ -275,10 +341,12 @@ struct CollectionViewTests {
         var performed = false
         configuration.trailingSwipeActionsConfigurationProvider = { path in
             asked.append(path)
-            return UISwipeActionsConfiguration(actions: [UIContextualAction(style: .destructive, title: "Delete") { _, _, done in
-                performed = true
-                done(true)
-            }])
+            return UISwipeActionsConfiguration(actions: [
+                UIContextualAction(style: .destructive, title: "Delete") { _, _, done in
+                    performed = true
+                    done(true)
+                }
+            ])
         }
         configuration.headerMode = .supplementary
         let view = makeCollection(source, layout: UICollectionViewCompositionalLayout.list(using: configuration))

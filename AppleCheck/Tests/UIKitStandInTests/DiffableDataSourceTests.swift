@@ -10,12 +10,14 @@ struct DiffableDataSourceTests {
         let dataSource: UICollectionViewDiffableDataSource<String, String>
 
         init(layout: Bool = true) {
-            view = UICollectionView(frame: CGRect(x: 0, y: 0, width: 320, height: 480), collectionViewLayout: UICollectionViewFlowLayout())
+            view = UICollectionView(
+                frame: CGRect(x: 0, y: 0, width: 320, height: 480), collectionViewLayout: UICollectionViewFlowLayout())
             view.register(LabelCell.self, forCellWithReuseIdentifier: "Label")
             let registration = UICollectionView.CellRegistration<LabelCell, String> { cell, _, item in
                 cell.text = item
             }
-            dataSource = UICollectionViewDiffableDataSource<String, String>(collectionView: view) { collectionView, indexPath, item in
+            dataSource = UICollectionViewDiffableDataSource<String, String>(collectionView: view) {
+                collectionView, indexPath, item in
                 return collectionView.dequeueConfiguredReusableCell(using: registration, for: indexPath, item: item)
             }
             if layout { view.layoutIfNeeded() }
@@ -65,10 +67,11 @@ struct DiffableDataSourceTests {
         snapshot.appendSections(["A"])
         snapshot.appendItems(["a", "a"])
         harness.dataSource.apply(snapshot)
-        #expect(harness.view.simulationFailures == [
-            "There are currently no sections in the data source. Please add a section first.",
-            "Fatal: supplied item identifiers are not unique. Duplicate identifiers: {(a)}",
-        ])
+        #expect(
+            harness.view.simulationFailures == [
+                "There are currently no sections in the data source. Please add a section first.",
+                "Fatal: supplied item identifiers are not unique. Duplicate identifiers: {(a)}",
+            ])
     }
 
     @Test func applyBeforeTheViewLoadsReloads() {

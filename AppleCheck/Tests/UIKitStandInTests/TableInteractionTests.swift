@@ -22,7 +22,10 @@ struct TableInteractionTests {
         table.simulateTap(at: ip(0, 1))
         source.log = []
         table.simulateTap(at: ip(0, 3))
-        #expect(source.log == ["shouldHighlight(0-3)", "willSelect(0-3)", "willDeselect(0-1)", "didDeselect(0-1)", "didSelect(0-3)"])
+        #expect(
+            source.log == [
+                "shouldHighlight(0-3)", "willSelect(0-3)", "willDeselect(0-1)", "didDeselect(0-1)", "didSelect(0-3)",
+            ])
         #expect(table.indexPathsForSelectedRows == [ip(0, 3)])
     }
 
@@ -47,7 +50,7 @@ struct TableInteractionTests {
         #expect(table.simulateTap(at: ip(0, 0)) == nil)
         table.allowsSelection = true
         table.setEditing(true, animated: false)
-        #expect(table.simulateTap(at: ip(0, 0)) == nil) // allowsSelectionDuringEditing is false
+        #expect(table.simulateTap(at: ip(0, 0)) == nil)  // allowsSelectionDuringEditing is false
         table.allowsSelectionDuringEditing = true
         #expect(table.simulateTap(at: ip(0, 0)) == ip(0, 0))
     }
@@ -82,7 +85,7 @@ struct TableInteractionTests {
         source.log = []
         let configuration = try #require(table.simulateSwipe(.trailing, at: ip(0, 1)))
         #expect(source.log == ["canEdit(0-1)", "willBeginEditing(0-1)", "trailingSwipe(0-1)"])
-        #expect(table.isEditing) // "the table view sets its isEditing property to true"
+        #expect(table.isEditing)  // "the table view sets its isEditing property to true"
         let delete = try #require(configuration.actions.first)
         #expect(delete.title == "Delete")
         #expect(delete.style == .destructive)
@@ -126,10 +129,12 @@ struct TableInteractionTests {
         let table = makeTable(source)
         var ran: (String?, UIView?)?
         source.leadingActions = { _ in
-            UISwipeActionsConfiguration(actions: [UIContextualAction(style: .normal, title: "Pin") { action, view, done in
-                ran = (action.title, view)
-                done(true)
-            }])
+            UISwipeActionsConfiguration(actions: [
+                UIContextualAction(style: .normal, title: "Pin") { action, view, done in
+                    ran = (action.title, view)
+                    done(true)
+                }
+            ])
         }
         let configuration = try #require(table.simulateSwipe(.leading, at: ip(0, 0)))
         table.simulatePerform(configuration.actions[0])
@@ -145,7 +150,7 @@ struct TableInteractionTests {
     @Test func editModeDeleteCommits() {
         let source = ArrayTable([rows(3)])
         let table = makeTable(source)
-        #expect(!table.simulateCommitEditing(.delete, forRowAt: ip(0, 0))) // not editing
+        #expect(!table.simulateCommitEditing(.delete, forRowAt: ip(0, 0)))  // not editing
         table.setEditing(true, animated: false)
         #expect(table.simulatedCell(at: ip(0, 0))?.isEditing == true)
         #expect(table.simulateCommitEditing(.delete, forRowAt: ip(0, 0)))
@@ -161,10 +166,11 @@ struct TableInteractionTests {
         source.log = []
         source.retarget = { _, proposed in ip(1, proposed.row) }
         #expect(table.simulateMove(from: ip(0, 0), to: ip(0, 2)) == ip(1, 2))
-        #expect(source.log == [
-            "canMove(0-0)", "targetIndexPath(0-0 -> 0-2)",
-            "moveRow(0-0 -> 1-2, uncommitted: true)",
-        ])
+        #expect(
+            source.log == [
+                "canMove(0-0)", "targetIndexPath(0-0 -> 0-2)",
+                "moveRow(0-0 -> 1-2, uncommitted: true)",
+            ])
         #expect(table.simulatedCell(at: ip(1, 2)) === cell)
         #expect(!table.hasUncommittedUpdates)
         #expect(table.simulatedRowCounts == [2, 3])
@@ -196,10 +202,11 @@ struct TableInteractionTests {
         let frozen = source.sections
         table.simulateMove(from: ip(0, 0), to: ip(0, 1))
         source.sections = frozen
-        #expect(table.simulatedDisagreementsWithDataSource() == [
-            "section 0: table shows 1 rows, data source has 2",
-            "section 1: table shows 3 rows, data source has 2",
-        ])
+        #expect(
+            table.simulatedDisagreementsWithDataSource() == [
+                "section 0: table shows 1 rows, data source has 2",
+                "section 1: table shows 3 rows, data source has 2",
+            ])
         table.performBatchUpdates(nil)
         source.sections[0].append("x")
         table.insertRows(at: [ip(0, 1)], with: .none)
@@ -213,12 +220,15 @@ struct TableInteractionTests {
         table.layoutIfNeeded()
         #expect(source.calls("prefetch(") == ["prefetch(" + (10..<20).map { "0-\($0)" }.joined(separator: ",") + ")"])
         source.log = []
-        table.simulateScroll(to: CGPoint(x: 0, y: 220)) // rows 5...14 visible, 15...24 next
+        table.simulateScroll(to: CGPoint(x: 0, y: 220))  // rows 5...14 visible, 15...24 next
         #expect(source.calls("prefetch(") == ["prefetch(" + (20..<25).map { "0-\($0)" }.joined(separator: ",") + ")"])
         #expect(source.calls("cancelPrefetch").isEmpty)
         source.log = []
-        table.simulateScroll(to: CGPoint(x: 0, y: 0)) // scrolling back: the rows above are next
-        #expect(source.calls("cancelPrefetch") == ["cancelPrefetch(" + (15..<25).map { "0-\($0)" }.joined(separator: ",") + ")"])
+        table.simulateScroll(to: CGPoint(x: 0, y: 0))  // scrolling back: the rows above are next
+        #expect(
+            source.calls("cancelPrefetch") == [
+                "cancelPrefetch(" + (15..<25).map { "0-\($0)" }.joined(separator: ",") + ")"
+            ])
         #expect(table.simulatedPrefetchedIndexPaths.isEmpty)
     }
 
@@ -226,7 +236,7 @@ struct TableInteractionTests {
         let source = ArrayTable([rows(50)])
         let table = makeTable(source)
         table.scrollToRow(at: ip(0, 30), at: .top, animated: false)
-        #expect(table.contentOffset.y == CGFloat(1320)) // row 30 × 44 points
+        #expect(table.contentOffset.y == CGFloat(1320))  // row 30 × 44 points
         #expect(table.indexPathsForVisibleRows?.first == ip(0, 30))
         #expect(shownMatchesData(table, source))
     }
@@ -252,7 +262,9 @@ struct TableInteractionTests {
         window.rootViewController = UINavigationController(rootViewController: controller)
         window.makeKeyAndVisible()
         #expect(controller.tableView.simulatedRowCounts == [2])
-        #expect((controller.tableView.simulatedCell(at: ip(0, 1))?.contentConfiguration as? UIListContentConfiguration)?.text == "b")
+        #expect(
+            (controller.tableView.simulatedCell(at: ip(0, 1))?.contentConfiguration as? UIListContentConfiguration)?
+                .text == "b")
         controller.navigationItem.rightBarButtonItem = controller.editButtonItem
         controller.editButtonItem.simulateTap()
         #expect(controller.isEditing && controller.tableView.isEditing)

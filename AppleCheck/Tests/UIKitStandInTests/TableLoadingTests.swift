@@ -41,11 +41,11 @@ struct TableLoadingTests {
 
     @Test func onlyVisibleRowsAreAskedAndScrollingBringsTheRest() {
         let source = ArrayTable([rows(30)])
-        let table = makeTable(source) // 10 rows of 44 fit in 440
+        let table = makeTable(source)  // 10 rows of 44 fit in 440
         #expect(source.calls("cellForRow").count == 10)
         #expect(table.simulatedVisibleIndexPaths == (0..<10).map { IndexPath(row: $0, section: 0) })
         source.log = []
-        table.simulateScroll(to: CGPoint(x: 0, y: 88)) // rows 2...11
+        table.simulateScroll(to: CGPoint(x: 0, y: 88))  // rows 2...11
         #expect(source.calls("didEndDisplaying") == ["didEndDisplaying(0-0)", "didEndDisplaying(0-1)"])
         #expect(source.calls("cellForRow") == ["cellForRow(0-10)", "cellForRow(0-11)"])
         #expect(shownMatchesData(table, source))
@@ -55,7 +55,7 @@ struct TableLoadingTests {
         let source = ArrayTable([rows(30)])
         source.fixedRowHeight = 100
         let table = makeTable(source)
-        #expect(table.simulatedVisibleIndexPaths.count == 5) // 440 / 100 → rows 0...4
+        #expect(table.simulatedVisibleIndexPaths.count == 5)  // 440 / 100 → rows 0...4
         #expect(table.rectForRow(at: IndexPath(row: 2, section: 0)) == CGRect(x: 0, y: 200, width: 320, height: 100))
         source.fixedRowHeight = nil
         table.rowHeight = UITableView.automaticDimension
@@ -68,7 +68,7 @@ struct TableLoadingTests {
         let source = ArrayTable([rows(40)])
         let table = makeTable(source)
         let first = table.simulatedCell(at: IndexPath(row: 0, section: 0)) as? TextCell
-        table.simulateScroll(to: CGPoint(x: 0, y: 440)) // rows 10...19: all ten cells reused
+        table.simulateScroll(to: CGPoint(x: 0, y: 440))  // rows 10...19: all ten cells reused
         let reused = table.simulatedVisibleIndexPaths.compactMap { table.simulatedCell(at: $0) as? TextCell }
         #expect(reused.contains { $0 === first })
         #expect(reused.allSatisfy { $0.reuseCount == 1 })
@@ -80,7 +80,10 @@ struct TableLoadingTests {
         let source = ArrayTable([rows(1)])
         source.identifier = "Missing"
         let table = makeTable(source)
-        #expect(table.simulationFailures == ["unable to dequeue a cell with identifier Missing - must register a nib or a class for the identifier or connect a prototype cell in a storyboard"])
+        #expect(
+            table.simulationFailures == [
+                "unable to dequeue a cell with identifier Missing - must register a nib or a class for the identifier or connect a prototype cell in a storyboard"
+            ])
         #expect(table.simulatedCell(at: IndexPath(row: 0, section: 0))?.reuseIdentifier == "Missing")
     }
 
@@ -99,7 +102,7 @@ struct TableLoadingTests {
         table.layoutIfNeeded()
         let header = try #require(table.headerView(forSection: 0))
         #expect(header.textLabel?.text == "First")
-        #expect(table.headerView(forSection: 1) == nil) // no title, no view
+        #expect(table.headerView(forSection: 1) == nil)  // no title, no view
         #expect(table.headerView(forSection: 2)?.textLabel?.text == "Third")
         #expect(source.calls("willDisplayHeader") == ["willDisplayHeader(0)", "willDisplayHeader(2)"])
         table.simulateScroll(to: CGPoint(x: 0, y: 400))

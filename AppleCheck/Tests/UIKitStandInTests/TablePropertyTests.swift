@@ -16,7 +16,9 @@ struct RandomBatch {
 
     /// Section identities are "S<n>", row identities unique strings; `ids` lists each old
     /// section's identity.
-    static func make(old: [[String]], ids: [String], nextID: inout Int, using generator: inout SeededGenerator) -> (RandomBatch, [String]) {
+    static func make(
+        old: [[String]], ids: [String], nextID: inout Int, using generator: inout SeededGenerator
+    ) -> (RandomBatch, [String]) {
         // Sections: delete some, shuffle a little, insert some, reload some kept in place.
         var order = Array(old.indices)
         for index in order.indices.reversed() where order.count > 1 && Int.random(in: 0..<8, using: &generator) == 0 {
@@ -38,7 +40,10 @@ struct RandomBatch {
         let kept = Set(order)
         for s in old.indices where !kept.contains(s) { batch.sectionDeletes.insert(s) }
         for (j, origin) in newOrigin.enumerated() {
-            guard let s = origin else { batch.sectionInserts.insert(j); continue }
+            guard let s = origin else {
+                batch.sectionInserts.insert(j)
+                continue
+            }
             if s != j { batch.sectionMoves.append((s, j)) }
         }
         // Reload a few sections that stay at their index.
@@ -54,7 +59,10 @@ struct RandomBatch {
         var content: [[String]] = newOrigin.enumerated().map { j, origin in
             guard let s = origin else { return [] }
             if reloaded.contains(j) {
-                return (0..<Int.random(in: 0...4, using: &generator)).map { _ in nextID += 1; return "n\(nextID)" }
+                return (0..<Int.random(in: 0...4, using: &generator)).map { _ in
+                    nextID += 1
+                    return "n\(nextID)"
+                }
             }
             return old[s]
         }
@@ -77,7 +85,10 @@ struct RandomBatch {
         }
         // Rows of inserted sections are new.
         for (j, origin) in newOrigin.enumerated() where origin == nil {
-            content[j] = (0..<Int.random(in: 0...3, using: &generator)).map { _ in nextID += 1; return "n\(nextID)" }
+            content[j] = (0..<Int.random(in: 0...3, using: &generator)).map { _ in
+                nextID += 1
+                return "n\(nextID)"
+            }
         }
         batch.newSections = content
         batch.carriedNewSections = content.indices.filter(carried)
@@ -88,7 +99,8 @@ struct RandomBatch {
         for (s, rows) in old.enumerated() {
             for (r, row) in rows.enumerated() { oldPath[row] = IndexPath(row: r, section: s) }
         }
-        let newSectionOfOld = Dictionary(uniqueKeysWithValues: newOrigin.enumerated().compactMap { j, s in s.map { ($0, j) } })
+        let newSectionOfOld = Dictionary(
+            uniqueKeysWithValues: newOrigin.enumerated().compactMap { j, s in s.map { ($0, j) } })
         func oldCarried(_ s: Int) -> Bool { newSectionOfOld[s].map(carried) ?? false }
         var newPath: [String: IndexPath] = [:]
         for (j, rows) in content.enumerated() {
@@ -149,7 +161,12 @@ struct TablePropertyTests {
     func thousandsOfRandomValidBatchesPassAndTheTableShowsTheData(seed: UInt64) {
         var generator = SeededGenerator(seed: seed)
         var nextID = 0
-        let initial: [[String]] = (0..<3).map { s in (0..<5).map { _ in nextID += 1; return "n\(nextID)" } }
+        let initial: [[String]] = (0..<3).map { s in
+            (0..<5).map { _ in
+                nextID += 1
+                return "n\(nextID)"
+            }
+        }
         var ids = (0..<3).map { "S\($0)" }
         nextID += 10
         let source = ArrayTable(initial)
@@ -162,7 +179,9 @@ struct TablePropertyTests {
             }
             ids = newIDs
             if !table.simulationFailures.isEmpty || !shownMatchesData(table, source) {
-                Issue.record("seed \(seed) round \(round): \(table.simulationFailures) shown \(table.simulatedRowCounts) data \(source.sections.map(\.count))")
+                Issue.record(
+                    "seed \(seed) round \(round): \(table.simulationFailures) shown \(table.simulatedRowCounts) data \(source.sections.map(\.count))"
+                )
                 return
             }
             if round % 50 == 0 {
@@ -170,12 +189,16 @@ struct TablePropertyTests {
             }
             // Now and then the user drags a row in editing mode: the table moves it, the
             // data source follows, and the next batches are validated against that state.
-            if round % 7 == 3, let s = source.sections.indices.filter({ !source.sections[$0].isEmpty }).randomElement(using: &generator) {
+            if round % 7 == 3,
+                let s = source.sections.indices.filter({ !source.sections[$0].isEmpty }).randomElement(
+                    using: &generator)
+            {
                 table.setEditing(true, animated: false)
                 let from = IndexPath(row: Int.random(in: 0..<source.sections[s].count, using: &generator), section: s)
                 let t = Int.random(in: 0..<source.sections.count, using: &generator)
                 let limit = source.sections[t].count - (t == s ? 1 : 0)
-                table.simulateMove(from: from, to: IndexPath(row: Int.random(in: 0...max(0, limit), using: &generator), section: t))
+                table.simulateMove(
+                    from: from, to: IndexPath(row: Int.random(in: 0...max(0, limit), using: &generator), section: t))
                 table.setEditing(false, animated: false)
                 if !table.simulationFailures.isEmpty || !shownMatchesData(table, source) {
                     Issue.record("seed \(seed) round \(round) after a drag: \(table.simulationFailures)")
@@ -189,7 +212,13 @@ struct TablePropertyTests {
     func randomValidBatchesOnACollectionView(seed: UInt64) {
         var generator = SeededGenerator(seed: seed)
         var nextID = 0
-        let source = ArrayCollection((0..<3).map { _ in (0..<8).map { _ in nextID += 1; return "n\(nextID)" } })
+        let source = ArrayCollection(
+            (0..<3).map { _ in
+                (0..<8).map { _ in
+                    nextID += 1
+                    return "n\(nextID)"
+                }
+            })
         var ids = (0..<3).map { "S\($0)" }
         nextID += 10
         let view = makeCollection(source, height: 300)
@@ -211,7 +240,13 @@ struct TablePropertyTests {
     func randomInvalidBatchesEachFailAndTheTableRecovers(seed: UInt64) {
         var generator = SeededGenerator(seed: seed)
         var nextID = 0
-        let source = ArrayTable((0..<3).map { _ in (0..<6).map { _ in nextID += 1; return "n\(nextID)" } })
+        let source = ArrayTable(
+            (0..<3).map { _ in
+                (0..<6).map { _ in
+                    nextID += 1
+                    return "n\(nextID)"
+                }
+            })
         var ids = (0..<3).map { "S\($0)" }
         nextID += 10
         let table = makeTable(source, height: 300)
@@ -220,28 +255,33 @@ struct TablePropertyTests {
             let old = source.sections
             // Corrupt the batch in one of several ways UIKit rejects.
             switch Int.random(in: 0..<6, using: &generator) {
-            case 0: // data changes that no call describes, in a section that existed before
+            case 0:  // data changes that no call describes, in a section that existed before
                 nextID += 1
                 if let j = batch.carriedNewSections.randomElement(using: &generator) {
                     batch.newSections[j].append("n\(nextID)")
                 } else {
                     batch.newSections.append([])
                 }
-            case 1: // a delete past the rows before the update
+            case 1:  // a delete past the rows before the update
                 if let s = batch.carriedOldSections.randomElement(using: &generator) {
-                    batch.rowDeletes.append(IndexPath(row: old[s].count + Int.random(in: 0...3, using: &generator), section: s))
+                    batch.rowDeletes.append(
+                        IndexPath(row: old[s].count + Int.random(in: 0...3, using: &generator), section: s))
                 } else {
                     batch.sectionDeletes.insert(old.count)
                 }
-            case 2: // an insert past the sections after the update
-                batch.rowInserts.append(IndexPath(row: 0, section: batch.newSections.count + Int.random(in: 0...2, using: &generator)))
-            case 3: // a section deleted that the data keeps
+            case 2:  // an insert past the sections after the update
+                batch.rowInserts.append(
+                    IndexPath(row: 0, section: batch.newSections.count + Int.random(in: 0...2, using: &generator)))
+            case 3:  // a section deleted that the data keeps
                 batch.sectionDeletes.insert(old.count + Int.random(in: 0...2, using: &generator))
-            case 4: // a row both deleted and moved
-                guard let s = old.indices.first(where: { !old[$0].isEmpty }) else { batch.sectionInserts.insert(99); break }
+            case 4:  // a row both deleted and moved
+                guard let s = old.indices.first(where: { !old[$0].isEmpty }) else {
+                    batch.sectionInserts.insert(99)
+                    break
+                }
                 batch.rowDeletes.append(IndexPath(row: 0, section: s))
                 batch.rowMoves.append((IndexPath(row: 0, section: s), IndexPath(row: 0, section: s)))
-            default: // the data's section count is off
+            default:  // the data's section count is off
                 batch.newSections.append([])
             }
             table.simulationFailures = []
@@ -249,7 +289,10 @@ struct TablePropertyTests {
                 source.sections = batch.newSections
                 batch.apply(to: table)
             }
-            ids = newIDs + (newIDs.count < batch.newSections.count ? (newIDs.count..<batch.newSections.count).map { "X\(round)-\($0)" } : [])
+            ids =
+                newIDs
+                + (newIDs.count < batch.newSections.count
+                    ? (newIDs.count..<batch.newSections.count).map { "X\(round)-\($0)" } : [])
             ids = Array(ids.prefix(batch.newSections.count))
             if table.simulationFailures.count != 1 {
                 Issue.record("seed \(seed) round \(round): expected one failure, got \(table.simulationFailures)")
@@ -259,7 +302,12 @@ struct TablePropertyTests {
                 Issue.record("seed \(seed) round \(round): the table did not recover from \(table.simulationFailures)")
                 return
             }
-            if source.sections.isEmpty { source.sections = [[]]; ids = ["S-reset\(round)"]; table.reloadData(); table.layoutIfNeeded() }
+            if source.sections.isEmpty {
+                source.sections = [[]]
+                ids = ["S-reset\(round)"]
+                table.reloadData()
+                table.layoutIfNeeded()
+            }
         }
     }
 }

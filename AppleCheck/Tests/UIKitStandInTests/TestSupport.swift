@@ -121,7 +121,9 @@ final class ArrayTable: NSObject, UITableViewDataSource, UITableViewDelegate, UI
         return canMove(indexPath)
     }
 
-    func tableView(_ tableView: UITableView, commit editingStyle: UITableViewCell.EditingStyle, forRowAt indexPath: IndexPath) {
+    func tableView(
+        _ tableView: UITableView, commit editingStyle: UITableViewCell.EditingStyle, forRowAt indexPath: IndexPath
+    ) {
         log.append("commit(\(editingStyle == .delete ? "delete" : "other"), \(indexPath.section)-\(indexPath.row))")
         guard editingStyle == .delete else { return }
         if let onCommitDelete {
@@ -133,22 +135,33 @@ final class ArrayTable: NSObject, UITableViewDataSource, UITableViewDelegate, UI
     }
 
     func tableView(_ tableView: UITableView, moveRowAt sourceIndexPath: IndexPath, to destinationIndexPath: IndexPath) {
-        log.append("moveRow(\(sourceIndexPath.section)-\(sourceIndexPath.row) -> \(destinationIndexPath.section)-\(destinationIndexPath.row), uncommitted: \(tableView.hasUncommittedUpdates))")
+        log.append(
+            "moveRow(\(sourceIndexPath.section)-\(sourceIndexPath.row) -> \(destinationIndexPath.section)-\(destinationIndexPath.row), uncommitted: \(tableView.hasUncommittedUpdates))"
+        )
         let item = sections[sourceIndexPath.section].remove(at: sourceIndexPath.row)
         sections[destinationIndexPath.section].insert(item, at: destinationIndexPath.row)
     }
 
-    func tableView(_ tableView: UITableView, targetIndexPathForMoveFromRowAt sourceIndexPath: IndexPath, toProposedIndexPath proposedDestinationIndexPath: IndexPath) -> IndexPath {
-        log.append("targetIndexPath(\(sourceIndexPath.section)-\(sourceIndexPath.row) -> \(proposedDestinationIndexPath.section)-\(proposedDestinationIndexPath.row))")
+    func tableView(
+        _ tableView: UITableView, targetIndexPathForMoveFromRowAt sourceIndexPath: IndexPath,
+        toProposedIndexPath proposedDestinationIndexPath: IndexPath
+    ) -> IndexPath {
+        log.append(
+            "targetIndexPath(\(sourceIndexPath.section)-\(sourceIndexPath.row) -> \(proposedDestinationIndexPath.section)-\(proposedDestinationIndexPath.row))"
+        )
         return retarget.map { $0(sourceIndexPath, proposedDestinationIndexPath) } ?? proposedDestinationIndexPath
     }
 
-    func tableView(_ tableView: UITableView, trailingSwipeActionsConfigurationForRowAt indexPath: IndexPath) -> UISwipeActionsConfiguration? {
+    func tableView(
+        _ tableView: UITableView, trailingSwipeActionsConfigurationForRowAt indexPath: IndexPath
+    ) -> UISwipeActionsConfiguration? {
         log.append("trailingSwipe(\(indexPath.section)-\(indexPath.row))")
         return trailingActions?(indexPath)
     }
 
-    func tableView(_ tableView: UITableView, leadingSwipeActionsConfigurationForRowAt indexPath: IndexPath) -> UISwipeActionsConfiguration? {
+    func tableView(
+        _ tableView: UITableView, leadingSwipeActionsConfigurationForRowAt indexPath: IndexPath
+    ) -> UISwipeActionsConfiguration? {
         log.append("leadingSwipe(\(indexPath.section)-\(indexPath.row))")
         return leadingActions?(indexPath)
     }
@@ -195,7 +208,8 @@ func shownMatchesData(_ table: UITableView, _ source: ArrayTable) -> Bool {
     guard table.simulatedRowCounts == source.sections.map(\.count) else { return false }
     for path in table.simulatedVisibleIndexPaths {
         guard let cell = table.simulatedCell(at: path) as? TextCell,
-              cell.text == source.sections[path.section][path.row] else { return false }
+            cell.text == source.sections[path.section][path.row]
+        else { return false }
     }
     return true
 }

@@ -14,8 +14,10 @@ extension ClientCore {
         let restored = directory?.load(list: name)
         withLock { state in
             guard state.session.lists[name] == nil else { return }
-            state.failures[name] = nil   // an unsubscribed list starts afresh
-            if let restored { state.persistence?.restored(list: name, position: restored.position, pending: restored.pending) }
+            state.failures[name] = nil  // an unsubscribed list starts afresh
+            if let restored {
+                state.persistence?.restored(list: name, position: restored.position, pending: restored.pending)
+            }
             perform(state.session.subscribe(name, restoring: restored), &state)
         }
     }
@@ -126,7 +128,7 @@ extension ClientCore {
         withLock { state in
             directory?.disable()
             state.shutDown = true
-            state.connection += 1   // nothing more from this connection is read
+            state.connection += 1  // nothing more from this connection is read
             // No more sends, reconnects or pings; the actions (failing the tickets, the
             // goodbye) are dropped, as a killed process carries out none.
             _ = state.session.close()

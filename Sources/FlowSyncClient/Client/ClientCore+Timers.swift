@@ -1,6 +1,6 @@
-import Foundation
 import FlowSyncCore
 import FlowSyncProtocol
+import Foundation
 
 /// The shell's timers: the session's periodic tick (handshake deadline, heartbeat) and
 /// the in-band token refresh before a JWT expires.
@@ -25,7 +25,8 @@ extension ClientCore {
         guard configuration.refreshesTokenInBand, let provider = configuration.tokenProvider else { return }
         let (current, ready) = read { ($0.session.token, $0.session.phase == .ready) }
         guard ready, let current, let exp = Self.expiry(ofJWT: current),
-              exp - Date().timeIntervalSince1970 <= configuration.tokenRefreshMarginSeconds else { return }
+            exp - Date().timeIntervalSince1970 <= configuration.tokenRefreshMarginSeconds
+        else { return }
         guard let fresh = provider(), fresh != current else { return }
         input { $0.refresh(token: fresh) }
     }
@@ -37,7 +38,8 @@ extension ClientCore {
         var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }
         guard let data = Data(base64Encoded: base64),
-              let claims = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+            let claims = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return nil }
         return (claims["exp"] as? NSNumber)?.doubleValue
     }
 
@@ -50,7 +52,10 @@ extension ClientCore {
             guard let self else { return }
             self.refreshTokenIfDue()
             let again = self.withLock { state -> Bool in
-                if state.session.phase == .closed { state.tickerRunning = false; return false }
+                if state.session.phase == .closed {
+                    state.tickerRunning = false
+                    return false
+                }
                 self.perform(state.session.tick(now: Self.now()), &state)
                 return true
             }

@@ -1,13 +1,14 @@
+import Dispatch
+import FlowSyncCore
+import FlowSyncProtocol
+import Foundation
+import Logging
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
-import FlowSyncCore
-import FlowSyncProtocol
-import Logging
-import Foundation
 
 /// The I/O shell around ``ClientSession``: it owns the lock, the codec and the
 /// observers, feeds the session its inputs and carries out its actions.
@@ -59,8 +60,9 @@ final class ClientCore: @unchecked Sendable {
         /// to copy the whole list.
         func snapshot(of name: String) -> ListSnapshot? {
             guard let list = session.lists[name] else { return nil }
-            return ListSnapshot(name: name, director: list.view, version: list.position,
-                                pendingWrites: list.pending.count, isFromDisk: list.isRestored, registry: registry)
+            return ListSnapshot(
+                name: name, director: list.view, version: list.position,
+                pendingWrites: list.pending.count, isFromDisk: list.isRestored, registry: registry)
         }
 
         /// Registers a new observer or stream of `name` and returns the change that
@@ -70,20 +72,26 @@ final class ClientCore: @unchecked Sendable {
         /// next delivery comes after it, starts where it ends, and nothing is missed or
         /// shown twice.
         mutating func startObserving(_ name: String, includingCurrent: Bool) -> ListChange? {
-            let current = snapshot(of: name)
-                ?? ListSnapshot(name: name, director: Director(limits: ListReplica.limits), version: nil,
-                                pendingWrites: 0, registry: registry)
+            let current =
+                snapshot(of: name)
+                ?? ListSnapshot(
+                    name: name, director: Director(limits: ListReplica.limits), version: nil,
+                    pendingWrites: 0, registry: registry)
             // With observers already there, the next change starts from `delivered`; it
             // shows the same list as `current` (every visible edit is delivered) but
             // may carry an older version or pending count, so refresh it then.
             if delivered[name].map({ $0.director.digest == current.director.digest }) ?? true {
                 delivered[name] = current
             }
-            guard includingCurrent, let shown = delivered[name], shown.isLoaded || shown.numberOfSections > 0 else { return nil }
-            let empty = ListSnapshot(name: name, director: Director(limits: ListReplica.limits), version: nil,
-                                     pendingWrites: 0, registry: registry)
-            return ListChange(cause: .initial, previous: empty, changeset: Changeset.diff(from: empty.director, to: shown.director),
-                              snapshot: shown)
+            guard includingCurrent, let shown = delivered[name], shown.isLoaded || shown.numberOfSections > 0 else {
+                return nil
+            }
+            let empty = ListSnapshot(
+                name: name, director: Director(limits: ListReplica.limits), version: nil,
+                pendingWrites: 0, registry: registry)
+            return ListChange(
+                cause: .initial, previous: empty, changeset: Changeset.diff(from: empty.director, to: shown.director),
+                snapshot: shown)
         }
 
         /// Forgets the previous snapshot of `name` once nothing observes it.
@@ -134,7 +142,8 @@ final class ClientCore: @unchecked Sendable {
         var directory: ReplicaDirectory?
         if let options = configuration.persistence {
             do throws(ReplicaFileError) {
-                let opened = try ReplicaDirectory(path: options.directory, synchronizes: options.synchronizesToDisk, logger: configuration.logger)
+                let opened = try ReplicaDirectory(
+                    path: options.directory, synchronizes: options.synchronizesToDisk, logger: configuration.logger)
                 // The stored identity wins: the stored writes were made under it, and
                 // a resend must carry it for the server to recognise them.
                 configuration.clientID = opened.clientID(proposing: configuration.clientID)
@@ -154,7 +163,9 @@ final class ClientCore: @unchecked Sendable {
             firstSeq: configuration.firstSeq, randomSeed: configuration.randomSeed,
             endpoints: configuration.endpoints, endpointOrder: configuration.endpointOrder)
         _state = State(session: ClientSession(settings: settings))
-        if directory != nil, let options = configuration.persistence { _state.persistence = ReplicaPersistence(options: options) }
+        if directory != nil, let options = configuration.persistence {
+            _state.persistence = ReplicaPersistence(options: options)
+        }
     }
 
     /// Milliseconds on the monotonic clock (FlowSync's one, ``MonotonicClock``).
@@ -227,7 +238,7 @@ final class ClientCore: @unchecked Sendable {
                     perform(state.session.received(message, now: now), &state)
                 }
             case .closed(let reason):
-                state.connection += 1   // ignore anything late from this connection
+                state.connection += 1  // ignore anything late from this connection
                 state.encoder = FrameEncoder()
                 state.decoder = FrameDecoder(limits: .client)
                 perform(state.session.transportClosed(reason: reason, now: now), &state)
@@ -271,11 +282,16 @@ final class ClientCore: @unchecked Sendable {
                 }
                 let frame = state.encoder.encode(message)
                 if case .mutate(let mutate) = message, let limits = state.session.serverLimits,
-                   !limits.accepts(encodedFrame: frame) {
+                    !limits.accepts(encodedFrame: frame)
+                {
                     // Sent, it would be a frame fault that closes the connection (and,
                     // resent after every reconnect, forever). The session fails and
                     // rolls it back, with the code the server would have used.
-                    let error = FlowSyncError.rejected(code: .frameTooLarge, message: "the write is \(FrameEncoder.lengthPrefixValue(ofEncodedFrame: frame)) bytes on the wire, the server accepts \(limits.maxFrameBytes) (refused before sending; split it)")
+                    let error = FlowSyncError.rejected(
+                        code: .frameTooLarge,
+                        message:
+                            "the write is \(FrameEncoder.lengthPrefixValue(ofEncodedFrame: frame)) bytes on the wire, the server accepts \(limits.maxFrameBytes) (refused before sending; split it)"
+                    )
                     perform(state.session.sendFailed(list: mutate.listName, seq: mutate.seq, error), &state)
                     continue
                 }
@@ -298,17 +314,23 @@ final class ClientCore: @unchecked Sendable {
                 state.encoder.configuration.dictionary = dictionary
                 state.decoder.dictionary = dictionary
             case .deliver(let list, let cause, let changeset, let view, let version, let pending):
-                deliver(list: list, cause: cause, changeset: changeset, view: view, version: version, pending: pending, &state)
+                deliver(
+                    list: list, cause: cause, changeset: changeset, view: view, version: version, pending: pending,
+                    &state)
             case .complete(let list, let seq, let result):
                 if let ticket = state.tickets[list]?.removeValue(forKey: seq) { ticket.resolve(result) }
             case .listFailed(let list, let error):
                 state.failures[list] = error
                 for (_, stream) in state.streams.removeValue(forKey: list) ?? [:] {
                     // Closing the client ends the sequences normally; a failure throws.
-                    state.afterUnlock.append { if error == .closed { stream.finish() } else { stream.finish(throwing: error) } }
+                    state.afterUnlock.append {
+                        if error == .closed { stream.finish() } else { stream.finish(throwing: error) }
+                    }
                 }
                 state.stopObservingIfUnobserved(list)
-                for waiter in state.loadWaiters.removeValue(forKey: list) ?? [] { waiter.resume(returning: .failure(error)) }
+                for waiter in state.loadWaiters.removeValue(forKey: list) ?? [] {
+                    waiter.resume(returning: .failure(error))
+                }
             case .stats(let id, let result):
                 state.statsWaiters.removeValue(forKey: id)?.resume(returning: result)
             case .backup(let id, let result):
@@ -329,10 +351,13 @@ final class ClientCore: @unchecked Sendable {
         }
     }
 
-    private func deliver(list: String, cause: ListChange.Cause, changeset: Changeset, view: Director,
-                         version: ListVersion?, pending: Int, _ state: inout State) {
-        let snapshot = ListSnapshot(name: list, director: view, version: version, pendingWrites: pending,
-                                    isFromDisk: state.session.lists[list]?.isRestored ?? false, registry: state.registry)
+    private func deliver(
+        list: String, cause: ListChange.Cause, changeset: Changeset, view: Director,
+        version: ListVersion?, pending: Int, _ state: inout State
+    ) {
+        let snapshot = ListSnapshot(
+            name: list, director: view, version: version, pendingWrites: pending,
+            isFromDisk: state.session.lists[list]?.isRestored ?? false, registry: state.registry)
         var skipped: Set<UInt64> = []
         if case .local(let seq) = cause, let ids = state.silenced[list]?.removeValue(forKey: seq) { skipped = ids }
         if version != nil {
@@ -358,16 +383,18 @@ final class ClientCore: @unchecked Sendable {
         let streams = withLock { state -> [AsyncThrowingStream<ListChange, any Error>.Continuation]? in
             guard !state.shutDown else { return nil }
             persist(&state, flush: true)
-            state.shutDown = true   // nothing is written after this
+            state.shutDown = true  // nothing is written after this
             perform(state.session.close(), &state)
             let all = state.streams.values.flatMap(\.values)
             state.streams = [:]
-            for (_, waiters) in state.loadWaiters { for waiter in waiters { waiter.resume(returning: .failure(.closed)) } }
+            for (_, waiters) in state.loadWaiters {
+                for waiter in waiters { waiter.resume(returning: .failure(.closed)) }
+            }
             state.loadWaiters = [:]
             return all
         }
         guard let streams else { return }
-        directory?.finish()   // replica writes queued before the close end before it returns; then the lock goes
+        directory?.finish()  // replica writes queued before the close end before it returns; then the lock goes
         for stream in streams { stream.finish() }
         transport.shutdown()
     }

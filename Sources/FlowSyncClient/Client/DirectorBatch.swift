@@ -126,7 +126,10 @@ public final class DirectorBatch {
     public func section(at index: Int) throws(FlowSyncError) -> BatchSection {
         let current = self.current
         guard current.sections.indices.contains(index) else {
-            throw .invalidEdit(MutationError(opIndex: operations.count, reason: .indexOutOfRange, message: "section index \(index) not in 0..<\(current.sections.count)"))
+            throw .invalidEdit(
+                MutationError(
+                    opIndex: operations.count, reason: .indexOutOfRange,
+                    message: "section index \(index) not in 0..<\(current.sections.count)"))
         }
         return BatchSection(batch: self, ref: .id(current.sections[index].id))
     }
@@ -139,7 +142,8 @@ public struct BatchSection {
 
     private func sectionIndex() throws(FlowSyncError) -> Int {
         guard let index = batch.current.index(of: ref) else {
-            throw .invalidEdit(MutationError(opIndex: batch.operations.count, reason: .unknownSection, message: "no \(ref)"))
+            throw .invalidEdit(
+                MutationError(opIndex: batch.operations.count, reason: .unknownSection, message: "no \(ref)"))
         }
         return index
     }
@@ -233,7 +237,8 @@ extension DirectorBatch {
     public func move(modelID: String, toSection section: String, at index: Int? = nil) throws(FlowSyncError) {
         let working = current
         guard let s = working.sectionIndex(id: section) else {
-            throw .invalidEdit(MutationError(opIndex: operations.count, reason: .unknownSection, message: "no section \(section)"))
+            throw .invalidEdit(
+                MutationError(opIndex: operations.count, reason: .unknownSection, message: "no section \(section)"))
         }
         var end = working.sections[s].rows.count
         if let path = working.rowPath(id: modelID), path.section == s { end -= 1 }

@@ -107,16 +107,18 @@ public final class FlowSyncClient: Sendable {
         public var persistence: PersistenceOptions?
 
         /// Creates a configuration for one server.
-        public init(host: String = "127.0.0.1", port: Int = 7400, token: String? = nil,
-                    clientID: String = "swift-" + UUID().uuidString.lowercased(),
-                    clientName: String = "FlowSyncClient/1", reconnect: ReconnectPolicy = .default,
-                    pingIntervalMilliseconds: UInt64 = 15_000, handshakeTimeoutMilliseconds: UInt64 = 10_000,
-                    firstSeq: UInt64 = UInt64(Date().timeIntervalSince1970 * 1_000_000),
-                    callbackQueue: DispatchQueue = .main, logger: Logger = Logger(label: "FlowSyncClient"),
-                    randomSeed: UInt64 = UInt64.random(in: 0...UInt64.max),
-                    tokenProvider: (@Sendable () -> String?)? = nil, maxTokenRefreshes: Int = 3,
-                    refreshesTokenInBand: Bool = true, tokenRefreshMarginSeconds: Double = 30,
-                    tls: TLSPolicy = .automatic, persistence: PersistenceOptions? = nil) {
+        public init(
+            host: String = "127.0.0.1", port: Int = 7400, token: String? = nil,
+            clientID: String = "swift-" + UUID().uuidString.lowercased(),
+            clientName: String = "FlowSyncClient/1", reconnect: ReconnectPolicy = .default,
+            pingIntervalMilliseconds: UInt64 = 15_000, handshakeTimeoutMilliseconds: UInt64 = 10_000,
+            firstSeq: UInt64 = UInt64(Date().timeIntervalSince1970 * 1_000_000),
+            callbackQueue: DispatchQueue = .main, logger: Logger = Logger(label: "FlowSyncClient"),
+            randomSeed: UInt64 = UInt64.random(in: 0...UInt64.max),
+            tokenProvider: (@Sendable () -> String?)? = nil, maxTokenRefreshes: Int = 3,
+            refreshesTokenInBand: Bool = true, tokenRefreshMarginSeconds: Double = 30,
+            tls: TLSPolicy = .automatic, persistence: PersistenceOptions? = nil
+        ) {
             self.tls = tls
             self.persistence = persistence
             self.refreshesTokenInBand = refreshesTokenInBand
@@ -141,23 +143,26 @@ public final class FlowSyncClient: Sendable {
         /// other parameters are those of ``init(host:port:token:clientID:clientName:reconnect:pingIntervalMilliseconds:handshakeTimeoutMilliseconds:firstSeq:callbackQueue:logger:randomSeed:tokenProvider:maxTokenRefreshes:refreshesTokenInBand:tokenRefreshMarginSeconds:tls:persistence:)``.
         ///
         /// - Precondition: `endpoints` is not empty.
-        public init(endpoints: [Endpoint], endpointOrder: EndpointOrder = .randomStart, token: String? = nil,
-                    clientID: String = "swift-" + UUID().uuidString.lowercased(),
-                    clientName: String = "FlowSyncClient/1", reconnect: ReconnectPolicy = .default,
-                    pingIntervalMilliseconds: UInt64 = 15_000, handshakeTimeoutMilliseconds: UInt64 = 10_000,
-                    firstSeq: UInt64 = UInt64(Date().timeIntervalSince1970 * 1_000_000),
-                    callbackQueue: DispatchQueue = .main, logger: Logger = Logger(label: "FlowSyncClient"),
-                    randomSeed: UInt64 = UInt64.random(in: 0...UInt64.max),
-                    tokenProvider: (@Sendable () -> String?)? = nil, maxTokenRefreshes: Int = 3,
-                    refreshesTokenInBand: Bool = true, tokenRefreshMarginSeconds: Double = 30,
-                    tls: TLSPolicy = .automatic, persistence: PersistenceOptions? = nil) {
+        public init(
+            endpoints: [Endpoint], endpointOrder: EndpointOrder = .randomStart, token: String? = nil,
+            clientID: String = "swift-" + UUID().uuidString.lowercased(),
+            clientName: String = "FlowSyncClient/1", reconnect: ReconnectPolicy = .default,
+            pingIntervalMilliseconds: UInt64 = 15_000, handshakeTimeoutMilliseconds: UInt64 = 10_000,
+            firstSeq: UInt64 = UInt64(Date().timeIntervalSince1970 * 1_000_000),
+            callbackQueue: DispatchQueue = .main, logger: Logger = Logger(label: "FlowSyncClient"),
+            randomSeed: UInt64 = UInt64.random(in: 0...UInt64.max),
+            tokenProvider: (@Sendable () -> String?)? = nil, maxTokenRefreshes: Int = 3,
+            refreshesTokenInBand: Bool = true, tokenRefreshMarginSeconds: Double = 30,
+            tls: TLSPolicy = .automatic, persistence: PersistenceOptions? = nil
+        ) {
             precondition(!endpoints.isEmpty, "FlowSyncClient.Configuration needs at least one endpoint")
-            self.init(host: endpoints[0].host, port: endpoints[0].port, token: token, clientID: clientID,
-                      clientName: clientName, reconnect: reconnect, pingIntervalMilliseconds: pingIntervalMilliseconds,
-                      handshakeTimeoutMilliseconds: handshakeTimeoutMilliseconds, firstSeq: firstSeq,
-                      callbackQueue: callbackQueue, logger: logger, randomSeed: randomSeed, tokenProvider: tokenProvider,
-                      maxTokenRefreshes: maxTokenRefreshes, refreshesTokenInBand: refreshesTokenInBand,
-                      tokenRefreshMarginSeconds: tokenRefreshMarginSeconds, tls: tls, persistence: persistence)
+            self.init(
+                host: endpoints[0].host, port: endpoints[0].port, token: token, clientID: clientID,
+                clientName: clientName, reconnect: reconnect, pingIntervalMilliseconds: pingIntervalMilliseconds,
+                handshakeTimeoutMilliseconds: handshakeTimeoutMilliseconds, firstSeq: firstSeq,
+                callbackQueue: callbackQueue, logger: logger, randomSeed: randomSeed, tokenProvider: tokenProvider,
+                maxTokenRefreshes: maxTokenRefreshes, refreshesTokenInBand: refreshesTokenInBand,
+                tokenRefreshMarginSeconds: tokenRefreshMarginSeconds, tls: tls, persistence: persistence)
             self.endpoints = endpoints
             self.endpointOrder = endpointOrder
         }
@@ -245,7 +250,10 @@ public final class FlowSyncClient: Sendable {
         let (stream, continuation) = AsyncStream<ConnectionStatus>.makeStream()
         let id = core.update { state -> UInt64? in
             continuation.yield(state.status)
-            if state.shutDown { state.afterUnlock.append { continuation.finish() }; return nil }
+            if state.shutDown {
+                state.afterUnlock.append { continuation.finish() }
+                return nil
+            }
             let id = state.nextObserverID
             state.nextObserverID += 1
             // Yielded in place (under the lock, in status order); a closed status ends it.
@@ -253,7 +261,9 @@ public final class FlowSyncClient: Sendable {
             return id
         }
         if let id {
-            continuation.onTermination = { [weak core] _ in _ = core?.update { $0.statusStreams.removeValue(forKey: id) } }
+            continuation.onTermination = { [weak core] _ in
+                _ = core?.update { $0.statusStreams.removeValue(forKey: id) }
+            }
         }
         return stream
     }
@@ -293,7 +303,9 @@ public final class FlowSyncClient: Sendable {
 
     /// Calls `handler` on `queue` (default: the callback queue) at every status change.
     @discardableResult
-    public func observeStatus(on queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (ConnectionStatus) -> Void) -> ObservationToken {
+    public func observeStatus(
+        on queue: DispatchQueue? = nil, _ handler: @escaping @Sendable (ConnectionStatus) -> Void
+    ) -> ObservationToken {
         let queue = queue ?? core.configuration.callbackQueue
         let id = core.update { state -> UInt64 in
             let id = state.nextObserverID
@@ -301,7 +313,8 @@ public final class FlowSyncClient: Sendable {
             state.statusObservers[id] = (queue, handler)
             return id
         }
-        return ObservationToken(id: id) { [weak core] in _ = core?.update { $0.statusObservers.removeValue(forKey: id) } }
+        return ObservationToken(id: id) { [weak core] in _ = core?.update { $0.statusObservers.removeValue(forKey: id) }
+        }
     }
 
     /// The server's statistics (``StatsReply`` entries by name), server-wide or with the
@@ -309,7 +322,8 @@ public final class FlowSyncClient: Sendable {
     ///
     /// - Throws: ``FlowSyncError/closed`` when not connected.
     public func stats(list: String? = nil) async throws(FlowSyncError) -> [String: Int64] {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<StatsReply, FlowSyncError>, Never>) in
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<StatsReply, FlowSyncError>, Never>) in
             core.input { state -> (Void, [SessionAction]) in
                 let (id, actions) = state.session.requestStats(list: list)
                 state.statsWaiters[id] = continuation
@@ -332,7 +346,8 @@ public final class FlowSyncClient: Sendable {
     /// - Throws: ``FlowSyncError/closed`` when not connected, or when the connection was
     ///   lost before the answer (the backup may then still complete on the server).
     public func backup(to directory: String) async throws(FlowSyncError) -> BackupReply {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<BackupReply, FlowSyncError>, Never>) in
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<BackupReply, FlowSyncError>, Never>) in
             core.input { state -> (Void, [SessionAction]) in
                 let (id, actions) = state.session.requestBackup(directory: directory)
                 state.backupWaiters[id] = continuation

@@ -27,8 +27,10 @@ public final class ListDirector: Sendable {
     /// The list now: the server's state plus this client's pending writes.
     public var snapshot: ListSnapshot {
         core.read { state in
-            state.snapshot(of: name) ?? ListSnapshot(name: name, director: Director(limits: ListReplica.limits),
-                                                   version: nil, pendingWrites: 0, registry: state.registry)
+            state.snapshot(of: name)
+                ?? ListSnapshot(
+                    name: name, director: Director(limits: ListReplica.limits),
+                    version: nil, pendingWrites: 0, registry: state.registry)
         }
     }
 
@@ -57,15 +59,20 @@ public final class ListDirector: Sendable {
     }
 
     /// The first section, if any.
-    public var firstSection: LiveSection? { snapshot.director.sections.first.map { LiveSection(director: self, id: $0.id) } }
+    public var firstSection: LiveSection? {
+        snapshot.director.sections.first.map { LiveSection(director: self, id: $0.id) }
+    }
     /// The last section, if any.
-    public var lastSection: LiveSection? { snapshot.director.sections.last.map { LiveSection(director: self, id: $0.id) } }
+    public var lastSection: LiveSection? {
+        snapshot.director.sections.last.map { LiveSection(director: self, id: $0.id) }
+    }
 
     /// Waits until the server's first snapshot is in the replica.
     ///
     /// - Throws: The list's failure, or ``FlowSyncError/closed``.
     public func waitUntilLoaded() async throws(FlowSyncError) {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, FlowSyncError>, Never>) in
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<Void, FlowSyncError>, Never>) in
             let ready = core.update { state -> Result<Void, FlowSyncError>? in
                 if let failure = state.failures[name] { return .failure(failure) }
                 if state.session.lists[name]?.position != nil { return .success(()) }
@@ -104,7 +111,9 @@ public final class ListDirector: Sendable {
     /// ``perform(_:)`` whose change is not delivered to `observers`: see
     /// ``submit(_:withoutNotifying:)``.
     @discardableResult
-    public func perform(withoutNotifying observers: [ObservationToken], _ body: (DirectorBatch) throws -> Void) throws -> WriteTicket {
+    public func perform(
+        withoutNotifying observers: [ObservationToken], _ body: (DirectorBatch) throws -> Void
+    ) throws -> WriteTicket {
         let base = snapshot.director
         return try submit(Self.operations(on: base, body), withoutNotifying: observers, basedOn: base)
     }
@@ -163,7 +172,9 @@ public final class ListDirector: Sendable {
     /// from the list with the edit. Later changes caused by it (a rollback if the server
     /// refuses it) are delivered as usual. `changes` streams cannot be skipped.
     @discardableResult
-    public func submit(_ operations: [Operation], withoutNotifying observers: [ObservationToken]) throws(FlowSyncError) -> WriteTicket {
+    public func submit(
+        _ operations: [Operation], withoutNotifying observers: [ObservationToken]
+    ) throws(FlowSyncError) -> WriteTicket {
         try submit(operations, withoutNotifying: observers, basedOn: nil)
     }
 
@@ -176,7 +187,9 @@ public final class ListDirector: Sendable {
     /// to the list as it is (``ListReplica/edit(_:seq:limits:basedOn:)``), so "remove
     /// row 0" still removes the row the app saw there, as the server does with a stale
     /// base version. `nil`: the operations are meant for the list as it is.
-    func submit(_ operations: [Operation], withoutNotifying observers: [ObservationToken], basedOn base: Director?) throws(FlowSyncError) -> WriteTicket {
+    func submit(
+        _ operations: [Operation], withoutNotifying observers: [ObservationToken], basedOn base: Director?
+    ) throws(FlowSyncError) -> WriteTicket {
         let name = self.name
         let skipped = Set(observers.map(\.id))
         let outcome: Result<WriteTicket, FlowSyncError> = core.input { state in
@@ -284,8 +297,10 @@ public final class ListDirector: Sendable {
     /// start with the next change and the observer must read ``snapshot`` itself, which
     /// races with that change.
     @discardableResult
-    public func observe(on queue: DispatchQueue? = nil, includingCurrent: Bool = true,
-                        _ handler: @escaping @Sendable (ListChange) -> Void) -> ObservationToken {
+    public func observe(
+        on queue: DispatchQueue? = nil, includingCurrent: Bool = true,
+        _ handler: @escaping @Sendable (ListChange) -> Void
+    ) -> ObservationToken {
         let queue = queue ?? core.configuration.callbackQueue
         let name = self.name
         let id = core.update { state -> UInt64 in
@@ -320,10 +335,15 @@ public final class ListDirector: Sendable {
         let name = self.name
         let id = core.update { state -> UInt64? in
             if let failure = state.failures[name] {
-                state.afterUnlock.append { if failure == .closed { continuation.finish() } else { continuation.finish(throwing: failure) } }
+                state.afterUnlock.append {
+                    if failure == .closed { continuation.finish() } else { continuation.finish(throwing: failure) }
+                }
                 return nil
             }
-            if state.shutDown { state.afterUnlock.append { continuation.finish() }; return nil }
+            if state.shutDown {
+                state.afterUnlock.append { continuation.finish() }
+                return nil
+            }
             let id = state.nextObserverID
             state.nextObserverID += 1
             state.streams[name, default: [:]][id] = continuation

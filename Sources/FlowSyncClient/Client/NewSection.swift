@@ -13,7 +13,10 @@ public struct NewSection: Sendable {
     public var models: [any FlowModel]
 
     /// Creates a section.
-    public init(id: String, header: (any Encodable & Sendable)? = nil, footer: (any Encodable & Sendable)? = nil, models: [any FlowModel] = []) {
+    public init(
+        id: String, header: (any Encodable & Sendable)? = nil, footer: (any Encodable & Sendable)? = nil,
+        models: [any FlowModel] = []
+    ) {
         self.id = id
         self.header = header
         self.footer = footer

@@ -9,7 +9,7 @@ public final class WriteTicket: Sendable, CustomStringConvertible {
     public let listName: String
     /// The write's sequence number (its identity with the client ID).
     public let seq: UInt64
-    private let state = Locked<State>(State())   // not Mutex: iOS 16 / macOS 13 (Locked.swift)
+    private let state = Locked<State>(State())  // not Mutex: iOS 16 / macOS 13 (Locked.swift)
 
     private struct State {
         var result: Result<ListVersion, FlowSyncError>?
@@ -30,7 +30,8 @@ public final class WriteTicket: Sendable, CustomStringConvertible {
     /// - Throws: ``FlowSyncError/rejected(code:message:)`` (the change was rolled back),
     ///   ``FlowSyncError/closed`` when the client closed first, or the list's failure.
     public func committed() async throws(FlowSyncError) -> ListVersion {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ListVersion, FlowSyncError>, Never>) in
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<ListVersion, FlowSyncError>, Never>) in
             let ready = state.withLock { state -> Result<ListVersion, FlowSyncError>? in
                 if let result = state.result { return result }
                 state.waiters.append(continuation)

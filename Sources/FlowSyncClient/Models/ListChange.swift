@@ -108,8 +108,10 @@ public struct ListChange: Sendable {
             } catch {
                 return nil
             }
-            result.append(ListSnapshot(name: snapshot.name, director: director, version: previous.version,
-                                       pendingWrites: previous.pendingWrites, registry: snapshot.registry))
+            result.append(
+                ListSnapshot(
+                    name: snapshot.name, director: director, version: previous.version,
+                    pendingWrites: previous.pendingWrites, registry: snapshot.registry))
         }
         result.append(snapshot)
         return result

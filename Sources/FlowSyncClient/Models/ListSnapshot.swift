@@ -20,7 +20,10 @@ public struct ListSnapshot: Sendable, CustomStringConvertible {
     public let isFromDisk: Bool
     let registry: ModelRegistry
 
-    init(name: String, director: Director, version: ListVersion?, pendingWrites: Int, isFromDisk: Bool = false, registry: ModelRegistry) {
+    init(
+        name: String, director: Director, version: ListVersion?, pendingWrites: Int, isFromDisk: Bool = false,
+        registry: ModelRegistry
+    ) {
         self.name = name
         self.director = director
         self.version = version
@@ -33,7 +36,8 @@ public struct ListSnapshot: Sendable, CustomStringConvertible {
     /// Typed reads (``model(id:as:)``) work; the untyped ``SectionSnapshot/models``
     /// gives `nil` for every row (no types are registered).
     public init(name: String, director: Director = Director(), version: ListVersion? = nil, pendingWrites: Int = 0) {
-        self.init(name: name, director: director, version: version, pendingWrites: pendingWrites, registry: ModelRegistry())
+        self.init(
+            name: name, director: director, version: version, pendingWrites: pendingWrites, registry: ModelRegistry())
     }
 
     /// This snapshot with another state of the list: the same name, version, pending
@@ -41,8 +45,9 @@ public struct ListSnapshot: Sendable, CustomStringConvertible {
     /// edit of its own on top (a row the user dragged, FlowSyncUI's
     /// `ListUpdateApplier.beginViewEdit`), so typed reads keep working on it.
     public func replacing(director: Director) -> ListSnapshot {
-        ListSnapshot(name: name, director: director, version: version, pendingWrites: pendingWrites,
-                     isFromDisk: isFromDisk, registry: registry)
+        ListSnapshot(
+            name: name, director: director, version: version, pendingWrites: pendingWrites,
+            isFromDisk: isFromDisk, registry: registry)
     }
 
     /// True once the server's first snapshot of the list arrived.
@@ -52,9 +57,13 @@ public struct ListSnapshot: Sendable, CustomStringConvertible {
     /// The number of rows over all sections.
     public var numberOfModels: Int { director.rowCount }
     /// The sections, in order.
-    public var sections: [SectionSnapshot] { director.sections.map { SectionSnapshot(section: $0, registry: registry) } }
+    public var sections: [SectionSnapshot] {
+        director.sections.map { SectionSnapshot(section: $0, registry: registry) }
+    }
     /// The section at `index` (which must be in range, as for an array).
-    public func section(at index: Int) -> SectionSnapshot { SectionSnapshot(section: director.sections[index], registry: registry) }
+    public func section(at index: Int) -> SectionSnapshot {
+        SectionSnapshot(section: director.sections[index], registry: registry)
+    }
     /// The section with that ID, if any.
     ///
     /// - Complexity: O(1).
@@ -62,9 +71,13 @@ public struct ListSnapshot: Sendable, CustomStringConvertible {
         director.section(id: id).map { SectionSnapshot(section: $0, registry: registry) }
     }
     /// The first section, if any.
-    public var firstSection: SectionSnapshot? { director.sections.first.map { SectionSnapshot(section: $0, registry: registry) } }
+    public var firstSection: SectionSnapshot? {
+        director.sections.first.map { SectionSnapshot(section: $0, registry: registry) }
+    }
     /// The last section, if any.
-    public var lastSection: SectionSnapshot? { director.sections.last.map { SectionSnapshot(section: $0, registry: registry) } }
+    public var lastSection: SectionSnapshot? {
+        director.sections.last.map { SectionSnapshot(section: $0, registry: registry) }
+    }
     /// Where the row with that ID is, if anywhere.
     public func indexPath(ofModel id: String) -> RowPath? { director.rowPath(id: id) }
 

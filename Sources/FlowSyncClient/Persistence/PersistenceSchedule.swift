@@ -17,7 +17,8 @@ struct PersistenceSchedule: Sendable, Equatable {
     private var firstUnsavedAt: UInt64?
 
     init(everyBatches: Int, everyMilliseconds: UInt64) {
-        precondition(everyBatches >= 1, "Internal inconsistency in PersistenceSchedule: everyBatches must be at least 1")
+        precondition(
+            everyBatches >= 1, "Internal inconsistency in PersistenceSchedule: everyBatches must be at least 1")
         self.everyBatches = everyBatches
         self.everyMilliseconds = everyMilliseconds
     }

@@ -1,3 +1,8 @@
+import Dispatch
+import FlowSyncCore
+import Foundation
+import Logging
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -7,10 +12,6 @@ import Musl
 #elseif canImport(Android)
 import Android
 #endif
-import Dispatch
-import FlowSyncCore
-import Foundation
-import Logging
 
 /// The client's persistence directory: POSIX file I/O only (the same calls on Linux and
 /// Darwin), every file replaced atomically — written to a temporary file, `fsync`ed,
@@ -67,8 +68,11 @@ final class ReplicaDirectory: @unchecked Sendable {
         }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let busy = errno == EWOULDBLOCK
-            let error = busy ? ReplicaFileError(message: "\(path) is in use by another FlowSyncClient (one client per persistence directory)")
-                             : Self.failure("flock", "\(path)/lock")
+            let error =
+                busy
+                ? ReplicaFileError(
+                    message: "\(path) is in use by another FlowSyncClient (one client per persistence directory)")
+                : Self.failure("flock", "\(path)/lock")
             close(fd)
             throw error
         }
@@ -79,7 +83,7 @@ final class ReplicaDirectory: @unchecked Sendable {
 
     /// Lets another client open the directory (the client closed, or was abandoned).
     private func releaseLock() {
-        if lockDescriptor >= 0 { close(lockDescriptor) }   // closing drops the flock
+        if lockDescriptor >= 0 { close(lockDescriptor) }  // closing drops the flock
         lockDescriptor = -1
     }
 
@@ -124,10 +128,12 @@ final class ReplicaDirectory: @unchecked Sendable {
     /// another list is logged and left out (the next write replaces it): nothing from
     /// it is ever shown.
     func load(list name: String) -> RestoredList? {
-        let (restored, discarded) = ReplicaFileFormat.restore(list: name, replica: Self.readFile(replicaPath(name)),
-                                                              pending: Self.readFile(pendingPath(name)))
+        let (restored, discarded) = ReplicaFileFormat.restore(
+            list: name, replica: Self.readFile(replicaPath(name)),
+            pending: Self.readFile(pendingPath(name)))
         for problem in discarded {
-            logger.warning("persisted file discarded: \(problem)", metadata: ["flowsync.list": "\(name)", "directory": "\(path)"])
+            logger.warning(
+                "persisted file discarded: \(problem)", metadata: ["flowsync.list": "\(name)", "directory": "\(path)"])
         }
         return restored
     }
@@ -217,7 +223,11 @@ final class ReplicaDirectory: @unchecked Sendable {
 
     private var counts = PersistenceStatistics()
     /// What was written so far.
-    var statistics: PersistenceStatistics { lock.lock(); defer { lock.unlock() }; return counts }
+    var statistics: PersistenceStatistics {
+        lock.lock()
+        defer { lock.unlock() }
+        return counts
+    }
 
     /// Writes each job's files — or newer content for them, when newer captures are
     /// queued behind (coalescing: a burst of edits is one file write, not one per edit).
@@ -227,7 +237,10 @@ final class ReplicaDirectory: @unchecked Sendable {
     /// capture; and a replica is written only after a pending file at least as new. A
     /// frame queued behind a job (``enqueue(_:)``) thus never leaves before the marks
     /// captured before it.
-    private func run(_ work: [(list: String, generation: UInt64, replica: Bool)], _ replicaWritten: @Sendable (String, ListVersion) -> Void) {
+    private func run(
+        _ work: [(list: String, generation: UInt64, replica: Bool)],
+        _ replicaWritten: @Sendable (String, ListVersion) -> Void
+    ) {
         for (list, generation, replica) in work {
             // A replica's pending file first: it must name every write the new replica
             // contains with its commit version before that replica exists.
@@ -256,7 +269,8 @@ final class ReplicaDirectory: @unchecked Sendable {
         if taken != nil { newestReplica[list] = nil }
         lock.unlock()
         guard let (newest, replica) = taken else { return nil }
-        return store(replicaPath(list), generation: newest) { ReplicaFileFormat.encode(replica) } ? replica.position : nil
+        return store(replicaPath(list), generation: newest) { ReplicaFileFormat.encode(replica) }
+            ? replica.position : nil
     }
 
     /// Replaces `file` with `content()` unless that content (or newer) is there
@@ -314,7 +328,10 @@ final class ReplicaDirectory: @unchecked Sendable {
         if synchronizes {
             // The rename itself is durable only once the directory is.
             let dir = open(path, O_RDONLY | O_CLOEXEC)
-            if dir >= 0 { _ = fsync(dir); close(dir) }
+            if dir >= 0 {
+                _ = fsync(dir)
+                close(dir)
+            }
         }
     }
 

@@ -26,7 +26,9 @@ struct PersistedPending: Sendable, Equatable {
 
     static func == (a: PersistedPending, b: PersistedPending) -> Bool {
         a.name == b.name && a.nextSeq == b.nextSeq && a.writes.count == b.writes.count
-            && zip(a.writes, b.writes).allSatisfy { $0.seq == $1.seq && $0.anchored == $1.anchored && $0.sent == $1.sent && $0.ackedAt == $1.ackedAt }
+            && zip(a.writes, b.writes).allSatisfy {
+                $0.seq == $1.seq && $0.anchored == $1.anchored && $0.sent == $1.sent && $0.ackedAt == $1.ackedAt
+            }
     }
 }
 
@@ -71,9 +73,13 @@ enum ReplicaFileFormat {
     /// The replica file's bytes. Deflated at level 1 (about 4× smaller at 120 MB/s,
     /// docs/BENCHMARKS.md), with the protocol's standard dictionary.
     static func encode(_ replica: PersistedReplica) -> [UInt8] {
-        let encoder = FrameEncoder(configuration: CompressionConfiguration(threshold: 64, level: 1, dictionary: .standard))
-        let frame = encoder.encode(.snapshot(Snapshot(listName: replica.name, position: replica.position, digest: replica.confirmed.digest,
-                                                      reason: .freshSubscribe, sections: replica.confirmed.sections)))
+        let encoder = FrameEncoder(
+            configuration: CompressionConfiguration(threshold: 64, level: 1, dictionary: .standard))
+        let frame = encoder.encode(
+            .snapshot(
+                Snapshot(
+                    listName: replica.name, position: replica.position, digest: replica.confirmed.digest,
+                    reason: .freshSubscribe, sections: replica.confirmed.sections)))
         var out = FileWriter(magic: replicaMagic)
         out.bytes(frame)
         return out.finish()
@@ -89,7 +95,8 @@ enum ReplicaFileFormat {
             throw ReplicaFileError(message: "the replica file holds no Snapshot")
         }
         guard let director = try? Director(sections: snapshot.sections, limits: ListReplica.limits),
-              director.digest == snapshot.digest else {
+            director.digest == snapshot.digest
+        else {
             throw ReplicaFileError(message: "the replica's sections do not have its digest")
         }
         return PersistedReplica(name: snapshot.listName, position: snapshot.position, confirmed: director)
@@ -131,7 +138,8 @@ enum ReplicaFileFormat {
             var sent: Mutate?
             if flags & 1 != 0 {
                 guard case .mutate(let mutate) = try decodeFrame(try reader.bytes("mutate frame"), "mutate"),
-                      mutate.seq == seq, mutate.listName == name else {
+                    mutate.seq == seq, mutate.listName == name
+                else {
                     throw ReplicaFileError(message: "write \(seq): its Mutate does not match it")
                 }
                 sent = mutate
@@ -150,14 +158,21 @@ enum ReplicaFileFormat {
     /// The list `name` as the two files' bytes (`nil`: no file) describe it, and why
     /// any file was left out (damaged, truncated, of another list). `nil` when neither
     /// file is usable.
-    static func restore(list name: String, replica: [UInt8]?, pending: [UInt8]?) -> (restored: RestoredList?, discarded: [String]) {
+    static func restore(
+        list name: String, replica: [UInt8]?, pending: [UInt8]?
+    ) -> (restored: RestoredList?, discarded: [String]) {
         var discarded: [String] = []
         /// The decoded file, when there is one, it is intact and it holds list `name`.
-        func use<T>(_ bytes: [UInt8]?, _ what: String, _ decode: ([UInt8]) throws(ReplicaFileError) -> T, name listName: (T) -> String) -> T? {
+        func use<T>(
+            _ bytes: [UInt8]?, _ what: String, _ decode: ([UInt8]) throws(ReplicaFileError) -> T,
+            name listName: (T) -> String
+        ) -> T? {
             guard let bytes else { return nil }
             do throws(ReplicaFileError) {
                 let decoded = try decode(bytes)
-                guard listName(decoded) == name else { throw ReplicaFileError(message: "it holds list \"\(listName(decoded))\"") }
+                guard listName(decoded) == name else {
+                    throw ReplicaFileError(message: "it holds list \"\(listName(decoded))\"")
+                }
                 return decoded
             } catch {
                 discarded.append("\(what): \(error)")
@@ -167,8 +182,9 @@ enum ReplicaFileFormat {
         let replica = use(replica, "replica file", decodeReplica, name: \.name)
         let pending = use(pending, "pending-writes file", decodePending, name: \.name)
         guard replica != nil || pending != nil else { return (nil, discarded) }
-        let restored = RestoredList(confirmed: replica?.confirmed ?? Director(limits: ListReplica.limits), position: replica?.position,
-                                    pending: pending?.writes ?? [], nextSeq: pending?.nextSeq ?? 0)
+        let restored = RestoredList(
+            confirmed: replica?.confirmed ?? Director(limits: ListReplica.limits), position: replica?.position,
+            pending: pending?.writes ?? [], nextSeq: pending?.nextSeq ?? 0)
         return (restored, discarded)
     }
 

@@ -17,7 +17,9 @@ struct FileWriter {
     mutating func u8(_ v: UInt8) { buffer.append(v) }
 
     mutating func u64(_ v: UInt64) {
-        for shift in stride(from: 56, through: 0, by: -8) { buffer.append(UInt8(truncatingIfNeeded: v >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            buffer.append(UInt8(truncatingIfNeeded: v >> UInt64(shift)))
+        }
     }
 
     mutating func varint(_ v: UInt64) {
@@ -37,21 +39,36 @@ struct FileWriter {
     mutating func string(_ s: String) { bytes(Array(s.utf8)) }
 
     mutating func optionalBytes(_ b: [UInt8]?) {
-        if let b { u8(1); bytes(b) } else { u8(0) }
+        if let b {
+            u8(1)
+            bytes(b)
+        } else {
+            u8(0)
+        }
     }
 
-    mutating func version(_ v: ListVersion) { u64(v.epoch); u64(v.version) }
+    mutating func version(_ v: ListVersion) {
+        u64(v.epoch)
+        u64(v.version)
+    }
 
     mutating func strings(_ list: [String]) {
         varint(UInt64(list.count))
         for s in list { string(s) }
     }
 
-    mutating func anchor(_ a: Anchor) { strings(a.after); strings(a.before) }
+    mutating func anchor(_ a: Anchor) {
+        strings(a.after)
+        strings(a.before)
+    }
 
     mutating func rows(_ rows: some Collection<Row>) {
         varint(UInt64(rows.count))
-        for row in rows { string(row.id); string(row.kind); bytes(row.payload) }
+        for row in rows {
+            string(row.id)
+            string(row.kind)
+            bytes(row.payload)
+        }
     }
 
     mutating func sections(_ sections: [Section]) {
@@ -68,21 +85,61 @@ struct FileWriter {
     /// then its fields in declaration order.
     mutating func anchored(_ operation: AnchoredOperation) {
         switch operation {
-        case .setSections(let s): u8(0); sections(s)
-        case .insertSections(let s, let at): u8(1); sections(s); anchor(at)
-        case .removeSections(let ids): u8(2); strings(ids)
+        case .setSections(let s):
+            u8(0)
+            sections(s)
+        case .insertSections(let s, let at):
+            u8(1)
+            sections(s)
+            anchor(at)
+        case .removeSections(let ids):
+            u8(2)
+            strings(ids)
         case .removeAllSections: u8(3)
-        case .moveSection(let id, let to): u8(4); string(id); anchor(to)
-        case .swapSections(let a, let b): u8(5); string(a); string(b)
-        case .setHeader(let id, let h): u8(6); string(id); optionalBytes(h)
-        case .setFooter(let id, let f): u8(7); string(id); optionalBytes(f)
-        case .setRows(let r, let id): u8(8); rows(r); string(id)
-        case .insertRows(let r, let id, let at): u8(9); rows(r); string(id); anchor(at)
-        case .replaceRow(let id, let row): u8(10); string(id); rows(CollectionOfOne(row))
-        case .removeRows(let ids): u8(11); strings(ids)
-        case .removeAllRows(let id): u8(12); string(id)
-        case .moveRow(let id, let section, let at): u8(13); string(id); string(section); anchor(at)
-        case .swapRows(let a, let b): u8(14); string(a); string(b)
+        case .moveSection(let id, let to):
+            u8(4)
+            string(id)
+            anchor(to)
+        case .swapSections(let a, let b):
+            u8(5)
+            string(a)
+            string(b)
+        case .setHeader(let id, let h):
+            u8(6)
+            string(id)
+            optionalBytes(h)
+        case .setFooter(let id, let f):
+            u8(7)
+            string(id)
+            optionalBytes(f)
+        case .setRows(let r, let id):
+            u8(8)
+            rows(r)
+            string(id)
+        case .insertRows(let r, let id, let at):
+            u8(9)
+            rows(r)
+            string(id)
+            anchor(at)
+        case .replaceRow(let id, let row):
+            u8(10)
+            string(id)
+            rows(CollectionOfOne(row))
+        case .removeRows(let ids):
+            u8(11)
+            strings(ids)
+        case .removeAllRows(let id):
+            u8(12)
+            string(id)
+        case .moveRow(let id, let section, let at):
+            u8(13)
+            string(id)
+            string(section)
+            anchor(at)
+        case .swapRows(let a, let b):
+            u8(14)
+            string(a)
+            string(b)
         }
     }
 
@@ -103,10 +160,15 @@ struct FileReader {
     private let bodyEnd: Int
 
     init(_ bytes: [UInt8], magic: [UInt8]) throws(ReplicaFileError) {
-        guard bytes.count >= magic.count + 1 + 8 else { throw ReplicaFileError(message: "the file is too short (\(bytes.count) bytes)") }
-        guard Array(bytes[0..<magic.count]) == magic else { throw ReplicaFileError(message: "not a FlowSync client file (magic)") }
+        guard bytes.count >= magic.count + 1 + 8 else {
+            throw ReplicaFileError(message: "the file is too short (\(bytes.count) bytes)")
+        }
+        guard Array(bytes[0..<magic.count]) == magic else {
+            throw ReplicaFileError(message: "not a FlowSync client file (magic)")
+        }
         guard bytes[magic.count] == ReplicaFileFormat.formatVersion else {
-            throw ReplicaFileError(message: "format version \(bytes[magic.count]) is not \(ReplicaFileFormat.formatVersion)")
+            throw ReplicaFileError(
+                message: "format version \(bytes[magic.count]) is not \(ReplicaFileFormat.formatVersion)")
         }
         let bodyEnd = bytes.count - 8
         var stored: UInt64 = 0
@@ -124,7 +186,9 @@ struct FileReader {
     }
 
     func end() throws(ReplicaFileError) {
-        guard offset == bodyEnd else { throw ReplicaFileError(message: "\(bodyEnd - offset) unexpected bytes after the content") }
+        guard offset == bodyEnd else {
+            throw ReplicaFileError(message: "\(bodyEnd - offset) unexpected bytes after the content")
+        }
     }
 
     mutating func u8(_ what: String) throws(ReplicaFileError) -> UInt8 {
@@ -144,7 +208,9 @@ struct FileReader {
         var shift: UInt64 = 0
         while true {
             let byte = try u8(what)
-            guard shift < 64, shift < 63 || byte <= 1 else { throw ReplicaFileError(message: "\(what): varint overflows") }
+            guard shift < 64, shift < 63 || byte <= 1 else {
+                throw ReplicaFileError(message: "\(what): varint overflows")
+            }
             result |= UInt64(byte & 0x7F) << shift
             if byte & 0x80 == 0 { return result }
             shift += 7
@@ -154,7 +220,9 @@ struct FileReader {
     /// A count of elements that each take at least one byte.
     mutating func count(_ what: String) throws(ReplicaFileError) -> Int {
         let n = try varint(what)
-        guard n <= UInt64(bodyEnd - offset) else { throw ReplicaFileError(message: "\(what): count \(n) exceeds the bytes left") }
+        guard n <= UInt64(bodyEnd - offset) else {
+            throw ReplicaFileError(message: "\(what): count \(n) exceeds the bytes left")
+        }
         return Int(n)
     }
 
@@ -228,7 +296,9 @@ struct FileReader {
         case 10:
             let id = try string("row id")
             let replacement = try rows()
-            guard replacement.count == 1 else { throw ReplicaFileError(message: "replaceRow carries \(replacement.count) rows") }
+            guard replacement.count == 1 else {
+                throw ReplicaFileError(message: "replaceRow carries \(replacement.count) rows")
+            }
             return .replaceRow(id, with: replacement[0])
         case 11: return .removeRows(try strings("row ids"))
         case 12: return .removeAllRows(in: try string("section id"))

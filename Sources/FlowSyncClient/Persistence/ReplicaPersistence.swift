@@ -61,7 +61,9 @@ struct ReplicaPersistence: Sendable {
     }
 
     private func newJournal() -> Journal {
-        Journal(schedule: PersistenceSchedule(everyBatches: options.writeEveryBatches, everyMilliseconds: options.writeEveryMilliseconds))
+        Journal(
+            schedule: PersistenceSchedule(
+                everyBatches: options.writeEveryBatches, everyMilliseconds: options.writeEveryMilliseconds))
     }
 
     /// A list was restored from disk: what the files say is already there.
@@ -115,7 +117,9 @@ struct ReplicaPersistence: Sendable {
             // since it was sent: a catch-up Diff or a Snapshot names no mutations, so the
             // state may contain the write while the pending file still lists it as
             // unanswered — a relaunch would then show it twice. Its Ack settles it.
-            let uncertain = list.pending.contains { $0.ackedAt == nil && $0.sent.map { $0.base != list.position } ?? false }
+            let uncertain = list.pending.contains {
+                $0.ackedAt == nil && $0.sent.map { $0.base != list.position } ?? false
+            }
             let writeReplica = (journal.schedule.isDue(now: now) || (flush && journal.schedule.isDirty)) && !uncertain
             // Writes that left the pending queue: committed ones stay on disk until a
             // replica contains them; rejected ones go.
@@ -141,7 +145,10 @@ struct ReplicaPersistence: Sendable {
             }
             if writeReplica, let position = list.position {
                 journal.schedule.wrote()
-                actions.append(.writeReplica(PersistedReplica(name: name, position: position, confirmed: list.confirmed), pending: pendingFile))
+                actions.append(
+                    .writeReplica(
+                        PersistedReplica(name: name, position: position, confirmed: list.confirmed),
+                        pending: pendingFile))
             }
             journals[name] = journal
         }
@@ -186,8 +193,10 @@ public struct PersistenceOptions: Sendable, Hashable {
     public var waitsForDisk: Bool
 
     /// Keeps the client's lists in `directory` (a path).
-    public init(directory: String, writeEveryBatches: Int = 100, writeEveryMilliseconds: UInt64 = 5_000,
-                synchronizesToDisk: Bool = true, waitsForDisk: Bool = true) {
+    public init(
+        directory: String, writeEveryBatches: Int = 100, writeEveryMilliseconds: UInt64 = 5_000,
+        synchronizesToDisk: Bool = true, waitsForDisk: Bool = true
+    ) {
         precondition(writeEveryBatches >= 1, "writeEveryBatches must be at least 1")
         self.directory = directory
         self.writeEveryBatches = writeEveryBatches

@@ -81,10 +81,12 @@ public struct TLSPolicy: Sendable {
     public var verify: (@Sendable (TrustEvaluation, _ builtInDecision: Bool) -> Bool)?
 
     /// Creates a policy.
-    public init(mode: Mode = .automatic, pinnedCertificateSHA256: Set<[UInt8]> = [],
-                requiresSystemTrust: Bool = true, serverName: String? = nil,
-                additionalTrustedRoots: [[UInt8]] = [], clientIdentity: ClientIdentity? = nil,
-                verify: (@Sendable (TrustEvaluation, _ builtInDecision: Bool) -> Bool)? = nil) {
+    public init(
+        mode: Mode = .automatic, pinnedCertificateSHA256: Set<[UInt8]> = [],
+        requiresSystemTrust: Bool = true, serverName: String? = nil,
+        additionalTrustedRoots: [[UInt8]] = [], clientIdentity: ClientIdentity? = nil,
+        verify: (@Sendable (TrustEvaluation, _ builtInDecision: Bool) -> Bool)? = nil
+    ) {
         self.mode = mode
         self.pinnedCertificateSHA256 = pinnedCertificateSHA256
         self.requiresSystemTrust = requiresSystemTrust
@@ -129,7 +131,9 @@ public struct TLSPolicy: Sendable {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): value = UInt32(character - UInt8(ascii: "0")) + 52
             case UInt8(ascii: "+"): value = 62
             case UInt8(ascii: "/"): value = 63
-            case UInt8(ascii: "="): padding += 1; continue
+            case UInt8(ascii: "="):
+                padding += 1
+                continue
             case UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"): continue
             default: return nil
             }
@@ -198,7 +202,9 @@ public struct TLSPolicy: Sendable {
         let octets = name.split(separator: ".", omittingEmptySubsequences: false)
         guard octets.count == 4 else { return false }
         let values = octets.map { part -> Int? in
-            guard !part.isEmpty, part.count <= 3, part.allSatisfy(\.isASCII), part.allSatisfy(\.isNumber) else { return nil }
+            guard !part.isEmpty, part.count <= 3, part.allSatisfy(\.isASCII), part.allSatisfy(\.isNumber) else {
+                return nil
+            }
             return Int(part).flatMap { $0 <= 255 ? $0 : nil }
         }
         return values.allSatisfy { $0 != nil } && values[0] == 127

@@ -184,8 +184,13 @@ struct ClientConnection: Sendable {
     mutating func connected(now: UInt64) -> [SessionAction] {
         guard case .connecting = state else { return [] }
         state = .handshaking(Link(since: now, lastReceived: now, lastPing: now))
-        return [.send(.hello(Hello(minVersion: 1, maxVersion: 1, clientName: settings.clientName,
-                                   clientID: settings.clientID, authToken: token)))]
+        return [
+            .send(
+                .hello(
+                    Hello(
+                        minVersion: 1, maxVersion: 1, clientName: settings.clientName,
+                        clientID: settings.clientID, authToken: token)))
+        ]
     }
 
     /// The connection closed (or never opened).
@@ -193,22 +198,26 @@ struct ClientConnection: Sendable {
         let outcome: EndpointRotation.Outcome
         switch state {
         case .closed, .idle, .backingOff, .paused: return .ignored
-        case .connecting, .handshaking, .leaving: outcome = .failed   // a node that refused a list did not serve
+        case .connecting, .handshaking, .leaving: outcome = .failed  // a node that refused a list did not serve
         case .ready: outcome = .served
         }
         if let refusal {
             state = .closed
             return .closedForGood(refusal)
         }
-        let next = rotation.attemptEnded(outcome, policy: settings.reconnect, minimumMilliseconds: serverDelay,
-                                         skipBackoff: reconnectAtOnce, unit: random.nextUnit())
+        let next = rotation.attemptEnded(
+            outcome, policy: settings.reconnect, minimumMilliseconds: serverDelay,
+            skipBackoff: reconnectAtOnce, unit: random.nextUnit())
         reconnectAtOnce = false
         serverDelay = 0
         switch next {
         case .giveUp(let rounds):
             state = .closed
-            let tried = settings.endpoints.count == 1 ? "\(rounds) attempts" : "\(rounds) rounds of \(settings.endpoints.count) endpoints"
-            return .closedForGood(.connectionRefused(code: .internalError, message: "gave up after \(tried): \(reason)"))
+            let tried =
+                settings.endpoints.count == 1
+                ? "\(rounds) attempts" : "\(rounds) rounds of \(settings.endpoints.count) endpoints"
+            return .closedForGood(
+                .connectionRefused(code: .internalError, message: "gave up after \(tried): \(reason)"))
         case .connect(_, let delay, _):
             state = .backingOff
             return .retry(milliseconds: delay)
@@ -249,7 +258,12 @@ struct ClientConnection: Sendable {
             let silent = now &- link.lastReceived
             if silent >= 2 * heartbeatMilliseconds {
                 reconnectAtOnce = true
-                return [.disconnect(reason: "nothing received for \(silent) ms (heartbeat \(heartbeatMilliseconds) ms): dead connection")]
+                return [
+                    .disconnect(
+                        reason:
+                            "nothing received for \(silent) ms (heartbeat \(heartbeatMilliseconds) ms): dead connection"
+                    )
+                ]
             }
             if now &- link.lastPing >= heartbeatMilliseconds {
                 link.lastPing = now

@@ -70,9 +70,10 @@ struct ClientSession: Sendable {
     /// the server judges those against the whole list).
     var writeLimits: DirectorLimits? {
         guard let limits = serverLimits else { return nil }
-        return DirectorLimits(maxIDBytes: Int(limits.maxIDBytes), maxKindBytes: ListReplica.limits.maxKindBytes,
-                              maxPayloadBytes: Int(limits.maxPayloadBytes), maxSections: .max, maxRows: .max,
-                              maxOpsPerMutation: Int(limits.maxOpsPerMutation))
+        return DirectorLimits(
+            maxIDBytes: Int(limits.maxIDBytes), maxKindBytes: ListReplica.limits.maxKindBytes,
+            maxPayloadBytes: Int(limits.maxPayloadBytes), maxSections: .max, maxRows: .max,
+            maxOpsPerMutation: Int(limits.maxOpsPerMutation))
     }
 
     init(settings: Settings) {
@@ -122,7 +123,8 @@ struct ClientSession: Sendable {
             if let last = restored.pending.map(\.seq).max() { nextSeq = max(nextSeq, last + 1) }
             nextSeq = max(nextSeq, restored.nextSeq)
             if list.position != nil || !list.pending.isEmpty {
-                actions.append(list.deliver(.initial, Changeset.diff(from: Director(limits: ListReplica.limits), to: list.view)))
+                actions.append(
+                    list.deliver(.initial, Changeset.diff(from: Director(limits: ListReplica.limits), to: list.view)))
             }
         }
         guard connection.isReady else { return actions }
@@ -135,7 +137,9 @@ struct ClientSession: Sendable {
     ///   than the current one (``ListReplica/edit(_:seq:limits:basedOn:)``).
     /// - Returns: The write's `seq` and the actions (the local change, maybe the Mutate).
     /// - Throws: ``FlowSyncError/invalidEdit(_:)`` when they do not apply to the view.
-    mutating func submit(_ operations: [Operation], to name: String, basedOn base: Director? = nil) throws(FlowSyncError) -> (seq: UInt64, actions: [SessionAction]) {
+    mutating func submit(
+        _ operations: [Operation], to name: String, basedOn base: Director? = nil
+    ) throws(FlowSyncError) -> (seq: UInt64, actions: [SessionAction]) {
         if phase == .closed { throw connection.refusal ?? .closed }
         guard let list = lists[name] else { throw .closed }
         if case .failed(let error) = list.phase { throw error }
@@ -251,8 +255,10 @@ struct ClientSession: Sendable {
         case .closedForGood(let error):
             return failEverything(with: error) + [.status(.closed(error))]
         case .retry(let delay):
-            return connectionLost() + [.status(.disconnected(reason: reason, retryInMilliseconds: delay)),
-                                       .scheduleReconnect(milliseconds: delay)]
+            return connectionLost() + [
+                .status(.disconnected(reason: reason, retryInMilliseconds: delay)),
+                .scheduleReconnect(milliseconds: delay),
+            ]
         }
     }
 
@@ -298,7 +304,9 @@ struct ClientSession: Sendable {
         case .diff(let diff): return lists[diff.listName]?.receive(diff, context) ?? []
         case .ack(let ack):
             // A list unsubscribed meanwhile still completes its write.
-            return lists[ack.listName]?.receive(ack, context) ?? [.complete(list: ack.listName, seq: ack.seq, .success(ack.committed))]
+            return lists[ack.listName]?.receive(ack, context) ?? [
+                .complete(list: ack.listName, seq: ack.seq, .success(ack.committed))
+            ]
         case .reject(let reject):
             if Self.nodeCannotServe(reject.code), let leave = connection.leaveForNextEndpoint(reason: reject.message) {
                 // Not applied here: the write stays pending and is resent, with its
@@ -306,7 +314,9 @@ struct ClientSession: Sendable {
                 return leave
             }
             let error = FlowSyncError.rejected(code: reject.code, message: reject.message)
-            return lists[reject.listName]?.refuse(seq: reject.seq, error, context) ?? [.complete(list: reject.listName, seq: reject.seq, .failure(error))]
+            return lists[reject.listName]?.refuse(seq: reject.seq, error, context) ?? [
+                .complete(list: reject.listName, seq: reject.seq, .failure(error))
+            ]
         case .error(let error): return serverError(error)
         case .ping(let ping): return [.send(.pong(Pong(nonce: ping.nonce)))]
         case .pong: return []
@@ -343,7 +353,7 @@ struct ClientSession: Sendable {
                 actions.append(.send(list.subscribeMessage))
             }
             list.inFlight = nil
-            list.committedUnacked = []   // Acks of the old connection never come
+            list.committedUnacked = []  // Acks of the old connection never come
             actions += list.resendUnanswered()
         }
         return actions
@@ -407,7 +417,8 @@ extension ClientSession {
     /// app's view stays consistent. The next batch's digest check must catch it.
     mutating func injectDriftForTesting(_ name: String) -> [SessionAction] {
         guard let list = lists[name] else { return [] }
-        let section = Section(id: "drift-\(list.confirmed.sections.count)", rows: [Row(id: "drift-row-\(list.confirmed.rowCount)")])
+        let section = Section(
+            id: "drift-\(list.confirmed.sections.count)", rows: [Row(id: "drift-row-\(list.confirmed.rowCount)")])
         _ = try? list.confirmed.apply([.insertSections([section], at: list.confirmed.sections.count)])
         return list.rebuildViewChange(.remote)
     }

@@ -109,7 +109,9 @@ struct EndpointRotation: Sendable, Equatable {
 
     /// - Parameter first: the endpoint tried first (see ``EndpointOrder``).
     init(count: Int, first: Int) {
-        precondition(count > 0 && (0..<count).contains(first), "Internal inconsistency in EndpointRotation: first \(first) of \(count)")
+        precondition(
+            count > 0 && (0..<count).contains(first),
+            "Internal inconsistency in EndpointRotation: first \(first) of \(count)")
         self.count = count
         self.current = first
     }
@@ -120,8 +122,10 @@ struct EndpointRotation: Sendable, Equatable {
     ///   - minimumMilliseconds: a delay the server asked for.
     ///   - skipBackoff: the connection was dropped as dead by this client (heartbeat).
     ///   - unit: a random number in 0..<1 for the policy's jitter.
-    mutating func attemptEnded(_ outcome: Outcome, policy: ReconnectPolicy, minimumMilliseconds: UInt64 = 0,
-                               skipBackoff: Bool = false, unit: Double) -> Next {
+    mutating func attemptEnded(
+        _ outcome: Outcome, policy: ReconnectPolicy, minimumMilliseconds: UInt64 = 0,
+        skipBackoff: Bool = false, unit: Double
+    ) -> Next {
         switch outcome {
         case .served:
             // The round restarts at the endpoint that served; it counts as tried.
@@ -141,7 +145,7 @@ struct EndpointRotation: Sendable, Equatable {
         } else {
             failedRounds += 1
             if let max = policy.maxAttempts, failedRounds >= max {
-                endedInRound = 0   // the client stops; the rotation is left consistent
+                endedInRound = 0  // the client stops; the rotation is left consistent
                 return .giveUp(failedRounds: failedRounds)
             }
             attempt = failedRounds
@@ -164,8 +168,12 @@ struct EndpointRotation: Sendable, Equatable {
     #if DEBUG
     /// Checks the invariants (tests call it after every event).
     func checkInvariants() {
-        precondition((0..<count).contains(current), "Internal inconsistency in EndpointRotation: endpoint \(current) of \(count)")
-        precondition((0..<count).contains(endedInRound), "Internal inconsistency in EndpointRotation: \(endedInRound) ended in a round of \(count)")
+        precondition(
+            (0..<count).contains(current), "Internal inconsistency in EndpointRotation: endpoint \(current) of \(count)"
+        )
+        precondition(
+            (0..<count).contains(endedInRound),
+            "Internal inconsistency in EndpointRotation: \(endedInRound) ended in a round of \(count)")
         precondition(failedRounds >= 0)
     }
     #endif

@@ -25,8 +25,9 @@ final class ListReplica: @unchecked Sendable {
     }
 
     /// Replicas accept whatever the server sends: the server enforces the limits.
-    static let limits = DirectorLimits(maxIDBytes: .max, maxKindBytes: .max, maxPayloadBytes: .max,
-                                       maxSections: .max, maxRows: .max, maxOpsPerMutation: .max)
+    static let limits = DirectorLimits(
+        maxIDBytes: .max, maxKindBytes: .max, maxPayloadBytes: .max,
+        maxSections: .max, maxRows: .max, maxOpsPerMutation: .max)
 
     let name: String
     var phase: Phase = .subscribing
@@ -73,7 +74,9 @@ final class ListReplica: @unchecked Sendable {
     ///   `base`, where they mean what the app meant, and re-expressed in the current
     ///   view — the rebase the server does for a stale base version. Conflicts (an
     ///   edit of a row that is gone since) throw like any invalid edit.
-    func edit(_ operations: [Operation], seq: UInt64, limits: DirectorLimits? = nil, basedOn base: Director? = nil) throws(MutationError) -> Changeset {
+    func edit(
+        _ operations: [Operation], seq: UInt64, limits: DirectorLimits? = nil, basedOn base: Director? = nil
+    ) throws(MutationError) -> Changeset {
         var operations = operations
         let anchored: [AnchoredOperation]
         if let base, base.digest != view.digest {
@@ -103,7 +106,9 @@ final class ListReplica: @unchecked Sendable {
     /// view in place (a copy still alive would make that edit copy the list).
     /// - Complexity: a copy of the storage the operations touch; only on the rare
     ///   stale-view path.
-    private static func resolve(_ anchored: [AnchoredOperation], in state: Director) throws(MutationError) -> [Operation] {
+    private static func resolve(
+        _ anchored: [AnchoredOperation], in state: Director
+    ) throws(MutationError) -> [Operation] {
         var scratch = state
         return try scratch.applyResolving(anchored)
     }

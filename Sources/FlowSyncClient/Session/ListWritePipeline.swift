@@ -52,7 +52,8 @@ extension ListReplica {
         case .subscribing, .live: cause = .resync(.server(snapshot.reason))
         }
         guard let state = try? Director(sections: snapshot.sections, limits: Self.limits),
-              state.digest == snapshot.digest else {
+            state.digest == snapshot.digest
+        else {
             // The server's own snapshot does not add up: framing or the server is broken.
             return [.disconnect(reason: "snapshot of \(snapshot.listName) does not match its digest")]
         }
@@ -79,7 +80,7 @@ extension ListReplica {
         guard let current = position else { return [] }
         switch phase {
         case .live, .subscribing: break
-        case .resyncing, .failed: return []   // a stale batch of the old subscription
+        case .resyncing, .failed: return []  // a stale batch of the old subscription
         }
         guard diff.from == current else { return resync(.gap) }
         phase = .live
@@ -106,7 +107,7 @@ extension ListReplica {
             committedUnacked.insert(seq)
             actions.append(.complete(list: name, seq: seq, .success(diff.to)))
         }
-        if viewWasConfirmed {   // (then nothing is pending now either)
+        if viewWasConfirmed {  // (then nothing is pending now either)
             // Nothing of ours on top: the server's changeset is the visible change.
             view = confirmed
             actions.append(deliver(.remote, diff.changeset))
@@ -175,7 +176,8 @@ extension ListReplica {
                 operations = try base.applyResolving(first.anchored)
             } catch {
                 // It conflicts with what others committed: the server would refuse it.
-                let failure = FlowSyncError.rejected(code: ErrorCode(for: error.reason), message: "\(error.message) (found before sending)")
+                let failure = FlowSyncError.rejected(
+                    code: ErrorCode(for: error.reason), message: "\(error.message) (found before sending)")
                 pending.removeFirst()
                 actions.append(.complete(list: name, seq: first.seq, .failure(failure)))
                 actions += rebuildViewChange(.rollback(seq: first.seq, error: failure))
@@ -190,7 +192,8 @@ extension ListReplica {
             // Anchor again in the confirmed state, as the server will if it rebases.
             var anchorState = confirmed
             if let reanchored = try? anchorState.anchor(operations) { pending[0].anchored = reanchored }
-            let mutate = Mutate(listName: name, clientID: context.clientID, seq: first.seq, base: position, operations: operations)
+            let mutate = Mutate(
+                listName: name, clientID: context.clientID, seq: first.seq, base: position, operations: operations)
             pending[0].sent = mutate
             inFlight = first.seq
             actions.append(.send(.mutate(mutate)))
@@ -228,6 +231,7 @@ extension ListReplica {
     func deliver(_ cause: ListChange.Cause, _ changeset: Changeset) -> SessionAction {
         deliveredPending = pending.count
         deliveredRestored = isRestored
-        return .deliver(list: name, cause: cause, changeset: changeset, view: view, version: position, pending: pending.count)
+        return .deliver(
+            list: name, cause: cause, changeset: changeset, view: view, version: position, pending: pending.count)
     }
 }

@@ -16,8 +16,10 @@ public struct ReconnectPolicy: Hashable, Sendable {
     public var maxAttempts: Int?
 
     /// Creates a policy; the defaults suit a mobile app (100 ms doubling to 30 s).
-    public init(initialDelayMilliseconds: UInt64 = 100, maxDelayMilliseconds: UInt64 = 30_000,
-                multiplier: Double = 2, jitter: Double = 0.5, maxAttempts: Int? = nil) {
+    public init(
+        initialDelayMilliseconds: UInt64 = 100, maxDelayMilliseconds: UInt64 = 30_000,
+        multiplier: Double = 2, jitter: Double = 0.5, maxAttempts: Int? = nil
+    ) {
         precondition(multiplier >= 1 && (0...1).contains(jitter))
         self.initialDelayMilliseconds = initialDelayMilliseconds
         self.maxDelayMilliseconds = max(initialDelayMilliseconds, maxDelayMilliseconds)
@@ -41,7 +43,10 @@ public struct ReconnectPolicy: Hashable, Sendable {
     private func pow(_ base: Double, _ exponent: Double) -> Double {
         var result = 1.0
         var k = 0
-        while Double(k) < exponent && result < 1e18 { result *= base; k += 1 }
+        while Double(k) < exponent && result < 1e18 {
+            result *= base
+            k += 1
+        }
         return result
     }
 }

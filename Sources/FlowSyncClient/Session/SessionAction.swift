@@ -15,7 +15,9 @@ enum SessionAction: Sendable {
     /// Use this preset dictionary for compression, both ways (from the Welcome).
     case useDictionary(CompressionDictionary?)
     /// A visible change of a list, with the view right after it.
-    case deliver(list: String, cause: ListChange.Cause, changeset: Changeset, view: Director, version: ListVersion?, pending: Int)
+    case deliver(
+        list: String, cause: ListChange.Cause, changeset: Changeset, view: Director, version: ListVersion?, pending: Int
+    )
     /// The outcome of write `seq` of a list.
     case complete(list: String, seq: UInt64, Result<ListVersion, FlowSyncError>)
     /// The list failed for good (its observers end with this error).

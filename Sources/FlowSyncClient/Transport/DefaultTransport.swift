@@ -40,7 +40,9 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
     private let kind: Kind
 
     /// The policy asks for TLS to this host, and the transport has none.
-    public static func tlsUnavailable(host: String) -> TransportError { TransportError(kind: .tlsUnavailable(host: host)) }
+    public static func tlsUnavailable(host: String) -> TransportError {
+        TransportError(kind: .tlsUnavailable(host: host))
+    }
     /// The transport's own machinery failed to start (for example its loop thread).
     public static func cannotStart(_ detail: String) -> TransportError { TransportError(kind: .cannotStart(detail)) }
 

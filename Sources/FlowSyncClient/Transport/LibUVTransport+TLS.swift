@@ -21,8 +21,10 @@ extension LibUVTransport {
     }
 
     /// Wraps the new socket in a channel and sends the ClientHello.
-    static func startTLS(_ context: TLSContext, policy: TLSPolicy, host: String, on tcp: TCPConnection,
-                         state: LoopOwned, handler: @escaping @Sendable (TransportEvent) -> Void) {
+    static func startTLS(
+        _ context: TLSContext, policy: TLSPolicy, host: String, on tcp: TCPConnection,
+        state: LoopOwned, handler: @escaping @Sendable (TransportEvent) -> Void
+    ) {
         let serverName = policy.serverName ?? host
         let channel: TLSChannel
         do {
@@ -97,8 +99,9 @@ extension LibUVTransport {
     /// why (the chain for the name, a pin, the hook) for the `.closed` reason.
     static func refusal(of info: TLSConnectionInfo, by policy: TLSPolicy, serverName: String) -> TLSError? {
         let trusted = info.peerVerification == .trusted
-        let evaluation = TLSPolicy.TrustEvaluation(host: serverName, systemTrusted: trusted,
-                                                   certificateChainSHA256: info.peerChainSHA256)
+        let evaluation = TLSPolicy.TrustEvaluation(
+            host: serverName, systemTrusted: trusted,
+            certificateChainSHA256: info.peerChainSHA256)
         if policy.accepts(evaluation) { return nil }
         if policy.verify == nil {
             if policy.requiresSystemTrust, case .failed(let reason, let text) = info.peerVerification {

@@ -185,7 +185,11 @@ public final class LibUVTransport: ClientTransport {
         }
         defer { freeaddrinfo(result) }
         var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-        guard getnameinfo(first.pointee.ai_addr, first.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST) == 0 else {
+        guard
+            getnameinfo(
+                first.pointee.ai_addr, first.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0,
+                NI_NUMERICHOST) == 0
+        else {
             throw UVError(code: -1, operation: "getnameinfo(\(host))")
         }
         let numeric = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }

@@ -71,7 +71,7 @@ public final class NetworkTransport: ClientTransport, @unchecked Sendable {
                 case .cancelled:
                     self.finish(connection, reason: "connection closed")
                 default:
-                    break   // .setup, .preparing
+                    break  // .setup, .preparing
                 }
             }
             connection.start(queue: queue)
@@ -84,10 +84,12 @@ public final class NetworkTransport: ClientTransport, @unchecked Sendable {
             var bytes = Data()
             for chunk in chunks { bytes.append(contentsOf: chunk) }
             // NWConnection sends in call order; a failed send closes the connection.
-            connection.send(content: bytes, completion: .contentProcessed { [weak self] error in
-                guard let error, let self else { return }
-                self.finish(connection, reason: "send failed: \(error)")
-            })
+            connection.send(
+                content: bytes,
+                completion: .contentProcessed { [weak self] error in
+                    guard let error, let self else { return }
+                    self.finish(connection, reason: "send failed: \(error)")
+                })
         }
     }
 
@@ -118,7 +120,8 @@ public final class NetworkTransport: ClientTransport, @unchecked Sendable {
     // MARK: On `queue`
 
     private func receive(on connection: NWConnection) {
-        connection.receive(minimumIncompleteLength: 1, maximumLength: 65_536) { [weak self] data, _, isComplete, error in
+        connection.receive(minimumIncompleteLength: 1, maximumLength: 65_536) {
+            [weak self] data, _, isComplete, error in
             guard let self, self.connection === connection else { return }
             if let data, !data.isEmpty { self.handler?(.received([UInt8](data))) }
             if let error {
@@ -162,22 +165,27 @@ public final class NetworkTransport: ClientTransport, @unchecked Sendable {
         // a daemon refuses a client whose ALPN list lacks it, and serves one with none.
         sec_protocol_options_add_tls_application_protocol(security, "flowsync")
         let policy = tls
-        sec_protocol_options_set_verify_block(security, { _, trust, complete in
-            let secTrust = sec_trust_copy_ref(trust).takeRetainedValue()
-            // The system's verdict for this name (the SSL policy is set for `name`).
-            SecTrustSetPolicies(secTrust, SecPolicyCreateSSL(true, name as CFString))
-            if !policy.additionalTrustedRoots.isEmpty {
-                // A private CA: its roots count as anchors beside the system's ones
-                // (`AnchorCertificatesOnly(false)`), as in LibUVTransport.
-                let anchors = policy.additionalTrustedRoots.compactMap { SecCertificateCreateWithData(nil, Data($0) as CFData) }
-                SecTrustSetAnchorCertificates(secTrust, anchors as CFArray)
-                SecTrustSetAnchorCertificatesOnly(secTrust, false)
-            }
-            let systemTrusted = SecTrustEvaluateWithError(secTrust, nil)
-            let chain = (SecTrustCopyCertificateChain(secTrust) as? [SecCertificate]) ?? []
-            let digests = chain.map { Array(SHA256.hash(data: SecCertificateCopyData($0) as Data)) }
-            complete(policy.accepts(.init(host: name, systemTrusted: systemTrusted, certificateChainSHA256: digests)))
-        }, verifyQueue)
+        sec_protocol_options_set_verify_block(
+            security,
+            { _, trust, complete in
+                let secTrust = sec_trust_copy_ref(trust).takeRetainedValue()
+                // The system's verdict for this name (the SSL policy is set for `name`).
+                SecTrustSetPolicies(secTrust, SecPolicyCreateSSL(true, name as CFString))
+                if !policy.additionalTrustedRoots.isEmpty {
+                    // A private CA: its roots count as anchors beside the system's ones
+                    // (`AnchorCertificatesOnly(false)`), as in LibUVTransport.
+                    let anchors = policy.additionalTrustedRoots.compactMap {
+                        SecCertificateCreateWithData(nil, Data($0) as CFData)
+                    }
+                    SecTrustSetAnchorCertificates(secTrust, anchors as CFArray)
+                    SecTrustSetAnchorCertificatesOnly(secTrust, false)
+                }
+                let systemTrusted = SecTrustEvaluateWithError(secTrust, nil)
+                let chain = (SecTrustCopyCertificateChain(secTrust) as? [SecCertificate]) ?? []
+                let digests = chain.map { Array(SHA256.hash(data: SecCertificateCopyData($0) as Data)) }
+                complete(
+                    policy.accepts(.init(host: name, systemTrusted: systemTrusted, certificateChainSHA256: digests)))
+            }, verifyQueue)
         return NWParameters(tls: options, tcp: NWProtocolTCP.Options())
     }
 }

@@ -1,3 +1,5 @@
+import Dispatch
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -7,7 +9,6 @@ import Musl
 #elseif canImport(Android)
 import Android
 #endif
-import Dispatch
 
 /// Plain TCP on a non-blocking BSD socket driven by Dispatch sources: no libuv, no
 /// Network.framework. It builds on every platform the SDK supports and runs the same
@@ -151,8 +152,9 @@ public final class POSIXSocketTransport: ClientTransport, @unchecked Sendable {
     private func flush(_ connection: Connection) {
         while connection.outboundStart < connection.outbound.count {
             let n = connection.outbound.withUnsafeBytes { bytes in
-                Self.sendNoSignal(connection.fd, bytes.baseAddress! + connection.outboundStart,
-                                  connection.outbound.count - connection.outboundStart)
+                Self.sendNoSignal(
+                    connection.fd, bytes.baseAddress! + connection.outboundStart,
+                    connection.outbound.count - connection.outboundStart)
             }
             if n >= 0 {
                 connection.outboundStart += n
@@ -161,15 +163,21 @@ public final class POSIXSocketTransport: ClientTransport, @unchecked Sendable {
             let code = errno
             if code == EINTR { continue }
             if code == EAGAIN || code == EWOULDBLOCK {
-                if !connection.writeArmed { connection.writeArmed = true; connection.write?.resume() }
+                if !connection.writeArmed {
+                    connection.writeArmed = true
+                    connection.write?.resume()
+                }
                 return
             }
-            finish(connection, reason: "send: \(String(cString: strerror(code)))")   // EPIPE, not SIGPIPE
+            finish(connection, reason: "send: \(String(cString: strerror(code)))")  // EPIPE, not SIGPIPE
             return
         }
         connection.outbound.removeAll(keepingCapacity: true)
         connection.outboundStart = 0
-        if connection.writeArmed { connection.writeArmed = false; connection.write?.suspend() }
+        if connection.writeArmed {
+            connection.writeArmed = false
+            connection.write?.suspend()
+        }
     }
 
     /// Reports `.closed` once and releases the socket.
@@ -207,7 +215,7 @@ public final class POSIXSocketTransport: ClientTransport, @unchecked Sendable {
 
     static func sendNoSignal(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
         #if canImport(Darwin)
-        return Darwin.send(fd, bytes, count, 0)   // SO_NOSIGPIPE is set on the socket
+        return Darwin.send(fd, bytes, count, 0)  // SO_NOSIGPIPE is set on the socket
         #elseif canImport(Glibc)
         return Glibc.send(fd, bytes, count, Int32(MSG_NOSIGNAL))
         #elseif canImport(Musl)
@@ -227,7 +235,7 @@ public final class POSIXSocketTransport: ClientTransport, @unchecked Sendable {
         #if canImport(Darwin)
         hints.ai_socktype = SOCK_STREAM
         #elseif canImport(Glibc)
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)   // an enum in Glibc only
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)  // an enum in Glibc only
         #else
         hints.ai_socktype = SOCK_STREAM
         #endif

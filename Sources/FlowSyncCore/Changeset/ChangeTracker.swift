@@ -128,7 +128,9 @@ struct ChangeTracker {
     // section's current header, footer and row count (never the `Section` itself, whose
     // retained rows would force the following in-place edit to copy storage).
 
-    mutating func rowInserted(section s: Int, at r: Int, handle: Int?, rowCount: Int, header: [UInt8]?, footer: [UInt8]?) {
+    mutating func rowInserted(
+        section s: Int, at r: Int, handle: Int?, rowCount: Int, header: [UInt8]?, footer: [UInt8]?
+    ) {
         let container = rowContainer(section: s, rowCount: rowCount, header: header, footer: footer)
         let h: Int
         if let handle {
@@ -142,7 +144,9 @@ struct ChangeTracker {
         rowOrder.insert(&sectionEntries[container].rowRoot!, entry: h, at: r)
     }
 
-    mutating func rowRemoved(section s: Int, at r: Int, contentHash: UInt64, rowCount: Int, header: [UInt8]?, footer: [UInt8]?) -> Int {
+    mutating func rowRemoved(
+        section s: Int, at r: Int, contentHash: UInt64, rowCount: Int, header: [UInt8]?, footer: [UInt8]?
+    ) -> Int {
         let container = rowContainer(section: s, rowCount: rowCount, header: header, footer: footer)
         let handle: Int
         switch rowOrder.remove(&sectionEntries[container].rowRoot!, at: r) {
@@ -153,7 +157,9 @@ struct ChangeTracker {
         return handle
     }
 
-    mutating func rowReplaced(section s: Int, at r: Int, oldContentHash: UInt64, rowCount: Int, header: [UInt8]?, footer: [UInt8]?) {
+    mutating func rowReplaced(
+        section s: Int, at r: Int, oldContentHash: UInt64, rowCount: Int, header: [UInt8]?, footer: [UInt8]?
+    ) {
         let container = rowContainer(section: s, rowCount: rowCount, header: header, footer: footer)
         let (node, slot) = rowOrder.touch(&sectionEntries[container].rowRoot!, at: r)
         if case .entry = slot { return }

@@ -67,7 +67,9 @@ extension Director {
         for update in stage.rowUpdates {
             let current = self[update.path]
             guard current.id == update.row.id else {
-                throw BatchViolation(.reloadChangesID, "reload of \(update.path) carries row \"\(update.row.id)\" for row \"\(current.id)\"")
+                throw BatchViolation(
+                    .reloadChangesID,
+                    "reload of \(update.path) carries row \"\(update.row.id)\" for row \"\(current.id)\"")
             }
             primitiveReplaceRow(section: update.path.section, at: update.path.row, with: update.row, &ctx)
         }
@@ -98,7 +100,8 @@ extension Director {
             }
             var seen = Set<String>()
             for row in section.rows where rowSectionIDs[row.id] != nil || !seen.insert(row.id).inserted {
-                throw BatchViolation(.duplicateID, "row \"\(row.id)\" of inserted section \"\(section.id)\" already exists")
+                throw BatchViolation(
+                    .duplicateID, "row \"\(row.id)\" of inserted section \"\(section.id)\" already exists")
             }
             primitiveInsertSection(section, at: index, handle: nil, &ctx)
         }
@@ -107,7 +110,8 @@ extension Director {
         rowArrivals.sort { $0.0 < $1.0 }
         for (path, row) in rowArrivals {
             if let owner = rowSectionIDs[row.id] {
-                throw BatchViolation(.duplicateID, "row \"\(row.id)\" inserted at \(path) already in section \"\(owner)\"")
+                throw BatchViolation(
+                    .duplicateID, "row \"\(row.id)\" inserted at \(path) already in section \"\(owner)\"")
             }
             primitiveInsertRow(row, section: path.section, at: path.row, handle: nil, &ctx)
         }
@@ -115,8 +119,10 @@ extension Director {
         for update in stage.supplementaryUpdates {
             let section = sections[update.section]
             switch update.element {
-            case .header: primitiveSetSupplementary(section: update.section, header: update.value, footer: section.footer, &ctx)
-            case .footer: primitiveSetSupplementary(section: update.section, header: section.header, footer: update.value, &ctx)
+            case .header:
+                primitiveSetSupplementary(section: update.section, header: update.value, footer: section.footer, &ctx)
+            case .footer:
+                primitiveSetSupplementary(section: update.section, header: section.header, footer: update.value, &ctx)
             }
         }
     }

@@ -4,7 +4,10 @@ public struct SectionMove: Hashable, Sendable, CustomStringConvertible {
     public var from: Int
     /// Index in the stage's target state.
     public var to: Int
-    public init(from: Int, to: Int) { self.from = from; self.to = to }
+    public init(from: Int, to: Int) {
+        self.from = from
+        self.to = to
+    }
     public var description: String { "\(from)→\(to)" }
 }
 
@@ -14,7 +17,10 @@ public struct RowMove: Hashable, Sendable, CustomStringConvertible {
     public var from: RowPath
     /// Path in the stage's target state.
     public var to: RowPath
-    public init(from: RowPath, to: RowPath) { self.from = from; self.to = to }
+    public init(from: RowPath, to: RowPath) {
+        self.from = from
+        self.to = to
+    }
     public var description: String { "\(from)→\(to)" }
 }
 
@@ -22,7 +28,10 @@ public struct RowMove: Hashable, Sendable, CustomStringConvertible {
 public struct SectionInsert: Hashable, Sendable {
     public var index: Int
     public var section: Section
-    public init(index: Int, section: Section) { self.index = index; self.section = section }
+    public init(index: Int, section: Section) {
+        self.index = index
+        self.section = section
+    }
 }
 
 /// A row and a path: where it is inserted (target state) or which row it reloads
@@ -30,7 +39,10 @@ public struct SectionInsert: Hashable, Sendable {
 public struct RowAtPath: Hashable, Sendable {
     public var path: RowPath
     public var row: Row
-    public init(path: RowPath, row: Row) { self.path = path; self.row = row }
+    public init(path: RowPath, row: Row) {
+        self.path = path
+        self.row = row
+    }
 }
 
 /// A new header or footer for a section (a supplementary view in UIKit terms).

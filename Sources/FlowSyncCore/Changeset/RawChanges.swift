@@ -30,7 +30,8 @@ struct RawChanges {
     /// - Complexity: O(c log c) for c changes.
     func assemble(final: Director) -> Changeset {
         var updates = ChangesetStage()
-        updates.rowUpdates = rowUpdates
+        updates.rowUpdates =
+            rowUpdates
             .map { RowAtPath(path: $0.old, row: final[$0.new]) }
             .sorted { $0.path < $1.path }
 
@@ -61,10 +62,12 @@ struct RawChanges {
         for change in supplementary.sorted(by: { $0.section < $1.section }) {
             let section = final.sections[change.section]
             if change.header {
-                supplementaryStage.supplementaryUpdates.append(SupplementaryUpdate(section: change.section, element: .header, value: section.header))
+                supplementaryStage.supplementaryUpdates.append(
+                    SupplementaryUpdate(section: change.section, element: .header, value: section.header))
             }
             if change.footer {
-                supplementaryStage.supplementaryUpdates.append(SupplementaryUpdate(section: change.section, element: .footer, value: section.footer))
+                supplementaryStage.supplementaryUpdates.append(
+                    SupplementaryUpdate(section: change.section, element: .footer, value: section.footer))
             }
         }
         return Changeset(stages: [updates, deletes, sectionStage, rowStage, supplementaryStage])

@@ -8,7 +8,7 @@ func longestIncreasingSubsequenceMask(_ values: [Int]) -> [Bool] {
     let n = values.count
     var mask = [Bool](repeating: false, count: n)
     guard n > 0 else { return mask }
-    var tailIndices: [Int] = []      // index into values of the smallest tail of each length
+    var tailIndices: [Int] = []  // index into values of the smallest tail of each length
     tailIndices.reserveCapacity(n)
     var predecessor = [Int](repeating: -1, count: n)
     for i in 0..<n {

@@ -110,18 +110,28 @@ public struct Director: Sendable {
         var seenRows = [String: String]()
         var rows = 0
         for section in sections {
-            precondition(seenSections.insert(section.id).inserted, "Internal inconsistency in Director: duplicate section \(section.id)")
-            precondition(section.rows.hasIDIndex, "Internal inconsistency in Director: section \(section.id) has no row ID index")
+            precondition(
+                seenSections.insert(section.id).inserted,
+                "Internal inconsistency in Director: duplicate section \(section.id)")
+            precondition(
+                section.rows.hasIDIndex, "Internal inconsistency in Director: section \(section.id) has no row ID index"
+            )
             section.rows.checkInvariants()
             for row in section.rows {
-                precondition(seenRows.updateValue(section.id, forKey: row.id) == nil, "Internal inconsistency in Director: duplicate row \(row.id)")
+                precondition(
+                    seenRows.updateValue(section.id, forKey: row.id) == nil,
+                    "Internal inconsistency in Director: duplicate row \(row.id)")
                 rows += 1
             }
         }
         precondition(seenSections == sectionIDs, "Internal inconsistency in Director: section ID set out of date")
-        precondition(seenRows.count == rowSectionIDs.count, "Internal inconsistency in Director: row index holds \(rowSectionIDs.count) IDs for \(seenRows.count) rows")
+        precondition(
+            seenRows.count == rowSectionIDs.count,
+            "Internal inconsistency in Director: row index holds \(rowSectionIDs.count) IDs for \(seenRows.count) rows")
         for (row, section) in seenRows {
-            precondition(rowSectionIDs[row] == section, "Internal inconsistency in Director: row index out of date for row \(row)")
+            precondition(
+                rowSectionIDs[row] == section,
+                "Internal inconsistency in Director: row index out of date for row \(row)")
         }
         precondition(rows == rowCount, "Internal inconsistency in Director: row count \(rowCount) != \(rows)")
         precondition(StateDigest.compute(sections) == digest, "Internal inconsistency in Director: digest out of date")

@@ -109,13 +109,15 @@ extension Director {
         } else {
             changeset = ctx.tracker!.changeset(final: self)
         }
-        return BatchOutcome(results: results, changeset: changeset, usedDiff: !incremental, reversal: BatchReversal(entries: reversal))
+        return BatchOutcome(
+            results: results, changeset: changeset, usedDiff: !incremental, reversal: BatchReversal(entries: reversal))
     }
 
     private mutating func applyGroup(_ group: BatchGroup, _ ctx: inout EditContext) throws(MutationError) {
         if group.count > limits.maxOpsPerMutation {
-            throw MutationError(opIndex: limits.maxOpsPerMutation, reason: .limitExceeded,
-                                message: "\(group.count) operations in one mutation, limit \(limits.maxOpsPerMutation)")
+            throw MutationError(
+                opIndex: limits.maxOpsPerMutation, reason: .limitExceeded,
+                message: "\(group.count) operations in one mutation, limit \(limits.maxOpsPerMutation)")
         }
         switch group {
         case .operations(let operations):

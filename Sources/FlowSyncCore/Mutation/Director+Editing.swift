@@ -76,13 +76,17 @@ extension Director {
 
     /// Inserts a row at `index` of a section (defaults to the end).
     @discardableResult
-    public mutating func add(row: Row, inSection section: SectionRef, at index: Int? = nil) throws(MutationError) -> Changeset {
+    public mutating func add(
+        row: Row, inSection section: SectionRef, at index: Int? = nil
+    ) throws(MutationError) -> Changeset {
         try add(rows: [row], inSection: section, at: index)
     }
 
     /// Inserts rows at `index` of a section (defaults to the end).
     @discardableResult
-    public mutating func add(rows: [Row], inSection section: SectionRef, at index: Int? = nil) throws(MutationError) -> Changeset {
+    public mutating func add(
+        rows: [Row], inSection section: SectionRef, at index: Int? = nil
+    ) throws(MutationError) -> Changeset {
         let at: Int
         if let index { at = index } else { at = (try? resolve(section, op: 0)).map { sections[$0].rows.count } ?? 0 }
         return try apply([.insertRows(rows, in: section, at: at)])
@@ -114,13 +118,17 @@ extension Director {
 
     /// Moves a row within its section.
     @discardableResult
-    public mutating func move(rowAt from: Int, to: Int, inSection section: SectionRef) throws(MutationError) -> Changeset {
+    public mutating func move(
+        rowAt from: Int, to: Int, inSection section: SectionRef
+    ) throws(MutationError) -> Changeset {
         try apply([.moveRow(.index(from, in: section), toSection: section, at: to)])
     }
 
     /// Moves a row to `index` of another (or the same) section.
     @discardableResult
-    public mutating func move(row: RowRef, toSection section: SectionRef, at index: Int) throws(MutationError) -> Changeset {
+    public mutating func move(
+        row: RowRef, toSection section: SectionRef, at index: Int
+    ) throws(MutationError) -> Changeset {
         try apply([.moveRow(row, toSection: section, at: index)])
     }
 

@@ -15,7 +15,8 @@ extension Director {
             return s
         case .index(let s):
             guard s >= 0 && s < sections.count else {
-                throw MutationError(opIndex: op, reason: .indexOutOfRange, message: "section index \(s) not in 0..<\(sections.count)")
+                throw MutationError(
+                    opIndex: op, reason: .indexOutOfRange, message: "section index \(s) not in 0..<\(sections.count)")
             }
             return s
         }
@@ -31,7 +32,9 @@ extension Director {
         case .index(let r, let sectionRef):
             let s = try resolve(sectionRef, op: op)
             guard r >= 0 && r < sections[s].rows.count else {
-                throw MutationError(opIndex: op, reason: .indexOutOfRange, message: "row index \(r) not in 0..<\(sections[s].rows.count) of section \"\(sections[s].id)\"")
+                throw MutationError(
+                    opIndex: op, reason: .indexOutOfRange,
+                    message: "row index \(r) not in 0..<\(sections[s].rows.count) of section \"\(sections[s].id)\"")
             }
             return RowPath(section: s, row: r)
         }
@@ -44,20 +47,26 @@ extension Director {
             throw MutationError(opIndex: op, reason: .invalidID, message: "\(what) ID is empty")
         }
         if id.utf8.count > limits.maxIDBytes {
-            throw MutationError(opIndex: op, reason: .invalidID, message: "\(what) ID is \(id.utf8.count) bytes, limit \(limits.maxIDBytes)")
+            throw MutationError(
+                opIndex: op, reason: .invalidID,
+                message: "\(what) ID is \(id.utf8.count) bytes, limit \(limits.maxIDBytes)")
         }
     }
 
     func validatePayload(_ bytes: [UInt8]?, _ what: String, op: Int) throws(MutationError) {
         if let bytes, bytes.count > limits.maxPayloadBytes {
-            throw MutationError(opIndex: op, reason: .limitExceeded, message: "\(what) is \(bytes.count) bytes, limit \(limits.maxPayloadBytes)")
+            throw MutationError(
+                opIndex: op, reason: .limitExceeded,
+                message: "\(what) is \(bytes.count) bytes, limit \(limits.maxPayloadBytes)")
         }
     }
 
     func validateRowContent(_ row: Row, op: Int) throws(MutationError) {
         try validateID(row.id, "row", op: op)
         if row.kind.utf8.count > limits.maxKindBytes {
-            throw MutationError(opIndex: op, reason: .limitExceeded, message: "kind of row \"\(row.id)\" is \(row.kind.utf8.count) bytes, limit \(limits.maxKindBytes)")
+            throw MutationError(
+                opIndex: op, reason: .limitExceeded,
+                message: "kind of row \"\(row.id)\" is \(row.kind.utf8.count) bytes, limit \(limits.maxKindBytes)")
         }
         try validatePayload(row.payload, "payload of row \"\(row.id)\"", op: op)
     }
@@ -69,7 +78,8 @@ extension Director {
         for row in rows {
             try validateRowContent(row, op: op)
             if let owner = rowSectionIDs[row.id], owner != replacedID {
-                throw MutationError(opIndex: op, reason: .duplicateID, message: "row ID \"\(row.id)\" already in section \"\(owner)\"")
+                throw MutationError(
+                    opIndex: op, reason: .duplicateID, message: "row ID \"\(row.id)\" already in section \"\(owner)\"")
             }
             guard seen.insert(row.id).inserted else {
                 throw MutationError(opIndex: op, reason: .duplicateID, message: "row ID \"\(row.id)\" given twice")
@@ -79,13 +89,17 @@ extension Director {
 
     func checkRowLimit(adding n: Int, removing m: Int = 0, op: Int) throws(MutationError) {
         if rowCount - m + n > limits.maxRows {
-            throw MutationError(opIndex: op, reason: .limitExceeded, message: "would hold \(rowCount - m + n) rows, limit \(limits.maxRows)")
+            throw MutationError(
+                opIndex: op, reason: .limitExceeded,
+                message: "would hold \(rowCount - m + n) rows, limit \(limits.maxRows)")
         }
     }
 
     func checkSectionLimit(count: Int, op: Int) throws(MutationError) {
         if count > limits.maxSections {
-            throw MutationError(opIndex: op, reason: .limitExceeded, message: "would hold \(count) sections, limit \(limits.maxSections)")
+            throw MutationError(
+                opIndex: op, reason: .limitExceeded,
+                message: "would hold \(count) sections, limit \(limits.maxSections)")
         }
     }
 
@@ -100,15 +114,19 @@ extension Director {
             try validatePayload(section.header, "header of section \"\(section.id)\"", op: op)
             try validatePayload(section.footer, "footer of section \"\(section.id)\"", op: op)
             if !replacingAll && sectionIDs.contains(section.id) {
-                throw MutationError(opIndex: op, reason: .duplicateID, message: "section ID \"\(section.id)\" already exists")
+                throw MutationError(
+                    opIndex: op, reason: .duplicateID, message: "section ID \"\(section.id)\" already exists")
             }
             guard seenSections.insert(section.id).inserted else {
-                throw MutationError(opIndex: op, reason: .duplicateID, message: "section ID \"\(section.id)\" given twice")
+                throw MutationError(
+                    opIndex: op, reason: .duplicateID, message: "section ID \"\(section.id)\" given twice")
             }
             for row in section.rows {
                 try validateRowContent(row, op: op)
                 if !replacingAll, let owner = rowSectionIDs[row.id] {
-                    throw MutationError(opIndex: op, reason: .duplicateID, message: "row ID \"\(row.id)\" already in section \"\(owner)\"")
+                    throw MutationError(
+                        opIndex: op, reason: .duplicateID,
+                        message: "row ID \"\(row.id)\" already in section \"\(owner)\"")
                 }
                 guard seenRows.insert(row.id).inserted else {
                     throw MutationError(opIndex: op, reason: .duplicateID, message: "row ID \"\(row.id)\" given twice")
@@ -132,7 +150,9 @@ extension Director {
 
         case .insertSections(let new, let index):
             guard index >= 0 && index <= sections.count else {
-                throw MutationError(opIndex: op, reason: .indexOutOfRange, message: "insert index \(index) not in 0...\(sections.count)")
+                throw MutationError(
+                    opIndex: op, reason: .indexOutOfRange, message: "insert index \(index) not in 0...\(sections.count)"
+                )
             }
             try validateNewSections(new, replacingAll: false, op: op)
             for (k, section) in new.enumerated() { primitiveInsertSection(section, at: index + k, handle: nil, &ctx) }
@@ -143,7 +163,8 @@ extension Director {
             for ref in refs { indices.append(try resolve(ref, op: op)) }
             indices.sort(by: >)
             for k in indices.indices.dropFirst() where indices[k] == indices[k - 1] {
-                throw MutationError(opIndex: op, reason: .duplicateID, message: "section \"\(sections[indices[k]].id)\" named twice")
+                throw MutationError(
+                    opIndex: op, reason: .duplicateID, message: "section \"\(sections[indices[k]].id)\" named twice")
             }
             for s in indices { primitiveRemoveSection(at: s, &ctx) }
 
@@ -153,7 +174,9 @@ extension Director {
         case .moveSection(let ref, let to):
             let from = try resolve(ref, op: op)
             guard to >= 0 && to < sections.count else {
-                throw MutationError(opIndex: op, reason: .indexOutOfRange, message: "section destination \(to) not in 0..<\(sections.count)")
+                throw MutationError(
+                    opIndex: op, reason: .indexOutOfRange,
+                    message: "section destination \(to) not in 0..<\(sections.count)")
             }
             guard from != to else { return }
             let (section, handle) = primitiveRemoveSection(at: from, &ctx)
@@ -193,7 +216,11 @@ extension Director {
         case .insertRows(let rows, let ref, let index):
             let s = try resolve(ref, op: op)
             guard index >= 0 && index <= sections[s].rows.count else {
-                throw MutationError(opIndex: op, reason: .indexOutOfRange, message: "row insert index \(index) not in 0...\(sections[s].rows.count) of section \"\(sections[s].id)\"")
+                throw MutationError(
+                    opIndex: op, reason: .indexOutOfRange,
+                    message:
+                        "row insert index \(index) not in 0...\(sections[s].rows.count) of section \"\(sections[s].id)\""
+                )
             }
             var seen = Set<String>(minimumCapacity: rows.count)
             try validateNewRows(rows, seen: &seen, op: op)
@@ -209,7 +236,9 @@ extension Director {
             } else {
                 // A different ID is a different row: the old one leaves, the new one arrives.
                 if let owner = rowSectionIDs[row.id] {
-                    throw MutationError(opIndex: op, reason: .duplicateID, message: "row ID \"\(row.id)\" already in section \"\(owner)\"")
+                    throw MutationError(
+                        opIndex: op, reason: .duplicateID,
+                        message: "row ID \"\(row.id)\" already in section \"\(owner)\"")
                 }
                 primitiveRemoveRow(section: path.section, at: path.row, &ctx)
                 primitiveInsertRow(row, section: path.section, at: path.row, handle: nil, &ctx)
@@ -221,7 +250,8 @@ extension Director {
             for ref in refs { paths.append(try resolve(ref, op: op)) }
             paths.sort(by: >)
             for k in paths.indices.dropFirst() where paths[k] == paths[k - 1] {
-                throw MutationError(opIndex: op, reason: .duplicateID, message: "row \"\(self[paths[k]].id)\" named twice")
+                throw MutationError(
+                    opIndex: op, reason: .duplicateID, message: "row \"\(self[paths[k]].id)\" named twice")
             }
             for path in paths { primitiveRemoveRow(section: path.section, at: path.row, &ctx) }
 
@@ -234,7 +264,9 @@ extension Director {
             let s = try resolve(sectionRef, op: op)
             let capacity = sections[s].rows.count - (s == from.section ? 1 : 0)
             guard to >= 0 && to <= capacity else {
-                throw MutationError(opIndex: op, reason: .indexOutOfRange, message: "row destination \(to) not in 0...\(capacity) of section \"\(sections[s].id)\"")
+                throw MutationError(
+                    opIndex: op, reason: .indexOutOfRange,
+                    message: "row destination \(to) not in 0...\(capacity) of section \"\(sections[s].id)\"")
             }
             guard !(s == from.section && to == from.row) else { return }
             let (row, handle) = primitiveRemoveRow(section: from.section, at: from.row, &ctx)

@@ -59,7 +59,9 @@ extension Director {
         digest.rawValue = d
         rowSectionIDs[row.id] = sections[s].id
         rowCount += 1
-        ctx.tracker?.rowInserted(section: s, at: r, handle: handle, rowCount: sections[s].rows.count, header: sections[s].header, footer: sections[s].footer)
+        ctx.tracker?.rowInserted(
+            section: s, at: r, handle: handle, rowCount: sections[s].rows.count, header: sections[s].header,
+            footer: sections[s].footer)
         sections[s].rows.insert(row, at: r)
         ctx.undo?.append(.removeRow(section: s, row: r))
     }
@@ -94,7 +96,8 @@ extension Director {
             d &+= StateDigest.rowNode(h, x, row.contentHash)
             left = x
             rowSectionIDs[row.id] = sectionID
-            ctx.tracker?.rowInserted(section: s, at: r + k, handle: nil, rowCount: count + k, header: header, footer: footer)
+            ctx.tracker?.rowInserted(
+                section: s, at: r + k, handle: nil, rowCount: count + k, header: header, footer: footer)
             ctx.undo?.append(.removeRow(section: s, row: r + k))
         }
         d &+= StateDigest.rowEdge(h, left, next)
@@ -108,7 +111,9 @@ extension Director {
     @discardableResult
     mutating func primitiveRemoveRow(section s: Int, at r: Int, _ ctx: inout EditContext) -> (row: Row, handle: Int?) {
         let row = sections[s].rows[r]
-        let handle = ctx.tracker?.rowRemoved(section: s, at: r, contentHash: row.contentHash, rowCount: sections[s].rows.count, header: sections[s].header, footer: sections[s].footer)
+        let handle = ctx.tracker?.rowRemoved(
+            section: s, at: r, contentHash: row.contentHash, rowCount: sections[s].rows.count,
+            header: sections[s].header, footer: sections[s].footer)
         let h = StateDigest.idHash(sections[s].id)
         let prev = rowIDHash(section: s, row: r - 1)
         let next = rowIDHash(section: s, row: r + 1)
@@ -131,10 +136,13 @@ extension Director {
     mutating func primitiveReplaceRow(section s: Int, at r: Int, with row: Row, _ ctx: inout EditContext) {
         let old = sections[s].rows[r]
         assert(old.id == row.id)
-        ctx.tracker?.rowReplaced(section: s, at: r, oldContentHash: old.contentHash, rowCount: sections[s].rows.count, header: sections[s].header, footer: sections[s].footer)
+        ctx.tracker?.rowReplaced(
+            section: s, at: r, oldContentHash: old.contentHash, rowCount: sections[s].rows.count,
+            header: sections[s].header, footer: sections[s].footer)
         let h = StateDigest.idHash(sections[s].id)
         let x = StateDigest.idHash(row.id)
-        digest.rawValue = digest.rawValue
+        digest.rawValue =
+            digest.rawValue
             &- StateDigest.rowNode(h, x, old.contentHash)
             &+ StateDigest.rowNode(h, x, row.contentHash)
         sections[s].rows[r] = row
@@ -193,11 +201,14 @@ extension Director {
 
     /// Sets a section's header and footer.
     /// - Complexity: O(header + footer bytes) for their hashes.
-    mutating func primitiveSetSupplementary(section s: Int, header: [UInt8]?, footer: [UInt8]?, _ ctx: inout EditContext) {
+    mutating func primitiveSetSupplementary(
+        section s: Int, header: [UInt8]?, footer: [UInt8]?, _ ctx: inout EditContext
+    ) {
         let (oldHeader, oldFooter) = (sections[s].header, sections[s].footer)
         ctx.tracker?.supplementaryWillChange(at: s, header: oldHeader, footer: oldFooter)
         let h = StateDigest.idHash(sections[s].id)
-        digest.rawValue = digest.rawValue
+        digest.rawValue =
+            digest.rawValue
             &- StateDigest.sectionNode(h, header: oldHeader, footer: oldFooter)
             &+ StateDigest.sectionNode(h, header: header, footer: footer)
         sections[s].header = header

@@ -88,14 +88,18 @@ extension Director {
     /// the resulting state, and applying it would copy the state's storage (the row
     /// index, the edited section) for nothing. Checks that need the applied state
     /// (duplicate IDs, limits) then happen when it applies to the current state.
-    mutating func anchor(_ operation: Operation, op: Int, isLast: Bool = false, undo: inout [UndoEntry]) throws(MutationError) -> AnchoredOperation {
+    mutating func anchor(
+        _ operation: Operation, op: Int, isLast: Bool = false, undo: inout [UndoEntry]
+    ) throws(MutationError) -> AnchoredOperation {
         let anchored: AnchoredOperation
         switch operation {
         case .setSections(let new):
             anchored = .setSections(new)
         case .insertSections(let new, let index):
             guard index >= 0 && index <= sections.count else {
-                throw MutationError(opIndex: op, reason: .indexOutOfRange, message: "insert index \(index) not in 0...\(sections.count)")
+                throw MutationError(
+                    opIndex: op, reason: .indexOutOfRange, message: "insert index \(index) not in 0...\(sections.count)"
+                )
             }
             anchored = .insertSections(new, at: sectionAnchor(gap: index))
         case .removeSections(let refs):
@@ -107,7 +111,9 @@ extension Director {
         case .moveSection(let ref, let to):
             let from = try resolve(ref, op: op)
             guard to >= 0 && to < sections.count else {
-                throw MutationError(opIndex: op, reason: .indexOutOfRange, message: "section destination \(to) not in 0..<\(sections.count)")
+                throw MutationError(
+                    opIndex: op, reason: .indexOutOfRange,
+                    message: "section destination \(to) not in 0..<\(sections.count)")
             }
             // `to` counts positions after removal; in the full sequence the gap is one
             // further when it lies past the moving section.
@@ -124,7 +130,11 @@ extension Director {
         case .insertRows(let rows, let ref, let index):
             let s = try resolve(ref, op: op)
             guard index >= 0 && index <= sections[s].rows.count else {
-                throw MutationError(opIndex: op, reason: .indexOutOfRange, message: "row insert index \(index) not in 0...\(sections[s].rows.count) of section \"\(sections[s].id)\"")
+                throw MutationError(
+                    opIndex: op, reason: .indexOutOfRange,
+                    message:
+                        "row insert index \(index) not in 0...\(sections[s].rows.count) of section \"\(sections[s].id)\""
+                )
             }
             anchored = .insertRows(rows, in: sections[s].id, at: rowAnchor(section: s, gap: index))
         case .replaceRow(let ref, let row):
@@ -141,7 +151,9 @@ extension Director {
             let id = self[from].id
             let capacity = sections[s].rows.count - (s == from.section ? 1 : 0)
             guard to >= 0 && to <= capacity else {
-                throw MutationError(opIndex: op, reason: .indexOutOfRange, message: "row destination \(to) not in 0...\(capacity) of section \"\(sections[s].id)\"")
+                throw MutationError(
+                    opIndex: op, reason: .indexOutOfRange,
+                    message: "row destination \(to) not in 0...\(capacity) of section \"\(sections[s].id)\"")
             }
             let gap = (s == from.section && to >= from.row) ? to + 1 : to
             anchored = .moveRow(id, toSection: sections[s].id, at: rowAnchor(section: s, gap: gap, skipping: id))
@@ -164,12 +176,16 @@ extension Director {
     }
 
     private func requireSection(_ id: String, op: Int, _ what: String) throws(MutationError) -> Int {
-        guard let s = sectionIndex(id: id) else { throw conflict(op, "\(what): section \"\(id)\" was deleted by a concurrent edit") }
+        guard let s = sectionIndex(id: id) else {
+            throw conflict(op, "\(what): section \"\(id)\" was deleted by a concurrent edit")
+        }
         return s
     }
 
     private func requireRow(_ id: String, op: Int, _ what: String) throws(MutationError) -> RowPath {
-        guard let path = rowPath(id: id) else { throw conflict(op, "\(what): row \"\(id)\" was deleted by a concurrent edit") }
+        guard let path = rowPath(id: id) else {
+            throw conflict(op, "\(what): row \"\(id)\" was deleted by a concurrent edit")
+        }
         return path
     }
 
@@ -201,7 +217,9 @@ extension Director {
         let count = sections[s].rows.count - (movingIndex == nil ? 0 : 1)
         // The index among the section's rows with `moving` left out.
         func position(_ id: String) -> Int? {
-            guard id != moving, rowSectionIDs[id] == sectionID, let i = sections[s].rows.firstIndex(ofID: id) else { return nil }
+            guard id != moving, rowSectionIDs[id] == sectionID, let i = sections[s].rows.firstIndex(ofID: id) else {
+                return nil
+            }
             if let m = movingIndex, m < i { return i - 1 }
             return i
         }

@@ -47,7 +47,10 @@ public struct DedupeWindow: Sendable {
         public struct Entry: Hashable, Sendable {
             public var seq: UInt64
             public var version: ListVersion
-            public init(seq: UInt64, version: ListVersion) { self.seq = seq; self.version = version }
+            public init(seq: UInt64, version: ListVersion) {
+                self.seq = seq
+                self.version = version
+            }
         }
         public var clientID: String
         /// Sequence numbers below this may have been committed and forgotten.
@@ -102,7 +105,11 @@ public struct DedupeWindow: Sendable {
                 entries.append(ClientRecord.Entry(seq: seq, version: committed))
             }
             if entries.isEmpty && client.forgottenBelow == nil { continue }
-            result.append((client.lastUse, ClientRecord(clientID: clientID, forgottenBelow: client.forgottenBelow, entries: entries)))
+            result.append(
+                (
+                    client.lastUse,
+                    ClientRecord(clientID: clientID, forgottenBelow: client.forgottenBelow, entries: entries)
+                ))
         }
         result.sort { $0.0 < $1.0 }
         return result.map(\.1)
@@ -123,7 +130,8 @@ public struct DedupeWindow: Sendable {
         clock += 1
         // Mutated in place through the dictionary's modify accessor: copying a client's
         // record out and back would duplicate its whole window on every commit.
-        clients[id.clientID, default: Client()].remember(id.seq, version: version, at: clock, perClient: limits.perClient)
+        clients[id.clientID, default: Client()].remember(
+            id.seq, version: version, at: clock, perClient: limits.perClient)
         if clients.count > limits.clients, let (oldest, _) = clients.min(by: { $0.value.lastUse < $1.value.lastUse }) {
             clients[oldest] = nil
         }

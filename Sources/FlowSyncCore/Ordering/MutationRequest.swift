@@ -38,7 +38,9 @@ public enum SequencerRejection: Error, Hashable, Sendable, CustomStringConvertib
         case .invalid(let e): return "invalid mutation: \(e)"
         case .staleBase(let b, let o): return "base \(b) is older than the oldest kept version \(o): resync"
         case .futureBase(let b, let c): return "base \(b) is newer than the current version \(c)"
-        case .retryOutsideWindow(let seq, let oldest): return "sequence number \(seq) is older than the idempotency window (oldest remembered \(oldest)): its fate is unknown, resync"
+        case .retryOutsideWindow(let seq, let oldest):
+            return
+                "sequence number \(seq) is older than the idempotency window (oldest remembered \(oldest)): its fate is unknown, resync"
         }
     }
 }

@@ -40,7 +40,9 @@ public struct Sequencer: Sendable {
 
     /// A committed batch.
     public struct Commit: Sendable {
-        public init(from: ListVersion, to: ListVersion, changeset: Changeset, digest: StateDigest, mutations: [MutationID]) {
+        public init(
+            from: ListVersion, to: ListVersion, changeset: Changeset, digest: StateDigest, mutations: [MutationID]
+        ) {
             self.from = from
             self.to = to
             self.changeset = changeset
@@ -90,8 +92,10 @@ public struct Sequencer: Sendable {
     private var dedupe: DedupeWindow
 
     /// A sequencer for a list at `position` holding `director`.
-    public init(director: Director = Director(), position: ListVersion, historyLimits: HistoryLimits = HistoryLimits(),
-                dedupeLimits: DedupeWindow.Limits = DedupeWindow.Limits()) {
+    public init(
+        director: Director = Director(), position: ListVersion, historyLimits: HistoryLimits = HistoryLimits(),
+        dedupeLimits: DedupeWindow.Limits = DedupeWindow.Limits()
+    ) {
         self.director = director
         self.position = position
         self.historyLimits = historyLimits
@@ -155,7 +159,7 @@ public struct Sequencer: Sendable {
         pending = []
         var outcomes: [Outcome?] = Array(repeating: nil, count: batch.count)
         var groups: [BatchGroup] = []
-        var groupOwner: [Int] = []                 // batch index of each group
+        var groupOwner: [Int] = []  // batch index of each group
         var firstInBatch: [MutationID: Int] = [:]  // for duplicates within the batch
         var duplicatesInBatch: [(index: Int, of: Int)] = []
         let anchoredInPast = anchorPastBases(batch.map(\.request))
@@ -168,7 +172,8 @@ public struct Sequencer: Sendable {
                 continue
             }
             if let oldest = dedupe.forgetsBelow(clientID: id.clientID), id.seq < oldest {
-                outcomes[index] = Outcome(id: id, result: .failure(.retryOutsideWindow(seq: id.seq, oldestRemembered: oldest)), tag: item.tag)
+                outcomes[index] = Outcome(
+                    id: id, result: .failure(.retryOutsideWindow(seq: id.seq, oldestRemembered: oldest)), tag: item.tag)
                 continue
             }
             if let earlier = firstInBatch[id] {
@@ -189,11 +194,15 @@ public struct Sequencer: Sendable {
                 // the loop ends); `anchor` replays the group and undoes the replay.
                 let anchored: Result<[AnchoredOperation], MutationError>
                 if request.base == position {
-                    do { anchored = .success(try director.anchor(request.operations)) } catch { anchored = .failure(error) }
+                    do { anchored = .success(try director.anchor(request.operations)) } catch {
+                        anchored = .failure(error)
+                    }
                 } else if let past = anchoredInPast[index] {
                     anchored = past
                 } else {
-                    outcomes[index] = Outcome(id: id, result: .failure(.staleBase(base: request.base, oldestKept: oldestResumable)), tag: item.tag)
+                    outcomes[index] = Outcome(
+                        id: id, result: .failure(.staleBase(base: request.base, oldestKept: oldestResumable)),
+                        tag: item.tag)
                     continue
                 }
                 switch anchored {
@@ -224,7 +233,9 @@ public struct Sequencer: Sendable {
         }
         for (index, original) in duplicatesInBatch {
             let item = batch[index]
-            outcomes[index] = Outcome(id: MutationID(clientID: item.request.clientID, seq: item.request.seq), result: outcomes[original]!.result, tag: item.tag)
+            outcomes[index] = Outcome(
+                id: MutationID(clientID: item.request.clientID, seq: item.request.seq),
+                result: outcomes[original]!.result, tag: item.tag)
         }
         guard !committedIDs.isEmpty else {
             return SealedBatch(outcomes: outcomes.map { $0! }, commit: nil)
@@ -232,8 +243,12 @@ public struct Sequencer: Sendable {
         let from = position
         position = next
         for id in committedIDs { dedupe.record(id, version: next) }
-        record(HistoryEntry(version: next, reversal: outcome.reversal, bytes: outcome.reversal.approximateBytes + 64, mutations: committedIDs))
-        let commit = Commit(from: from, to: next, changeset: outcome.changeset, digest: director.digest, mutations: committedIDs)
+        record(
+            HistoryEntry(
+                version: next, reversal: outcome.reversal, bytes: outcome.reversal.approximateBytes + 64,
+                mutations: committedIDs))
+        let commit = Commit(
+            from: from, to: next, changeset: outcome.changeset, digest: director.digest, mutations: committedIDs)
         return SealedBatch(outcomes: outcomes.map { $0! }, commit: commit)
     }
 
@@ -245,7 +260,9 @@ public struct Sequencer: Sendable {
     /// Mutations that the seal loop refuses before anchoring (retries, bad bases) are
     /// skipped; anchoring is pure, so anchoring one the loop later ignores (a duplicate)
     /// changes nothing.
-    private mutating func anchorPastBases(_ requests: [MutationRequest]) -> [Int: Result<[AnchoredOperation], MutationError>] {
+    private mutating func anchorPastBases(
+        _ requests: [MutationRequest]
+    ) -> [Int: Result<[AnchoredOperation], MutationError>] {
         var byBase: [UInt64: [Int]] = [:]
         for (index, request) in requests.enumerated() {
             let id = MutationID(clientID: request.clientID, seq: request.seq)
@@ -256,15 +273,17 @@ public struct Sequencer: Sendable {
         }
         guard !byBase.isEmpty else { return [:] }
         var results: [Int: Result<[AnchoredOperation], MutationError>] = [:]
-        var walk: [UndoEntry] = []       // what walking back did, to walk forward again
-        var reverted = history.count     // history[reverted...] is reverted
+        var walk: [UndoEntry] = []  // what walking back did, to walk forward again
+        var reverted = history.count  // history[reverted...] is reverted
         for version in byBase.keys.sorted(by: >) {
             while reverted > 0 && history[reverted - 1].version.version > version {
                 reverted -= 1
                 director.undo(history[reverted].reversal.entries, recording: &walk)
             }
             for index in byBase[version]! {
-                do { results[index] = .success(try director.anchor(requests[index].operations)) } catch { results[index] = .failure(error) }
+                do { results[index] = .success(try director.anchor(requests[index].operations)) } catch {
+                    results[index] = .failure(error)
+                }
             }
         }
         director.undo(walk)
@@ -289,7 +308,9 @@ public struct Sequencer: Sendable {
         // Trim from the front; removing a prefix of a small array is cheap next to a batch.
         var drop = 0
         var bytes = historyBytes
-        while history.count - drop > historyLimits.maxBatches || (bytes > historyLimits.maxBytes && history.count - drop > 1) {
+        while history.count - drop > historyLimits.maxBatches
+            || (bytes > historyLimits.maxBytes && history.count - drop > 1)
+        {
             bytes -= history[drop].bytes
             drop += 1
         }
@@ -309,8 +330,9 @@ public struct Sequencer: Sendable {
     /// The state at `version`, rebuilt from `current` (the state at ``position``).
     func state(at version: ListVersion, from current: Director) -> Director? {
         guard version.epoch == position.epoch,
-              version.version >= oldestResumable.version,
-              version.version <= position.version else { return nil }
+            version.version >= oldestResumable.version,
+            version.version <= position.version
+        else { return nil }
         var past = current
         for entry in history.reversed() where entry.version.version > version.version {
             past.revert(entry.reversal)
@@ -343,8 +365,10 @@ public struct Sequencer: Sendable {
 
     /// A sequencer rebuilt from a stored snapshot: the state at `position` and the
     /// idempotency window as it was then. Later batches come through ``replay(_:)``.
-    public init(director: Director, position: ListVersion, historyLimits: HistoryLimits, dedupeLimits: DedupeWindow.Limits,
-                restoring records: [DedupeWindow.ClientRecord]) {
+    public init(
+        director: Director, position: ListVersion, historyLimits: HistoryLimits, dedupeLimits: DedupeWindow.Limits,
+        restoring records: [DedupeWindow.ClientRecord]
+    ) {
         self.init(director: director, position: position, historyLimits: historyLimits, dedupeLimits: dedupeLimits)
         self.dedupe = DedupeWindow(limits: dedupeLimits, restoring: records)
     }
@@ -373,11 +397,17 @@ public struct Sequencer: Sendable {
         }
         guard director.digest == commit.digest else {
             director.revert(reversal)
-            throw ReplayError(description: "batch \(commit.from)→\(commit.to): digest \(director.digest) after replay, \(commit.digest) recorded")
+            throw ReplayError(
+                description:
+                    "batch \(commit.from)→\(commit.to): digest \(director.digest) after replay, \(commit.digest) recorded"
+            )
         }
         position = commit.to
         for id in commit.mutations { dedupe.record(id, version: commit.to) }
-        record(HistoryEntry(version: commit.to, reversal: reversal, bytes: reversal.approximateBytes + 64, mutations: commit.mutations))
+        record(
+            HistoryEntry(
+                version: commit.to, reversal: reversal, bytes: reversal.approximateBytes + 64,
+                mutations: commit.mutations))
     }
 
     /// Starts a new epoch (history lost or reset): the version restarts at 0 and every

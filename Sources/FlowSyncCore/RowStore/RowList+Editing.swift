@@ -55,8 +55,11 @@ extension RowList: RangeReplaceableCollection {
     /// Replaces `subrange` with `newElements`. An insertion of more than 256 rows at one
     /// position builds whole chunks: O(k + m). Otherwise row by row: O((r + k)·(log m +
     /// 256)) for r removed and k inserted rows.
-    public mutating func replaceSubrange<C: Collection>(_ subrange: Range<Int>, with newElements: C) where C.Element == Row {
-        precondition(subrange.lowerBound >= 0 && subrange.upperBound <= count, "RowList range \(subrange) out of range 0...\(count)")
+    public mutating func replaceSubrange<C: Collection>(_ subrange: Range<Int>, with newElements: C)
+    where C.Element == Row {
+        precondition(
+            subrange.lowerBound >= 0 && subrange.upperBound <= count,
+            "RowList range \(subrange) out of range 0...\(count)")
         for index in subrange.reversed() { remove(at: index) }
         if newElements.count > Self.maxChunk {
             insertRun(Array(newElements), at: subrange.lowerBound)
@@ -91,7 +94,10 @@ extension RowList: RangeReplaceableCollection {
         // The old chunk's serial is reused for the first new chunk, the rest are minted.
         var reused = false
         let built = Self.makeChunks(all[...]) {
-            if !reused { reused = true; return old.serial }
+            if !reused {
+                reused = true
+                return old.serial
+            }
             return allocateSerial()
         }
         replaceChunks(c..<(c + 1), with: built)

@@ -45,28 +45,56 @@ extension RowList {
         var seenSerials = Set<Int32>()
         for (position, chunk) in chunks.enumerated() {
             let size = chunk.rows.count
-            precondition(size >= 1 && size <= Self.maxChunk, "Internal inconsistency in RowList: chunk \(position) holds \(size) rows")
-            precondition(chunks.count == 1 || size >= Self.minChunk, "Internal inconsistency in RowList: chunk \(position) of \(chunks.count) holds \(size) < \(Self.minChunk) rows")
-            precondition(counts.rows(before: position) == total, "Internal inconsistency in RowList: count tree before chunk \(position)")
-            precondition(seenSerials.insert(chunk.serial).inserted, "Internal inconsistency in RowList: serial \(chunk.serial) used twice")
-            precondition(Int(positions[Int(chunk.serial)]) == position, "Internal inconsistency in RowList: serial table of chunk \(position)")
-            precondition(serials[position] == chunk.serial, "Internal inconsistency in RowList: serial column of chunk \(position)")
+            precondition(
+                size >= 1 && size <= Self.maxChunk,
+                "Internal inconsistency in RowList: chunk \(position) holds \(size) rows")
+            precondition(
+                chunks.count == 1 || size >= Self.minChunk,
+                "Internal inconsistency in RowList: chunk \(position) of \(chunks.count) holds \(size) < \(Self.minChunk) rows"
+            )
+            precondition(
+                counts.rows(before: position) == total,
+                "Internal inconsistency in RowList: count tree before chunk \(position)")
+            precondition(
+                seenSerials.insert(chunk.serial).inserted,
+                "Internal inconsistency in RowList: serial \(chunk.serial) used twice")
+            precondition(
+                Int(positions[Int(chunk.serial)]) == position,
+                "Internal inconsistency in RowList: serial table of chunk \(position)")
+            precondition(
+                serials[position] == chunk.serial,
+                "Internal inconsistency in RowList: serial column of chunk \(position)")
             for (offset, row) in chunk.rows.enumerated() where idIndex != nil {
-                precondition(idIndex![row.id] == chunk.serial, "Internal inconsistency in RowList: ID index of row \(row.id)")
-                precondition(counts.locate(total + offset) == (position, offset), "Internal inconsistency in RowList: locate(\(total + offset))")
+                precondition(
+                    idIndex![row.id] == chunk.serial, "Internal inconsistency in RowList: ID index of row \(row.id)")
+                precondition(
+                    counts.locate(total + offset) == (position, offset),
+                    "Internal inconsistency in RowList: locate(\(total + offset))")
             }
             total += size
         }
-        precondition(serials.count == chunks.count, "Internal inconsistency in RowList: serial column has \(serials.count) entries for \(chunks.count) chunks")
-        precondition(counts.chunkCount == chunks.count, "Internal inconsistency in RowList: count tree has \(counts.chunkCount) chunks, table \(chunks.count)")
+        precondition(
+            serials.count == chunks.count,
+            "Internal inconsistency in RowList: serial column has \(serials.count) entries for \(chunks.count) chunks")
+        precondition(
+            counts.chunkCount == chunks.count,
+            "Internal inconsistency in RowList: count tree has \(counts.chunkCount) chunks, table \(chunks.count)")
         precondition(total == count, "Internal inconsistency in RowList: count \(count) != \(total)")
-        precondition(chunks.count <= count / Self.minChunk + 1, "Internal inconsistency in RowList: \(chunks.count) chunks for \(count) rows")
+        precondition(
+            chunks.count <= count / Self.minChunk + 1,
+            "Internal inconsistency in RowList: \(chunks.count) chunks for \(count) rows")
         if let idIndex {
-            precondition(idIndex.count == count, "Internal inconsistency in RowList: ID index holds \(idIndex.count) IDs for \(count) rows")
+            precondition(
+                idIndex.count == count,
+                "Internal inconsistency in RowList: ID index holds \(idIndex.count) IDs for \(count) rows")
         }
         for serial in freeSerials {
-            precondition(positions[Int(serial)] == -1 && !seenSerials.contains(serial), "Internal inconsistency in RowList: free serial \(serial) in use")
+            precondition(
+                positions[Int(serial)] == -1 && !seenSerials.contains(serial),
+                "Internal inconsistency in RowList: free serial \(serial) in use")
         }
-        precondition(seenSerials.count + freeSerials.count == positions.count, "Internal inconsistency in RowList: serial table leaks")
+        precondition(
+            seenSerials.count + freeSerials.count == positions.count,
+            "Internal inconsistency in RowList: serial table leaks")
     }
 }

@@ -133,6 +133,8 @@ extension ShardedDictionary: Equatable where Value: Equatable {
     static func == (lhs: Self, rhs: Self) -> Bool {
         guard lhs.count == rhs.count else { return false }
         var equal = true
+        // The dictionary's own forEach: it is no Sequence, so there is no for-in.
+        // swift-format-ignore: ReplaceForEachWithForLoop
         lhs.forEach { key, value in
             if equal, rhs[key] != value { equal = false }
         }

@@ -76,14 +76,16 @@ final class DaemonLink: Sendable {
     ///   token), `.unavailable` when no endpoint could be reached.
     static func open(_ options: Options, eventLoop: any EventLoop) async throws(LinkError) -> DaemonLink {
         precondition(!options.endpoints.isEmpty, "Internal inconsistency in DaemonLink: no endpoints")
-        let start = Int(startCounter.withLock { counter -> Int in
-            counter &+= 1
-            return counter
-        } % options.endpoints.count)
+        let start = Int(
+            startCounter.withLock { counter -> Int in
+                counter &+= 1
+                return counter
+            } % options.endpoints.count)
         var lastError = LinkError.unavailable("no endpoint")
         for i in 0..<options.endpoints.count {
             let endpoint = options.endpoints[(start + i) % options.endpoints.count]
-            let link = DaemonLink(options: options, endpoint: endpoint, transport: NIOClientTransport(eventLoop: eventLoop))
+            let link = DaemonLink(
+                options: options, endpoint: endpoint, transport: NIOClientTransport(eventLoop: eventLoop))
             do {
                 try await link.handshake()
                 return link
@@ -150,7 +152,8 @@ final class DaemonLink: Sendable {
         let key = AnswerKey(list: mutate.listName, seq: mutate.seq)
         let timeout = UInt64(options.timeoutMilliseconds)
         do {
-            return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<MutationAnswer, any Error>) in
+            return try await withCheckedThrowingContinuation {
+                (continuation: CheckedContinuation<MutationAnswer, any Error>) in
                 let frame: [UInt8]? = state.withLock { state in
                     guard case .ready = state.phase else { return nil }
                     state.answers[key] = continuation
@@ -163,7 +166,9 @@ final class DaemonLink: Sendable {
                 transport.send([frame])
                 transport.schedule(after: timeout) { [self] in
                     let waiter = state.withLock { $0.answers.removeValue(forKey: key) }
-                    waiter?.resume(throwing: LinkError.timeout("no answer to \(mutate.listName)#\(mutate.seq) within \(timeout) ms"))
+                    waiter?.resume(
+                        throwing: LinkError.timeout(
+                            "no answer to \(mutate.listName)#\(mutate.seq) within \(timeout) ms"))
                 }
             }
         } catch let error as LinkError {
@@ -190,7 +195,8 @@ final class DaemonLink: Sendable {
     private func handle(_ event: TransportEvent) {
         switch event {
         case .connected:
-            let hello = Message.hello(Hello(clientName: options.clientName, clientID: options.clientID, authToken: options.token))
+            let hello = Message.hello(
+                Hello(clientName: options.clientName, clientID: options.clientID, authToken: options.token))
             let frame: [UInt8] = state.withLock { state in
                 state.phase = .greeting
                 return state.encoder.encode(hello)
@@ -240,7 +246,9 @@ final class DaemonLink: Sendable {
         case .ack(let ack):
             answer(AnswerKey(list: ack.listName, seq: ack.seq), .committed(ack.committed))
         case .reject(let reject):
-            answer(AnswerKey(list: reject.listName, seq: reject.seq), .rejected(code: reject.code, message: reject.message))
+            answer(
+                AnswerKey(list: reject.listName, seq: reject.seq), .rejected(code: reject.code, message: reject.message)
+            )
         case .error(let error) where error.closesConnection:
             fail(.refused(code: error.code, message: error.message))
         case .error(let error) where error.listName != nil && !error.code.isSubscriptionAnswer:
@@ -283,7 +291,10 @@ final class DaemonLink: Sendable {
 
     private func fail(_ error: LinkError) {
         let (readyWaiter, answers, onClose, wasOpen):
-            (CheckedContinuation<Welcome, any Error>?, [CheckedContinuation<MutationAnswer, any Error>], (@Sendable (LinkError) -> Void)?, Bool) =
+            (
+                CheckedContinuation<Welcome, any Error>?, [CheckedContinuation<MutationAnswer, any Error>],
+                (@Sendable (LinkError) -> Void)?, Bool
+            ) =
                 state.withLock { state in
                     if case .closed = state.phase { return (nil, [], nil, false) }
                     state.phase = .closed(error)

@@ -32,7 +32,9 @@ struct GatewayRoutes: Sendable {
     static func allowedMethods(for path: String) -> String? {
         if path == "/healthz" || path == "/v1/webhooks" { return "GET" }
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count >= 4, parts[0].isEmpty, parts[1] == "v1", parts[2] == "lists", !parts[3].isEmpty else { return nil }
+        guard parts.count >= 4, parts[0].isEmpty, parts[1] == "v1", parts[2] == "lists", !parts[3].isEmpty else {
+            return nil
+        }
         switch parts.count {
         case 4: return "GET"
         case 5 where parts[4] == "mutations": return "POST"
@@ -80,7 +82,8 @@ struct GatewayRoutes: Sendable {
     }
 
     private static func randomClientID() -> String {
-        "gw-" + String(UInt64.random(in: 0...UInt64.max), radix: 16) + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        "gw-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+            + String(UInt64.random(in: 0...UInt64.max), radix: 16)
     }
 
     /// Subscribes on `link` and waits for the daemon's first answer about `list`: a
@@ -137,7 +140,8 @@ struct GatewayRoutes: Sendable {
             case .error(let error):
                 return Problem.daemon(code: error.code, message: error.message).response()
             default:
-                return Problem(status: 502, name: "bad-gateway", title: "Bad gateway", detail: "no snapshot", code: nil).response()
+                return Problem(status: 502, name: "bad-gateway", title: "Bad gateway", detail: "no snapshot", code: nil)
+                    .response()
             }
         } catch {
             return Self.problem(for: error).response()
@@ -149,12 +153,14 @@ struct GatewayRoutes: Sendable {
     func postMutations(_ request: Request, list: String) async -> Response {
         let limits = configuration.limits
         if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limits.maxBodyBytes {
-            return RequestError(.bodyTooLarge, "\(length) bytes, at most \(limits.maxBodyBytes)").response(closing: true)
+            return RequestError(.bodyTooLarge, "\(length) bytes, at most \(limits.maxBodyBytes)").response(
+                closing: true)
         }
         if let type = request.headers[.contentType]?.lowercased(),
             !(type.hasPrefix("application/json") || (type.hasPrefix("application/") && type.contains("+json")))
         {
-            return RequestError(.unsupportedMediaType, "Content-Type must be application/json, got \(type.prefix(64))").response()
+            return RequestError(.unsupportedMediaType, "Content-Type must be application/json, got \(type.prefix(64))")
+                .response()
         }
         let buffer: ByteBuffer
         do {
@@ -186,7 +192,8 @@ struct GatewayRoutes: Sendable {
             return error.problem.response()
         }
         defer { link.close() }
-        let mutate = Mutate(listName: list, clientID: id.clientID, seq: id.seq, base: body.wireBase, operations: body.operations)
+        let mutate = Mutate(
+            listName: list, clientID: id.clientID, seq: id.seq, base: body.wireBase, operations: body.operations)
         do {
             switch try await link.mutate(mutate) {
             case .committed(let version):

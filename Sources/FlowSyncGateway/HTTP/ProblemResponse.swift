@@ -11,7 +11,8 @@ extension Problem {
         if closing { headers[.connection] = "close" }
         if status == 401 { headers[.wwwAuthenticate] = "Bearer" }
         return Response(
-            status: HTTPResponse.Status(code: status), headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: json)))
+            status: HTTPResponse.Status(code: status), headers: headers,
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: json)))
     }
 }
 
@@ -29,14 +30,18 @@ func jsonResponse(_ bytes: [UInt8], status: HTTPResponse.Status = .ok, headers e
 /// Turns what the router throws (no route, a wrong method, a body over the limit) into
 /// problem documents, so every error answer of the API is RFC 9457.
 struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
         do {
             return try await next(request, context)
         } catch let error as HTTPError {
             switch error.status {
             case .notFound:
                 if let allowed = GatewayRoutes.allowedMethods(for: request.uri.path) {
-                    var response = RequestError(.methodNotAllowed, "\(request.method) is not served on \(request.uri.path)").response()
+                    var response = RequestError(
+                        .methodNotAllowed, "\(request.method) is not served on \(request.uri.path)"
+                    ).response()
                     response.headers[.allow] = allowed  // RFC 9110: a 405 lists what is allowed
                     return response
                 }
@@ -59,7 +64,9 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
 struct CORSPolicyMiddleware<Context: RequestContext>: RouterMiddleware {
     let origins: [String]
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
         guard let origin = request.headers[.origin], let allowed = allowedOrigin(origin) else {
             return try await next(request, context)
         }

@@ -16,7 +16,8 @@ enum SSEEvent {
     static func encode(_ message: Message) -> [UInt8]? {
         switch message {
         case .snapshot(let snapshot):
-            return event(id: ListPosition.text(snapshot.position), name: "snapshot", json: ChangeJSON.snapshot(snapshot))
+            return event(
+                id: ListPosition.text(snapshot.position), name: "snapshot", json: ChangeJSON.snapshot(snapshot))
         case .diff(let diff):
             return event(id: ListPosition.text(diff.to), name: "diff", json: ChangeJSON.diff(diff))
         case .error(let error):

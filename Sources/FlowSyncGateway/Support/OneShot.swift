@@ -16,7 +16,8 @@ final class OneShot<Value: Sendable>: Sendable {
     func fail(_ error: any Error) { finish(.failure(error)) }
 
     private func finish(_ result: Result<Value, any Error>) {
-        let (waiter, onDone): (CheckedContinuation<Value, any Error>?, [@Sendable () -> Void]) = state.withLock { state in
+        let (waiter, onDone): (CheckedContinuation<Value, any Error>?, [@Sendable () -> Void]) = state.withLock {
+            state in
             guard case .waiting(let waiter, let onDone) = state else { return (nil, []) }
             state = .done(result)
             return (waiter, onDone)

@@ -26,7 +26,8 @@ public struct WebhookConfiguration: Sendable, Hashable {
 
     public init(
         name: String, url: URL, lists: [String], secret: String, token: String? = nil, maxQueued: Int = 1_000,
-        timeoutMilliseconds: Int = 10_000, backoffBaseMilliseconds: UInt64 = 100, backoffCapMilliseconds: UInt64 = 30_000
+        timeoutMilliseconds: Int = 10_000, backoffBaseMilliseconds: UInt64 = 100,
+        backoffCapMilliseconds: UInt64 = 30_000
     ) {
         self.name = name
         self.url = url

@@ -68,8 +68,12 @@ public final class FileWebhookCursorStore: WebhookCursorStore {
         let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         let synced = fsync(fd)
         close(fd)
-        guard written == bytes.count, synced == 0 else { throw CursorStoreError("write \(temporary.path): errno \(errno)") }
-        guard rename(temporary.path, url.path) == 0 else { throw CursorStoreError("rename to \(url.path): errno \(errno)") }
+        guard written == bytes.count, synced == 0 else {
+            throw CursorStoreError("write \(temporary.path): errno \(errno)")
+        }
+        guard rename(temporary.path, url.path) == 0 else {
+            throw CursorStoreError("rename to \(url.path): errno \(errno)")
+        }
         let dirfd = open(folder.path, O_RDONLY | O_DIRECTORY)
         if dirfd >= 0 {
             _ = fsync(dirfd)

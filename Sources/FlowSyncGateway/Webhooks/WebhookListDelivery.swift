@@ -54,7 +54,8 @@ final class WebhookListDelivery: Sendable {
     private let link = Locked<(generation: Int, link: DaemonLink?)>((0, nil))
     private let statusBox = Locked(Status())
 
-    init(hook: WebhookConfiguration, list: String, endpoints: [Endpoint], store: any WebhookCursorStore, logger: Logger) {
+    init(hook: WebhookConfiguration, list: String, endpoints: [Endpoint], store: any WebhookCursorStore, logger: Logger)
+    {
         self.hook = hook
         self.list = list
         self.endpoints = endpoints
@@ -71,7 +72,9 @@ final class WebhookListDelivery: Sendable {
         do {
             cursor = try store.load(hook: hook.name, list: list)
         } catch {
-            logger.error("webhook cursor unreadable; not delivering", metadata: ["flowsync.hook": "\(hook.name)", "flowsync.list": "\(list)", "error": "\(error)"])
+            logger.error(
+                "webhook cursor unreadable; not delivering",
+                metadata: ["flowsync.hook": "\(hook.name)", "flowsync.list": "\(list)", "error": "\(error)"])
             return
         }
         statusBox.withLock { $0.cursor = cursor }
@@ -114,7 +117,12 @@ final class WebhookListDelivery: Sendable {
                 case .snapshot(let snapshot) where snapshot.listName == list:
                     action = machine.received(WebhookBatch(snapshot: snapshot))
                 case .error(let error) where error.listName == list || error.listName == nil:
-                    logger.warning("webhook subscription refused", metadata: ["flowsync.hook": "\(hook.name)", "flowsync.list": "\(list)", "error": "\(error.code.name): \(error.message)"])
+                    logger.warning(
+                        "webhook subscription refused",
+                        metadata: [
+                            "flowsync.hook": "\(hook.name)", "flowsync.list": "\(list)",
+                            "error": "\(error.code.name): \(error.message)",
+                        ])
                     closeLink()
                     action = machine.upstreamClosed()
                 default:
@@ -138,7 +146,9 @@ final class WebhookListDelivery: Sendable {
             }
             if stopping {
                 // Only the cursor of what was just delivered; nothing new starts.
-                if case .saveCursor(let cursor, _) = action { perform(.saveCursor(cursor, then: .none), poster: poster, tasks: &tasks) }
+                if case .saveCursor(let cursor, _) = action {
+                    perform(.saveCursor(cursor, then: .none), poster: poster, tasks: &tasks)
+                }
                 return
             }
             if case .deliver = action { posting = true }
@@ -161,25 +171,29 @@ final class WebhookListDelivery: Sendable {
             break
         case .deliver(let batch, let attempt):
             let input = self.input
-            tasks.append(Task {
-                let ok = await poster.post(batch, attempt: attempt)
-                input.yield(ok ? .delivered : .failed)
-            })
+            tasks.append(
+                Task {
+                    let ok = await poster.post(batch, attempt: attempt)
+                    input.yield(ok ? .delivered : .failed)
+                })
         case .saveCursor(let cursor, let then):
             do {
                 try store.save(cursor, hook: hook.name, list: list)
                 statusBox.withLock { $0.cursor = cursor }
             } catch {
                 // Delivered but not recorded: a restart redelivers it (at least once).
-                logger.error("webhook cursor not saved", metadata: ["flowsync.hook": "\(hook.name)", "flowsync.list": "\(list)", "error": "\(error)"])
+                logger.error(
+                    "webhook cursor not saved",
+                    metadata: ["flowsync.hook": "\(hook.name)", "flowsync.list": "\(list)", "error": "\(error)"])
             }
             perform(then, poster: poster, tasks: &tasks)
         case .retry(let milliseconds):
             let input = self.input
-            tasks.append(Task {
-                try? await Task.sleep(for: .milliseconds(Int64(milliseconds)))
-                input.yield(.retryDue)
-            })
+            tasks.append(
+                Task {
+                    try? await Task.sleep(for: .milliseconds(Int64(milliseconds)))
+                    input.yield(.retryDue)
+                })
         case .unsubscribe:
             // Ending the subscription is closing its link: the link carries nothing else.
             closeLink()
@@ -203,26 +217,28 @@ final class WebhookListDelivery: Sendable {
             endpoints: endpoints, token: hook.token, clientID: "hook-\(hook.name)-\(UInt32.random(in: 0...UInt32.max))")
         let list = self.list
         let linkBox = self.link
-        tasks.append(Task {
-            do {
-                let opened = try await DaemonLink.open(options, eventLoop: MultiThreadedEventLoopGroup.singleton.next())
-                let current = linkBox.withLock { state -> Bool in
-                    guard state.generation == generation else { return false }
-                    state.link = opened
-                    return true
+        tasks.append(
+            Task {
+                do {
+                    let opened = try await DaemonLink.open(
+                        options, eventLoop: MultiThreadedEventLoopGroup.singleton.next())
+                    let current = linkBox.withLock { state -> Bool in
+                        guard state.generation == generation else { return false }
+                        state.link = opened
+                        return true
+                    }
+                    guard current else {
+                        opened.close()
+                        return
+                    }
+                    opened.setMessageHandler { input.yield(.message($0, generation: generation)) }
+                    opened.setCloseHandler { _ in input.yield(.linkClosed(generation: generation)) }
+                    opened.send(.subscribe(Subscribe(listName: list, resumeFrom: from)))
+                } catch {
+                    try? await Task.sleep(for: .milliseconds(500))  // the daemon is away: do not spin
+                    input.yield(.linkClosed(generation: generation))
                 }
-                guard current else {
-                    opened.close()
-                    return
-                }
-                opened.setMessageHandler { input.yield(.message($0, generation: generation)) }
-                opened.setCloseHandler { _ in input.yield(.linkClosed(generation: generation)) }
-                opened.send(.subscribe(Subscribe(listName: list, resumeFrom: from)))
-            } catch {
-                try? await Task.sleep(for: .milliseconds(500))  // the daemon is away: do not spin
-                input.yield(.linkClosed(generation: generation))
-            }
-        })
+            })
     }
 
     private func closeLink() {

@@ -63,7 +63,8 @@ struct WebhookPoster: Sendable {
                     status.fail(error)
                 case .success(let channel):
                     channel.write(HTTPClientRequestPart.head(head), promise: nil)
-                    channel.write(HTTPClientRequestPart.body(.byteBuffer(channel.allocator.buffer(bytes: body))), promise: nil)
+                    channel.write(
+                        HTTPClientRequestPart.body(.byteBuffer(channel.allocator.buffer(bytes: body))), promise: nil)
                     channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
                     status.whenDone { channel.close(promise: nil) }
                 }

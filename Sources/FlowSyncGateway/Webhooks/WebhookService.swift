@@ -10,7 +10,9 @@ final class WebhookService: Sendable {
 
     init(hooks: [WebhookConfiguration], endpoints: [Endpoint], store: any WebhookCursorStore, logger: Logger) {
         deliveries = hooks.flatMap { hook in
-            hook.lists.map { WebhookListDelivery(hook: hook, list: $0, endpoints: endpoints, store: store, logger: logger) }
+            hook.lists.map {
+                WebhookListDelivery(hook: hook, list: $0, endpoints: endpoints, store: store, logger: logger)
+            }
         }
     }
 

@@ -32,11 +32,17 @@ extension WireWriter {
         }
         if !s.sectionInserts.isEmpty {
             index(s.sectionInserts.count)
-            for insert in s.sectionInserts { index(insert.index); section(insert.section) }
+            for insert in s.sectionInserts {
+                index(insert.index)
+                section(insert.section)
+            }
         }
         if !s.sectionMoves.isEmpty {
             index(s.sectionMoves.count)
-            for move in s.sectionMoves { index(move.from); index(move.to) }
+            for move in s.sectionMoves {
+                index(move.from)
+                index(move.to)
+            }
         }
         if !s.supplementaryUpdates.isEmpty {
             index(s.supplementaryUpdates.count)
@@ -52,15 +58,24 @@ extension WireWriter {
         }
         if !s.rowInserts.isEmpty {
             index(s.rowInserts.count)
-            for insert in s.rowInserts { rowPath(insert.path); row(insert.row) }
+            for insert in s.rowInserts {
+                rowPath(insert.path)
+                row(insert.row)
+            }
         }
         if !s.rowMoves.isEmpty {
             index(s.rowMoves.count)
-            for move in s.rowMoves { rowPath(move.from); rowPath(move.to) }
+            for move in s.rowMoves {
+                rowPath(move.from)
+                rowPath(move.to)
+            }
         }
         if !s.rowUpdates.isEmpty {
             index(s.rowUpdates.count)
-            for update in s.rowUpdates { rowPath(update.path); row(update.row) }
+            for update in s.rowUpdates {
+                rowPath(update.path)
+                row(update.row)
+            }
         }
     }
 }
@@ -120,7 +135,8 @@ extension WireReader {
                 guard let element = SupplementaryUpdate.Element(rawValue: raw) else {
                     throw Self.malformed("unknown supplementary element \(raw)")
                 }
-                let value = try optionalBlob("supplementary value", maxBytes: limits.maxPayloadBytes, code: .payloadTooLarge)
+                let value = try optionalBlob(
+                    "supplementary value", maxBytes: limits.maxPayloadBytes, code: .payloadTooLarge)
                 s.supplementaryUpdates.append(SupplementaryUpdate(section: section, element: element, value: value))
             }
         }

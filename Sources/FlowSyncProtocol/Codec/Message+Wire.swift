@@ -19,14 +19,26 @@ extension WireWriter {
             u16(m.version)
             string(m.serverName)
             let l = m.limits
-            for v in [l.maxFrameBytes, l.maxInflatedBytes, l.maxOpsPerMutation, l.maxListsPerConnection,
-                      l.maxListNameBytes, l.maxIDBytes, l.maxPayloadBytes] { varint(UInt64(v)) }
+            for v in [
+                l.maxFrameBytes, l.maxInflatedBytes, l.maxOpsPerMutation, l.maxListsPerConnection,
+                l.maxListNameBytes, l.maxIDBytes, l.maxPayloadBytes,
+            ] { varint(UInt64(v)) }
             varint(UInt64(m.heartbeatMilliseconds))
             blob(m.dictionary)
         case .subscribe(let m):
             string(m.listName)
-            if let r = m.resumeFrom { u8(1); listVersion(r) } else { u8(0) }
-            if let d = m.digest { u8(1); u64(d.rawValue) } else { u8(0) }
+            if let r = m.resumeFrom {
+                u8(1)
+                listVersion(r)
+            } else {
+                u8(0)
+            }
+            if let d = m.digest {
+                u8(1)
+                u64(d.rawValue)
+            } else {
+                u8(0)
+            }
         case .unsubscribe(let m):
             string(m.listName)
         case .snapshot(let m):
@@ -43,7 +55,10 @@ extension WireWriter {
             u64(m.digest.rawValue)
             changeset(m.changeset)
             index(m.mutations.count)
-            for id in m.mutations { string(id.clientID); varint(id.seq) }
+            for id in m.mutations {
+                string(id.clientID)
+                varint(id.seq)
+            }
         case .mutate(let m):
             string(m.listName)
             string(m.clientID)
@@ -82,7 +97,10 @@ extension WireWriter {
         case .statsReply(let m):
             varint(m.requestID)
             index(m.entries.count)
-            for e in m.entries { string(e.name); u64(UInt64(bitPattern: e.value)) }
+            for e in m.entries {
+                string(e.name)
+                u64(UInt64(bitPattern: e.value))
+            }
         case .backupRequest(let m):
             varint(m.requestID)
             string(m.directory)
@@ -120,9 +138,12 @@ extension WireReader {
             let position = try listVersion("position")
             let digest = StateDigest(rawValue: try u64("digest"))
             let raw = try u8("snapshot reason")
-            guard let reason = Snapshot.Reason(rawValue: raw) else { throw Self.malformed("unknown snapshot reason \(raw)") }
+            guard let reason = Snapshot.Reason(rawValue: raw) else {
+                throw Self.malformed("unknown snapshot reason \(raw)")
+            }
             let sections = try sections("sections")
-            message = .snapshot(Snapshot(listName: name, position: position, digest: digest, reason: reason, sections: sections))
+            message = .snapshot(
+                Snapshot(listName: name, position: position, digest: digest, reason: reason, sections: sections))
         case .diff:
             let name = try listName()
             let epoch = try varint("epoch")
@@ -137,13 +158,17 @@ extension WireReader {
                 let client = try clientID()
                 ids.append(MutationID(clientID: client, seq: try varint("sequence number")))
             }
-            message = .diff(Diff(listName: name, epoch: epoch, fromVersion: from, toVersion: to, digest: digest, changeset: changeset, mutations: ids))
+            message = .diff(
+                Diff(
+                    listName: name, epoch: epoch, fromVersion: from, toVersion: to, digest: digest,
+                    changeset: changeset, mutations: ids))
         case .mutate:
             let name = try listName()
             let client = try clientID()
             let seq = try varint("sequence number")
             let base = try listVersion("base")
-            message = .mutate(Mutate(listName: name, clientID: client, seq: seq, base: base, operations: try operations()))
+            message = .mutate(
+                Mutate(listName: name, clientID: client, seq: seq, base: base, operations: try operations()))
         case .ack:
             let name = try listName()
             let seq = try varint("sequence number")
@@ -159,7 +184,8 @@ extension WireReader {
             let reaction = try reaction()
             let list = try optionalString("list name", maxBytes: limits.maxListNameBytes, code: .idTooLong)
             let closes = try bool("closes connection")
-            message = .error(ErrorMessage(code: code, message: text, reaction: reaction, listName: list, closesConnection: closes))
+            message = .error(
+                ErrorMessage(code: code, message: text, reaction: reaction, listName: list, closesConnection: closes))
         case .ping: message = .ping(Ping(nonce: try varint("nonce")))
         case .pong: message = .pong(Pong(nonce: try varint("nonce")))
         case .notice:
@@ -169,7 +195,10 @@ extension WireReader {
             message = .notice(Notice(kind: kind, message: text, delayMilliseconds: try u32Varint("delay")))
         case .statsRequest:
             let id = try varint("request ID")
-            message = .statsRequest(StatsRequest(requestID: id, listName: try optionalString("list name", maxBytes: limits.maxListNameBytes, code: .idTooLong)))
+            message = .statsRequest(
+                StatsRequest(
+                    requestID: id,
+                    listName: try optionalString("list name", maxBytes: limits.maxListNameBytes, code: .idTooLong)))
         case .refreshToken:
             message = .refreshToken(RefreshToken(token: try text("token")))
         case .statsReply:
@@ -190,8 +219,10 @@ extension WireReader {
             let code = try u16("error code")
             let text = try text("message")
             let lists = try varint("lists")
-            message = .backupReply(BackupReply(requestID: id, failure: code == 0 ? nil : ErrorCode(rawValue: code), message: text, lists: lists,
-                                               bytes: try varint("bytes")))
+            message = .backupReply(
+                BackupReply(
+                    requestID: id, failure: code == 0 ? nil : ErrorCode(rawValue: code), message: text, lists: lists,
+                    bytes: try varint("bytes")))
         }
         try expectEnd("\(type)")
         return message
@@ -212,7 +243,8 @@ extension WireReader {
     mutating func hello() throws(ProtocolError) -> Hello {
         for expected in ProtocolVersion.helloMagic {
             guard try u8("Hello magic") == expected else {
-                throw ProtocolError(code: .unsupportedProtocolVersion, message: "the Hello does not start with the FSYN magic")
+                throw ProtocolError(
+                    code: .unsupportedProtocolVersion, message: "the Hello does not start with the FSYN magic")
             }
         }
         let minVersion = try u16("minimum version")
@@ -220,7 +252,8 @@ extension WireReader {
         let name = try text("client name")
         let client = try clientID()
         let token = try optionalString("auth token", maxBytes: limits.maxTextBytes, code: .payloadTooLarge)
-        return Hello(minVersion: minVersion, maxVersion: maxVersion, clientName: name, clientID: client, authToken: token)
+        return Hello(
+            minVersion: minVersion, maxVersion: maxVersion, clientName: name, clientID: client, authToken: token)
     }
 
     mutating func welcome() throws(ProtocolError) -> Welcome {
@@ -237,7 +270,9 @@ extension WireReader {
         )
         let heartbeat = try u32Varint("heartbeat")
         let dictionary = try blob("dictionary", maxBytes: self.limits.maxDictionaryBytes, code: .payloadTooLarge)
-        return Welcome(version: version, serverName: name, limits: limits, heartbeatMilliseconds: heartbeat, dictionary: dictionary)
+        return Welcome(
+            version: version, serverName: name, limits: limits, heartbeatMilliseconds: heartbeat, dictionary: dictionary
+        )
     }
 
     mutating func reaction() throws(ProtocolError) -> ClientReaction {

@@ -35,16 +35,25 @@ extension WireWriter {
     /// `SectionRef`: tag 0 + id string, or tag 1 + index.
     mutating func sectionRef(_ ref: SectionRef) {
         switch ref {
-        case .id(let id): u8(0); string(id)
-        case .index(let i): u8(1); index(i)
+        case .id(let id):
+            u8(0)
+            string(id)
+        case .index(let i):
+            u8(1)
+            index(i)
         }
     }
 
     /// `RowRef`: tag 0 + id string, or tag 1 + row index + `SectionRef`.
     mutating func rowRef(_ ref: RowRef) {
         switch ref {
-        case .id(let id): u8(0); string(id)
-        case .index(let i, let section): u8(1); index(i); sectionRef(section)
+        case .id(let id):
+            u8(0)
+            string(id)
+        case .index(let i, let section):
+            u8(1)
+            index(i)
+            sectionRef(section)
         }
     }
 

@@ -26,35 +26,63 @@ extension WireWriter {
     mutating func operation(_ op: Operation) {
         switch op {
         case .setSections(let s):
-            u8(OperationTag.setSections.rawValue); sections(s)
+            u8(OperationTag.setSections.rawValue)
+            sections(s)
         case .insertSections(let s, let at):
-            u8(OperationTag.insertSections.rawValue); index(at); sections(s)
+            u8(OperationTag.insertSections.rawValue)
+            index(at)
+            sections(s)
         case .removeSections(let refs):
-            u8(OperationTag.removeSections.rawValue); index(refs.count); for r in refs { sectionRef(r) }
+            u8(OperationTag.removeSections.rawValue)
+            index(refs.count)
+            for r in refs { sectionRef(r) }
         case .removeAllSections:
             u8(OperationTag.removeAllSections.rawValue)
         case .moveSection(let ref, let to):
-            u8(OperationTag.moveSection.rawValue); sectionRef(ref); index(to)
+            u8(OperationTag.moveSection.rawValue)
+            sectionRef(ref)
+            index(to)
         case .swapSections(let a, let b):
-            u8(OperationTag.swapSections.rawValue); sectionRef(a); sectionRef(b)
+            u8(OperationTag.swapSections.rawValue)
+            sectionRef(a)
+            sectionRef(b)
         case .setHeader(let ref, let value):
-            u8(OperationTag.setHeader.rawValue); sectionRef(ref); optionalBlob(value)
+            u8(OperationTag.setHeader.rawValue)
+            sectionRef(ref)
+            optionalBlob(value)
         case .setFooter(let ref, let value):
-            u8(OperationTag.setFooter.rawValue); sectionRef(ref); optionalBlob(value)
+            u8(OperationTag.setFooter.rawValue)
+            sectionRef(ref)
+            optionalBlob(value)
         case .setRows(let r, let ref):
-            u8(OperationTag.setRows.rawValue); sectionRef(ref); rows(r)
+            u8(OperationTag.setRows.rawValue)
+            sectionRef(ref)
+            rows(r)
         case .insertRows(let r, let ref, let at):
-            u8(OperationTag.insertRows.rawValue); sectionRef(ref); index(at); rows(r)
+            u8(OperationTag.insertRows.rawValue)
+            sectionRef(ref)
+            index(at)
+            rows(r)
         case .replaceRow(let ref, let r):
-            u8(OperationTag.replaceRow.rawValue); rowRef(ref); row(r)
+            u8(OperationTag.replaceRow.rawValue)
+            rowRef(ref)
+            row(r)
         case .removeRows(let refs):
-            u8(OperationTag.removeRows.rawValue); index(refs.count); for r in refs { rowRef(r) }
+            u8(OperationTag.removeRows.rawValue)
+            index(refs.count)
+            for r in refs { rowRef(r) }
         case .removeAllRows(let ref):
-            u8(OperationTag.removeAllRows.rawValue); sectionRef(ref)
+            u8(OperationTag.removeAllRows.rawValue)
+            sectionRef(ref)
         case .moveRow(let ref, let section, let at):
-            u8(OperationTag.moveRow.rawValue); rowRef(ref); sectionRef(section); index(at)
+            u8(OperationTag.moveRow.rawValue)
+            rowRef(ref)
+            sectionRef(section)
+            index(at)
         case .swapRows(let a, let b):
-            u8(OperationTag.swapRows.rawValue); rowRef(a); rowRef(b)
+            u8(OperationTag.swapRows.rawValue)
+            rowRef(a)
+            rowRef(b)
         }
     }
 }

@@ -128,7 +128,8 @@ struct WireReader {
     /// of a changeset) against the per-message budget.
     mutating func chargeSections(_ n: Int) throws(ProtocolError) {
         guard n <= sectionsLeft else {
-            throw ProtocolError(code: .tooManyElements, message: "more sections than the limit of \(limits.maxSectionsPerMessage)")
+            throw ProtocolError(
+                code: .tooManyElements, message: "more sections than the limit of \(limits.maxSectionsPerMessage)")
         }
         sectionsLeft -= n
     }

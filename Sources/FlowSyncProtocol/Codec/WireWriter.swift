@@ -21,11 +21,15 @@ struct WireWriter {
     }
 
     mutating func u32(_ v: UInt32) {
-        for shift in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: v >> UInt32(shift))) }
+        for shift in stride(from: 24, through: 0, by: -8) {
+            bytes.append(UInt8(truncatingIfNeeded: v >> UInt32(shift)))
+        }
     }
 
     mutating func u64(_ v: UInt64) {
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: v >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            bytes.append(UInt8(truncatingIfNeeded: v >> UInt64(shift)))
+        }
     }
 
     /// Unsigned LEB128: 7 bits per byte, least significant group first, high bit set on
@@ -43,7 +47,8 @@ struct WireWriter {
     /// - Precondition: `0 <= n <= WireReader.maxIndex`. A negative index or count is a
     ///   programming error in the sender (the core never produces one), not wire data.
     @inline(__always) mutating func index(_ n: Int) {
-        precondition(n >= 0 && n <= WireReader.maxIndex, "FlowSyncProtocol: index or count \(n) cannot be encoded (0...2³¹−1)")
+        precondition(
+            n >= 0 && n <= WireReader.maxIndex, "FlowSyncProtocol: index or count \(n) cannot be encoded (0...2³¹−1)")
         varint(UInt64(n))
     }
 
@@ -58,7 +63,12 @@ struct WireWriter {
     }
 
     mutating func optionalString(_ s: String?) {
-        if let s { u8(1); string(s) } else { u8(0) }
+        if let s {
+            u8(1)
+            string(s)
+        } else {
+            u8(0)
+        }
     }
 
     mutating func blob(_ b: [UInt8]) {
@@ -67,7 +77,12 @@ struct WireWriter {
     }
 
     mutating func optionalBlob(_ b: [UInt8]?) {
-        if let b { u8(1); blob(b) } else { u8(0) }
+        if let b {
+            u8(1)
+            blob(b)
+        } else {
+            u8(0)
+        }
     }
 
     mutating func listVersion(_ v: ListVersion) {

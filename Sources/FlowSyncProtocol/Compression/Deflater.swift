@@ -31,7 +31,9 @@ final class Deflater {
     /// - Returns: the compressed size, or `nil` when it does not fit in `output` (the
     ///   caller sizes `output` one byte below the raw size, so `nil` means "does not
     ///   pay" and deflate stops as soon as that is known).
-    func compress(_ input: UnsafeRawBufferPointer, dictionary: CompressionDictionary?, into output: UnsafeMutableRawBufferPointer) -> Int? {
+    func compress(
+        _ input: UnsafeRawBufferPointer, dictionary: CompressionDictionary?, into output: UnsafeMutableRawBufferPointer
+    ) -> Int? {
         guard output.count > 0, let outBase = output.baseAddress else { return nil }
         let reset = deflateReset(stream)
         precondition(reset == Z_OK, "Internal inconsistency in Deflater: deflateReset returned \(reset)")

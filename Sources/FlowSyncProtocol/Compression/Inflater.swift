@@ -79,20 +79,31 @@ final class Inflater {
             switch rc {
             case Z_STREAM_END:
                 guard stream.pointee.avail_in == 0 else {
-                    throw ProtocolError(code: .badCompression, message: "\(stream.pointee.avail_in) bytes after the end of the zlib stream")
+                    throw ProtocolError(
+                        code: .badCompression,
+                        message: "\(stream.pointee.avail_in) bytes after the end of the zlib stream")
                 }
                 return body(UnsafeRawBufferPointer(start: storage, count: produced))
             case Z_OK:
                 continue
             case Z_NEED_DICT:
                 guard let dictionary else {
-                    throw ProtocolError(code: .badCompression, message: "the zlib stream needs a preset dictionary but none was agreed")
+                    throw ProtocolError(
+                        code: .badCompression, message: "the zlib stream needs a preset dictionary but none was agreed")
                 }
                 guard UInt32(stream.pointee.adler) == dictionary.id else {
-                    throw ProtocolError(code: .badCompression, message: "the zlib stream names dictionary \(stream.pointee.adler), the agreed one is \(dictionary.id)")
+                    throw ProtocolError(
+                        code: .badCompression,
+                        message:
+                            "the zlib stream names dictionary \(stream.pointee.adler), the agreed one is \(dictionary.id)"
+                    )
                 }
-                let set = dictionary.bytes.withUnsafeBufferPointer { inflateSetDictionary(stream, $0.baseAddress, uInt($0.count)) }
-                guard set == Z_OK else { throw ProtocolError(code: .badCompression, message: "inflateSetDictionary failed (\(set))") }
+                let set = dictionary.bytes.withUnsafeBufferPointer {
+                    inflateSetDictionary(stream, $0.baseAddress, uInt($0.count))
+                }
+                guard set == Z_OK else {
+                    throw ProtocolError(code: .badCompression, message: "inflateSetDictionary failed (\(set))")
+                }
             case Z_BUF_ERROR:
                 // No progress possible: either the output is full (grow and go on) or the
                 // input ended before the stream did.

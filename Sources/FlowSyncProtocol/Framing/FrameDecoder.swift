@@ -105,10 +105,13 @@ public final class FrameDecoder {
 
     private func prefixError(_ length: Int) -> ProtocolError? {
         if length < FrameLayout.headerBytes {
-            return ProtocolError(code: .malformedFrame, message: "frame length \(length) is shorter than the 2-byte header")
+            return ProtocolError(
+                code: .malformedFrame, message: "frame length \(length) is shorter than the 2-byte header")
         }
         if length > limits.maxFrameBytes {
-            return ProtocolError(code: .frameTooLarge, message: "frame length \(length) exceeds the limit of \(limits.maxFrameBytes) bytes")
+            return ProtocolError(
+                code: .frameTooLarge,
+                message: "frame length \(length) exceeds the limit of \(limits.maxFrameBytes) bytes")
         }
         return nil
     }
@@ -118,10 +121,13 @@ public final class FrameDecoder {
         let rawType = frame[0]
         let flags = frame[1]
         guard flags & ~FrameLayout.knownFlags == 0 else {
-            return .failure(ProtocolError(code: .malformedFrame, message: "reserved flag bits set: 0x\(String(flags, radix: 16))"))
+            return .failure(
+                ProtocolError(code: .malformedFrame, message: "reserved flag bits set: 0x\(String(flags, radix: 16))"))
         }
         guard let type = MessageType(rawValue: rawType) else {
-            return .failure(ProtocolError(code: .unknownMessageType, message: "unknown message type 0x\(String(rawType, radix: 16))"))
+            return .failure(
+                ProtocolError(
+                    code: .unknownMessageType, message: "unknown message type 0x\(String(rawType, radix: 16))"))
         }
         let body = UnsafeRawBufferPointer(rebasing: frame[FrameLayout.headerBytes...])
         let limits = self.limits
@@ -130,7 +136,8 @@ public final class FrameDecoder {
             return Self.decodeBody(body, type: type, limits: limits)
         }
         guard limits.allowCompressed else {
-            return .failure(ProtocolError(code: .compressionNotAllowed, message: "compressed frame before the handshake completed"))
+            return .failure(
+                ProtocolError(code: .compressionNotAllowed, message: "compressed frame before the handshake completed"))
         }
         lastFrameWasCompressed = true
         let inflater: Inflater
@@ -149,7 +156,9 @@ public final class FrameDecoder {
         }
     }
 
-    private static func decodeBody(_ body: UnsafeRawBufferPointer, type: MessageType, limits: DecoderLimits) -> Result<Message, ProtocolError> {
+    private static func decodeBody(
+        _ body: UnsafeRawBufferPointer, type: MessageType, limits: DecoderLimits
+    ) -> Result<Message, ProtocolError> {
         var reader = WireReader(body, limits: limits)
         do {
             return .success(try reader.body(of: type))

@@ -54,10 +54,12 @@ public final class FrameEncoder {
         var frame = writer.bytes
         let bodyCount = frame.count - FrameLayout.bodyOffset
         capacityHint = max(64, frame.count)
-        precondition(frame.count - FrameLayout.prefixBytes <= Int(UInt32.max), "FlowSyncProtocol: a frame must be under 4 GiB")
+        precondition(
+            frame.count - FrameLayout.prefixBytes <= Int(UInt32.max), "FlowSyncProtocol: a frame must be under 4 GiB")
 
         if !type.isNeverCompressed, bodyCount >= configuration.threshold, bodyCount > 1,
-           let compressed = compress(frame, bodyCount: bodyCount, type: type) {
+            let compressed = compress(frame, bodyCount: bodyCount, type: type)
+        {
             lastFrameWasCompressed = true
             return compressed
         }
@@ -83,7 +85,11 @@ public final class FrameEncoder {
             [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
                 let output = UnsafeMutableRawBufferPointer(buffer)
                 let input = UnsafeRawBufferPointer(rebasing: rawBytes[FrameLayout.bodyOffset...])
-                guard let n = deflater.compress(input, dictionary: dictionary, into: UnsafeMutableRawBufferPointer(rebasing: output[FrameLayout.bodyOffset...])) else {
+                guard
+                    let n = deflater.compress(
+                        input, dictionary: dictionary,
+                        into: UnsafeMutableRawBufferPointer(rebasing: output[FrameLayout.bodyOffset...]))
+                else {
                     count = 0
                     return
                 }

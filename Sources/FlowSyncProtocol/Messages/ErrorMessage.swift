@@ -15,7 +15,10 @@ public struct ErrorMessage: Hashable, Sendable {
     public var closesConnection: Bool
 
     /// Creates an error; the reaction defaults to the code's.
-    public init(code: ErrorCode, message: String, reaction: ClientReaction? = nil, listName: String? = nil, closesConnection: Bool = true) {
+    public init(
+        code: ErrorCode, message: String, reaction: ClientReaction? = nil, listName: String? = nil,
+        closesConnection: Bool = true
+    ) {
         self.code = code
         self.message = message
         self.reaction = reaction ?? code.reaction

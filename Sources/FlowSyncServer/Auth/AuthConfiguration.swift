@@ -30,7 +30,10 @@ public struct AuthConfiguration: Hashable, Sendable {
         /// Public key PEM read from a file.
         public var publicKeyFile: String?
 
-        public init(kid: String, algorithm: String, secret: String? = nil, secretFile: String? = nil, publicKeyPEM: String? = nil, publicKeyFile: String? = nil) {
+        public init(
+            kid: String, algorithm: String, secret: String? = nil, secretFile: String? = nil,
+            publicKeyPEM: String? = nil, publicKeyFile: String? = nil
+        ) {
             self.kid = kid
             self.algorithm = algorithm
             self.secret = secret
@@ -76,10 +79,14 @@ public struct AuthConfiguration: Hashable, Sendable {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         switch Int32(storage.ss_family) {
         case AF_INET:
-            var address = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr } }
+            var address = withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+            }
             guard inet_ntop(AF_INET, &address, &buffer, socklen_t(buffer.count)) != nil else { return nil }
         case AF_INET6:
-            var address = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr } }
+            var address = withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
+            }
             guard inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count)) != nil else { return nil }
         default:
             return nil
@@ -96,7 +103,10 @@ public struct AuthConfiguration: Hashable, Sendable {
     public func validate(host: String) -> (key: String, problem: String)? {
         let mode = effectiveMode(host: host)
         if mode == .off && !Self.isLoopback(host) && !allowOffBeyondLoopback {
-            return ("auth.mode", "\"off\" on \(host), which is not loopback: set auth.allow_off_beyond_loopback = true to force it")
+            return (
+                "auth.mode",
+                "\"off\" on \(host), which is not loopback: set auth.allow_off_beyond_loopback = true to force it"
+            )
         }
         if mode == .required && keys.isEmpty {
             return ("auth.keys", "auth is required (the default beyond loopback) but no [[auth.keys]] is configured")
@@ -124,10 +134,14 @@ public struct AuthConfiguration: Hashable, Sendable {
         case "leeway_seconds": leewaySeconds = try value.int(0...86_400)
         case "max_pending_handshakes": maxPendingHandshakes = try value.int(1...10_000_000)
         case "keys":
-            guard let array = value.value.array else { throw ConfigurationError(key: value.key, problem: "expected [[auth.keys]] tables") }
+            guard let array = value.value.array else {
+                throw ConfigurationError(key: value.key, problem: "expected [[auth.keys]] tables")
+            }
             keys = []
             for element in array {
-                guard let table = element.table else { throw ConfigurationError(key: value.key, problem: "expected [[auth.keys]] tables") }
+                guard let table = element.table else {
+                    throw ConfigurationError(key: value.key, problem: "expected [[auth.keys]] tables")
+                }
                 var parsed = Key(kid: "", algorithm: "")
                 for field in table.keys {
                     guard let raw = table[field] else { continue }

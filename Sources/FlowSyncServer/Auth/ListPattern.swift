@@ -12,7 +12,7 @@
 public struct ListPattern: Hashable, Sendable, CustomStringConvertible {
     private enum Kind: Hashable, Sendable {
         case exact(String)
-        case namespace(prefix: String)   // includes the trailing "/"
+        case namespace(prefix: String)  // includes the trailing "/"
         case everything
     }
 
@@ -21,7 +21,10 @@ public struct ListPattern: Hashable, Sendable, CustomStringConvertible {
     /// Parses a pattern; `nil` when it is malformed (empty, or `*` anywhere but the end
     /// of a `…/*` namespace or alone).
     public init?(_ text: String) {
-        if text == "*" { kind = .everything; return }
+        if text == "*" {
+            kind = .everything
+            return
+        }
         if text.isEmpty { return nil }
         if text.hasSuffix("/*") {
             let prefix = String(text.dropLast())
@@ -71,7 +74,8 @@ public struct AccessGrant: Hashable, Sendable {
     }
 
     /// The grant of every connection when `[auth] mode = "off"`.
-    public static let unrestricted = AccessGrant(subject: "", read: [ListPattern("*")!], write: [ListPattern("*")!], expiresAt: nil)
+    public static let unrestricted = AccessGrant(
+        subject: "", read: [ListPattern("*")!], write: [ListPattern("*")!], expiresAt: nil)
 
     /// Whether the holder may subscribe to `list` (and read its statistics).
     public func mayRead(_ list: String) -> Bool { read.contains { $0.matches(list) } }

@@ -57,7 +57,9 @@ public final class TokenVerifier: Sendable {
 
     /// Builds a verifier for `configuration`'s keys. `clock` gives the wall-clock time in
     /// seconds since 1970 (tests inject one).
-    public init(configuration: AuthConfiguration, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws(SetupError) {
+    public init(
+        configuration: AuthConfiguration, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    ) throws(SetupError) {
         var materials: [(String, String, KeyMaterial)] = []
         for key in configuration.keys {
             materials.append((key.kid, key.algorithm.uppercased(), try Self.material(for: key)))
@@ -65,7 +67,9 @@ public final class TokenVerifier: Sendable {
         let algorithms = Self.resolve(materials.map { ($0.0, $0.2) })
         var entries: [String: Entry] = [:]
         for (kid, name, _) in materials {
-            guard let algorithm = algorithms[kid] else { throw SetupError(problem: "key \"\(kid)\" could not be loaded") }
+            guard let algorithm = algorithms[kid] else {
+                throw SetupError(problem: "key \"\(kid)\" could not be loaded")
+            }
             entries[kid] = Entry(algorithmName: name, algorithm: algorithm)
         }
         self.entries = entries
@@ -80,8 +84,12 @@ public final class TokenVerifier: Sendable {
 
     /// Verifies `token` (the Hello's `authToken`).
     public func verify(_ token: String?) -> Result<AccessGrant, Rejection> {
-        guard let token, !token.isEmpty else { return .failure(Rejection(code: .authRequired, message: "this server requires a token")) }
-        func invalid(_ why: String) -> Result<AccessGrant, Rejection> { .failure(Rejection(code: .invalidToken, message: why)) }
+        guard let token, !token.isEmpty else {
+            return .failure(Rejection(code: .authRequired, message: "this server requires a token"))
+        }
+        func invalid(_ why: String) -> Result<AccessGrant, Rejection> {
+            .failure(Rejection(code: .invalidToken, message: why))
+        }
         let bytes = Array(token.utf8)
         let header: JWTHeader
         let claims: TokenClaims
@@ -91,7 +99,9 @@ public final class TokenVerifier: Sendable {
         } catch {
             return invalid("malformed token")
         }
-        guard let alg = header.alg, alg.lowercased() != "none" else { return invalid("unsigned tokens (alg none) are refused") }
+        guard let alg = header.alg, alg.lowercased() != "none" else {
+            return invalid("unsigned tokens (alg none) are refused")
+        }
         let kid: String
         if let named = header.kid {
             kid = named
@@ -130,7 +140,9 @@ public final class TokenVerifier: Sendable {
             write.append(pattern)
         }
         let now = clock()
-        if let nbf = claims.nbf?.value.timeIntervalSince1970, now + leeway < nbf { return invalid("token not valid yet (nbf)") }
+        if let nbf = claims.nbf?.value.timeIntervalSince1970, now + leeway < nbf {
+            return invalid("token not valid yet (nbf)")
+        }
         if now >= exp + leeway { return .failure(Rejection(code: .tokenExpired, message: "token expired")) }
         return .success(AccessGrant(subject: subject, read: read, write: write, expiresAt: exp + leeway))
     }
@@ -142,7 +154,8 @@ public final class TokenVerifier: Sendable {
         func text(inline: String?, file: String?, what: String) throws(SetupError) -> String {
             if let inline, file == nil { return inline }
             if let file, inline == nil {
-                guard let data = FileManager.default.contents(atPath: file), let s = String(data: data, encoding: .utf8) else {
+                guard let data = FileManager.default.contents(atPath: file), let s = String(data: data, encoding: .utf8)
+                else {
                     throw SetupError(problem: "cannot read \(what) file \(file)")
                 }
                 return s.trimmingCharacters(in: .newlines)
@@ -151,19 +164,31 @@ public final class TokenVerifier: Sendable {
         }
         switch key.algorithm.uppercased() {
         case "HS256", "HS384", "HS512":
-            guard key.publicKeyPEM == nil, key.publicKeyFile == nil else { throw SetupError(problem: "an HMAC key takes secret or secret_file, not a public key") }
+            guard key.publicKeyPEM == nil, key.publicKeyFile == nil else {
+                throw SetupError(problem: "an HMAC key takes secret or secret_file, not a public key")
+            }
             let secret = try text(inline: key.secret, file: key.secretFile, what: "secret")
             let digest: DigestAlgorithm
             let minimum: Int
             switch key.algorithm.uppercased() {
-            case "HS384": digest = .sha384; minimum = 48
-            case "HS512": digest = .sha512; minimum = 64
-            default: digest = .sha256; minimum = 32
+            case "HS384":
+                digest = .sha384
+                minimum = 48
+            case "HS512":
+                digest = .sha512
+                minimum = 64
+            default:
+                digest = .sha256
+                minimum = 32
             }
-            guard secret.utf8.count >= minimum else { throw SetupError(problem: "\(key.algorithm) needs a secret of at least \(minimum) bytes") }
+            guard secret.utf8.count >= minimum else {
+                throw SetupError(problem: "\(key.algorithm) needs a secret of at least \(minimum) bytes")
+            }
             return .hmac(HMACKey(from: secret), digest)
         case "ES256", "RS256":
-            guard key.secret == nil, key.secretFile == nil else { throw SetupError(problem: "\(key.algorithm) takes public_key_pem or public_key_file, not a secret") }
+            guard key.secret == nil, key.secretFile == nil else {
+                throw SetupError(problem: "\(key.algorithm) takes public_key_pem or public_key_file, not a secret")
+            }
             let pem = try text(inline: key.publicKeyPEM, file: key.publicKeyFile, what: "public_key_pem")
             do {
                 if key.algorithm.uppercased() == "ES256" { return .es256(try ES256PublicKey(pem: pem)) }

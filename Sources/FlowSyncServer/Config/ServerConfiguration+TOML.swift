@@ -4,7 +4,10 @@ import TOMLKit
 public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
     public let key: String
     public let problem: String
-    public init(key: String, problem: String) { self.key = key; self.problem = problem }
+    public init(key: String, problem: String) {
+        self.key = key
+        self.problem = problem
+    }
     public var description: String { key.isEmpty ? problem : "\(key): \(problem)" }
 }
 
@@ -18,7 +21,11 @@ extension ServerConfiguration {
         do {
             table = try TOMLTable(string: text)
         } catch let error as TOMLParseError {
-            throw ConfigurationError(key: "", problem: "TOML syntax error at line \(error.source.begin.line), column \(error.source.begin.column): \(error.description)")
+            throw ConfigurationError(
+                key: "",
+                problem:
+                    "TOML syntax error at line \(error.source.begin.line), column \(error.source.begin.column): \(error.description)"
+            )
         } catch {
             throw ConfigurationError(key: "", problem: "TOML syntax error: \(error)")
         }
@@ -44,7 +51,8 @@ extension ServerConfiguration {
                 case ("server", "unix_socket_mode"):
                     let text = try value.string()
                     guard let mode = Int(text, radix: 8), (0...0o777).contains(mode) else {
-                        throw ConfigurationError(key: value.key, problem: "\"\(text)\" is not an octal mode such as \"0660\"")
+                        throw ConfigurationError(
+                            key: value.key, problem: "\"\(text)\" is not an octal mode such as \"0660\"")
                     }
                     unixSocketMode = mode
                 case ("limits", "max_frame_bytes"): maxFrameBytes = try value.int(1_024...Int(UInt32.max))
@@ -102,7 +110,8 @@ extension ServerConfiguration {
                 case ("cluster", "lease_ms"): cluster.leaseMilliseconds = try value.int(300...600_000)
                 case ("auth", _): try auth.parse(key: key, value: value)
                 case ("tls", _): try tls.parse(key: key, value: value)
-                case ("server", _), ("storage", _), ("lists", _), ("limits", _), ("backpressure", _), ("history", _), ("ordering", _), ("compression", _), ("metrics", _), ("logging", _), ("cluster", _):
+                case ("server", _), ("storage", _), ("lists", _), ("limits", _), ("backpressure", _), ("history", _),
+                    ("ordering", _), ("compression", _), ("metrics", _), ("logging", _), ("cluster", _):
                     throw ConfigurationError(key: value.key, problem: "unknown key")
                 default:
                     throw ConfigurationError(key: sectionName, problem: "unknown section [\(sectionName)]")
@@ -130,23 +139,32 @@ struct ConfigValue {
 
     func int(_ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
         guard let i = value.int else { throw ConfigurationError(key: key, problem: "expected an integer") }
-        guard range.contains(i) else { throw ConfigurationError(key: key, problem: "\(i) is outside \(range.lowerBound)…\(range.upperBound)") }
+        guard range.contains(i) else {
+            throw ConfigurationError(key: key, problem: "\(i) is outside \(range.lowerBound)…\(range.upperBound)")
+        }
         return i
     }
 
-    func choice<T: RawRepresentable & CaseIterable>(_: T.Type) throws(ConfigurationError) -> T where T.RawValue == String {
+    func choice<T: RawRepresentable & CaseIterable>(_: T.Type) throws(ConfigurationError) -> T
+    where T.RawValue == String {
         let s = try string()
         guard let v = T(rawValue: s) else {
-            throw ConfigurationError(key: key, problem: "\"\(s)\" is not one of \(T.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))")
+            throw ConfigurationError(
+                key: key,
+                problem: "\"\(s)\" is not one of \(T.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))")
         }
         return v
     }
 
     func strings() throws(ConfigurationError) -> [String] {
-        guard let array = value.array else { throw ConfigurationError(key: key, problem: "expected an array of strings") }
+        guard let array = value.array else {
+            throw ConfigurationError(key: key, problem: "expected an array of strings")
+        }
         var result: [String] = []
         for element in array {
-            guard let s = element.string else { throw ConfigurationError(key: key, problem: "expected an array of strings") }
+            guard let s = element.string else {
+                throw ConfigurationError(key: key, problem: "expected an array of strings")
+            }
             result.append(s)
         }
         return result

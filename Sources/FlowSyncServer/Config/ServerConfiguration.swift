@@ -238,24 +238,38 @@ public struct ServerConfiguration: Hashable, Sendable {
 
     /// The file store's options from `[storage]`.
     public var fileStoreOptions: FileStore.Options {
-        FileStore.Options(fsync: fsyncPolicy, snapshotEveryBatches: snapshotEveryBatches, snapshotEveryBytes: snapshotEveryBytes, parallelSync: parallelSync,
-                          maxOpenLogs: maxOpenLogs)
+        FileStore.Options(
+            fsync: fsyncPolicy, snapshotEveryBatches: snapshotEveryBatches, snapshotEveryBytes: snapshotEveryBytes,
+            parallelSync: parallelSync,
+            maxOpenLogs: maxOpenLogs)
     }
 
     /// Checks cross-field rules; returns the offending key and why.
     public func validate() -> (key: String, problem: String)? {
         if port < 0 || port > 65_535 { return ("server.port", "must be 0…65535") }
         if metricsPort < 0 || metricsPort > 65_535 { return ("metrics.port", "must be 0…65535") }
-        if lowWatermarkBytes > highWatermarkBytes { return ("backpressure.low_watermark_bytes", "must not exceed high_watermark_bytes") }
-        if highWatermarkBytes > hardLimitBytes { return ("backpressure.high_watermark_bytes", "must not exceed hard_limit_bytes") }
+        if lowWatermarkBytes > highWatermarkBytes {
+            return ("backpressure.low_watermark_bytes", "must not exceed high_watermark_bytes")
+        }
+        if highWatermarkBytes > hardLimitBytes {
+            return ("backpressure.high_watermark_bytes", "must not exceed hard_limit_bytes")
+        }
         if !(0...9).contains(compressionLevel) { return ("compression.level", "must be 0…9") }
-        if preAuthMaxFrameBytes > maxFrameBytes { return ("limits.pre_auth_max_frame_bytes", "must not exceed max_frame_bytes") }
-        if storageEngine == .file && dataDirectory.isEmpty { return ("server.data_dir", "must not be empty with storage.engine = \"file\"") }
+        if preAuthMaxFrameBytes > maxFrameBytes {
+            return ("limits.pre_auth_max_frame_bytes", "must not exceed max_frame_bytes")
+        }
+        if storageEngine == .file && dataDirectory.isEmpty {
+            return ("server.data_dir", "must not be empty with storage.engine = \"file\"")
+        }
         if maxFrameBytes < 1_024 { return ("limits.max_frame_bytes", "must be at least 1024") }
-        if !Self.logLevels.contains(logLevel) { return ("logging.level", "must be one of \(Self.logLevels.joined(separator: ", "))") }
+        if !Self.logLevels.contains(logLevel) {
+            return ("logging.level", "must be one of \(Self.logLevels.joined(separator: ", "))")
+        }
         if let problem = auth.validate(host: host) { return problem }
         if let problem = tls.validate(host: host) { return problem }
-        if cluster.postgres?.isEmpty == true { return ("cluster.postgres", "must not be empty (remove the key to turn cluster mode off)") }
+        if cluster.postgres?.isEmpty == true {
+            return ("cluster.postgres", "must not be empty (remove the key to turn cluster mode off)")
+        }
         if cluster.isEnabled && cluster.node.isEmpty { return ("cluster.node", "is required with cluster.postgres") }
         if !cluster.isEnabled && !cluster.node.isEmpty { return ("cluster.node", "needs cluster.postgres") }
         if cluster.node.utf8.count > 200 { return ("cluster.node", "must be at most 200 bytes") }

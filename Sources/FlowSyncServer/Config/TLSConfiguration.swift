@@ -92,16 +92,25 @@ public struct TLSConfiguration: Hashable, Sendable {
     public func validate(host: String) -> (key: String, problem: String)? {
         let mode = effectiveMode(host: host)
         if mode == .off && !AuthConfiguration.isLoopback(host) && !allowPlaintextBeyondLoopback {
-            return ("tls.mode", "\"off\" on \(host), which is not loopback: tokens would cross the network in clear text; set tls.allow_plaintext_beyond_loopback = true to force it")
+            return (
+                "tls.mode",
+                "\"off\" on \(host), which is not loopback: tokens would cross the network in clear text; set tls.allow_plaintext_beyond_loopback = true to force it"
+            )
         }
         if mode == .required {
             if certificateFile == nil {
-                return ("tls.certificate_file", "TLS is required on \(host) (the default beyond loopback) but no certificate is configured")
+                return (
+                    "tls.certificate_file",
+                    "TLS is required on \(host) (the default beyond loopback) but no certificate is configured"
+                )
             }
             if keyFile == nil { return ("tls.key_file", "TLS is required on \(host) but no key is configured") }
         }
         if clientCertificates != .off && clientCAFile == nil {
-            return ("tls.client_ca_file", "client_certificates = \"\(clientCertificates.rawValue)\" needs the CA that signs them")
+            return (
+                "tls.client_ca_file",
+                "client_certificates = \"\(clientCertificates.rawValue)\" needs the CA that signs them"
+            )
         }
         var seen: Set<String> = []
         for principal in principals {
@@ -173,7 +182,9 @@ public struct TLSConfiguration: Hashable, Sendable {
         var patterns: [ListPattern] = []
         for text in try value.strings() {
             guard let pattern = ListPattern(text) else {
-                throw ConfigurationError(key: value.key, problem: "\"\(text)\" is not a list pattern (a name, a namespace \"a/b/*\", or \"*\")")
+                throw ConfigurationError(
+                    key: value.key,
+                    problem: "\"\(text)\" is not a list pattern (a name, a namespace \"a/b/*\", or \"*\")")
             }
             patterns.append(pattern)
         }

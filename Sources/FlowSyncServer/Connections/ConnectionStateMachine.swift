@@ -79,8 +79,6 @@ struct ConnectionStateMachine {
         }
     }
 
-
-
     /// When and why the close began, once closing.
     var closing: Closing? {
         if case .closing(let closing) = state { return closing }
@@ -116,7 +114,8 @@ struct ConnectionStateMachine {
         case .closing:
             return
         case .verifyingHello, .ready, .modifying:
-            preconditionFailure("Internal inconsistency in ConnectionStateMachine: a transport authenticated after the Hello")
+            preconditionFailure(
+                "Internal inconsistency in ConnectionStateMachine: a transport authenticated after the Hello")
         }
     }
 
@@ -126,7 +125,9 @@ struct ConnectionStateMachine {
         case .closing:
             return .none
         case .verifyingHello:
-            preconditionFailure("Internal inconsistency in ConnectionStateMachine: a message arrived while the Hello's token was being verified")
+            preconditionFailure(
+                "Internal inconsistency in ConnectionStateMachine: a message arrived while the Hello's token was being verified"
+            )
         case .modifying:
             preconditionFailure("Internal inconsistency in ConnectionStateMachine: a message arrived while modifying")
         case .awaitingHello(let awaiting):
@@ -136,10 +137,14 @@ struct ConnectionStateMachine {
             let low = max(hello.minVersion, Self.supportedVersions.lowerBound)
             let high = min(hello.maxVersion, Self.supportedVersions.upperBound)
             guard low <= high else {
-                return close(.unsupportedProtocolVersion, "client speaks \(hello.minVersion)…\(hello.maxVersion), server \(Self.supportedVersions.lowerBound)…\(Self.supportedVersions.upperBound)", now: now)
+                return close(
+                    .unsupportedProtocolVersion,
+                    "client speaks \(hello.minVersion)…\(hello.maxVersion), server \(Self.supportedVersions.lowerBound)…\(Self.supportedVersions.upperBound)",
+                    now: now)
             }
             guard !hello.clientID.isEmpty else {
-                return close(.malformedFrame, "Hello needs a non-empty client ID (it makes retried writes idempotent)", now: now)
+                return close(
+                    .malformedFrame, "Hello needs a non-empty client ID (it makes retried writes idempotent)", now: now)
             }
             var session = Session(clientID: hello.clientID, clientName: hello.clientName, protocolVersion: high)
             if let grant = awaiting.transportGrant {
@@ -158,7 +163,10 @@ struct ConnectionStateMachine {
             return .verifyToken(hello.authToken)
         case .ready:
             let configuration = configuration
-            let action = withReady { ready, subscriptions in Self.receivedWhenReady(message, &ready, &subscriptions, configuration) } ?? .none
+            let action =
+                withReady { ready, subscriptions in
+                    Self.receivedWhenReady(message, &ready, &subscriptions, configuration)
+                } ?? .none
             // A protocol violation ends the ready state (and its subscriptions) here.
             if case .close(let error, _) = action { return close(error.code, error.message, now: now) }
             return action
@@ -186,7 +194,10 @@ struct ConnectionStateMachine {
                 return close(rejection.code, "refresh refused: \(rejection.message)", now: now)
             case .success(let grant):
                 guard grant.subject == ready.session.grant.subject else {
-                    return close(.forbidden, "a refreshed token must have the same sub (\"\(grant.subject)\" is not \"\(ready.session.grant.subject)\")", now: now)
+                    return close(
+                        .forbidden,
+                        "a refreshed token must have the same sub (\"\(grant.subject)\" is not \"\(ready.session.grant.subject)\")",
+                        now: now)
                 }
                 return withReady { ready, subscriptions in
                     ready.refreshing = false
@@ -199,7 +210,8 @@ struct ConnectionStateMachine {
         case .closing:
             return .none
         case .awaitingHello, .ready, .modifying:
-            preconditionFailure("Internal inconsistency in ConnectionStateMachine: a token verified that nobody asked for")
+            preconditionFailure(
+                "Internal inconsistency in ConnectionStateMachine: a token verified that nobody asked for")
         }
     }
 
@@ -209,11 +221,15 @@ struct ConnectionStateMachine {
     @discardableResult
     mutating func subscriptionStarted(_ list: String, flow: SubscriptionFlow) -> Int {
         let slot: Int? = withReady { _, subscriptions in
-            precondition(subscriptions[list] == nil, "Internal inconsistency in ConnectionStateMachine: \"\(list)\" subscribed twice")
+            precondition(
+                subscriptions[list] == nil,
+                "Internal inconsistency in ConnectionStateMachine: \"\(list)\" subscribed twice")
             return subscriptions.insert(flow, for: list)
         }
         guard let slot else {
-            preconditionFailure("Internal inconsistency in ConnectionStateMachine: a subscription started on a connection that is not ready")
+            preconditionFailure(
+                "Internal inconsistency in ConnectionStateMachine: a subscription started on a connection that is not ready"
+            )
         }
         return slot
     }
@@ -222,7 +238,8 @@ struct ConnectionStateMachine {
     /// no subscription; the client gets a non-fatal `unknownList`.
     mutating func listNotFound(_ list: String) -> Action {
         guard isReady else { return .none }
-        return .sendError(ErrorMessage(code: .unknownList, message: "no list \"\(list)\"", listName: list, closesConnection: false))
+        return .sendError(
+            ErrorMessage(code: .unknownList, message: "no list \"\(list)\"", listName: list, closesConnection: false))
     }
 
     /// Changes the flow of the subscription to `list` in place; `nil` when not subscribed.
@@ -266,7 +283,9 @@ struct ConnectionStateMachine {
             }
             let heartbeat = configuration.heartbeatMilliseconds
             if heartbeat > 0, now &- ready.lastReceivedAt > 2 * heartbeat {
-                return close(.heartbeatTimeout, "nothing received for \(now &- ready.lastReceivedAt) ms (heartbeat \(heartbeat) ms)", now: now)
+                return close(
+                    .heartbeatTimeout,
+                    "nothing received for \(now &- ready.lastReceivedAt) ms (heartbeat \(heartbeat) ms)", now: now)
             }
             return .none
         default:
@@ -304,35 +323,59 @@ struct ConnectionStateMachine {
 
     /// A message on a ready connection. Static: it runs inside ``withReady(_:)``, which
     /// holds `self` exclusively.
-    private static func receivedWhenReady(_ message: Message, _ ready: inout Ready, _ subscriptions: inout SubscriptionTable, _ configuration: Configuration) -> Action {
+    private static func receivedWhenReady(
+        _ message: Message, _ ready: inout Ready, _ subscriptions: inout SubscriptionTable,
+        _ configuration: Configuration
+    ) -> Action {
         switch message {
         case .subscribe(let request):
             if let problem = checkListName(request.listName, configuration) { return .sendError(problem) }
             // Deny by default, and before anything else is learnt about the list.
             guard ready.session.grant.mayRead(request.listName) else {
-                return .sendError(ErrorMessage(code: .forbidden, message: "the token does not grant reading \"\(request.listName)\"", listName: request.listName, closesConnection: false))
+                return .sendError(
+                    ErrorMessage(
+                        code: .forbidden, message: "the token does not grant reading \"\(request.listName)\"",
+                        listName: request.listName, closesConnection: false))
             }
             if subscriptions[request.listName] != nil {
-                return .sendError(ErrorMessage(code: .alreadySubscribed, message: "already subscribed to \"\(request.listName)\"", listName: request.listName, closesConnection: false))
+                return .sendError(
+                    ErrorMessage(
+                        code: .alreadySubscribed, message: "already subscribed to \"\(request.listName)\"",
+                        listName: request.listName, closesConnection: false))
             }
             if subscriptions.count >= configuration.maxListsPerConnection {
-                return .sendError(ErrorMessage(code: .tooManyLists, message: "at most \(configuration.maxListsPerConnection) lists per connection", listName: request.listName, closesConnection: false))
+                return .sendError(
+                    ErrorMessage(
+                        code: .tooManyLists,
+                        message: "at most \(configuration.maxListsPerConnection) lists per connection",
+                        listName: request.listName, closesConnection: false))
             }
             // Recorded when the shell answers with subscriptionStarted (with its flow).
             return .subscribe(request)
         case .unsubscribe(let request):
             guard subscriptions.removeValue(forKey: request.listName) != nil else {
-                return .sendError(ErrorMessage(code: .notSubscribed, message: "not subscribed to \"\(request.listName)\"", listName: request.listName, closesConnection: false))
+                return .sendError(
+                    ErrorMessage(
+                        code: .notSubscribed, message: "not subscribed to \"\(request.listName)\"",
+                        listName: request.listName, closesConnection: false))
             }
             return .unsubscribe(listName: request.listName)
         case .mutate(let mutate):
             if let problem = checkListName(mutate.listName, configuration) { return .sendError(problem) }
             guard mutate.clientID == ready.session.clientID else {
-                return .sendError(ErrorMessage(code: .forbidden, message: "mutation client ID \"\(mutate.clientID)\" differs from the handshake's \"\(ready.session.clientID)\"", listName: mutate.listName, closesConnection: false))
+                return .sendError(
+                    ErrorMessage(
+                        code: .forbidden,
+                        message:
+                            "mutation client ID \"\(mutate.clientID)\" differs from the handshake's \"\(ready.session.clientID)\"",
+                        listName: mutate.listName, closesConnection: false))
             }
             guard ready.session.grant.mayWrite(mutate.listName) else {
                 // A Reject (not an Error) so the writer learns which write failed.
-                return .reject(Reject(listName: mutate.listName, seq: mutate.seq, code: .forbidden, message: "the token does not grant writing \"\(mutate.listName)\""))
+                return .reject(
+                    Reject(
+                        listName: mutate.listName, seq: mutate.seq, code: .forbidden,
+                        message: "the token does not grant writing \"\(mutate.listName)\""))
             }
             return .mutate(mutate)
         case .ping(let ping):
@@ -347,20 +390,28 @@ struct ConnectionStateMachine {
             return .verifyToken(refresh.token)
         case .statsRequest(let request):
             if let name = request.listName, !ready.session.grant.mayRead(name) {
-                return .sendError(ErrorMessage(code: .forbidden, message: "the token does not grant reading \"\(name)\"", listName: name, closesConnection: false))
+                return .sendError(
+                    ErrorMessage(
+                        code: .forbidden, message: "the token does not grant reading \"\(name)\"", listName: name,
+                        closesConnection: false))
             }
             return .stats(request, grant: ready.session.grant)
         case .backupRequest(let request):
             // A backup holds every list, including lists created later: only a grant
             // that reads every list may take one (docs/SECURITY.md).
             guard ready.session.grant.read.contains(where: { $0.description == "*" }) else {
-                return .sendBackupReply(BackupReply(requestID: request.requestID, failure: .forbidden, message: "a backup needs a token that may read every list (read: [\"*\"])"))
+                return .sendBackupReply(
+                    BackupReply(
+                        requestID: request.requestID, failure: .forbidden,
+                        message: "a backup needs a token that may read every list (read: [\"*\"])"))
             }
             return .backup(request)
         case .hello:
             return .close(ErrorMessage(code: .unexpectedMessage, message: "Hello after the handshake"), leaving: [])
         case .welcome, .snapshot, .diff, .ack, .reject, .notice, .statsReply, .backupReply, .error:
-            return .close(ErrorMessage(code: .unexpectedMessage, message: "\(message.type) is sent by servers, not clients"), leaving: [])
+            return .close(
+                ErrorMessage(code: .unexpectedMessage, message: "\(message.type) is sent by servers, not clients"),
+                leaving: [])
         }
     }
 
@@ -386,7 +437,9 @@ struct ConnectionStateMachine {
 
     private static func checkListName(_ name: String, _ configuration: Configuration) -> ErrorMessage? {
         if name.isEmpty || name.utf8.count > configuration.maxListNameBytes {
-            return ErrorMessage(code: .limitExceeded, message: "list name must be 1…\(configuration.maxListNameBytes) bytes", listName: name, closesConnection: false)
+            return ErrorMessage(
+                code: .limitExceeded, message: "list name must be 1…\(configuration.maxListNameBytes) bytes",
+                listName: name, closesConnection: false)
         }
         return nil
     }

@@ -76,9 +76,12 @@ struct RingSendStateMachine {
     ///   - libuvQueuedBytes: what libuv still holds for the socket (rule 1).
     ///   - socketClosing: the socket is closing (libuv reports the error).
     ///   - maxFrames: most frames (iovecs) in one send; the rest go to libuv after it.
-    mutating func flushStarted(frameSizes: some Collection<Int>, libuvQueuedBytes: Int, socketClosing: Bool, maxFrames: Int) -> FlushAction {
+    mutating func flushStarted(
+        frameSizes: some Collection<Int>, libuvQueuedBytes: Int, socketClosing: Bool, maxFrames: Int
+    ) -> FlushAction {
         guard case .idle = state else {
-            preconditionFailure("Internal inconsistency in RingSendStateMachine: a flush began while a send was submitted")
+            preconditionFailure(
+                "Internal inconsistency in RingSendStateMachine: a flush began while a send was submitted")
         }
         precondition(maxFrames > 0, "Internal inconsistency in RingSendStateMachine: maxFrames must be positive")
         guard !frameSizes.isEmpty else { return .nothing }
@@ -103,16 +106,21 @@ struct RingSendStateMachine {
         guard case .submitted(let frames, let bytes, let queuedFrames) = state else {
             preconditionFailure("Internal inconsistency in RingSendStateMachine: a completion without a submitted send")
         }
-        precondition(frameSizes.count == queuedFrames, "Internal inconsistency in RingSendStateMachine: the queue changed while its send was in the ring")
+        precondition(
+            frameSizes.count == queuedFrames,
+            "Internal inconsistency in RingSendStateMachine: the queue changed while its send was in the ring")
         state = .idle
         if result < 0 {
             // Would block (the socket buffer is full) or interrupted: nothing was sent,
             // libuv writes everything in order (rule 3).
-            if Self.retryableErrors.contains(result) { return .writeRemainderWithLibuv(from: Position(frame: 0, offset: 0)) }
+            if Self.retryableErrors.contains(result) {
+                return .writeRemainderWithLibuv(from: Position(frame: 0, offset: 0))
+            }
             return .fail(errno: result)
         }
         let sent = Int(result)
-        precondition(sent <= bytes, "Internal inconsistency in RingSendStateMachine: \(sent) bytes sent of \(bytes) submitted")
+        precondition(
+            sent <= bytes, "Internal inconsistency in RingSendStateMachine: \(sent) bytes sent of \(bytes) submitted")
         if sent == bytes {
             return frames == queuedFrames ? .done : .writeRemainderWithLibuv(from: Position(frame: frames, offset: 0))
         }

@@ -86,7 +86,10 @@ struct SubscriptionTable {
     /// - Complexity: O(1).
     @inline(__always)
     mutating func updateFlow<R>(inSlot slot: Int, of list: String, _ body: (inout SubscriptionFlow) -> R) -> R {
-        assert(slotNames[slot] == list, "Internal inconsistency in SubscriptionTable: slot \(slot) holds \(slotNames[slot] ?? "nothing"), not \"\(list)\"")
+        assert(
+            slotNames[slot] == list,
+            "Internal inconsistency in SubscriptionTable: slot \(slot) holds \(slotNames[slot] ?? "nothing"), not \"\(list)\""
+        )
         guard flows[slot] != nil else {
             preconditionFailure("Internal inconsistency in SubscriptionTable: a free slot used (\(slot))")
         }

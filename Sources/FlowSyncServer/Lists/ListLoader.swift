@@ -19,7 +19,9 @@ final class ListLoader: Sendable {
     private let chores = DispatchQueue(label: "flowsync.list-loader.chores", qos: .utility)
 
     init(workers: Int = 2) {
-        self.workers = (0..<max(1, workers)).map { DispatchQueue(label: "flowsync.list-loader.\($0)", qos: .userInitiated) }
+        self.workers = (0..<max(1, workers)).map {
+            DispatchQueue(label: "flowsync.list-loader.\($0)", qos: .userInitiated)
+        }
     }
 
     /// Runs `job` on a worker, then `completion` with its outcome on `loop`'s thread,

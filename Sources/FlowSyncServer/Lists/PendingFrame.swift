@@ -69,7 +69,8 @@ final class PendingFrame {
     /// A batch was committed after ``reach``; keep its frame for the waiting subscribers.
     func hold(from: ListVersion, to: ListVersion, frame: [UInt8]) {
         guard !overflowed else { return }
-        precondition(from == reach, "Internal inconsistency in PendingFrame: batch from \(from), build reaches \(reach)")
+        precondition(
+            from == reach, "Internal inconsistency in PendingFrame: batch from \(from), build reaches \(reach)")
         held.append(HeldBatch(from: from, to: to, frame: frame))
         heldBytes += frame.count
         if heldBytes > maxHeldBytes {

@@ -50,7 +50,9 @@ struct SubscriptionFlow {
     }
 
     /// A batch `from → to` was committed; `queued` is the connection's queued bytes now.
-    mutating func batchCommitted(from: ListVersion, to: ListVersion, queued: Int, policy: BackpressurePolicy) -> Decision {
+    mutating func batchCommitted(
+        from: ListVersion, to: ListVersion, queued: Int, policy: BackpressurePolicy
+    ) -> Decision {
         switch state {
         case .awaitingFrame:
             return .held
@@ -90,7 +92,9 @@ struct SubscriptionFlow {
     /// The subscriber missed batches it can no longer get one by one (too many were
     /// held while its first frame was built): it catches up like a slow consumer.
     mutating func fellBehind() {
-        guard state == .live else { preconditionFailure("Internal inconsistency in SubscriptionFlow: fell behind in state \(state)") }
+        guard state == .live else {
+            preconditionFailure("Internal inconsistency in SubscriptionFlow: fell behind in state \(state)")
+        }
         state = .lagging
     }
 

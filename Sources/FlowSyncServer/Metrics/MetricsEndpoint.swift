@@ -55,7 +55,8 @@ public final class MetricsEndpoint {
 
     private static func endOfHead(_ bytes: [UInt8]) -> Int? {
         guard bytes.count >= 4 else { return nil }
-        for i in 0...(bytes.count - 4) where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
+        for i in 0...(bytes.count - 4)
+        where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
             return i
         }
         return nil
@@ -72,12 +73,18 @@ public final class MetricsEndpoint {
         let path = requestLine[1].split(separator: "?", maxSplits: 1).first.map(String.init) ?? ""
         guard path == "/metrics" else { return reply(404, "Not Found", [], on: connection) }
         let payload = body()
-        reply(200, "OK", requestLine[0] == "HEAD" ? [] : payload, length: payload.count, contentType: "text/plain; version=0.0.4; charset=utf-8", on: connection)
+        reply(
+            200, "OK", requestLine[0] == "HEAD" ? [] : payload, length: payload.count,
+            contentType: "text/plain; version=0.0.4; charset=utf-8", on: connection)
     }
 
-    private func reply(_ status: Int, _ reason: String, _ payload: [UInt8], length: Int? = nil, contentType: String = "text/plain; charset=utf-8", on connection: TCPConnection) {
+    private func reply(
+        _ status: Int, _ reason: String, _ payload: [UInt8], length: Int? = nil,
+        contentType: String = "text/plain; charset=utf-8", on connection: TCPConnection
+    ) {
         connection.onRead = nil
-        let head = "HTTP/1.1 \(status) \(reason)\r\nContent-Type: \(contentType)\r\nContent-Length: \(length ?? payload.count)\r\nConnection: close\r\n\r\n"
+        let head =
+            "HTTP/1.1 \(status) \(reason)\r\nContent-Type: \(contentType)\r\nContent-Length: \(length ?? payload.count)\r\nConnection: close\r\n\r\n"
         _ = try? connection.write([Array(head.utf8), payload])
         connection.shutdownAndClose()
     }

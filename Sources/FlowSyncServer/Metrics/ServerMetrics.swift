@@ -1,4 +1,5 @@
 import Metrics
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -89,14 +90,16 @@ final class ServerMetrics {
     func connectionClosed(code: UInt16?) {
         let key = code ?? 0
         if closedByReason[key] == nil {
-            closedByReason[key] = Counter(label: "flowsync_connections_closed_total", dimensions: [("reason", code.map { "\($0)" } ?? "peer")])
+            closedByReason[key] = Counter(
+                label: "flowsync_connections_closed_total", dimensions: [("reason", code.map { "\($0)" } ?? "peer")])
         }
         closedByReason[key]!.increment()
     }
 
     func mutationRejected(code: UInt16) {
         if rejectedByCode[code] == nil {
-            rejectedByCode[code] = Counter(label: "flowsync_mutations_rejected_total", dimensions: [("code", "\(code)")])
+            rejectedByCode[code] = Counter(
+                label: "flowsync_mutations_rejected_total", dimensions: [("code", "\(code)")])
         }
         rejectedByCode[code]!.increment()
     }
@@ -106,7 +109,8 @@ final class ServerMetrics {
     func catchUp(outcome: String, cause: String) {
         let key = "\(outcome)/\(cause)"
         if resumes[key] == nil {
-            resumes[key] = Counter(label: "flowsync_catchups_total", dimensions: [("outcome", outcome), ("cause", cause)])
+            resumes[key] = Counter(
+                label: "flowsync_catchups_total", dimensions: [("outcome", outcome), ("cause", cause)])
         }
         resumes[key]!.increment()
     }

@@ -31,7 +31,8 @@ struct TLSEvents {
     private var handshakesByVersion: [String: Counter] = [:]
     private var failuresByReason: [String: Counter] = [:]
     private let loadsOK = Counter(label: "flowsync_tls_certificate_loads_total", dimensions: [("result", "ok")])
-    private let loadsRefused = Counter(label: "flowsync_tls_certificate_loads_total", dimensions: [("result", "refused")])
+    private let loadsRefused = Counter(
+        label: "flowsync_tls_certificate_loads_total", dimensions: [("result", "refused")])
     private let expiry = Gauge(label: "flowsync_tls_certificate_expiry_timestamp_seconds")
 
     /// A handshake completed with `version` (`TLSv1.3`, …).
@@ -39,7 +40,8 @@ struct TLSEvents {
         statistics.handshakes += 1
         statistics.handshakesByVersion[version, default: 0] += 1
         if handshakesByVersion[version] == nil {
-            handshakesByVersion[version] = Counter(label: "flowsync_tls_handshakes_total", dimensions: [("version", version)])
+            handshakesByVersion[version] = Counter(
+                label: "flowsync_tls_handshakes_total", dimensions: [("version", version)])
         }
         handshakesByVersion[version]!.increment()
     }

@@ -14,13 +14,18 @@ extension Server {
         if let statistics = tls?.events.statistics {
             ended = statistics.handshakes + statistics.failuresByReason.values.reduce(0, +)
         }
-        guard let burst = housekeeping.trim.burstToTrim(
-            now: now, handshakesEnded: ended, handshakesWaiting: tls?.pacer.hasWaiting ?? false, queuedBytes: total)
+        guard
+            let burst = housekeeping.trim.burstToTrim(
+                now: now, handshakesEnded: ended, handshakesWaiting: tls?.pacer.hasWaiting ?? false, queuedBytes: total)
         else { return }
         #if canImport(Glibc)
         // Timed because the trim holds the loop (a walk of the free chunks).
         let took = ContinuousClock().measure { _ = glibcMallocTrim(0) }
-        logger.info("allocator trimmed after \(burst)", metadata: ["trim_us": "\(took.components.attoseconds / 1_000_000_000_000 + took.components.seconds * 1_000_000)"])
+        logger.info(
+            "allocator trimmed after \(burst)",
+            metadata: [
+                "trim_us": "\(took.components.attoseconds / 1_000_000_000_000 + took.components.seconds * 1_000_000)"
+            ])
         #endif
         events.memoryTrimmed()
     }

@@ -66,7 +66,9 @@ extension Server {
         {
             logger.info(
                 "stored lists check progress",
-                metadata: ["lists": "\(state.checked)", "damaged": "\(state.damaged)", "ms": "\(loop.now - state.startedAt)"])
+                metadata: [
+                    "lists": "\(state.checked)", "damaged": "\(state.damaged)", "ms": "\(loop.now - state.startedAt)",
+                ])
         }
         for finding in progress.findings { storedListFound(finding, store: store, repair: repair) }
         let stopping = lifecycle.isShuttingDown || storageFailure != nil
@@ -96,7 +98,9 @@ extension Server {
         let corrupt = finding.error.isCorruption
         logger.error(
             corrupt
-                ? (repair ? "stored list damaged: its load will repair it (--repair)" : "stored list damaged: refused until repaired (the other lists are served)")
+                ? (repair
+                    ? "stored list damaged: its load will repair it (--repair)"
+                    : "stored list damaged: refused until repaired (the other lists are served)")
                 : "stored list unreadable: its load will retry",
             metadata: [
                 "flowsync.list": "\(finding.listName ?? "?")", "directory": "lists/\(finding.directory)",

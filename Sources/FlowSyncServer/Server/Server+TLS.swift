@@ -3,6 +3,7 @@ import FlowSyncLoop
 import FlowSyncTLS
 import Foundation
 import Logging
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -65,13 +66,20 @@ extension Server {
         guard let options = new.serverOptions else {
             tls.events.refused()
             logger.error("reload: [tls] has no certificate_file or key_file; the running certificate stays")
-            return (configuration.tls, ["tls: refused (no certificate_file or key_file), the running certificate stays"])
+            return (
+                configuration.tls, ["tls: refused (no certificate_file or key_file), the running certificate stays"]
+            )
         }
         do {
             let context = try TLSContext.server(options)
             tls.replace(context, configuration: new)
             logger.notice("reload: TLS certificate loaded", metadata: Self.describe(context, new))
-            return (new, ["tls: certificate \(context.certificateSubject ?? "?") expiring \(Self.date(context.certificateExpiry))"])
+            return (
+                new,
+                [
+                    "tls: certificate \(context.certificateSubject ?? "?") expiring \(Self.date(context.certificateExpiry))"
+                ]
+            )
         } catch {
             tls.events.refused()
             logger.error("reload: TLS certificate refused, the running one stays", metadata: ["error": "\(error)"])
@@ -85,7 +93,8 @@ extension Server {
     func attachTLS(to connection: Connection, tcp: TCPConnection) {
         guard let tls, !tcp.isUnixSocket else { return }
         do {
-            connection.tls = try TLSChannel(context: tls.context, configuration: tls.channelConfiguration, scratch: tls.scratch)
+            connection.tls = try TLSChannel(
+                context: tls.context, configuration: tls.channelConfiguration, scratch: tls.scratch)
         } catch {
             // Only out of memory: the connection goes as if the peer had left.
             connection.logger.error("TLS session not created", metadata: ["error": "\(error)"])
@@ -173,7 +182,9 @@ extension Server {
         guard let tls else { return }
         tls.pacer.turnStarted()
         while let id = tls.pacer.next() {
-            guard let connection = connections[id], let channel = connection.tls, channel.machine.isHandshaking else { continue }
+            guard let connection = connections[id], let channel = connection.tls, channel.machine.isHandshaking else {
+                continue
+            }
             var io = TLSReader(server: self, connection: connection)
             let started = outbox.clock()
             channel.continueHandshake(&io)
@@ -198,8 +209,9 @@ extension Server {
         {
             // The certificate authenticates the connection: its grant, until it expires.
             connection.machine.transportAuthenticated(
-                AccessGrant(subject: principal.name, read: principal.read, write: principal.write,
-                            expiresAt: info.peerCertificateExpiry))
+                AccessGrant(
+                    subject: principal.name, read: principal.read, write: principal.write,
+                    expiresAt: info.peerCertificateExpiry))
             tls?.events.principalAuthenticated()
         }
         connection.logger.debug(

@@ -111,7 +111,8 @@ struct ServerLifecycle {
     /// The store's lists were recovered.
     mutating func recovered() {
         guard case .created = state else {
-            preconditionFailure("Internal inconsistency in ServerLifecycle: recovered in state \(name) (recover() called twice)")
+            preconditionFailure(
+                "Internal inconsistency in ServerLifecycle: recovered in state \(name) (recover() called twice)")
         }
         state = .recovered
     }

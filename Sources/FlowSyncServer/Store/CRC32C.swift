@@ -30,30 +30,49 @@ public enum CRC32C {
         var c = ~crc
         tables.withUnsafeBufferPointer { t in
             let t0 = t[0], t1 = t[1], t2 = t[2], t3 = t[3], t4 = t[4], t5 = t[5], t6 = t[6], t7 = t[7]
-            t0.withUnsafeBufferPointer { t0 in t1.withUnsafeBufferPointer { t1 in t2.withUnsafeBufferPointer { t2 in
-            t3.withUnsafeBufferPointer { t3 in t4.withUnsafeBufferPointer { t4 in t5.withUnsafeBufferPointer { t5 in
-            t6.withUnsafeBufferPointer { t6 in t7.withUnsafeBufferPointer { t7 in
-                var i = 0
-                let n = bytes.count
-                while n - i >= 8 {
-                    let lo = UInt32(bytes[i]) | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2]) << 16 | UInt32(bytes[i + 3]) << 24
-                    let a = c ^ lo
-                    c = t7[Int(a & 0xFF)] ^ t6[Int((a >> 8) & 0xFF)] ^ t5[Int((a >> 16) & 0xFF)] ^ t4[Int(a >> 24)]
-                        ^ t3[Int(bytes[i + 4])] ^ t2[Int(bytes[i + 5])] ^ t1[Int(bytes[i + 6])] ^ t0[Int(bytes[i + 7])]
-                    i += 8
+            t0.withUnsafeBufferPointer { t0 in
+                t1.withUnsafeBufferPointer { t1 in
+                    t2.withUnsafeBufferPointer { t2 in
+                        t3.withUnsafeBufferPointer { t3 in
+                            t4.withUnsafeBufferPointer { t4 in
+                                t5.withUnsafeBufferPointer { t5 in
+                                    t6.withUnsafeBufferPointer { t6 in
+                                        t7.withUnsafeBufferPointer { t7 in
+                                            var i = 0
+                                            let n = bytes.count
+                                            while n - i >= 8 {
+                                                let lo =
+                                                    UInt32(bytes[i]) | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+                                                    << 16 | UInt32(bytes[i + 3]) << 24
+                                                let a = c ^ lo
+                                                c =
+                                                    t7[Int(a & 0xFF)] ^ t6[Int((a >> 8) & 0xFF)]
+                                                    ^ t5[Int((a >> 16) & 0xFF)] ^ t4[Int(a >> 24)]
+                                                    ^ t3[Int(bytes[i + 4])] ^ t2[Int(bytes[i + 5])]
+                                                    ^ t1[Int(bytes[i + 6])] ^ t0[Int(bytes[i + 7])]
+                                                i += 8
+                                            }
+                                            while i < n {
+                                                c = t0[Int((c ^ UInt32(bytes[i])) & 0xFF)] ^ (c >> 8)
+                                                i += 1
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
                 }
-                while i < n {
-                    c = t0[Int((c ^ UInt32(bytes[i])) & 0xFF)] ^ (c >> 8)
-                    i += 1
-                }
-            } } } } } } } }
+            }
         }
         return ~c
     }
 
     /// The checksum of `bytes`.
-    public static func checksum<C: Collection>(_ bytes: C, continuing crc: UInt32 = 0) -> UInt32 where C.Element == UInt8 {
-        if let result = bytes.withContiguousStorageIfAvailable({ checksum(UnsafeRawBufferPointer($0), continuing: crc) }) {
+    public static func checksum<C: Collection>(_ bytes: C, continuing crc: UInt32 = 0) -> UInt32
+    where C.Element == UInt8 {
+        if let result = bytes.withContiguousStorageIfAvailable({ checksum(UnsafeRawBufferPointer($0), continuing: crc) }
+        ) {
             return result
         }
         return Array(bytes).withUnsafeBytes { checksum($0, continuing: crc) }

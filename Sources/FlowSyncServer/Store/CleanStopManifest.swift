@@ -86,7 +86,9 @@ struct CleanStopManifest: Equatable {
             throw .damaged("clean-stop manifest fails its checksum", at: bytes.count - 4)
         }
         var r = StoreReader(Array(bytes[0..<(bytes.count - 4)]))
-        guard let magic = r.bytes(8), magic == Self.magic else { throw .damaged("not a FlowSync clean-stop manifest (bad magic)") }
+        guard let magic = r.bytes(8), magic == Self.magic else {
+            throw .damaged("not a FlowSync clean-stop manifest (bad magic)")
+        }
         guard let format = r.u16(), format == formatVersion else {
             throw .damaged("clean-stop manifest format is not \(formatVersion), the one this flowsyncd reads", at: 8)
         }
@@ -98,14 +100,24 @@ struct CleanStopManifest: Equatable {
         for _ in 0..<listCount {
             let at = r.offset
             guard let directory = r.string16(), let name = r.string16(), let epoch = r.u64(), let version = r.u64(),
-                  let fileCount = r.u32() else { throw .damaged("clean-stop manifest truncated", at: at) }
-            guard !directory.isEmpty, !directory.contains("/"), directory != ".", directory != "..", directories.insert(directory).inserted else {
-                throw .damaged("clean-stop manifest names list directory \"\(directory)\" twice or not as a directory entry", at: at)
+                let fileCount = r.u32()
+            else { throw .damaged("clean-stop manifest truncated", at: at) }
+            guard !directory.isEmpty, !directory.contains("/"), directory != ".", directory != "..",
+                directories.insert(directory).inserted
+            else {
+                throw .damaged(
+                    "clean-stop manifest names list directory \"\(directory)\" twice or not as a directory entry",
+                    at: at)
             }
             let files = try Self.readFiles(fileCount, from: &r)
-            lists.append(List(directory: directory, name: name, position: ListVersion(epoch: epoch, version: version), files: files))
+            lists.append(
+                List(
+                    directory: directory, name: name, position: ListVersion(epoch: epoch, version: version),
+                    files: files))
         }
-        guard r.offset == r.count else { throw .damaged("\(r.count - r.offset) unexpected bytes at the end of the clean-stop manifest", at: r.offset) }
+        guard r.offset == r.count else {
+            throw .damaged("\(r.count - r.offset) unexpected bytes at the end of the clean-stop manifest", at: r.offset)
+        }
         return CleanStopManifest(lists: lists)
     }
 }
@@ -119,11 +131,17 @@ extension CleanStopManifest {
         var names = Set<String>()
         for _ in 0..<fileCount {
             let fileAt = r.offset
-            guard let fileName = r.string16(), let length = r.u64() else { throw .damaged("clean-stop manifest truncated", at: fileAt) }
-            guard StoreFormat.generation(of: fileName, prefix: "snap-", suffix: ".fss") != nil
+            guard let fileName = r.string16(), let length = r.u64() else {
+                throw .damaged("clean-stop manifest truncated", at: fileAt)
+            }
+            guard
+                StoreFormat.generation(of: fileName, prefix: "snap-", suffix: ".fss") != nil
                     || StoreFormat.generation(of: fileName, prefix: "log-", suffix: ".fsl") != nil,
-                  length <= UInt64(Int.max), names.insert(fileName).inserted else {
-                throw .damaged("clean-stop manifest records \"\(fileName)\" (\(length) bytes), not a snapshot or segment of format 1, or twice", at: fileAt)
+                length <= UInt64(Int.max), names.insert(fileName).inserted
+            else {
+                throw .damaged(
+                    "clean-stop manifest records \"\(fileName)\" (\(length) bytes), not a snapshot or segment of format 1, or twice",
+                    at: fileAt)
             }
             files.append(File(name: fileName, length: Int(length)))
         }

@@ -1,7 +1,8 @@
+import FlowSyncCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import FlowSyncCore
 
 /// A clean-stop manifest indexed for an on-demand start: it is checked (checksum,
 /// header, the entries' bounds and order) in one pass that allocates nothing per list,
@@ -62,7 +63,9 @@ struct CleanStopManifestIndex: Sendable {
             at = upTo
         }
         guard crc == raw[end...].withUnsafeBytes({ $0.loadUnaligned(as: UInt32.self).littleEndian }) else { return nil }
-        guard let offsets = try? Self.validate(UnsafeRawBufferPointer(rebasing: raw[0..<end]), release: mapping) else { return nil }
+        guard let offsets = try? Self.validate(UnsafeRawBufferPointer(rebasing: raw[0..<end]), release: mapping) else {
+            return nil
+        }
         _ = madvise(mapping, file.length, Int32(MADV_DONTNEED))
         self.offsets = offsets
         self.end = end
@@ -76,12 +79,17 @@ struct CleanStopManifestIndex: Sendable {
     /// read from, re-opened for reading when the manifest is large (`nil`: keep it).
     /// - Throws: as ``CleanStopManifest/decode(_:)`` for the checksum, the header and the
     ///   structure; entries out of order are refused too (this store never writes them).
-    init(validating manifest: [UInt8], path: String? = nil, keptInMemoryBelow: Int = Self.keptInMemoryBelow) throws(StoreFormat.HeaderProblem) {
+    init(
+        validating manifest: [UInt8], path: String? = nil, keptInMemoryBelow: Int = Self.keptInMemoryBelow
+    ) throws(StoreFormat.HeaderProblem) {
         guard manifest.count >= 16 else { throw .damaged("clean-stop manifest of \(manifest.count) bytes") }
-        guard manifest.count < Int(UInt32.max) else { throw .damaged("clean-stop manifest of \(manifest.count) bytes: too large") }
+        guard manifest.count < Int(UInt32.max) else {
+            throw .damaged("clean-stop manifest of \(manifest.count) bytes: too large")
+        }
         let end = manifest.count - 4
         let stored = manifest[end...].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self).littleEndian }
-        guard manifest.withUnsafeBytes({ CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<end])) }) == stored else {
+        guard manifest.withUnsafeBytes({ CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[0..<end])) }) == stored
+        else {
             throw .damaged("clean-stop manifest fails its checksum", at: end)
         }
         let validated = manifest.withUnsafeBytes { raw -> Result<[UInt32], StoreFormat.HeaderProblem> in
@@ -93,7 +101,9 @@ struct CleanStopManifestIndex: Sendable {
         }
         self.offsets = try validated.get()
         self.end = end
-        if manifest.count >= keptInMemoryBelow, let path, let file = ManifestFile(path: path), file.length == manifest.count {
+        if manifest.count >= keptInMemoryBelow, let path, let file = ManifestFile(path: path),
+            file.length == manifest.count
+        {
             entries = .file(file)
         } else {
             entries = .bytes(Array(manifest[0..<end]))
@@ -104,7 +114,9 @@ struct CleanStopManifestIndex: Sendable {
     /// Returns where each entry starts.
     /// `release`: the mapping `raw` lies in, whose windows are given back as the pass
     /// goes (``init(mappingValid:)``).
-    private static func validate(_ raw: UnsafeRawBufferPointer, release mapping: UnsafeMutableRawPointer? = nil) throws(StoreFormat.HeaderProblem) -> [UInt32] {
+    private static func validate(
+        _ raw: UnsafeRawBufferPointer, release mapping: UnsafeMutableRawPointer? = nil
+    ) throws(StoreFormat.HeaderProblem) -> [UInt32] {
         var at = 0
         var released = 0
         func u16() -> Int? {
@@ -122,10 +134,14 @@ struct CleanStopManifestIndex: Sendable {
             at += n
             return true
         }
-        guard raw.count >= 8, Array(raw[0..<8]) == CleanStopManifest.magic else { throw .damaged("not a FlowSync clean-stop manifest (bad magic)") }
+        guard raw.count >= 8, Array(raw[0..<8]) == CleanStopManifest.magic else {
+            throw .damaged("not a FlowSync clean-stop manifest (bad magic)")
+        }
         at = 8
         guard let format = u16(), format == Int(CleanStopManifest.formatVersion) else {
-            throw .damaged("clean-stop manifest format is not \(CleanStopManifest.formatVersion), the one this flowsyncd reads", at: 8)
+            throw .damaged(
+                "clean-stop manifest format is not \(CleanStopManifest.formatVersion), the one this flowsyncd reads",
+                at: 8)
         }
         guard let flags = u16() else { throw .damaged("clean-stop manifest truncated", at: at) }
         try StoreFormat.checkReservedFlags(UInt16(flags), in: "clean-stop manifest")
@@ -150,7 +166,9 @@ struct CleanStopManifestIndex: Sendable {
                 throw .damaged("clean-stop manifest truncated", at: entry)
             }
             if let previous {
-                let ordered = memcmp(raw.baseAddress! + previous.lowerBound, raw.baseAddress! + directory.lowerBound, min(previous.count, directory.count))
+                let ordered = memcmp(
+                    raw.baseAddress! + previous.lowerBound, raw.baseAddress! + directory.lowerBound,
+                    min(previous.count, directory.count))
                 guard ordered < 0 || (ordered == 0 && previous.count < directory.count) else {
                     throw .damaged("clean-stop manifest lists directories out of order or twice", at: entry)
                 }
@@ -163,7 +181,9 @@ struct CleanStopManifestIndex: Sendable {
             previous = directory
             offsets.append(UInt32(entry))
         }
-        guard at == raw.count else { throw .damaged("\(raw.count - at) unexpected bytes at the end of the clean-stop manifest", at: at) }
+        guard at == raw.count else {
+            throw .damaged("\(raw.count - at) unexpected bytes at the end of the clean-stop manifest", at: at)
+        }
         return offsets
     }
 
@@ -187,7 +207,9 @@ struct CleanStopManifestIndex: Sendable {
         var high = offsets.count
         while low < high {
             let middle = (low + high) / 2
-            guard let bytes = entry(middle) else { throw .damaged("clean-stop manifest no longer readable", at: Int(offsets[middle])) }
+            guard let bytes = entry(middle) else {
+                throw .damaged("clean-stop manifest no longer readable", at: Int(offsets[middle]))
+            }
             var r = StoreReader(bytes)
             guard let length = r.u16(), let name = r.bytes(Int(length)) else { return nil }
             if name == key { return try Self.decode(bytes, at: Int(offsets[middle])) }
@@ -213,13 +235,18 @@ struct CleanStopManifestIndex: Sendable {
     }
 
     /// One entry's bytes, which start at `offset` in the manifest (for the messages).
-    private static func decode(_ bytes: [UInt8], at offset: Int) throws(StoreFormat.HeaderProblem) -> CleanStopManifest.List {
+    private static func decode(
+        _ bytes: [UInt8], at offset: Int
+    ) throws(StoreFormat.HeaderProblem) -> CleanStopManifest.List {
         var r = StoreReader(bytes)
-        guard let directory = r.string16(), let name = r.string16(), let epoch = r.u64(), let version = r.u64(), let fileCount = r.u32() else {
+        guard let directory = r.string16(), let name = r.string16(), let epoch = r.u64(), let version = r.u64(),
+            let fileCount = r.u32()
+        else {
             throw .damaged("clean-stop manifest truncated", at: offset)
         }
         guard !directory.isEmpty, !directory.contains("/"), directory != ".", directory != ".." else {
-            throw .damaged("clean-stop manifest names list directory \"\(directory)\" not as a directory entry", at: offset)
+            throw .damaged(
+                "clean-stop manifest names list directory \"\(directory)\" not as a directory entry", at: offset)
         }
         let files: [CleanStopManifest.File]
         do throws(StoreFormat.HeaderProblem) {
@@ -228,7 +255,8 @@ struct CleanStopManifestIndex: Sendable {
             let (reason, at) = error.reasonAndOffset
             throw .damaged(reason, at: offset + at)
         }
-        return CleanStopManifest.List(directory: directory, name: name, position: ListVersion(epoch: epoch, version: version), files: files)
+        return CleanStopManifest.List(
+            directory: directory, name: name, position: ListVersion(epoch: epoch, version: version), files: files)
     }
 }
 
@@ -259,7 +287,8 @@ final class ManifestFile: @unchecked Sendable {
         var done = 0
         let ok = bytes.withUnsafeMutableBytes { buffer -> Bool in
             while done < range.count {
-                let n = pread(descriptor, buffer.baseAddress! + done, range.count - done, off_t(range.lowerBound + done))
+                let n = pread(
+                    descriptor, buffer.baseAddress! + done, range.count - done, off_t(range.lowerBound + done))
                 if n < 0 && errno == EINTR { continue }
                 guard n > 0 else { return false }
                 done += n

@@ -21,17 +21,26 @@ extension FileStore {
     }
 
     public func prepareBackupRead(of keys: [String]) -> @Sendable () -> Result<[BackupList], StoreError> {
-        guard let state = onDemand else { preconditionFailure("Internal inconsistency in FileStore: a backup read before openOnDemand()") }
+        guard let state = onDemand else {
+            preconditionFailure("Internal inconsistency in FileStore: a backup read before openOnDemand()")
+        }
         // Taken on the loop: what this run knows of each list (its record if it was
         // written and unloaded, whether it was marked). The caller keeps every one of
         // these lists from loading until the read is done, so none of it changes.
         let jobs = keys.map { key in
-            (key: key, unloaded: state.unloaded[key], unchangedSinceMarked: state.unloaded[key] == nil && state.marked.contains(key))
+            (
+                key: key, unloaded: state.unloaded[key],
+                unchangedSinceMarked: state.unloaded[key] == nil && state.marked.contains(key)
+            )
         }
         let start = state.start
         // A repair writes (sets files aside); a backup never does. A damaged list fails
         // the backup, naming it.
-        let options = { var o = state.options; o.repair = false; return o }()
+        let options = {
+            var o = state.options
+            o.repair = false
+            return o
+        }()
         let manifest = cleanStopManifest
         let listsDirectory = self.listsDirectory
         let io = ReadOnlyFileIO(over: self.io)
@@ -41,10 +50,14 @@ extension FileStore {
             for job in jobs {
                 let directory = listsDirectory + "/" + job.key
                 do throws(StoreError) {
-                    let (expectation, newEpoch, _) = try Self.expectation(forEntry: job.key, directory: directory, start: start, unloadedRecord: job.unloaded,
-                                                                          unchangedSinceMarked: job.unchangedSinceMarked, manifest: manifest, io: io)
+                    let (expectation, newEpoch, _) = try Self.expectation(
+                        forEntry: job.key, directory: directory, start: start, unloadedRecord: job.unloaded,
+                        unchangedSinceMarked: job.unchangedSinceMarked, manifest: manifest, io: io)
                     var report = RecoveryReport()
-                    guard let files = try Self.readList(at: directory, expecting: expectation, options: options, io: io, report: &report) else { continue }
+                    guard
+                        let files = try Self.readList(
+                            at: directory, expecting: expectation, options: options, io: io, report: &report)
+                    else { continue }
                     var sequencer = files.list.sequencer
                     if newEpoch || files.list.needsNewEpoch {
                         // Its stored history may not be what clients saw (the rule a

@@ -51,30 +51,41 @@ extension FileStore {
         case .cleanIndexed:
             preconditionFailure("Internal inconsistency in FileStore: a check reads the manifest decoded")
         case .clean(let manifest):
-            var start = CheckStart(previousStop: "clean (STOPPED records \(manifest.lists.count) lists)", manifestDamage: nil, hasManifest: true, notes: report.notes)
+            var start = CheckStart(
+                previousStop: "clean (STOPPED records \(manifest.lists.count) lists)", manifestDamage: nil,
+                hasManifest: true, notes: report.notes)
             for list in manifest.lists { start.recorded[list.directory] = list }
             start.runningAtStart = io.exists(runningMarker)
             if start.runningAtStart {
-                start.previousStop += "; RUNNING too: lists marked OPENED or not recorded are read under the unclean-stop rules"
-                for entry in (try? io.listDirectory(listsDirectory)) ?? [] where io.exists(listsDirectory + "/" + entry + "/" + Self.openedMarker) {
+                start.previousStop +=
+                    "; RUNNING too: lists marked OPENED or not recorded are read under the unclean-stop rules"
+                for entry in (try? io.listDirectory(listsDirectory)) ?? []
+                where io.exists(listsDirectory + "/" + entry + "/" + Self.openedMarker) {
                     start.marked.insert(entry)
                 }
             }
             return start
         case .unclean:
-            return CheckStart(previousStop: damage == nil ? "unclean (RUNNING without STOPPED): torn tails are possible" : "unknown (STOPPED is damaged)",
-                              manifestDamage: damage, hasManifest: false, notes: report.notes)
+            return CheckStart(
+                previousStop: damage == nil
+                    ? "unclean (RUNNING without STOPPED): torn tails are possible" : "unknown (STOPPED is damaged)",
+                manifestDamage: damage, hasManifest: false, notes: report.notes)
         case .unrecorded:
-            return CheckStart(previousStop: "not recorded (neither STOPPED nor RUNNING): read as an unclean stop", manifestDamage: nil, hasManifest: false,
-                              notes: report.notes)
+            return CheckStart(
+                previousStop: "not recorded (neither STOPPED nor RUNNING): read as an unclean stop",
+                manifestDamage: nil, hasManifest: false,
+                notes: report.notes)
         }
     }
 
-    func checkReadList(at path: String, expecting expectation: ListExpectation, options: RecoveryOptions,
-                       report: inout RecoveryReport) throws(StoreError) -> RecoveredList? {
+    func checkReadList(
+        at path: String, expecting expectation: ListExpectation, options: RecoveryOptions,
+        report: inout RecoveryReport
+    ) throws(StoreError) -> RecoveredList? {
         // Recovery's per-list procedure (FileStore+ListRecovery.swift), through the
         // store's io (read-only for a check); the files are adopted as a load would.
-        guard let files = try Self.readList(at: path, expecting: expectation, options: options, io: io, report: &report) else { return nil }
+        guard let files = try Self.readList(at: path, expecting: expectation, options: options, io: io, report: &report)
+        else { return nil }
         adopt(files)
         return files.list
     }

@@ -39,7 +39,9 @@ extension FileStore {
     /// `nil` for a list without files.
     func record(of files: ListFiles) -> CleanStopManifest.List? {
         var entries: [CleanStopManifest.File] = []
-        for snapshot in files.snapshots { entries.append(.init(name: fileName(snapshot.path), length: snapshot.length)) }
+        for snapshot in files.snapshots {
+            entries.append(.init(name: fileName(snapshot.path), length: snapshot.length))
+        }
         for segment in files.segments { entries.append(.init(name: fileName(segment.path), length: segment.length)) }
         // A list without files (none is kept so today) has nothing to check.
         guard !entries.isEmpty else { return nil }
@@ -65,7 +67,9 @@ extension FileStore {
     /// corruption, naming the file and offset (it may stand for damage elsewhere that
     /// only it could reveal); under `repair` it is set aside, and every list is
     /// recovered under the unclean-stop rules and starts a new epoch.
-    func previousStop(repair: Bool, indexed: Bool = false, report: inout RecoveryReport) throws(StoreError) -> PreviousStop {
+    func previousStop(
+        repair: Bool, indexed: Bool = false, report: inout RecoveryReport
+    ) throws(StoreError) -> PreviousStop {
         // An interrupted manifest write: never renamed, so never trusted.
         try io.remove(cleanStopManifest + ".tmp")
         if io.exists(cleanStopManifest) {
@@ -88,10 +92,14 @@ extension FileStore {
             } catch {
                 let (reason, offset) = error.reasonAndOffset
                 guard repair else {
-                    throw .corrupt(cleanStopManifest, offset: offset, reason + " (start with --repair to recover without it; every list then starts a new epoch)")
+                    throw .corrupt(
+                        cleanStopManifest, offset: offset,
+                        reason + " (start with --repair to recover without it; every list then starts a new epoch)")
                 }
                 try setAside(cleanStopManifest, bytes: bytes)
-                report.notes.append("repair: the clean-stop manifest \(cleanStopManifest) is damaged (\(reason) at byte \(offset)); set aside as \(cleanStopManifest).damaged: every list is recovered under the unclean-stop rules and starts a new epoch")
+                report.notes.append(
+                    "repair: the clean-stop manifest \(cleanStopManifest) is damaged (\(reason) at byte \(offset)); set aside as \(cleanStopManifest).damaged: every list is recovered under the unclean-stop rules and starts a new epoch"
+                )
                 return .unclean(newEpochForAll: true)
             }
         }
@@ -101,7 +109,9 @@ extension FileStore {
             // epoch.
             let text = String(decoding: try io.readFile(runningMarker), as: UTF8.self)
             if !text.contains("fsync=always") {
-                report.notes.append("the previous run stopped uncleanly with \(text.trimmingCharacters(in: .whitespacesAndNewlines)): acknowledged batches may be lost, every list starts a new epoch")
+                report.notes.append(
+                    "the previous run stopped uncleanly with \(text.trimmingCharacters(in: .whitespacesAndNewlines)): acknowledged batches may be lost, every list starts a new epoch"
+                )
                 return .unclean(newEpochForAll: true)
             }
             return .unclean(newEpochForAll: false)

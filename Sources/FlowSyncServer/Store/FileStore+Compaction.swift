@@ -5,8 +5,9 @@ extension FileStore: StagedCompactionStore {
         let files = try files(for: list)
         let generation = files.takeGeneration()
         let path = files.directory + "/" + StoreFormat.snapshotName(generation)
-        return SnapshotStager(listName: list, generation: generation, temporaryPath: path + ".tmp", path: path, io: io,
-                              batchesBefore: files.batchesSinceSnapshot, bytesBefore: files.bytesSinceSnapshot)
+        return SnapshotStager(
+            listName: list, generation: generation, temporaryPath: path + ".tmp", path: path, io: io,
+            batchesBefore: files.batchesSinceSnapshot, bytesBefore: files.bytesSinceSnapshot)
     }
 
     public func installCompaction(_ staged: StagedSnapshot) throws(StoreError) {
@@ -18,7 +19,9 @@ extension FileStore: StagedCompactionStore {
         let stager = staged.stager
         // Abandoned meanwhile (a simulated crash), or a newer snapshot already exists
         // (cannot happen with one compaction in flight per list): keep what is there.
-        guard let files = lists[stager.listName], !files.snapshots.contains(where: { $0.generation > stager.generation }) else {
+        guard let files = lists[stager.listName],
+            !files.snapshots.contains(where: { $0.generation > stager.generation })
+        else {
             discardCompaction(staged)
             return
         }

@@ -28,8 +28,10 @@ extension FileStore {
     /// files of that one directory through `io` (a torn tail is truncated, a repair sets
     /// files aside there) and returns values; the caller registers the files on the loop
     /// (``adopt(_:)``).
-    static func readList(at directory: String, expecting expectation: ListExpectation, options: RecoveryOptions, io: FileIO,
-                         report: inout RecoveryReport) throws(StoreError) -> RecoveredListFiles? {
+    static func readList(
+        at directory: String, expecting expectation: ListExpectation, options: RecoveryOptions, io: FileIO,
+        report: inout RecoveryReport
+    ) throws(StoreError) -> RecoveredListFiles? {
         var snapshots: [(UInt64, String)] = []
         var segmentFiles: [(UInt64, String)] = []
         /// Recovery removed a file here: the directory is synced before the store opens
@@ -73,7 +75,9 @@ extension FileStore {
             for (_, path) in snapshots + segmentFiles { present.insert(FileStore.lastComponent(path)) }
             for (_, path) in snapshots + segmentFiles where recordedLengths[FileStore.lastComponent(path)] == nil {
                 let reason = "not in the clean-stop manifest (nothing is written to a list after a clean stop)"
-                guard options.repair else { throw .corrupt(path, offset: 0, reason + " (start with --repair to set it aside)") }
+                guard options.repair else {
+                    throw .corrupt(path, offset: 0, reason + " (start with --repair to set it aside)")
+                }
                 let bytes = try io.readFile(path)
                 try setAside(io: io, path, bytes: bytes)
                 try io.remove(path)
@@ -87,7 +91,10 @@ extension FileStore {
             for file in list.files where !present.contains(file.name) {
                 let path = directory + "/" + file.name
                 guard options.repair else {
-                    throw .corrupt(path, offset: 0, "missing: the clean stop recorded it with \(file.length) bytes (start with --repair to keep what is still valid)")
+                    throw .corrupt(
+                        path, offset: 0,
+                        "missing: the clean stop recorded it with \(file.length) bytes (start with --repair to keep what is still valid)"
+                    )
                 }
                 report.notes.append("repair: \(path) is missing (the clean stop recorded it with \(file.length) bytes)")
                 repaired = true
@@ -97,8 +104,11 @@ extension FileStore {
             }
         case .notRecorded:
             if let (_, path) = (snapshots + segmentFiles).first {
-                let reason = "list directory \(directory) is not in the clean-stop manifest (nothing is written after a clean stop)"
-                guard options.repair else { throw .corrupt(path, offset: 0, reason + " (start with --repair to recover it in a new epoch)") }
+                let reason =
+                    "list directory \(directory) is not in the clean-stop manifest (nothing is written after a clean stop)"
+                guard options.repair else {
+                    throw .corrupt(path, offset: 0, reason + " (start with --repair to recover it in a new epoch)")
+                }
                 report.notes.append("repair: \(reason); recovered under the unclean-stop rules, in a new epoch")
                 repaired = true
             }
@@ -111,7 +121,8 @@ extension FileStore {
             let bytes = try io.readFile(path)
             do throws(StoreFormat.HeaderProblem) {
                 if let want = recordedLengths[FileStore.lastComponent(path)], bytes.count != want {
-                    throw .damaged("\(bytes.count) bytes where the clean stop recorded \(want)", at: min(bytes.count, want))
+                    throw .damaged(
+                        "\(bytes.count) bytes where the clean stop recorded \(want)", at: min(bytes.count, want))
                 }
                 let snapshot = try StoreFormat.decodeSnapshot(bytes)
                 do {
@@ -126,7 +137,9 @@ extension FileStore {
                 break
             } catch {
                 let (reason, offset) = error.reasonAndOffset
-                guard options.repair else { throw .corrupt(path, offset: offset, reason + " (start with --repair to use what is still valid)") }
+                guard options.repair else {
+                    throw .corrupt(path, offset: offset, reason + " (start with --repair to use what is still valid)")
+                }
                 try setAside(io: io, path, bytes: bytes)
                 try io.remove(path)
                 directoryChanged = true
@@ -175,12 +188,18 @@ extension FileStore {
                     // (the next start removes the manifest before its first append), so
                     // bytes past the recorded end were not written by this store.
                     guard options.repair else {
-                        throw .corrupt(path, offset: want, "\(bytes.count - want) bytes after the \(want) the clean stop recorded (nothing is appended after a clean stop; start with --repair to cut them off)")
+                        throw .corrupt(
+                            path, offset: want,
+                            "\(bytes.count - want) bytes after the \(want) the clean stop recorded (nothing is appended after a clean stop; start with --repair to cut them off)"
+                        )
                     }
                     bytes.removeLast(bytes.count - want)
                 } else if bytes.count < want {
                     guard options.repair else {
-                        throw .corrupt(path, offset: bytes.count, "the file ends at byte \(bytes.count), \(want - bytes.count) bytes short of the \(want) the clean stop recorded (start with --repair to keep the valid prefix)")
+                        throw .corrupt(
+                            path, offset: bytes.count,
+                            "the file ends at byte \(bytes.count), \(want - bytes.count) bytes short of the \(want) the clean stop recorded (start with --repair to keep the valid prefix)"
+                        )
                     }
                     endsShort = true
                 }
@@ -196,17 +215,21 @@ extension FileStore {
                     try io.remove(path)
                     directoryChanged = true
                     report.truncatedBytes += bytes.count
-                    report.notes.append("torn tail: removed \(path) (\(bytes.count) bytes, an incomplete segment header)")
+                    report.notes.append(
+                        "torn tail: removed \(path) (\(bytes.count) bytes, an incomplete segment header)")
                     continue
                 }
                 var (reason, offset) = error.reasonAndOffset
                 if case .short = error { reason = "segment header truncated (\(bytes.count) bytes)" }
-                guard options.repair else { throw .corrupt(path, offset: offset, reason + " (start with --repair to keep the valid prefix)") }
+                guard options.repair else {
+                    throw .corrupt(path, offset: offset, reason + " (start with --repair to keep the valid prefix)")
+                }
                 try dropSegment(path, bytes: original, "repair: \(path): \(reason); set aside with everything after it")
                 continue
             }
             if let name = listName, name != header.listName {
-                throw .corrupt(path, offset: 0, "segment of list \"\(header.listName)\" in the directory of \"\(name)\"")
+                throw .corrupt(
+                    path, offset: 0, "segment of list \"\(header.listName)\" in the directory of \"\(name)\"")
             }
             listName = header.listName
             if let current = rebuilder, header.epoch != current.sequencer.position.epoch {
@@ -216,21 +239,38 @@ extension FileStore {
                     directoryChanged = true
                     continue
                 }
-                guard options.repair else { throw .corrupt(path, offset: 0, "segment of epoch \(header.epoch) after epoch \(current.sequencer.position.epoch) (start with --repair)") }
-                try dropSegment(path, bytes: original, "repair: \(path) belongs to another epoch; set aside with everything after it")
+                guard options.repair else {
+                    throw .corrupt(
+                        path, offset: 0,
+                        "segment of epoch \(header.epoch) after epoch \(current.sequencer.position.epoch) (start with --repair)"
+                    )
+                }
+                try dropSegment(
+                    path, bytes: original,
+                    "repair: \(path) belongs to another epoch; set aside with everything after it")
                 continue
             }
             if rebuilder == nil {
                 if header.firstVersion != 1 {
-                    guard options.repair else { throw .corrupt(path, offset: 0, "the log starts at version \(header.firstVersion) and no snapshot covers what is before it (start with --repair)") }
-                    try dropSegment(path, bytes: original, "repair: \(path) starts at version \(header.firstVersion) with no snapshot before it; set aside with everything after it")
+                    guard options.repair else {
+                        throw .corrupt(
+                            path, offset: 0,
+                            "the log starts at version \(header.firstVersion) and no snapshot covers what is before it (start with --repair)"
+                        )
+                    }
+                    try dropSegment(
+                        path, bytes: original,
+                        "repair: \(path) starts at version \(header.firstVersion) with no snapshot before it; set aside with everything after it"
+                    )
                     continue
                 }
                 rebuilder = ListRebuilder(epoch: header.epoch, options: options)
             }
 
-            var segment = Segment(generation: generation, path: path, epoch: header.epoch, firstVersion: header.firstVersion, lastVersion: header.firstVersion - 1,
-                                  length: bytes.count)
+            var segment = Segment(
+                generation: generation, path: path, epoch: header.epoch, firstVersion: header.firstVersion,
+                lastVersion: header.firstVersion - 1,
+                length: bytes.count)
             var offset = headerLength
             var expected = header.firstVersion
             let decoder = FrameDecoder(limits: StoreFormat.decoderLimits, dictionary: .standard)
@@ -240,13 +280,26 @@ extension FileStore {
                     guard let length = StoreFormat.validRecord(in: raw, at: offset) else {
                         if StoreFormat.validRecord(in: raw, at: offset, anyKind: true) != nil {
                             // Its checksum holds, so it was written that way: not a torn write.
-                            failure = (offset, .misfit("record kind \(raw[offset + StoreFormat.recordHeaderBytes]) is reserved (format 1 stores kind 1, a batch, only)"))
+                            failure = (
+                                offset,
+                                .misfit(
+                                    "record kind \(raw[offset + StoreFormat.recordHeaderBytes]) is reserved (format 1 stores kind 1, a batch, only)"
+                                )
+                            )
                         } else {
-                            failure = (offset, .damaged(raw.count - offset < StoreFormat.recordHeaderBytes ? "incomplete record header" : "record fails its length or checksum"))
+                            failure = (
+                                offset,
+                                .damaged(
+                                    raw.count - offset < StoreFormat.recordHeaderBytes
+                                        ? "incomplete record header" : "record fails its length or checksum")
+                            )
                         }
                         return
                     }
-                    let body = UnsafeRawBufferPointer(rebasing: raw[(offset + StoreFormat.recordHeaderBytes + 1)..<(offset + StoreFormat.recordHeaderBytes + length)])
+                    let body = UnsafeRawBufferPointer(
+                        rebasing: raw[
+                            (offset + StoreFormat.recordHeaderBytes + 1)..<(offset + StoreFormat.recordHeaderBytes
+                                + length)])
                     decoder.feed(body)
                     let message: Message?
                     do { message = try decoder.next() } catch {
@@ -257,13 +310,23 @@ extension FileStore {
                         failure = (offset, .misfit("record is not exactly one diff frame"))
                         return
                     }
-                    guard diff.listName == header.listName, diff.epoch == header.epoch, diff.toVersion == expected, diff.fromVersion + 1 == expected else {
-                        failure = (offset, .misfit("record \(diff.listName) \(diff.from)→\(diff.to) where \(header.listName) version \(expected) was expected"))
+                    guard diff.listName == header.listName, diff.epoch == header.epoch, diff.toVersion == expected,
+                        diff.fromVersion + 1 == expected
+                    else {
+                        failure = (
+                            offset,
+                            .misfit(
+                                "record \(diff.listName) \(diff.from)→\(diff.to) where \(header.listName) version \(expected) was expected"
+                            )
+                        )
                         return
                     }
                     if expected > rebuilder!.sequencer.position.version {
                         do {
-                            try rebuilder!.replay(Sequencer.Commit(from: diff.from, to: diff.to, changeset: diff.changeset, digest: diff.digest, mutations: diff.mutations))
+                            try rebuilder!.replay(
+                                Sequencer.Commit(
+                                    from: diff.from, to: diff.to, changeset: diff.changeset, digest: diff.digest,
+                                    mutations: diff.mutations))
                         } catch {
                             failure = (offset, .misfit("\(error)"))
                             return
@@ -294,15 +357,20 @@ extension FileStore {
                 if isTorn {
                     try io.truncate(path, to: failure.offset)
                     report.truncatedBytes += dropped
-                    report.notes.append("torn tail: truncated \(path) at byte \(failure.offset), dropping \(dropped) bytes (\(reason))")
+                    report.notes.append(
+                        "torn tail: truncated \(path) at byte \(failure.offset), dropping \(dropped) bytes (\(reason))")
                 } else {
                     guard options.repair else {
-                        throw .corrupt(path, offset: failure.offset, reason + "; \(dropped) bytes from there on (start with --repair to keep the valid prefix)")
+                        throw .corrupt(
+                            path, offset: failure.offset,
+                            reason + "; \(dropped) bytes from there on (start with --repair to keep the valid prefix)")
                     }
                     try setAside(io: io, path, bytes: original)
                     try io.truncate(path, to: failure.offset)
                     report.repairedBytes += dropped
-                    report.notes.append("repair: \(path): \(reason) at byte \(failure.offset); kept \(failure.offset) bytes (through version \(segment.lastVersion)), dropped \(dropped) bytes and every later segment; original set aside as \(path).damaged")
+                    report.notes.append(
+                        "repair: \(path): \(reason) at byte \(failure.offset); kept \(failure.offset) bytes (through version \(segment.lastVersion)), dropped \(dropped) bytes and every later segment; original set aside as \(path).damaged"
+                    )
                     repaired = true
                     dropRest = true
                 }
@@ -314,12 +382,16 @@ extension FileStore {
                 try setAside(io: io, path, bytes: original)
                 try io.truncate(path, to: bytes.count)
                 report.repairedBytes += extra
-                report.notes.append("repair: \(path): \(extra) bytes after the \(bytes.count) the clean stop recorded; cut off, original set aside as \(path).damaged")
+                report.notes.append(
+                    "repair: \(path): \(extra) bytes after the \(bytes.count) the clean stop recorded; cut off, original set aside as \(path).damaged"
+                )
                 repaired = true
             } else if endsShort {
                 // Repair of a file shorter than recorded, whose records are all valid: the
                 // file is the valid prefix already; the recorded rest is lost.
-                report.notes.append("repair: \(path) ends at byte \(bytes.count), short of what the clean stop recorded; kept it (through version \(segment.lastVersion)), every later segment set aside")
+                report.notes.append(
+                    "repair: \(path) ends at byte \(bytes.count), short of what the clean stop recorded; kept it (through version \(segment.lastVersion)), every later segment set aside"
+                )
                 repaired = true
                 dropRest = true
             }
@@ -332,16 +404,23 @@ extension FileStore {
             let exact = rebuilder?.sequencer.position == recorded.position && listName == recorded.name
             if !exact && !repaired {
                 guard options.repair else {
-                    throw .corrupt(directory, offset: 0, "recovered \(found) where the clean stop recorded \"\(recorded.name)\" through \(recorded.position) (start with --repair to keep what was recovered)")
+                    throw .corrupt(
+                        directory, offset: 0,
+                        "recovered \(found) where the clean stop recorded \"\(recorded.name)\" through \(recorded.position) (start with --repair to keep what was recovered)"
+                    )
                 }
                 repaired = true
             }
             if repaired {
                 var lost = ""
-                if let position = rebuilder?.sequencer.position, position.epoch == recorded.position.epoch, position.version < recorded.position.version {
+                if let position = rebuilder?.sequencer.position, position.epoch == recorded.position.epoch,
+                    position.version < recorded.position.version
+                {
                     lost = ": \(recorded.position.version - position.version) acknowledged batches lost"
                 }
-                report.notes.append("repair: list \"\(recorded.name)\" was recorded through \(recorded.position) at the clean stop; recovered \(found)\(lost)")
+                report.notes.append(
+                    "repair: list \"\(recorded.name)\" was recorded through \(recorded.position) at the clean stop; recovered \(found)\(lost)"
+                )
             }
         }
 
@@ -360,19 +439,31 @@ extension FileStore {
             // Nothing usable (an empty directory, or only damaged files set aside).
             return nil
         }
-        var files = RecoveredListFiles(name: listName, directory: directory, list: RecoveredList(name: listName, sequencer: rebuilder.sequencer, needsNewEpoch: repaired))
+        var files = RecoveredListFiles(
+            name: listName, directory: directory,
+            list: RecoveredList(name: listName, sequencer: rebuilder.sequencer, needsNewEpoch: repaired))
         files.segments = segments
         files.position = rebuilder.sequencer.position
-        if let snapshotPath { files.snapshots = [SnapshotFile(generation: snapshotGeneration, path: snapshotPath, length: snapshotLength)] }
+        if let snapshotPath {
+            files.snapshots = [SnapshotFile(generation: snapshotGeneration, path: snapshotPath, length: snapshotLength)]
+        }
         files.nextGeneration = max(snapshotGeneration, segmentFiles.last?.0 ?? 0) + 1
         files.batchesSinceSnapshot = batchesAfterSnapshot
         files.bytesSinceSnapshot = bytesAfterSnapshot
         // Appends continue the last segment when it continues the recovered state; it is
         // opened by the first append (a daemon with many lists must not open them all).
-        if repaired || segments.last.map({ $0.epoch != rebuilder.sequencer.position.epoch || $0.lastVersion != rebuilder.sequencer.position.version }) ?? true {
+        if repaired
+            || segments.last.map({
+                $0.epoch != rebuilder.sequencer.position.epoch || $0.lastVersion != rebuilder.sequencer.position.version
+            }) ?? true
+        {
             files.lastSegmentClosedForGood = true
         }
-        if repaired { report.notes.append("list \"\(listName)\": recovered through \(rebuilder.sequencer.position) after repair; a new epoch starts") }
+        if repaired {
+            report.notes.append(
+                "list \"\(listName)\": recovered through \(rebuilder.sequencer.position) after repair; a new epoch starts"
+            )
+        }
         return files
     }
 

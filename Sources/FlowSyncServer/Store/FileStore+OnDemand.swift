@@ -28,7 +28,8 @@ extension FileStore: OnDemandStore {
         try takeLock()
         var report = RecoveryReport()
         let start = try readStartRecord(repair: options.repair, indexed: true, report: &report)
-        let keepLossyMarker = start.runningAtStart
+        let keepLossyMarker =
+            start.runningAtStart
             && !String(decoding: (try? io.readFile(runningMarker)) ?? [], as: UTF8.self).contains("fsync=always")
         if !keepLossyMarker { try writeRunningMarker() }
         onDemand = OnDemandState(start: start, options: options)
@@ -37,7 +38,9 @@ extension FileStore: OnDemandStore {
     }
 
     public func prepareLoad(of name: String) -> ListLoadJob {
-        guard let state = onDemand else { preconditionFailure("Internal inconsistency in FileStore: a load before openOnDemand()") }
+        guard let state = onDemand else {
+            preconditionFailure("Internal inconsistency in FileStore: a load before openOnDemand()")
+        }
         precondition(lists[name] == nil, "Internal inconsistency in FileStore: list \"\(name)\" loaded twice")
         let entry = StoreFormat.directoryName(for: name)
         let directory = listsDirectory + "/" + entry
@@ -53,8 +56,10 @@ extension FileStore: OnDemandStore {
             let began = MonotonicClock.nanoseconds()
             let result: Result<LoadedList?, StoreError>
             do throws(StoreError) {
-                result = .success(try Self.loadList(name, entry: entry, directory: directory, start: start, unloadedRecord: unloadedRecord,
-                                                     unchangedSinceMarked: unchangedSinceMarked, manifest: manifest, options: options, io: io))
+                result = .success(
+                    try Self.loadList(
+                        name, entry: entry, directory: directory, start: start, unloadedRecord: unloadedRecord,
+                        unchangedSinceMarked: unchangedSinceMarked, manifest: manifest, options: options, io: io))
             } catch {
                 result = .failure(error)
             }
@@ -64,7 +69,9 @@ extension FileStore: OnDemandStore {
 
     public func finishLoad(_ outcome: ListLoadOutcome) throws(StoreError) -> RecoveredList? {
         guard let loaded = try outcome.result.get() else { return nil }
-        precondition(lists[loaded.files.name] == nil, "Internal inconsistency in FileStore: list \"\(loaded.files.name)\" loaded twice")
+        precondition(
+            lists[loaded.files.name] == nil,
+            "Internal inconsistency in FileStore: list \"\(loaded.files.name)\" loaded twice")
         // Its record in `unloaded` (if any) stays: an unload without a write since keeps
         // describing the files exactly.
         adopt(loaded.files)
@@ -87,7 +94,9 @@ extension FileStore: OnDemandStore {
     public func unload(_ name: String) throws(StoreError) {
         guard let files = lists[name] else { return }
         try recordingFailure { () throws(StoreError) in try closeActiveSegment(files) }
-        if files.changedSinceLoad, let record = record(of: files) { onDemand?.unloaded[Self.lastComponent(files.directory)] = record }
+        if files.changedSinceLoad, let record = record(of: files) {
+            onDemand?.unloaded[Self.lastComponent(files.directory)] = record
+        }
         lists[name] = nil
     }
 
@@ -104,18 +113,25 @@ extension FileStore: OnDemandStore {
     /// Worker thread: decides what the list's directory may hold, recovers it, and marks
     /// it `OPENED` when the manifest recorded it — only after it passed, so a list
     /// refused now is refused again at the next start.
-    private static func loadList(_ name: String, entry: String, directory: String, start: StartRecord, unloadedRecord: CleanStopManifest.List?,
-                                 unchangedSinceMarked: Bool, manifest: String, options: RecoveryOptions, io: FileIO) throws(StoreError) -> LoadedList? {
-        let (expectation, newEpoch, mark) = try Self.expectation(forEntry: entry, directory: directory, start: start, unloadedRecord: unloadedRecord,
-                                                            unchangedSinceMarked: unchangedSinceMarked, manifest: manifest, io: io)
+    private static func loadList(
+        _ name: String, entry: String, directory: String, start: StartRecord, unloadedRecord: CleanStopManifest.List?,
+        unchangedSinceMarked: Bool, manifest: String, options: RecoveryOptions, io: FileIO
+    ) throws(StoreError) -> LoadedList? {
+        let (expectation, newEpoch, mark) = try Self.expectation(
+            forEntry: entry, directory: directory, start: start, unloadedRecord: unloadedRecord,
+            unchangedSinceMarked: unchangedSinceMarked, manifest: manifest, io: io)
         guard io.exists(directory) else {
             if case .recorded(let list) = expectation, !options.repair {
-                throw .corrupt(directory, offset: 0, "missing: the clean stop recorded list \"\(list.name)\" through \(list.position) in it (start with --repair to start without it)")
+                throw .corrupt(
+                    directory, offset: 0,
+                    "missing: the clean stop recorded list \"\(list.name)\" through \(list.position) in it (start with --repair to start without it)"
+                )
             }
             return nil
         }
         var report = RecoveryReport()
-        guard var files = try readList(at: directory, expecting: expectation, options: options, io: io, report: &report) else { return nil }
+        guard var files = try readList(at: directory, expecting: expectation, options: options, io: io, report: &report)
+        else { return nil }
         guard files.name == name else {
             throw .corrupt(directory, offset: 0, "the directory of list \"\(name)\" holds list \"\(files.name)\"")
         }
@@ -133,19 +149,27 @@ extension FileStore: OnDemandStore {
     /// What a list directory not loaded now may hold (worker-safe: reads at most the
     /// `OPENED` marker), and whether a load must mark it: shared by a load and a
     /// backup's read, so both hold a list to the same record.
-    static func expectation(forEntry entry: String, directory: String, start: StartRecord, unloadedRecord: CleanStopManifest.List?,
-                            unchangedSinceMarked: Bool, manifest: String, io: FileIO) throws(StoreError)
-        -> (ListExpectation, newEpoch: Bool, mark: Bool) {
+    static func expectation(
+        forEntry entry: String, directory: String, start: StartRecord, unloadedRecord: CleanStopManifest.List?,
+        unchangedSinceMarked: Bool, manifest: String, io: FileIO
+    ) throws(StoreError)
+        -> (ListExpectation, newEpoch: Bool, mark: Bool)
+    {
         if let unloadedRecord {
             // Written and unloaded earlier in this run: exactly as it was left.
             return (.recorded(unloadedRecord), false, false)
         }
-        if unchangedSinceMarked, case .recorded(let record)? = try? manifestExpectation(start, forDirectory: entry, marked: false, manifest: manifest).0 {
+        if unchangedSinceMarked,
+            case .recorded(let record)? = try? manifestExpectation(
+                start, forDirectory: entry, marked: false, manifest: manifest
+            ).0
+        {
             // Loaded, checked and marked earlier in this run, unloaded unwritten.
             return (.recorded(record), false, false)
         }
         let marked = start.marksMatter && io.exists(directory + "/" + openedMarker)
-        let (expectation, newEpoch) = try manifestExpectation(start, forDirectory: entry, marked: marked, manifest: manifest)
+        let (expectation, newEpoch) = try manifestExpectation(
+            start, forDirectory: entry, marked: marked, manifest: manifest)
         if case .recorded = expectation { return (expectation, newEpoch, true) }
         return (expectation, newEpoch, false)
     }
@@ -157,7 +181,8 @@ extension FileStore: OnDemandStore {
     func recordsOfListsNotLoaded(loadedEntries: Set<String>) -> [CleanStopManifest.List] {
         guard let state = onDemand else { return [] }
         var records = Array(state.unloaded.filter { !loadedEntries.contains($0.key) }.values)
-        for list in state.start.allRecords where !loadedEntries.contains(list.directory) && state.unloaded[list.directory] == nil {
+        for list in state.start.allRecords
+        where !loadedEntries.contains(list.directory) && state.unloaded[list.directory] == nil {
             records.append(list)
         }
         return records

@@ -34,12 +34,18 @@ extension FileStore {
         if start.hasManifest {
             // A list the clean stop recorded whose directory is gone.
             let present = Set(entries)
-            for list in start.allRecords.sorted(by: { $0.directory < $1.directory }) where !present.contains(list.directory) {
+            for list in start.allRecords.sorted(by: { $0.directory < $1.directory })
+            where !present.contains(list.directory) {
                 let path = listsDirectory + "/" + list.directory
                 guard options.repair else {
-                    throw .corrupt(path, offset: 0, "missing: the clean stop recorded list \"\(list.name)\" through \(list.position) in it (start with --repair to start without it)")
+                    throw .corrupt(
+                        path, offset: 0,
+                        "missing: the clean stop recorded list \"\(list.name)\" through \(list.position) in it (start with --repair to start without it)"
+                    )
                 }
-                report.notes.append("repair: \(path) is missing: list \"\(list.name)\", recorded through \(list.position) at the clean stop, is lost and starts empty")
+                report.notes.append(
+                    "repair: \(path) is missing: list \"\(list.name)\", recorded through \(list.position) at the clean stop, is lost and starts empty"
+                )
             }
         }
         var markers: [String] = []
@@ -47,15 +53,20 @@ extension FileStore {
             let path = listsDirectory + "/" + entry
             let marked = start.marksMatter && io.exists(path + "/" + Self.openedMarker)
             if marked { markers.append(path + "/" + Self.openedMarker) }
-            let (expectation, newEpoch) = try Self.manifestExpectation(start, forDirectory: entry, marked: marked, manifest: cleanStopManifest)
-            if var files = try Self.readList(at: path, expecting: expectation, options: options, io: io, report: &report) {
+            let (expectation, newEpoch) = try Self.manifestExpectation(
+                start, forDirectory: entry, marked: marked, manifest: cleanStopManifest)
+            if var files = try Self.readList(
+                at: path, expecting: expectation, options: options, io: io, report: &report)
+            {
                 if newEpoch { files.list.needsNewEpoch = true }
                 adopt(files)
                 report.lists.append(files.list)
             }
         }
         if !start.hasManifest && !start.runningAtStart && !report.lists.isEmpty {
-            report.notes.append("no clean-stop manifest and no RUNNING marker (a store last stopped by a flowsyncd that wrote no manifest, or the manifest was deleted): recovered under the unclean-stop rules")
+            report.notes.append(
+                "no clean-stop manifest and no RUNNING marker (a store last stopped by a flowsyncd that wrote no manifest, or the manifest was deleted): recovered under the unclean-stop rules"
+            )
         }
         try openForWriting()
         // The manifest is gone now (every list is under the unclean rules until the next
@@ -66,8 +77,11 @@ extension FileStore {
 
     /// ``StartRecord/expectation(forDirectory:marked:)``, a manifest entry that does not
     /// decode refused as corruption of the manifest.
-    static func manifestExpectation(_ start: StartRecord, forDirectory entry: String, marked: Bool, manifest: String) throws(StoreError)
-        -> (ListExpectation, newEpoch: Bool) {
+    static func manifestExpectation(
+        _ start: StartRecord, forDirectory entry: String, marked: Bool, manifest: String
+    ) throws(StoreError)
+        -> (ListExpectation, newEpoch: Bool)
+    {
         do throws(StoreFormat.HeaderProblem) {
             return try start.expectation(forDirectory: entry, marked: marked)
         } catch {

@@ -37,8 +37,11 @@ public final class FileStore: DirectorStore {
         /// many lists must not run out of descriptors (a failed open is fatal).
         public var maxOpenLogs: Int
 
-        public init(fsync: FsyncPolicy = .always, snapshotEveryBatches: Int = 10_000, snapshotEveryBytes: Int = 64 << 20, parallelSync: Bool = true,
-                    maxOpenLogs: Int = 1_024) {
+        public init(
+            fsync: FsyncPolicy = .always, snapshotEveryBatches: Int = 10_000, snapshotEveryBytes: Int = 64 << 20,
+            parallelSync: Bool = true,
+            maxOpenLogs: Int = 1_024
+        ) {
             self.fsync = fsync
             self.snapshotEveryBatches = snapshotEveryBatches
             self.snapshotEveryBytes = snapshotEveryBytes
@@ -159,7 +162,8 @@ public final class FileStore: DirectorStore {
     private func appendRecord(_ batch: StoredBatch) throws(StoreError) -> Bool {
         let files = try files(for: batch.listName)
         let commit = batch.commit
-        let continues = files.segments.last.map { $0.epoch == commit.to.epoch && $0.lastVersion + 1 == commit.to.version } ?? false
+        let continues =
+            files.segments.last.map { $0.epoch == commit.to.epoch && $0.lastVersion + 1 == commit.to.version } ?? false
         if !continues || files.lastSegmentClosedForGood {
             try openSegment(files, epoch: commit.to.epoch, firstVersion: commit.to.version)
         } else if files.activeFD == nil {
@@ -167,9 +171,14 @@ public final class FileStore: DirectorStore {
         }
         useClock += 1
         files.lastUse = useClock
-        let frame = batch.encodedDiff ?? encoder.encode(.diff(Diff(listName: batch.listName, epoch: commit.to.epoch, fromVersion: commit.from.version,
-                                                                   toVersion: commit.to.version, digest: commit.digest, changeset: commit.changeset,
-                                                                   mutations: commit.mutations)))
+        let frame =
+            batch.encodedDiff
+            ?? encoder.encode(
+                .diff(
+                    Diff(
+                        listName: batch.listName, epoch: commit.to.epoch, fromVersion: commit.from.version,
+                        toVersion: commit.to.version, digest: commit.digest, changeset: commit.changeset,
+                        mutations: commit.mutations)))
         let record = StoreFormat.record(frame: frame)
         let last = files.segments.count - 1
         try io.write(files.activeFD!, record, path: files.segments[last].path)
@@ -217,7 +226,9 @@ public final class FileStore: DirectorStore {
             failures.withUnsafeMutableBufferPointer { slots in
                 let slots = UnsafeSendableSlots(slots)
                 DispatchQueue.concurrentPerform(iterations: targets.count) { k in
-                    do throws(StoreError) { try io.sync(targets[k].fd, path: targets[k].path) } catch { slots.buffer[k] = error }
+                    do throws(StoreError) { try io.sync(targets[k].fd, path: targets[k].path) } catch {
+                        slots.buffer[k] = error
+                    }
                 }
             }
             if let failure = failures.first(where: { $0 != nil }) ?? nil { throw failure }
@@ -393,9 +404,13 @@ public final class FileStore: DirectorStore {
         files.activeFD = fd
         files.lastSegmentClosedForGood = false
         openLogs[ObjectIdentifier(files)] = files
-        let header = StoreFormat.encode(StoreFormat.SegmentHeader(epoch: epoch, firstVersion: firstVersion, listName: files.name))
-        files.segments.append(Segment(generation: generation, path: path, epoch: epoch, firstVersion: firstVersion, lastVersion: firstVersion - 1,
-                                      length: header.count))
+        let header = StoreFormat.encode(
+            StoreFormat.SegmentHeader(epoch: epoch, firstVersion: firstVersion, listName: files.name))
+        files.segments.append(
+            Segment(
+                generation: generation, path: path, epoch: epoch, firstVersion: firstVersion,
+                lastVersion: firstVersion - 1,
+                length: header.count))
         try io.write(fd, header, path: path)
         try io.sync(fd, path: path)
         try io.syncDirectory(files.directory)

@@ -29,9 +29,15 @@ public final class InMemoryStore: DirectorStore {
         var report = RecoveryReport()
         for (name, stored) in lists.sorted(by: { $0.key < $1.key }) {
             do throws(Sequencer.ReplayError) {
-                var rebuilder = try stored.snapshot.map { s throws(Sequencer.ReplayError) in try ListRebuilder(snapshot: s, options: options) }
+                var rebuilder =
+                    try stored.snapshot.map { s throws(Sequencer.ReplayError) in
+                        try ListRebuilder(snapshot: s, options: options)
+                    }
                     ?? ListRebuilder(epoch: stored.epoch, options: options)
-                for commit in stored.batches where commit.to.epoch != rebuilder.sequencer.position.epoch || commit.to.version > rebuilder.sequencer.position.version {
+                for commit in stored.batches
+                where commit.to.epoch != rebuilder.sequencer.position.epoch
+                    || commit.to.version > rebuilder.sequencer.position.version
+                {
                     try rebuilder.replay(commit)
                     report.replayedBatches += 1
                 }
@@ -63,7 +69,9 @@ public final class InMemoryStore: DirectorStore {
     public func compact(_ snapshot: StoredSnapshot) throws(StoreError) {
         var stored = lists[snapshot.listName] ?? StoredList(epoch: snapshot.position.epoch)
         stored.snapshot = snapshot
-        stored.batches.removeAll { $0.to.epoch == snapshot.position.epoch && $0.to.version <= snapshot.position.version }
+        stored.batches.removeAll {
+            $0.to.epoch == snapshot.position.epoch && $0.to.version <= snapshot.position.version
+        }
         stored.sinceSnapshot = 0
         lists[snapshot.listName] = stored
     }

@@ -37,7 +37,8 @@ public struct LogReadPlan: Sendable {
         var rebuilder: ListRebuilder
         do {
             if let snapshotPath {
-                rebuilder = try ListRebuilder(snapshot: try StoreFormat.decodeSnapshot(try io.readFile(snapshotPath)), options: unbounded)
+                rebuilder = try ListRebuilder(
+                    snapshot: try StoreFormat.decodeSnapshot(try io.readFile(snapshotPath)), options: unbounded)
             } else {
                 rebuilder = ListRebuilder(epoch: to.epoch, options: unbounded)
             }
@@ -47,19 +48,33 @@ public struct LogReadPlan: Sendable {
         let decoder = FrameDecoder(limits: StoreFormat.decoderLimits, dictionary: .standard)
         for path in segmentPaths {
             guard rebuilder.sequencer.position.version < to.version, let bytes = try? io.readFile(path),
-                  let (header, headerLength) = try? StoreFormat.decodeSegmentHeader(bytes), header.epoch == to.epoch else { return nil }
+                let (header, headerLength) = try? StoreFormat.decodeSegmentHeader(bytes), header.epoch == to.epoch
+            else { return nil }
             var failed = false
             bytes.withUnsafeBytes { raw in
                 var offset = headerLength
                 while offset < raw.count, rebuilder.sequencer.position.version < to.version {
-                    guard let length = StoreFormat.validRecord(in: raw, at: offset) else { failed = true; return }
-                    decoder.feed(UnsafeRawBufferPointer(rebasing: raw[(offset + StoreFormat.recordHeaderBytes + 1)..<(offset + StoreFormat.recordHeaderBytes + length)]))
+                    guard let length = StoreFormat.validRecord(in: raw, at: offset) else {
+                        failed = true
+                        return
+                    }
+                    decoder.feed(
+                        UnsafeRawBufferPointer(
+                            rebasing: raw[
+                                (offset + StoreFormat.recordHeaderBytes + 1)..<(offset + StoreFormat.recordHeaderBytes
+                                    + length)]))
                     offset += StoreFormat.recordHeaderBytes + length
-                    guard case .diff(let diff)? = try? decoder.next() else { failed = true; return }
+                    guard case .diff(let diff)? = try? decoder.next() else {
+                        failed = true
+                        return
+                    }
                     // Records at or before the snapshot's version are skipped, as at recovery.
                     guard diff.toVersion > rebuilder.sequencer.position.version else { continue }
                     do {
-                        try rebuilder.replay(Sequencer.Commit(from: diff.from, to: diff.to, changeset: diff.changeset, digest: diff.digest, mutations: diff.mutations))
+                        try rebuilder.replay(
+                            Sequencer.Commit(
+                                from: diff.from, to: diff.to, changeset: diff.changeset, digest: diff.digest,
+                                mutations: diff.mutations))
                     } catch {
                         failed = true
                         return
@@ -89,6 +104,8 @@ extension FileStore: LogCatchUpStore {
             // which the worker checks (position after the snapshot ≤ from, below).
             guard first.firstVersion <= from.version + 1 else { return nil }
         }
-        return LogReadPlan(name: name, snapshotPath: files.snapshots.last?.path, segmentPaths: segments.map(\.path), from: from, to: to, io: io)
+        return LogReadPlan(
+            name: name, snapshotPath: files.snapshots.last?.path, segmentPaths: segments.map(\.path), from: from,
+            to: to, io: io)
     }
 }

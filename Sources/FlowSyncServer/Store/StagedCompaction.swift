@@ -42,7 +42,9 @@ public struct SnapshotStager: Sendable {
     /// `Sendable`), writes it to the temporary file and syncs it. Any thread; touches
     /// only that file, which nothing else uses.
     public func write(_ snapshot: StoredSnapshot) throws(StoreError) -> StagedSnapshot {
-        precondition(snapshot.listName == listName, "Internal inconsistency in SnapshotStager: list \(snapshot.listName), staged for \(listName)")
+        precondition(
+            snapshot.listName == listName,
+            "Internal inconsistency in SnapshotStager: list \(snapshot.listName), staged for \(listName)")
         let bytes = StoreFormat.encode(snapshot, encoder: FrameEncoder(configuration: StoreFormat.compression))
         let fd = try io.openForAppend(temporaryPath, create: true, truncate: true)
         do throws(StoreError) {

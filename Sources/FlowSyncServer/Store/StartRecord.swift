@@ -40,7 +40,9 @@ struct StartRecord: Sendable {
     /// new epoch.
     /// - Throws: the manifest's entry for `entry` does not decode (on demand, where
     ///   entries are decoded only when their list loads).
-    func expectation(forDirectory entry: String, marked: Bool) throws(StoreFormat.HeaderProblem) -> (FileStore.ListExpectation, newEpoch: Bool) {
+    func expectation(
+        forDirectory entry: String, marked: Bool
+    ) throws(StoreFormat.HeaderProblem) -> (FileStore.ListExpectation, newEpoch: Bool) {
         let record = hasManifest ? try self.record(forDirectory: entry) : nil
         if !marked, let record { return (.recorded(record), false) }
         if isComplete && record == nil { return (.notRecorded, false) }
@@ -66,7 +68,9 @@ extension FileStore {
     /// (or set aside under `repair`) as by ``previousStop(repair:report:)``.
     /// `indexed`: keep the manifest as a ``CleanStopManifestIndex`` (on demand) instead
     /// of decoding every record.
-    func readStartRecord(repair: Bool, indexed: Bool = false, report: inout RecoveryReport) throws(StoreError) -> StartRecord {
+    func readStartRecord(
+        repair: Bool, indexed: Bool = false, report: inout RecoveryReport
+    ) throws(StoreError) -> StartRecord {
         var start = StartRecord()
         start.runningAtStart = io.exists(runningMarker)
         switch try previousStop(repair: repair, indexed: indexed, report: &report) {

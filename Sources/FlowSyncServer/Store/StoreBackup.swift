@@ -21,7 +21,9 @@ enum StoreBackup {
     /// Why a directory cannot take a backup, or `nil` when it can (missing, or an empty
     /// directory). Cheap enough for the loop thread: a stat and, at most, one `opendir`.
     static func refusal(of directory: String, dataDirectory: String?, io: FileIO) -> String? {
-        guard directory.hasPrefix("/") else { return "the backup directory must be an absolute path on the server's machine: \(directory)" }
+        guard directory.hasPrefix("/") else {
+            return "the backup directory must be an absolute path on the server's machine: \(directory)"
+        }
         let normalized = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
         if let data = dataDirectory {
             let data = data.count > 1 && data.hasSuffix("/") ? String(data.dropLast()) : data
@@ -34,7 +36,10 @@ enum StoreBackup {
         guard io.exists(normalized) else { return nil }
         do throws(StoreError) {
             let entries = try io.listDirectory(normalized)
-            if !entries.isEmpty { return "the backup directory \(directory) exists and is not empty (\(entries.count) entries): a backup goes into a new directory" }
+            if !entries.isEmpty {
+                return
+                    "the backup directory \(directory) exists and is not empty (\(entries.count) entries): a backup goes into a new directory"
+            }
         } catch {
             return "the backup directory \(directory) exists and is not a readable directory: \(error)"
         }
@@ -73,14 +78,18 @@ enum StoreBackup {
             let sequencer = list.sequencer
             let director = sequencer.director
             if sequencer.position.version == 0 && director.sections.isEmpty { continue }
-            let snapshot = StoredSnapshot(listName: list.name, position: sequencer.position, digest: director.digest, sections: director.sections,
-                                          dedupe: sequencer.dedupeRecords())
+            let snapshot = StoredSnapshot(
+                listName: list.name, position: sequencer.position, digest: director.digest, sections: director.sections,
+                dedupe: sequencer.dedupeRecords())
             let bytes = StoreFormat.encode(snapshot, encoder: encoder)
             let entry = StoreFormat.directoryName(for: list.name)
             let listDirectory = lists + "/" + entry
             try io.makeDirectory(listDirectory)
             try write(bytes, to: listDirectory + "/" + snapshotName, io: io)
-            written.records.append(.init(directory: entry, name: list.name, position: sequencer.position, files: [.init(name: snapshotName, length: bytes.count)]))
+            written.records.append(
+                .init(
+                    directory: entry, name: list.name, position: sequencer.position,
+                    files: [.init(name: snapshotName, length: bytes.count)]))
             written.bytes += bytes.count
         }
         return written

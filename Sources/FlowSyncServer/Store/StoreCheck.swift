@@ -59,7 +59,9 @@ extension FileStore {
     /// gets its own verdict. Memory is that of the largest list, not of the store.
     /// - Throws: ``StoreError`` when the directory is missing, locked or unreadable;
     ///   damage is reported, not thrown.
-    public static func check(directory: String, options: RecoveryOptions = RecoveryOptions()) throws(StoreError) -> StoreCheckReport {
+    public static func check(
+        directory: String, options: RecoveryOptions = RecoveryOptions()
+    ) throws(StoreError) -> StoreCheckReport {
         var options = options
         options.repair = false
         let io = ReadOnlyFileIO(over: PosixFileIO())
@@ -77,17 +79,24 @@ extension FileStore {
         }
         result.storeDetails += start.notes
         // (`mkdir lists/` of a directory no daemon has used yet is not worth a line.)
-        for change in io.takeSkippedChanges() where change.operation != "mkdir" { result.storeDetails.append("would \(change.operation) \(change.path)") }
+        for change in io.takeSkippedChanges() where change.operation != "mkdir" {
+            result.storeDetails.append("would \(change.operation) \(change.path)")
+        }
 
         let entries = io.exists(store.listsDirectory) ? try io.listDirectory(store.listsDirectory).sorted() : []
         let present = Set(entries)
         for list in start.recorded.values where !present.contains(list.directory) {
-            result.lists.append(.init(directory: list.directory, listName: list.name, position: nil, verdict: .damaged,
-                                      details: ["missing: the clean stop recorded list \"\(list.name)\" through \(list.position) in lists/\(list.directory)"],
-                                      exitCode: 65))
+            result.lists.append(
+                .init(
+                    directory: list.directory, listName: list.name, position: nil, verdict: .damaged,
+                    details: [
+                        "missing: the clean stop recorded list \"\(list.name)\" through \(list.position) in lists/\(list.directory)"
+                    ],
+                    exitCode: 65))
         }
         for entry in entries {
-            result.lists.append(store.checkList(entry, expecting: start.expectation(forDirectory: entry), options: options, io: io))
+            result.lists.append(
+                store.checkList(entry, expecting: start.expectation(forDirectory: entry), options: options, io: io))
             // Keep memory flat: nothing of a checked list is needed any more.
             store.lists = [:]
         }
@@ -96,10 +105,13 @@ extension FileStore {
     }
 
     /// One list directory through recovery (read-only), turned into a verdict.
-    private func checkList(_ entry: String, expecting expectation: ListExpectation, options: RecoveryOptions, io: ReadOnlyFileIO) -> StoreCheckReport.ListResult {
+    private func checkList(
+        _ entry: String, expecting expectation: ListExpectation, options: RecoveryOptions, io: ReadOnlyFileIO
+    ) -> StoreCheckReport.ListResult {
         let path = listsDirectory + "/" + entry
         var notes = RecoveryReport()
-        var result = StoreCheckReport.ListResult(directory: entry, listName: nil, position: nil, verdict: .ok, details: [], exitCode: nil)
+        var result = StoreCheckReport.ListResult(
+            directory: entry, listName: nil, position: nil, verdict: .ok, details: [], exitCode: nil)
         do throws(StoreError) {
             if let list = try checkReadList(at: path, expecting: expectation, options: options, report: &notes) {
                 result.listName = list.name
@@ -117,10 +129,12 @@ extension FileStore {
         // Recovery's notes say what it did; here it did not.
         for note in notes.notes {
             if note.hasPrefix("torn tail: ") { result.verdict = .repairable }
-            result.details.append(note.replacing("torn tail: truncated", with: "torn tail: would truncate")
-                .replacing("torn tail: removed", with: "torn tail: would remove"))
+            result.details.append(
+                note.replacing("torn tail: truncated", with: "torn tail: would truncate")
+                    .replacing("torn tail: removed", with: "torn tail: would remove"))
         }
-        for change in io.takeSkippedChanges() where change.operation == "remove" && !notes.notes.contains(where: { $0.contains(change.path) }) {
+        for change in io.takeSkippedChanges()
+        where change.operation == "remove" && !notes.notes.contains(where: { $0.contains(change.path) }) {
             // Housekeeping recovery does silently: a leftover `.tmp`, an older snapshot,
             // a segment from before a new epoch. Not damage.
             result.details.append("would remove \(change.path) (left over, never read)")
@@ -134,7 +148,9 @@ extension FileStore {
     /// `Server.recover` does, so clients resync instead of trusting a gap — and stops
     /// cleanly (a clean-stop manifest), without serving.
     /// - Returns: recovery's report (its notes say what was dropped).
-    public static func repairOffline(directory: String, options: Options, recovery: RecoveryOptions) throws(StoreError) -> RecoveryReport {
+    public static func repairOffline(
+        directory: String, options: Options, recovery: RecoveryOptions
+    ) throws(StoreError) -> RecoveryReport {
         var recovery = recovery
         recovery.repair = true
         let store = FileStore(directory: directory, options: options)
@@ -144,8 +160,10 @@ extension FileStore {
             for var list in report.lists where list.needsNewEpoch {
                 list.sequencer.startEpoch(UInt64.random(in: 1...UInt64.max))
                 let sequencer = list.sequencer
-                try store.startEpoch(StoredSnapshot(listName: list.name, position: sequencer.position, digest: sequencer.director.digest,
-                                                    sections: sequencer.director.sections, dedupe: sequencer.dedupeRecords()))
+                try store.startEpoch(
+                    StoredSnapshot(
+                        listName: list.name, position: sequencer.position, digest: sequencer.director.digest,
+                        sections: sequencer.director.sections, dedupe: sequencer.dedupeRecords()))
             }
         } catch {
             store.abandon()

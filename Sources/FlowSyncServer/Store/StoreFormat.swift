@@ -46,7 +46,8 @@ enum StoreFormat {
     /// guards against damage.
     static let decoderLimits = DecoderLimits(
         maxFrameBytes: Int(Int32.max), maxInflatedBytes: Int(Int32.max), allowCompressed: true,
-        maxListNameBytes: 65_535, maxIDBytes: Int(Int32.max), maxKindBytes: Int(Int32.max), maxPayloadBytes: Int(Int32.max),
+        maxListNameBytes: 65_535, maxIDBytes: Int(Int32.max), maxKindBytes: Int(Int32.max),
+        maxPayloadBytes: Int(Int32.max),
         maxTextBytes: Int(Int32.max), maxDictionaryBytes: Int(Int32.max), maxOpsPerMutation: Int(Int32.max),
         maxSectionsPerMessage: Int(Int32.max), maxRowsPerMessage: Int(Int32.max), maxChangesPerMessage: Int(Int32.max),
         maxStagesPerChangeset: Int(Int32.max), maxMutationsPerDiff: Int(Int32.max), maxStatsEntries: 0)
@@ -98,18 +99,26 @@ enum StoreFormat {
     /// from a newer daemon) — never something to ignore, even when the checksum agrees.
     static func checkReservedFlags(_ flags: UInt16, in what: String) throws(HeaderProblem) {
         guard flags == 0 else {
-            throw .damaged("\(what) flags 0x\(String(flags, radix: 16)) are reserved and must be 0 in format \(formatVersion)", at: flagsOffset)
+            throw .damaged(
+                "\(what) flags 0x\(String(flags, radix: 16)) are reserved and must be 0 in format \(formatVersion)",
+                at: flagsOffset)
         }
     }
 
     /// The header and its length in bytes.
     static func decodeSegmentHeader(_ bytes: [UInt8]) throws(HeaderProblem) -> (SegmentHeader, Int) {
         var r = StoreReader(bytes)
-        guard let magic = r.bytes(8), let format = r.u16(), let flags = r.u16(), let epoch = r.u64(), let first = r.u64(),
-              let name = r.string16(), let crc = r.u32() else { throw .short }
+        guard let magic = r.bytes(8), let format = r.u16(), let flags = r.u16(), let epoch = r.u64(),
+            let first = r.u64(),
+            let name = r.string16(), let crc = r.u32()
+        else { throw .short }
         guard magic == logMagic else { throw .damaged("not a FlowSync log (bad magic)") }
-        guard crc == CRC32C.checksum(bytes[0..<(r.offset - 4)]) else { throw .damaged("log header fails its checksum", at: r.offset - 4) }
-        guard format == formatVersion else { throw .damaged("log format \(format); this flowsyncd reads format \(formatVersion)", at: 8) }
+        guard crc == CRC32C.checksum(bytes[0..<(r.offset - 4)]) else {
+            throw .damaged("log header fails its checksum", at: r.offset - 4)
+        }
+        guard format == formatVersion else {
+            throw .damaged("log format \(format); this flowsyncd reads format \(formatVersion)", at: 8)
+        }
         try checkReservedFlags(flags, in: "segment header")
         return (SegmentHeader(epoch: epoch, firstVersion: first, listName: name), r.offset)
     }
@@ -145,10 +154,13 @@ enum StoreFormat {
         guard bytes.count - offset >= recordHeaderBytes + 1 else { return nil }
         let length = Int(bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian)
         guard length >= 1, length <= maxRecordBytes, length <= bytes.count - offset - recordHeaderBytes,
-              anyKind || bytes[offset + recordHeaderBytes] == batchKind else { return nil }
+            anyKind || bytes[offset + recordHeaderBytes] == batchKind
+        else { return nil }
         let stored = bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian
         var crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + 4)]))
-        crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[(offset + recordHeaderBytes)..<(offset + recordHeaderBytes + length)]), continuing: crc)
+        crc = CRC32C.checksum(
+            UnsafeRawBufferPointer(
+                rebasing: bytes[(offset + recordHeaderBytes)..<(offset + recordHeaderBytes + length)]), continuing: crc)
         return crc == stored ? length : nil
     }
 
@@ -162,8 +174,11 @@ enum StoreFormat {
         w.u64(snapshot.position.epoch)
         w.u64(snapshot.position.version)
         w.string16(snapshot.listName)
-        let frame = encoder.encode(.snapshot(Snapshot(listName: snapshot.listName, position: snapshot.position, digest: snapshot.digest,
-                                                      reason: .freshSubscribe, sections: snapshot.sections)))
+        let frame = encoder.encode(
+            .snapshot(
+                Snapshot(
+                    listName: snapshot.listName, position: snapshot.position, digest: snapshot.digest,
+                    reason: .freshSubscribe, sections: snapshot.sections)))
         w.u32(UInt32(frame.count))
         w.bytes(frame)
         w.u32(UInt32(snapshot.dedupe.count))
@@ -186,39 +201,61 @@ enum StoreFormat {
     static func decodeSnapshot(_ bytes: [UInt8]) throws(HeaderProblem) -> StoredSnapshot {
         guard bytes.count >= 12 else { throw .damaged("snapshot file of \(bytes.count) bytes") }
         let stored = bytes[(bytes.count - 4)...].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self).littleEndian }
-        guard CRC32C.checksum(bytes[0..<(bytes.count - 4)]) == stored else { throw .damaged("snapshot fails its checksum", at: bytes.count - 4) }
+        guard CRC32C.checksum(bytes[0..<(bytes.count - 4)]) == stored else {
+            throw .damaged("snapshot fails its checksum", at: bytes.count - 4)
+        }
         var r = StoreReader(Array(bytes[0..<(bytes.count - 4)]))
-        guard let magic = r.bytes(8), magic == snapshotMagic else { throw .damaged("not a FlowSync snapshot (bad magic)") }
-        guard let format = r.u16(), format == formatVersion, let flags = r.u16() else { throw .damaged("unknown snapshot format", at: 8) }
+        guard let magic = r.bytes(8), magic == snapshotMagic else {
+            throw .damaged("not a FlowSync snapshot (bad magic)")
+        }
+        guard let format = r.u16(), format == formatVersion, let flags = r.u16() else {
+            throw .damaged("unknown snapshot format", at: 8)
+        }
         try checkReservedFlags(flags, in: "snapshot")
         guard let epoch = r.u64(), let version = r.u64(), let name = r.string16(), let frameLength = r.u32(),
-              let frame = r.bytes(Int(frameLength)) else { throw .damaged("snapshot header truncated") }
+            let frame = r.bytes(Int(frameLength))
+        else { throw .damaged("snapshot header truncated") }
         let decoder = FrameDecoder(limits: decoderLimits, dictionary: .standard)
         decoder.feed(frame)
         let message: Message?
         do { message = try decoder.next() } catch { throw .damaged("snapshot frame: \(error)") }
         guard case .snapshot(let snapshot)? = message, snapshot.listName == name,
-              snapshot.position == ListVersion(epoch: epoch, version: version) else { throw .damaged("snapshot frame does not match its header") }
+            snapshot.position == ListVersion(epoch: epoch, version: version)
+        else { throw .damaged("snapshot frame does not match its header") }
         guard let clientCount = r.u32() else { throw .damaged("snapshot dedupe table truncated") }
         var clients: [DedupeWindow.ClientRecord] = []
         for _ in 0..<clientCount {
             guard let id = r.string16() else { throw .damaged("snapshot dedupe table truncated") }
             let flagOffset = r.offset
-            guard let has = r.u8(), let below = r.u64(), let n = r.u32() else { throw .damaged("snapshot dedupe table truncated") }
+            guard let has = r.u8(), let below = r.u64(), let n = r.u32() else {
+                throw .damaged("snapshot dedupe table truncated")
+            }
             // hasForgotten is a boolean (0 or 1), and forgottenBelow is written as 0 when
             // it is absent: any other value was not written by format 1.
-            guard has <= 1 else { throw .damaged("hasForgotten \(has) of client \"\(id)\" is not 0 or 1", at: flagOffset) }
-            guard has == 1 || below == 0 else { throw .damaged("forgottenBelow of client \"\(id)\" is \(below) where hasForgotten = 0 reserves it as 0", at: flagOffset + 1) }
+            guard has <= 1 else {
+                throw .damaged("hasForgotten \(has) of client \"\(id)\" is not 0 or 1", at: flagOffset)
+            }
+            guard has == 1 || below == 0 else {
+                throw .damaged(
+                    "forgottenBelow of client \"\(id)\" is \(below) where hasForgotten = 0 reserves it as 0",
+                    at: flagOffset + 1)
+            }
             var entries: [DedupeWindow.ClientRecord.Entry] = []
             entries.reserveCapacity(Int(min(n, 1 << 20)))
             for _ in 0..<n {
-                guard let seq = r.u64(), let e = r.u64(), let v = r.u64() else { throw .damaged("snapshot dedupe table truncated") }
+                guard let seq = r.u64(), let e = r.u64(), let v = r.u64() else {
+                    throw .damaged("snapshot dedupe table truncated")
+                }
                 entries.append(.init(seq: seq, version: ListVersion(epoch: e, version: v)))
             }
             clients.append(.init(clientID: id, forgottenBelow: has == 0 ? nil : below, entries: entries))
         }
-        guard r.offset == r.count else { throw .damaged("\(r.count - r.offset) unexpected bytes at the end of the snapshot") }
-        return StoredSnapshot(listName: name, position: snapshot.position, digest: snapshot.digest, sections: snapshot.sections, dedupe: clients)
+        guard r.offset == r.count else {
+            throw .damaged("\(r.count - r.offset) unexpected bytes at the end of the snapshot")
+        }
+        return StoredSnapshot(
+            listName: name, position: snapshot.position, digest: snapshot.digest, sections: snapshot.sections,
+            dedupe: clients)
     }
 
     // MARK: File names
@@ -228,7 +265,9 @@ enum StoreFormat {
 
     /// The generation in a segment or snapshot file name.
     static func generation(of name: String, prefix: String, suffix: String) -> UInt64? {
-        guard name.hasPrefix(prefix), name.hasSuffix(suffix), name.utf8.count == prefix.utf8.count + 16 + suffix.utf8.count else { return nil }
+        guard name.hasPrefix(prefix), name.hasSuffix(suffix),
+            name.utf8.count == prefix.utf8.count + 16 + suffix.utf8.count
+        else { return nil }
         return UInt64(name.dropFirst(prefix.count).dropLast(suffix.count), radix: 16)
     }
 
@@ -245,7 +284,8 @@ enum StoreFormat {
         for byte in list.utf8 {
             let c = Character(Unicode.Scalar(byte))
             if (c.isASCII && (c.isLetter || c.isNumber)) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
-                || (byte == UInt8(ascii: ".") && !out.isEmpty) {
+                || (byte == UInt8(ascii: ".") && !out.isEmpty)
+            {
                 out.append(c)
             } else {
                 out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(2)

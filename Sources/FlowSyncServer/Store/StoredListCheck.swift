@@ -1,7 +1,8 @@
+import FlowSyncCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import FlowSyncCore
 
 /// The background check of every stored list while lists load on demand (issue #33,
 /// item 9; docs/STORAGE.md, "The background check").
@@ -106,9 +107,11 @@ public final class StoredListCheck: @unchecked Sendable {
                 forEntry: entry, directory: directory, start: start, unloadedRecord: nil, unchangedSinceMarked: false,
                 manifest: manifest, io: readOnly)
             var report = RecoveryReport()
-            let files = try FileStore.readList(at: directory, expecting: expectation, options: options, io: readOnly, report: &report)
+            let files = try FileStore.readList(
+                at: directory, expecting: expectation, options: options, io: readOnly, report: &report)
             if let files, files.name != recordedName ?? files.name {
-                throw StoreError.corrupt(directory, offset: 0, "the directory of list \"\(recordedName!)\" holds list \"\(files.name)\"")
+                throw StoreError.corrupt(
+                    directory, offset: 0, "the directory of list \"\(recordedName!)\" holds list \"\(files.name)\"")
             }
             return nil
         } catch {
@@ -157,7 +160,8 @@ extension FileStore {
     public func makeStoredListCheck() -> StoredListCheck? {
         guard let state = onDemand else { return nil }
         return StoredListCheck(
-            listsDirectory: listsDirectory, start: state.start, options: state.options, io: io, manifest: cleanStopManifest)
+            listsDirectory: listsDirectory, start: state.start, options: state.options, io: io,
+            manifest: cleanStopManifest)
     }
 
     public func holdsMoreLists(than count: Int) -> Bool {

@@ -1,4 +1,5 @@
 import Logging
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -116,14 +117,17 @@ public final class SystemdNotifier {
         var bytes = Array(path.utf8)
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
         guard bytes.first == UInt8(ascii: "/") || bytes.first == UInt8(ascii: "@") else {
-            logger.warning("NOTIFY_SOCKET is neither a path nor an abstract name; not notifying systemd", metadata: ["flowsync.notify_socket": "\(path)"])
+            logger.warning(
+                "NOTIFY_SOCKET is neither a path nor an abstract name; not notifying systemd",
+                metadata: ["flowsync.notify_socket": "\(path)"])
             return
         }
         let abstract = bytes.first == UInt8(ascii: "@")
         // An abstract name has no terminating NUL (its length is the address length);
         // a path needs room for one.
         guard bytes.count + (abstract ? 0 : 1) <= capacity else {
-            logger.warning("NOTIFY_SOCKET is too long; not notifying systemd", metadata: ["flowsync.notify_socket": "\(path)"])
+            logger.warning(
+                "NOTIFY_SOCKET is too long; not notifying systemd", metadata: ["flowsync.notify_socket": "\(path)"])
             return
         }
         if abstract { bytes[0] = 0 }
@@ -134,7 +138,8 @@ public final class SystemdNotifier {
         addressLength = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count + (abstract ? 0 : 1))
         // Nonblocking: a send must never stall the event loop. Close-on-exec: no child
         // should inherit a channel to the service manager.
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(
+            AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else {
             reportFailure("socket", errno)
             return
@@ -148,7 +153,8 @@ public final class SystemdNotifier {
         let sent = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
                 message.withUnsafeBytes { buffer in
-                    sendto(descriptor, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), socketAddress, addressLength)
+                    sendto(
+                        descriptor, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), socketAddress, addressLength)
                 }
             }
         }
@@ -158,9 +164,11 @@ public final class SystemdNotifier {
     private func reportFailure(_ call: String, _ code: Int32) {
         guard !reportedFailure else { return }
         reportedFailure = true
-        logger.warning("cannot notify systemd; further failures are not logged", metadata: [
-            "flowsync.notify_socket": "\(socketPath ?? "")",
-            "error": "\(call): \(String(cString: strerror(code)))",
-        ])
+        logger.warning(
+            "cannot notify systemd; further failures are not logged",
+            metadata: [
+                "flowsync.notify_socket": "\(socketPath ?? "")",
+                "error": "\(call): \(String(cString: strerror(code)))",
+            ])
     }
 }

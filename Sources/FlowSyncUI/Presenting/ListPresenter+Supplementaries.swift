@@ -32,19 +32,25 @@ extension ListPresenter {
     /// Section `index`'s header (or footer) with the adapter registered for it, decoded
     /// once per value; `nil` when there is no adapter, no header, no such section, or the
     /// value does not decode (the view then shows none).
-    public func supplementary<A>(_ element: SupplementaryUpdate.Element, inSection index: Int,
-                                 registrations: [SupplementaryUpdate.Element: SupplementaryRegistration<A>]) -> PresentedSupplementary<A>? {
+    public func supplementary<A>(
+        _ element: SupplementaryUpdate.Element, inSection index: Int,
+        registrations: [SupplementaryUpdate.Element: SupplementaryRegistration<A>]
+    ) -> PresentedSupplementary<A>? {
         guard let registration = registrations[element], let sectionID = section(at: index)?.id,
-              case .success(let value)? = supplementaryValue(element, inSection: index, decode: registration.decode) else {
+            case .success(let value)? = supplementaryValue(element, inSection: index, decode: registration.decode)
+        else {
             return nil
         }
-        return PresentedSupplementary(registration: registration, value: value, section: index, sectionID: sectionID, element: element)
+        return PresentedSupplementary(
+            registration: registration, value: value, section: index, sectionID: sectionID, element: element)
     }
 
     /// The rows at `paths` that have an adapter, grouped by adapter (`key` says which
     /// adapters are the same), in the order each adapter first appears: what a prefetch
     /// hands each adapter.
-    public func items(at paths: [RowPath], groupedBy key: (Adapter) -> ObjectIdentifier) -> [(adapter: Adapter, items: [PresentedRow<Adapter>])] {
+    public func items(
+        at paths: [RowPath], groupedBy key: (Adapter) -> ObjectIdentifier
+    ) -> [(adapter: Adapter, items: [PresentedRow<Adapter>])] {
         var position: [ObjectIdentifier: Int] = [:]
         var groups: [(adapter: Adapter, items: [PresentedRow<Adapter>])] = []
         for path in paths {

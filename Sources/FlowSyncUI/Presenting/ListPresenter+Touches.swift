@@ -55,7 +55,7 @@ extension ListPresenter {
         do {
             token = try applier.beginViewEdit(operations)
         } catch {
-            return .unchanged   // cannot happen for a row and a destination the view shows
+            return .unchanged  // cannot happen for a row and a destination the view shows
         }
         guard let list else { return .refused(.closed, token) }
         do {

@@ -43,8 +43,9 @@ public final class ListPresenter<Target: ListUpdateTarget, Adapter> {
     ///   (``ModelCache``).
     public init(list: ListDirector?, target: Target, maximumAnimatedChanges: Int = 2_000, cacheCapacity: Int = 1_024) {
         self.list = list
-        applier = ListUpdateApplier(target: target, snapshot: ListSnapshot(name: list?.name ?? ""),
-                                    maximumAnimatedChanges: maximumAnimatedChanges)
+        applier = ListUpdateApplier(
+            target: target, snapshot: ListSnapshot(name: list?.name ?? ""),
+            maximumAnimatedChanges: maximumAnimatedChanges)
         models = ModelCache(capacity: cacheCapacity)
         supplementaryValues = ModelCache(capacity: 256)
     }
@@ -140,10 +141,13 @@ public final class ListPresenter<Target: ListUpdateTarget, Adapter> {
 
     /// The header (or footer) of section `index` decoded by `decode`, once per header
     /// version; `nil` when the section has none or is not shown.
-    public func supplementaryValue(_ element: SupplementaryUpdate.Element, inSection index: Int,
-                                   decode: @escaping ([UInt8]) throws -> Any) -> Result<Any, ModelDecodingFailure>? {
+    public func supplementaryValue(
+        _ element: SupplementaryUpdate.Element, inSection index: Int,
+        decode: @escaping ([UInt8]) throws -> Any
+    ) -> Result<Any, ModelDecodingFailure>? {
         guard let section = section(at: index),
-              let bytes = element == .header ? section.header : section.footer else { return nil }
+            let bytes = element == .header ? section.header : section.footer
+        else { return nil }
         let prefix = element == .header ? "h:" : "f:"
         // A row stands in for the header so the cache keys it by its bytes' hash.
         let stand = Row(id: section.id, kind: prefix, payload: bytes)
@@ -154,7 +158,9 @@ public final class ListPresenter<Target: ListUpdateTarget, Adapter> {
     /// JSON object's `"title"` string (`{"title":"Friends"}`); `nil` otherwise. What
     /// the directors show when no header/footer adapter is registered.
     public func title(_ element: SupplementaryUpdate.Element, inSection index: Int) -> String? {
-        guard case .success(let value)? = supplementaryValue(element, inSection: index, decode: SupplementaryTitle.decode) else {
+        guard
+            case .success(let value)? = supplementaryValue(element, inSection: index, decode: SupplementaryTitle.decode)
+        else {
             return nil
         }
         return (value as? SupplementaryTitle)?.text

@@ -43,7 +43,9 @@ public final class ModelCache {
     /// ID), decoding it with `decode` on a miss.
     ///
     /// - Complexity: O(1) on a hit; a decode on a miss.
-    public func value(for row: Row, key: String? = nil, decode: (Row) throws -> Any) -> Result<Any, ModelDecodingFailure> {
+    public func value(
+        for row: Row, key: String? = nil, decode: (Row) throws -> Any
+    ) -> Result<Any, ModelDecodingFailure> {
         let key = key ?? row.id
         lastLookupDecoded = false
         if let entry = young[key], entry.contentHash == row.contentHash { return entry.value }

@@ -106,30 +106,50 @@ enum CollectionItemEvent {
 protocol CollectionCellRouting: AnyObject {
     var reuseIdentifier: String { get }
     var sizing: ItemSizing { get }
-    func handle(_ event: CollectionItemEvent, _ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath,
-                director: CollectionDirector)
-    func shouldHighlight(_ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, director: CollectionDirector) -> Bool
-    func shouldSelect(_ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, director: CollectionDirector) -> Bool
-    func swipeActions(leading: Bool, _ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath,
-                      director: CollectionDirector) -> UISwipeActionsConfiguration?
-    func canMove(_ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, director: CollectionDirector) -> Bool
-    func moveTarget(_ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, proposed: IndexPath,
-                    director: CollectionDirector) -> IndexPath
-    func didMove(_ item: PresentedRow<any CollectionCellRouting>, from: IndexPath, to: IndexPath,
-                 result: Result<WriteTicket, FlowSyncError>)
+    func handle(
+        _ event: CollectionItemEvent, _ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath,
+        director: CollectionDirector)
+    func shouldHighlight(
+        _ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, director: CollectionDirector
+    ) -> Bool
+    func shouldSelect(
+        _ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, director: CollectionDirector
+    ) -> Bool
+    func swipeActions(
+        leading: Bool, _ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath,
+        director: CollectionDirector
+    ) -> UISwipeActionsConfiguration?
+    func canMove(
+        _ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, director: CollectionDirector
+    ) -> Bool
+    func moveTarget(
+        _ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, proposed: IndexPath,
+        director: CollectionDirector
+    ) -> IndexPath
+    func didMove(
+        _ item: PresentedRow<any CollectionCellRouting>, from: IndexPath, to: IndexPath,
+        result: Result<WriteTicket, FlowSyncError>)
     func prefetch(_ items: [PresentedRow<any CollectionCellRouting>], cancel: Bool)
-    func size(_ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, director: CollectionDirector) -> CGSize?
+    func size(
+        _ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, director: CollectionDirector
+    ) -> CGSize?
 }
 
 extension CollectionCellAdapter: CollectionCellRouting {
-    private func context(_ item: PresentedRow<any CollectionCellRouting>, _ cell: UICollectionViewCell?, _ indexPath: IndexPath,
-                         _ director: CollectionDirector) -> Context? {
+    private func context(
+        _ item: PresentedRow<any CollectionCellRouting>, _ cell: UICollectionViewCell?, _ indexPath: IndexPath,
+        _ director: CollectionDirector
+    ) -> Context? {
         guard let model = item.model(as: Model.self) else { return nil }
-        return Context(model: model, cell: cell as? Cell, indexPath: indexPath, row: item.row, handle: item.handle, director: director)
+        return Context(
+            model: model, cell: cell as? Cell, indexPath: indexPath, row: item.row, handle: item.handle,
+            director: director)
     }
 
-    func handle(_ event: CollectionItemEvent, _ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath,
-                director: CollectionDirector) {
+    func handle(
+        _ event: CollectionItemEvent, _ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath,
+        director: CollectionDirector
+    ) {
         switch event {
         case .configure(let cell):
             if let handler = events.dequeue, let ctx = context(item, cell, indexPath, director) { handler(ctx) }
@@ -138,47 +158,67 @@ extension CollectionCellAdapter: CollectionCellRouting {
         case .didEndDisplaying(let cell):
             if let handler = events.endDisplay, let ctx = context(item, cell, indexPath, director) { handler(ctx) }
         case .didSelect:
-            if let handler = events.didSelect, let ctx = context(item, director.collectionView.cellForItem(at: indexPath), indexPath, director) {
+            if let handler = events.didSelect,
+                let ctx = context(item, director.collectionView.cellForItem(at: indexPath), indexPath, director)
+            {
                 handler(ctx)
             }
         case .didDeselect:
             if let handler = events.didDeselect,
-               let ctx = context(item, director.collectionView.cellForItem(at: indexPath), indexPath, director) {
+                let ctx = context(item, director.collectionView.cellForItem(at: indexPath), indexPath, director)
+            {
                 handler(ctx)
             }
         }
     }
 
-    func shouldHighlight(_ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, director: CollectionDirector) -> Bool {
-        guard let handler = events.shouldHighlight, let ctx = context(item, nil, indexPath, director) else { return true }
+    func shouldHighlight(
+        _ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, director: CollectionDirector
+    ) -> Bool {
+        guard let handler = events.shouldHighlight, let ctx = context(item, nil, indexPath, director) else {
+            return true
+        }
         return handler(ctx)
     }
 
-    func shouldSelect(_ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, director: CollectionDirector) -> Bool {
+    func shouldSelect(
+        _ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, director: CollectionDirector
+    ) -> Bool {
         guard let handler = events.shouldSelect, let ctx = context(item, nil, indexPath, director) else { return true }
         return handler(ctx)
     }
 
-    func swipeActions(leading: Bool, _ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath,
-                      director: CollectionDirector) -> UISwipeActionsConfiguration? {
+    func swipeActions(
+        leading: Bool, _ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath,
+        director: CollectionDirector
+    ) -> UISwipeActionsConfiguration? {
         guard let handler = leading ? events.leadingSwipeActions : events.trailingSwipeActions,
-              let ctx = context(item, director.collectionView.cellForItem(at: indexPath), indexPath, director) else { return nil }
+            let ctx = context(item, director.collectionView.cellForItem(at: indexPath), indexPath, director)
+        else { return nil }
         return handler(ctx)
     }
 
-    func canMove(_ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, director: CollectionDirector) -> Bool {
+    func canMove(
+        _ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, director: CollectionDirector
+    ) -> Bool {
         guard let ctx = context(item, nil, indexPath, director) else { return false }
         return events.canMoveItem?(ctx) ?? canReorder
     }
 
-    func moveTarget(_ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, proposed: IndexPath,
-                    director: CollectionDirector) -> IndexPath {
-        guard let handler = events.moveAdjustDestination, let ctx = context(item, nil, indexPath, director) else { return proposed }
+    func moveTarget(
+        _ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, proposed: IndexPath,
+        director: CollectionDirector
+    ) -> IndexPath {
+        guard let handler = events.moveAdjustDestination, let ctx = context(item, nil, indexPath, director) else {
+            return proposed
+        }
         return handler(ctx, proposed)
     }
 
-    func didMove(_ item: PresentedRow<any CollectionCellRouting>, from: IndexPath, to: IndexPath,
-                 result: Result<WriteTicket, FlowSyncError>) {
+    func didMove(
+        _ item: PresentedRow<any CollectionCellRouting>, from: IndexPath, to: IndexPath,
+        result: Result<WriteTicket, FlowSyncError>
+    ) {
         guard let handler = events.moveItem, let model = item.model(as: Model.self) else { return }
         handler(CollectionMoveContext(model: model, handle: item.handle, from: from, to: to, result: result))
     }
@@ -189,7 +229,9 @@ extension CollectionCellAdapter: CollectionCellRouting {
         if !models.isEmpty { handler(models, paths.map(CollectionDirector.indexPath)) }
     }
 
-    func size(_ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, director: CollectionDirector) -> CGSize? {
+    func size(
+        _ item: PresentedRow<any CollectionCellRouting>, at indexPath: IndexPath, director: CollectionDirector
+    ) -> CGSize? {
         guard let handler = events.itemSize, let ctx = context(item, nil, indexPath, director) else { return nil }
         return handler(ctx)
     }

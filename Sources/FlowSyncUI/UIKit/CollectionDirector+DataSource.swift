@@ -15,7 +15,9 @@ extension CollectionDirector: UICollectionViewDataSource {
         presenter.numberOfRows(inSection: section)
     }
 
-    public func collectionView(_ collectionView: UICollectionView, cellForItemAt indexPath: IndexPath) -> UICollectionViewCell {
+    public func collectionView(
+        _ collectionView: UICollectionView, cellForItemAt indexPath: IndexPath
+    ) -> UICollectionViewCell {
         guard let item = presenter.item(at: Self.rowPath(indexPath)) else {
             return collectionView.dequeueReusableCell(withReuseIdentifier: Self.fallbackReuseIdentifier, for: indexPath)
         }
@@ -27,25 +29,34 @@ extension CollectionDirector: UICollectionViewDataSource {
         } else {
             let failure: ModelDecodingFailure?
             if case .failure(let error)? = item.model { failure = error } else { failure = nil }
-            cell = fallback?(CollectionFallbackContext(row: item.row, indexPath: indexPath, failure: failure, collectionView: collectionView))
+            cell =
+                fallback?(
+                    CollectionFallbackContext(
+                        row: item.row, indexPath: indexPath, failure: failure, collectionView: collectionView))
                 ?? collectionView.dequeueReusableCell(withReuseIdentifier: Self.fallbackReuseIdentifier, for: indexPath)
             cellItems[ObjectIdentifier(cell)] = item
         }
         return cell
     }
 
-    public func collectionView(_ collectionView: UICollectionView, viewForSupplementaryElementOfKind kind: String,
-                               at indexPath: IndexPath) -> UICollectionReusableView {
-        guard let element = Self.element(ofKind: kind), let shown = supplementary(element, inSection: indexPath.section) else {
+    public func collectionView(
+        _ collectionView: UICollectionView, viewForSupplementaryElementOfKind kind: String,
+        at indexPath: IndexPath
+    ) -> UICollectionReusableView {
+        guard let element = Self.element(ofKind: kind), let shown = supplementary(element, inSection: indexPath.section)
+        else {
             // The layout asked where the list has nothing (a reference size set on the
             // layout itself, say): UIKit requires a view, so an empty one.
-            return collectionView.dequeueReusableSupplementaryView(ofKind: kind, withReuseIdentifier: Self.fallbackReuseIdentifier,
-                                                                   for: indexPath)
+            return collectionView.dequeueReusableSupplementaryView(
+                ofKind: kind, withReuseIdentifier: Self.fallbackReuseIdentifier,
+                for: indexPath)
         }
-        let view = collectionView.dequeueReusableSupplementaryView(ofKind: kind, withReuseIdentifier: shown.registration.adapter.reuseIdentifier,
-                                                                   for: indexPath)
-        _ = shown.registration.adapter.configure(view, value: shown.value, section: indexPath.section, sectionID: shown.sectionID,
-                                                 element: element, director: self)
+        let view = collectionView.dequeueReusableSupplementaryView(
+            ofKind: kind, withReuseIdentifier: shown.registration.adapter.reuseIdentifier,
+            for: indexPath)
+        _ = shown.registration.adapter.configure(
+            view, value: shown.value, section: indexPath.section, sectionID: shown.sectionID,
+            element: element, director: self)
         return view
     }
 
@@ -54,16 +65,22 @@ extension CollectionDirector: UICollectionViewDataSource {
         return adapter.canMove(item, at: indexPath, director: self)
     }
 
-    public func collectionView(_ collectionView: UICollectionView, moveItemAt sourceIndexPath: IndexPath, to destinationIndexPath: IndexPath) {
+    public func collectionView(
+        _ collectionView: UICollectionView, moveItemAt sourceIndexPath: IndexPath, to destinationIndexPath: IndexPath
+    ) {
         // The collection view already shows the item at its destination.
         let item = presenter.item(at: Self.rowPath(sourceIndexPath))
         switch presenter.viewDidMoveRow(from: Self.rowPath(sourceIndexPath), to: Self.rowPath(destinationIndexPath)) {
         case .unchanged:
             return
         case .written(let ticket):
-            if let item { item.adapter?.didMove(item, from: sourceIndexPath, to: destinationIndexPath, result: .success(ticket)) }
+            if let item {
+                item.adapter?.didMove(item, from: sourceIndexPath, to: destinationIndexPath, result: .success(ticket))
+            }
         case .refused(let error, let token):
-            if let item { item.adapter?.didMove(item, from: sourceIndexPath, to: destinationIndexPath, result: .failure(error)) }
+            if let item {
+                item.adapter?.didMove(item, from: sourceIndexPath, to: destinationIndexPath, result: .failure(error))
+            }
             report(error)
             Task { @MainActor [weak self] in self?.presenter.undoViewMove(token) }
         }
@@ -75,7 +92,8 @@ extension CollectionDirector: UICollectionViewDataSourcePrefetching {
         prefetch(indexPaths, cancel: false)
     }
 
-    public func collectionView(_ collectionView: UICollectionView, cancelPrefetchingForItemsAt indexPaths: [IndexPath]) {
+    public func collectionView(_ collectionView: UICollectionView, cancelPrefetchingForItemsAt indexPaths: [IndexPath])
+    {
         prefetch(indexPaths, cancel: true)
     }
 
@@ -90,32 +108,48 @@ extension CollectionDirector: UICollectionViewDataSourcePrefetching {
 extension CollectionDirector: UICollectionViewDelegateFlowLayout {
     // MARK: Display
 
-    public func collectionView(_ collectionView: UICollectionView, willDisplay cell: UICollectionViewCell, forItemAt indexPath: IndexPath) {
-        guard let item = cellItems[ObjectIdentifier(cell)] ?? presenter.item(at: Self.rowPath(indexPath)), let adapter = item.adapter else {
+    public func collectionView(
+        _ collectionView: UICollectionView, willDisplay cell: UICollectionViewCell, forItemAt indexPath: IndexPath
+    ) {
+        guard let item = cellItems[ObjectIdentifier(cell)] ?? presenter.item(at: Self.rowPath(indexPath)),
+            let adapter = item.adapter
+        else {
             return
         }
         adapter.handle(.willDisplay(cell), item, at: indexPath, director: self)
     }
 
-    public func collectionView(_ collectionView: UICollectionView, didEndDisplaying cell: UICollectionViewCell, forItemAt indexPath: IndexPath) {
-        guard let item = cellItems.removeValue(forKey: ObjectIdentifier(cell)), let adapter = item.adapter else { return }
+    public func collectionView(
+        _ collectionView: UICollectionView, didEndDisplaying cell: UICollectionViewCell, forItemAt indexPath: IndexPath
+    ) {
+        guard let item = cellItems.removeValue(forKey: ObjectIdentifier(cell)), let adapter = item.adapter else {
+            return
+        }
         adapter.handle(.didEndDisplaying(cell), item, at: indexPath, director: self)
     }
 
-    public func collectionView(_ collectionView: UICollectionView, willDisplaySupplementaryView view: UICollectionReusableView,
-                               forElementKind elementKind: String, at indexPath: IndexPath) {
+    public func collectionView(
+        _ collectionView: UICollectionView, willDisplaySupplementaryView view: UICollectionReusableView,
+        forElementKind elementKind: String, at indexPath: IndexPath
+    ) {
         supplementaryDisplay(view, elementKind, indexPath, ended: false)
     }
 
-    public func collectionView(_ collectionView: UICollectionView, didEndDisplayingSupplementaryView view: UICollectionReusableView,
-                               forElementOfKind elementKind: String, at indexPath: IndexPath) {
+    public func collectionView(
+        _ collectionView: UICollectionView, didEndDisplayingSupplementaryView view: UICollectionReusableView,
+        forElementOfKind elementKind: String, at indexPath: IndexPath
+    ) {
         supplementaryDisplay(view, elementKind, indexPath, ended: true)
     }
 
-    private func supplementaryDisplay(_ view: UICollectionReusableView, _ kind: String, _ indexPath: IndexPath, ended: Bool) {
-        guard let element = Self.element(ofKind: kind), let shown = supplementary(element, inSection: indexPath.section) else { return }
-        shown.registration.adapter.display(view, value: shown.value, section: indexPath.section, sectionID: shown.sectionID,
-                                           element: element, ended: ended, director: self)
+    private func supplementaryDisplay(
+        _ view: UICollectionReusableView, _ kind: String, _ indexPath: IndexPath, ended: Bool
+    ) {
+        guard let element = Self.element(ofKind: kind), let shown = supplementary(element, inSection: indexPath.section)
+        else { return }
+        shown.registration.adapter.display(
+            view, value: shown.value, section: indexPath.section, sectionID: shown.sectionID,
+            element: element, ended: ended, director: self)
     }
 
     // MARK: Selection
@@ -142,43 +176,58 @@ extension CollectionDirector: UICollectionViewDelegateFlowLayout {
 
     // MARK: Reorder
 
-    public func collectionView(_ collectionView: UICollectionView,
-                               targetIndexPathForMoveOfItemFromOriginalIndexPath originalIndexPath: IndexPath,
-                               atCurrentIndexPath currentIndexPath: IndexPath,
-                               toProposedIndexPath proposedIndexPath: IndexPath) -> IndexPath {
-        guard let item = presenter.item(at: Self.rowPath(originalIndexPath)), let adapter = item.adapter else { return originalIndexPath }
+    public func collectionView(
+        _ collectionView: UICollectionView,
+        targetIndexPathForMoveOfItemFromOriginalIndexPath originalIndexPath: IndexPath,
+        atCurrentIndexPath currentIndexPath: IndexPath,
+        toProposedIndexPath proposedIndexPath: IndexPath
+    ) -> IndexPath {
+        guard let item = presenter.item(at: Self.rowPath(originalIndexPath)), let adapter = item.adapter else {
+            return originalIndexPath
+        }
         return adapter.moveTarget(item, at: originalIndexPath, proposed: proposedIndexPath, director: self)
     }
 
     // MARK: Sizing (flow layout)
 
-    public func collectionView(_ collectionView: UICollectionView, layout collectionViewLayout: UICollectionViewLayout,
-                               sizeForItemAt indexPath: IndexPath) -> CGSize {
+    public func collectionView(
+        _ collectionView: UICollectionView, layout collectionViewLayout: UICollectionViewLayout,
+        sizeForItemAt indexPath: IndexPath
+    ) -> CGSize {
         let layoutDefault = (collectionViewLayout as? UICollectionViewFlowLayout)?.itemSize ?? .zero
-        guard let item = presenter.item(at: Self.rowPath(indexPath)), let adapter = item.adapter, case .success? = item.model else {
+        guard let item = presenter.item(at: Self.rowPath(indexPath)), let adapter = item.adapter,
+            case .success? = item.model
+        else {
             return fallbackSize
         }
         return adapter.size(item, at: indexPath, director: self) ?? adapter.sizing.size(layoutDefault: layoutDefault)
     }
 
-    public func collectionView(_ collectionView: UICollectionView, layout collectionViewLayout: UICollectionViewLayout,
-                               referenceSizeForHeaderInSection section: Int) -> CGSize {
+    public func collectionView(
+        _ collectionView: UICollectionView, layout collectionViewLayout: UICollectionViewLayout,
+        referenceSizeForHeaderInSection section: Int
+    ) -> CGSize {
         referenceSize(.header, collectionViewLayout, section)
     }
 
-    public func collectionView(_ collectionView: UICollectionView, layout collectionViewLayout: UICollectionViewLayout,
-                               referenceSizeForFooterInSection section: Int) -> CGSize {
+    public func collectionView(
+        _ collectionView: UICollectionView, layout collectionViewLayout: UICollectionViewLayout,
+        referenceSizeForFooterInSection section: Int
+    ) -> CGSize {
         referenceSize(.footer, collectionViewLayout, section)
     }
 
     /// A section without a header (or with no adapter for it) gets a zero size, so the
     /// layout asks for no view there.
-    private func referenceSize(_ element: SupplementaryUpdate.Element, _ layout: UICollectionViewLayout, _ section: Int) -> CGSize {
+    private func referenceSize(
+        _ element: SupplementaryUpdate.Element, _ layout: UICollectionViewLayout, _ section: Int
+    ) -> CGSize {
         guard let shown = supplementary(element, inSection: section) else { return .zero }
         let flow = layout as? UICollectionViewFlowLayout
         let layoutDefault = (element == .header ? flow?.headerReferenceSize : flow?.footerReferenceSize) ?? .zero
-        return shown.registration.adapter.size(value: shown.value, section: section, sectionID: shown.sectionID, element: element,
-                                               director: self)
+        return shown.registration.adapter.size(
+            value: shown.value, section: section, sectionID: shown.sectionID, element: element,
+            director: self)
             ?? shown.registration.adapter.sizing.size(layoutDefault: layoutDefault)
     }
 }

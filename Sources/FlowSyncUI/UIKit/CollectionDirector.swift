@@ -49,7 +49,8 @@ public final class CollectionDirector: NSObject {
     lazy var presenter = ListPresenter<DirectorCollectionTarget, any CollectionCellRouting>(
         list: list, target: DirectorCollectionTarget(director: self))
     /// The header and footer adapters, with their decoders.
-    var supplementaryAdapters: [SupplementaryUpdate.Element: SupplementaryRegistration<any CollectionSupplementaryRouting>] = [:]
+    var supplementaryAdapters:
+        [SupplementaryUpdate.Element: SupplementaryRegistration<any CollectionSupplementaryRouting>] = [:]
     /// What each cell on screen shows, from dequeue to end of display.
     var cellItems: [ObjectIdentifier: PresentedRow<any CollectionCellRouting>] = [:]
 
@@ -61,8 +62,9 @@ public final class CollectionDirector: NSObject {
         presenter.applier.maximumAnimatedChanges = maximumAnimatedChanges
         collection.register(UICollectionViewCell.self, forCellWithReuseIdentifier: Self.fallbackReuseIdentifier)
         for kind in [UICollectionView.elementKindSectionHeader, UICollectionView.elementKindSectionFooter] {
-            collection.register(UICollectionReusableView.self, forSupplementaryViewOfKind: kind,
-                                withReuseIdentifier: Self.fallbackReuseIdentifier)
+            collection.register(
+                UICollectionReusableView.self, forSupplementaryViewOfKind: kind,
+                withReuseIdentifier: Self.fallbackReuseIdentifier)
         }
         collection.dataSource = self
         collection.delegate = self
@@ -85,20 +87,28 @@ public final class CollectionDirector: NSObject {
     }
 
     /// Shows every section's header with `adapter`.
-    public func register<Value: Decodable, View: UICollectionReusableView>(header adapter: CollectionSupplementaryAdapter<Value, View>) {
+    public func register<Value: Decodable, View: UICollectionReusableView>(
+        header adapter: CollectionSupplementaryAdapter<Value, View>
+    ) {
         register(adapter, for: .header)
     }
 
     /// Shows every section's footer with `adapter`.
-    public func register<Value: Decodable, View: UICollectionReusableView>(footer adapter: CollectionSupplementaryAdapter<Value, View>) {
+    public func register<Value: Decodable, View: UICollectionReusableView>(
+        footer adapter: CollectionSupplementaryAdapter<Value, View>
+    ) {
         register(adapter, for: .footer)
     }
 
-    private func register<Value: Decodable, View: UICollectionReusableView>(_ adapter: CollectionSupplementaryAdapter<Value, View>,
-                                                                           for element: SupplementaryUpdate.Element) {
-        collectionView.register(View.self, forSupplementaryViewOfKind: Self.kind(of: element), withReuseIdentifier: adapter.reuseIdentifier)
-        supplementaryAdapters[element] = SupplementaryRegistration<any CollectionSupplementaryRouting>(adapter: adapter,
-                                                                                                      decode: adapter.valueDecoder)
+    private func register<Value: Decodable, View: UICollectionReusableView>(
+        _ adapter: CollectionSupplementaryAdapter<Value, View>,
+        for element: SupplementaryUpdate.Element
+    ) {
+        collectionView.register(
+            View.self, forSupplementaryViewOfKind: Self.kind(of: element), withReuseIdentifier: adapter.reuseIdentifier)
+        supplementaryAdapters[element] = SupplementaryRegistration<any CollectionSupplementaryRouting>(
+            adapter: adapter,
+            decode: adapter.valueDecoder)
         presenter.supplementaryValues.removeAll()
         if presenter.numberOfSections > 0 { collectionView.reloadData() }
     }
@@ -158,8 +168,11 @@ public final class CollectionDirector: NSObject {
     }
 
     /// The decoded header or footer of `section` with its adapter, when both exist.
-    func supplementary(_ element: SupplementaryUpdate.Element, inSection section: Int)
-        -> PresentedSupplementary<any CollectionSupplementaryRouting>? {
+    func supplementary(
+        _ element: SupplementaryUpdate.Element, inSection section: Int
+    )
+        -> PresentedSupplementary<any CollectionSupplementaryRouting>?
+    {
         presenter.supplementary(element, inSection: section, registrations: supplementaryAdapters)
     }
 
@@ -172,8 +185,12 @@ public final class CollectionDirector: NSObject {
         // An element without an adapter shows no view: nothing to refresh for it.
         let shownRefreshes = refreshes.map { refresh -> SupplementaryRefresh in
             var refresh = refresh
-            if supplementaryAdapters[.header] == nil { (refresh.header, refresh.headerPresenceChanged) = (false, false) }
-            if supplementaryAdapters[.footer] == nil { (refresh.footer, refresh.footerPresenceChanged) = (false, false) }
+            if supplementaryAdapters[.header] == nil {
+                (refresh.header, refresh.headerPresenceChanged) = (false, false)
+            }
+            if supplementaryAdapters[.footer] == nil {
+                (refresh.footer, refresh.footerPresenceChanged) = (false, false)
+            }
             return refresh
         }
         var reload = IndexSet()
@@ -182,11 +199,16 @@ public final class CollectionDirector: NSObject {
             case .reloadSection(let section):
                 reload.insert(section)
             case .refreshInPlace(let section, let element):
-                guard let view = collectionView.supplementaryView(forElementKind: Self.kind(of: element),
-                                                                  at: IndexPath(item: 0, section: section)) else { continue }
+                guard
+                    let view = collectionView.supplementaryView(
+                        forElementKind: Self.kind(of: element),
+                        at: IndexPath(item: 0, section: section))
+                else { continue }
                 guard let shown = supplementary(element, inSection: section),
-                      shown.registration.adapter.configure(view, value: shown.value, section: section, sectionID: shown.sectionID,
-                                                           element: element, director: self) else {
+                    shown.registration.adapter.configure(
+                        view, value: shown.value, section: section, sectionID: shown.sectionID,
+                        element: element, director: self)
+                else {
                     reload.insert(section)
                     continue
                 }

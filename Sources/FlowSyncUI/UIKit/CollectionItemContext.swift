@@ -28,7 +28,9 @@ public struct CollectionItemContext<Model, Cell: UICollectionViewCell> {
     /// The live list it shows.
     public var list: ListDirector { director.list }
     /// Where the item is now; `nil` once it is gone.
-    public var currentIndexPath: IndexPath? { director.presenter.path(of: handle).map { IndexPath(item: $0.row, section: $0.section) } }
+    public var currentIndexPath: IndexPath? {
+        director.presenter.path(of: handle).map { IndexPath(item: $0.row, section: $0.section) }
+    }
 
     /// Deletes this item, by its ID, wherever it is now.
     ///

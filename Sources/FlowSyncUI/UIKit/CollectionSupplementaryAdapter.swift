@@ -72,11 +72,16 @@ protocol CollectionSupplementaryRouting: AnyObject {
     var viewClass: UICollectionReusableView.Type { get }
     var sizing: ItemSizing { get }
     var valueDecoder: ([UInt8]) throws -> Any { get }
-    func configure(_ view: UICollectionReusableView, value: Any, section: Int, sectionID: String,
-                   element: SupplementaryUpdate.Element, director: CollectionDirector) -> Bool
-    func display(_ view: UICollectionReusableView, value: Any, section: Int, sectionID: String,
-                 element: SupplementaryUpdate.Element, ended: Bool, director: CollectionDirector)
-    func size(value: Any, section: Int, sectionID: String, element: SupplementaryUpdate.Element, director: CollectionDirector) -> CGSize?
+    func configure(
+        _ view: UICollectionReusableView, value: Any, section: Int, sectionID: String,
+        element: SupplementaryUpdate.Element, director: CollectionDirector
+    ) -> Bool
+    func display(
+        _ view: UICollectionReusableView, value: Any, section: Int, sectionID: String,
+        element: SupplementaryUpdate.Element, ended: Bool, director: CollectionDirector)
+    func size(
+        value: Any, section: Int, sectionID: String, element: SupplementaryUpdate.Element, director: CollectionDirector
+    ) -> CGSize?
 }
 
 extension CollectionSupplementaryAdapter: CollectionSupplementaryRouting {
@@ -87,28 +92,40 @@ extension CollectionSupplementaryAdapter: CollectionSupplementaryRouting {
         return { bytes in try decoder.decode(Value.self, from: Data(bytes)) }
     }
 
-    private func context(_ value: Any, _ view: UICollectionReusableView?, _ section: Int, _ sectionID: String,
-                         _ element: SupplementaryUpdate.Element, _ director: CollectionDirector) -> Context? {
+    private func context(
+        _ value: Any, _ view: UICollectionReusableView?, _ section: Int, _ sectionID: String,
+        _ element: SupplementaryUpdate.Element, _ director: CollectionDirector
+    ) -> Context? {
         guard let value = value as? Value else { return nil }
-        return Context(value: value, view: view as? View, section: section, sectionID: sectionID, element: element, director: director)
+        return Context(
+            value: value, view: view as? View, section: section, sectionID: sectionID, element: element,
+            director: director)
     }
 
-    func configure(_ view: UICollectionReusableView, value: Any, section: Int, sectionID: String,
-                   element: SupplementaryUpdate.Element, director: CollectionDirector) -> Bool {
+    func configure(
+        _ view: UICollectionReusableView, value: Any, section: Int, sectionID: String,
+        element: SupplementaryUpdate.Element, director: CollectionDirector
+    ) -> Bool {
         guard let ctx = context(value, view, section, sectionID, element, director) else { return false }
         events.dequeue?(ctx)
         return true
     }
 
-    func display(_ view: UICollectionReusableView, value: Any, section: Int, sectionID: String,
-                 element: SupplementaryUpdate.Element, ended: Bool, director: CollectionDirector) {
+    func display(
+        _ view: UICollectionReusableView, value: Any, section: Int, sectionID: String,
+        element: SupplementaryUpdate.Element, ended: Bool, director: CollectionDirector
+    ) {
         guard let handler = ended ? events.endDisplay : events.willDisplay,
-              let ctx = context(value, view, section, sectionID, element, director) else { return }
+            let ctx = context(value, view, section, sectionID, element, director)
+        else { return }
         handler(ctx)
     }
 
-    func size(value: Any, section: Int, sectionID: String, element: SupplementaryUpdate.Element, director: CollectionDirector) -> CGSize? {
-        guard let handler = events.referenceSize, let ctx = context(value, nil, section, sectionID, element, director) else { return nil }
+    func size(
+        value: Any, section: Int, sectionID: String, element: SupplementaryUpdate.Element, director: CollectionDirector
+    ) -> CGSize? {
+        guard let handler = events.referenceSize, let ctx = context(value, nil, section, sectionID, element, director)
+        else { return nil }
         return handler(ctx)
     }
 }

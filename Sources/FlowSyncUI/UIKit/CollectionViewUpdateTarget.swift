@@ -29,7 +29,9 @@ public struct CollectionViewUpdateTarget: @preconcurrency ListUpdateTarget {
     }
     public func deleteSections(_ sections: [Int]) { collectionView.deleteSections(IndexSet(sections)) }
     public func insertSections(_ sections: [Int]) { collectionView.insertSections(IndexSet(sections)) }
-    public func moveSection(_ section: Int, toSection newSection: Int) { collectionView.moveSection(section, toSection: newSection) }
+    public func moveSection(_ section: Int, toSection newSection: Int) {
+        collectionView.moveSection(section, toSection: newSection)
+    }
     public func deleteRows(at paths: [RowPath]) { collectionView.deleteItems(at: paths.map(Self.indexPath)) }
     public func insertRows(at paths: [RowPath]) { collectionView.insertItems(at: paths.map(Self.indexPath)) }
     public func moveRow(at path: RowPath, to newPath: RowPath) {

@@ -25,7 +25,9 @@ public final class ListDiffableAdapter {
     /// The list the data source shows (for the cell and supplementary providers).
     public private(set) var snapshot: ListSnapshot
 
-    public init(dataSource: UICollectionViewDiffableDataSource<String, String>, snapshot: ListSnapshot = ListSnapshot(name: "")) {
+    public init(
+        dataSource: UICollectionViewDiffableDataSource<String, String>, snapshot: ListSnapshot = ListSnapshot(name: "")
+    ) {
         self.dataSource = dataSource
         self.snapshot = snapshot
     }

@@ -118,28 +118,53 @@ protocol TableCellRouting: AnyObject {
     var canDelete: Bool { get }
     var canReorder: Bool { get }
     var kind: String { get }
-    func configure(_ cell: UITableViewCell, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector)
-    func willDisplay(_ cell: UITableViewCell, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector)
-    func didEndDisplaying(_ cell: UITableViewCell, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector)
-    func shouldHighlight(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> Bool
-    func willSelect(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> IndexPath?
-    func didSelect(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> TableSelectionState
+    func configure(
+        _ cell: UITableViewCell, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath,
+        director: TableDirector)
+    func willDisplay(
+        _ cell: UITableViewCell, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath,
+        director: TableDirector)
+    func didEndDisplaying(
+        _ cell: UITableViewCell, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath,
+        director: TableDirector)
+    func shouldHighlight(
+        _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector
+    ) -> Bool
+    func willSelect(
+        _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector
+    ) -> IndexPath?
+    func didSelect(
+        _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector
+    ) -> TableSelectionState
     func didDeselect(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector)
     func accessoryTapped(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector)
-    func swipeActions(leading: Bool, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath,
-                      director: TableDirector) -> UISwipeActionsConfiguration??
+    func swipeActions(
+        leading: Bool, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath,
+        director: TableDirector
+    ) -> UISwipeActionsConfiguration??
     func canEdit(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> Bool
-    func editingStyle(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> UITableViewCell.EditingStyle
-    func commitEdit(_ style: UITableViewCell.EditingStyle, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath,
-                    director: TableDirector) -> Bool
+    func editingStyle(
+        _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector
+    ) -> UITableViewCell.EditingStyle
+    func commitEdit(
+        _ style: UITableViewCell.EditingStyle, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath,
+        director: TableDirector
+    ) -> Bool
     func canMove(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> Bool
-    func moveTarget(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, proposed: IndexPath,
-                    director: TableDirector) -> IndexPath
-    func didMove(_ item: PresentedRow<any TableCellRouting>, from: IndexPath, to: IndexPath,
-                 result: Result<WriteTicket, FlowSyncError>)
+    func moveTarget(
+        _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, proposed: IndexPath,
+        director: TableDirector
+    ) -> IndexPath
+    func didMove(
+        _ item: PresentedRow<any TableCellRouting>, from: IndexPath, to: IndexPath,
+        result: Result<WriteTicket, FlowSyncError>)
     func prefetch(_ items: [PresentedRow<any TableCellRouting>], cancel: Bool)
-    func height(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> CGFloat?
-    func estimatedHeight(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> CGFloat?
+    func height(
+        _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector
+    ) -> CGFloat?
+    func estimatedHeight(
+        _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector
+    ) -> CGFloat?
 }
 
 extension TableCellAdapter: TableCellRouting {
@@ -155,56 +180,84 @@ extension TableCellAdapter: TableCellRouting {
 
     /// The context of `item`, or `nil` when its model did not decode (it shows the
     /// fallback and gets no events).
-    private func context(_ item: PresentedRow<any TableCellRouting>, _ cell: UITableViewCell?, _ indexPath: IndexPath,
-                         _ director: TableDirector) -> Context? {
+    private func context(
+        _ item: PresentedRow<any TableCellRouting>, _ cell: UITableViewCell?, _ indexPath: IndexPath,
+        _ director: TableDirector
+    ) -> Context? {
         guard let model = item.model(as: Model.self) else { return nil }
-        return Context(model: model, cell: cell as? Cell, indexPath: indexPath, row: item.row, handle: item.handle, director: director)
+        return Context(
+            model: model, cell: cell as? Cell, indexPath: indexPath, row: item.row, handle: item.handle,
+            director: director)
     }
 
-    func configure(_ cell: UITableViewCell, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) {
+    func configure(
+        _ cell: UITableViewCell, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath,
+        director: TableDirector
+    ) {
         guard let ctx = context(item, cell, indexPath, director) else { return }
         events.dequeue?(ctx)
     }
 
-    func willDisplay(_ cell: UITableViewCell, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) {
+    func willDisplay(
+        _ cell: UITableViewCell, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath,
+        director: TableDirector
+    ) {
         guard let handler = events.willDisplay, let ctx = context(item, cell, indexPath, director) else { return }
         handler(ctx)
     }
 
-    func didEndDisplaying(_ cell: UITableViewCell, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath,
-                          director: TableDirector) {
+    func didEndDisplaying(
+        _ cell: UITableViewCell, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath,
+        director: TableDirector
+    ) {
         guard let handler = events.endDisplay, let ctx = context(item, cell, indexPath, director) else { return }
         handler(ctx)
     }
 
-    func shouldHighlight(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> Bool {
-        guard let handler = events.shouldHighlight, let ctx = context(item, director.visibleCell(at: indexPath), indexPath, director) else {
+    func shouldHighlight(
+        _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector
+    ) -> Bool {
+        guard let handler = events.shouldHighlight,
+            let ctx = context(item, director.visibleCell(at: indexPath), indexPath, director)
+        else {
             return true
         }
         return handler(ctx)
     }
 
-    func willSelect(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> IndexPath? {
-        guard let handler = events.willSelect, let ctx = context(item, director.visibleCell(at: indexPath), indexPath, director) else {
+    func willSelect(
+        _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector
+    ) -> IndexPath? {
+        guard let handler = events.willSelect,
+            let ctx = context(item, director.visibleCell(at: indexPath), indexPath, director)
+        else {
             return indexPath
         }
         return handler(ctx)
     }
 
-    func didSelect(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> TableSelectionState {
-        guard let handler = events.tap, let ctx = context(item, director.visibleCell(at: indexPath), indexPath, director) else {
+    func didSelect(
+        _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector
+    ) -> TableSelectionState {
+        guard let handler = events.tap,
+            let ctx = context(item, director.visibleCell(at: indexPath), indexPath, director)
+        else {
             return .none
         }
         return handler(ctx)
     }
 
     func didDeselect(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) {
-        guard let handler = events.didDeselect, let ctx = context(item, director.visibleCell(at: indexPath), indexPath, director) else { return }
+        guard let handler = events.didDeselect,
+            let ctx = context(item, director.visibleCell(at: indexPath), indexPath, director)
+        else { return }
         handler(ctx)
     }
 
     func accessoryTapped(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) {
-        guard let handler = events.tapOnAccessory, let ctx = context(item, director.visibleCell(at: indexPath), indexPath, director) else {
+        guard let handler = events.tapOnAccessory,
+            let ctx = context(item, director.visibleCell(at: indexPath), indexPath, director)
+        else {
             return
         }
         handler(ctx)
@@ -212,29 +265,39 @@ extension TableCellAdapter: TableCellRouting {
 
     /// `.some(configuration)` when the adapter answers (which may be `nil`: no
     /// actions), `.none` when it leaves the swipe to UIKit's default.
-    func swipeActions(leading: Bool, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath,
-                      director: TableDirector) -> UISwipeActionsConfiguration?? {
+    func swipeActions(
+        leading: Bool, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath,
+        director: TableDirector
+    ) -> UISwipeActionsConfiguration?? {
         guard let handler = leading ? events.leadingSwipeActions : events.trailingSwipeActions,
-              let ctx = context(item, director.visibleCell(at: indexPath), indexPath, director) else { return .none }
+            let ctx = context(item, director.visibleCell(at: indexPath), indexPath, director)
+        else { return .none }
         return .some(handler(ctx))
     }
 
     func canEdit(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> Bool {
         guard let ctx = context(item, nil, indexPath, director) else { return false }
-        return events.canEdit?(ctx) ?? (canDelete || events.commitEdit != nil || events.trailingSwipeActions != nil
-                                        || events.leadingSwipeActions != nil)
+        return events.canEdit?(ctx)
+            ?? (canDelete || events.commitEdit != nil || events.trailingSwipeActions != nil
+                || events.leadingSwipeActions != nil)
     }
 
-    func editingStyle(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath,
-                      director: TableDirector) -> UITableViewCell.EditingStyle {
+    func editingStyle(
+        _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath,
+        director: TableDirector
+    ) -> UITableViewCell.EditingStyle {
         guard let ctx = context(item, nil, indexPath, director) else { return .none }
         return events.editStyle?(ctx) ?? (canDelete ? .delete : .none)
     }
 
     /// - Returns: Whether the adapter handled it (else the director deletes for `.delete`).
-    func commitEdit(_ style: UITableViewCell.EditingStyle, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath,
-                    director: TableDirector) -> Bool {
-        guard let handler = events.commitEdit, let ctx = context(item, director.visibleCell(at: indexPath), indexPath, director) else {
+    func commitEdit(
+        _ style: UITableViewCell.EditingStyle, _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath,
+        director: TableDirector
+    ) -> Bool {
+        guard let handler = events.commitEdit,
+            let ctx = context(item, director.visibleCell(at: indexPath), indexPath, director)
+        else {
             return false
         }
         handler(ctx, style)
@@ -246,13 +309,20 @@ extension TableCellAdapter: TableCellRouting {
         return events.canMoveRow?(ctx) ?? canReorder
     }
 
-    func moveTarget(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, proposed: IndexPath,
-                    director: TableDirector) -> IndexPath {
-        guard let handler = events.moveAdjustDestination, let ctx = context(item, nil, indexPath, director) else { return proposed }
+    func moveTarget(
+        _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, proposed: IndexPath,
+        director: TableDirector
+    ) -> IndexPath {
+        guard let handler = events.moveAdjustDestination, let ctx = context(item, nil, indexPath, director) else {
+            return proposed
+        }
         return handler(ctx, proposed)
     }
 
-    func didMove(_ item: PresentedRow<any TableCellRouting>, from: IndexPath, to: IndexPath, result: Result<WriteTicket, FlowSyncError>) {
+    func didMove(
+        _ item: PresentedRow<any TableCellRouting>, from: IndexPath, to: IndexPath,
+        result: Result<WriteTicket, FlowSyncError>
+    ) {
         guard let handler = events.moveRow, let model = item.model(as: Model.self) else { return }
         handler(TableMoveContext(model: model, handle: item.handle, from: from, to: to, result: result))
     }
@@ -263,13 +333,19 @@ extension TableCellAdapter: TableCellRouting {
         if !models.isEmpty { handler(models, paths.map(IndexPath.init)) }
     }
 
-    func height(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> CGFloat? {
+    func height(
+        _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector
+    ) -> CGFloat? {
         guard let handler = events.rowHeight, let ctx = context(item, nil, indexPath, director) else { return nil }
         return handler(ctx)
     }
 
-    func estimatedHeight(_ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector) -> CGFloat? {
-        guard let handler = events.rowHeightEstimated, let ctx = context(item, nil, indexPath, director) else { return nil }
+    func estimatedHeight(
+        _ item: PresentedRow<any TableCellRouting>, at indexPath: IndexPath, director: TableDirector
+    ) -> CGFloat? {
+        guard let handler = events.rowHeightEstimated, let ctx = context(item, nil, indexPath, director) else {
+            return nil
+        }
         return handler(ctx)
     }
 }

@@ -30,7 +30,8 @@ extension TableDirector: UITableViewDataSource {
         } else {
             let failure: ModelDecodingFailure?
             if case .failure(let error)? = item.model { failure = error } else { failure = nil }
-            cell = fallback?(TableFallbackContext(row: item.row, indexPath: indexPath, failure: failure, table: tableView))
+            cell =
+                fallback?(TableFallbackContext(row: item.row, indexPath: indexPath, failure: failure, table: tableView))
                 ?? tableView.dequeueReusableCell(withIdentifier: Self.fallbackReuseIdentifier, for: indexPath)
             cellItems[ObjectIdentifier(cell)] = item
         }
@@ -50,7 +51,9 @@ extension TableDirector: UITableViewDataSource {
         return adapter.canEdit(item, at: indexPath, director: self)
     }
 
-    public func tableView(_ tableView: UITableView, commit editingStyle: UITableViewCell.EditingStyle, forRowAt indexPath: IndexPath) {
+    public func tableView(
+        _ tableView: UITableView, commit editingStyle: UITableViewCell.EditingStyle, forRowAt indexPath: IndexPath
+    ) {
         guard let item = presenter.item(at: RowPath(indexPath)), let adapter = item.adapter else { return }
         if adapter.commitEdit(editingStyle, item, at: indexPath, director: self) { return }
         guard editingStyle == .delete else { return }
@@ -67,7 +70,9 @@ extension TableDirector: UITableViewDataSource {
         return adapter.canMove(item, at: indexPath, director: self)
     }
 
-    public func tableView(_ tableView: UITableView, moveRowAt sourceIndexPath: IndexPath, to destinationIndexPath: IndexPath) {
+    public func tableView(
+        _ tableView: UITableView, moveRowAt sourceIndexPath: IndexPath, to destinationIndexPath: IndexPath
+    ) {
         // The table already shows the row at its destination. The presenter shows the
         // same at once (no batch, no reload) and writes the move by identity.
         let item = presenter.item(at: RowPath(sourceIndexPath))
@@ -75,9 +80,13 @@ extension TableDirector: UITableViewDataSource {
         case .unchanged:
             return
         case .written(let ticket):
-            if let item { item.adapter?.didMove(item, from: sourceIndexPath, to: destinationIndexPath, result: .success(ticket)) }
+            if let item {
+                item.adapter?.didMove(item, from: sourceIndexPath, to: destinationIndexPath, result: .success(ticket))
+            }
         case .refused(let error, let token):
-            if let item { item.adapter?.didMove(item, from: sourceIndexPath, to: destinationIndexPath, result: .failure(error)) }
+            if let item {
+                item.adapter?.didMove(item, from: sourceIndexPath, to: destinationIndexPath, result: .failure(error))
+            }
             report(error)
             // Not inside UIKit's reorder callback: the table is still finishing the drop.
             Task { @MainActor [weak self] in self?.presenter.undoViewMove(token) }

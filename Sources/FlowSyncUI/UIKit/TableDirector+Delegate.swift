@@ -12,16 +12,22 @@ extension TableDirector: UITableViewDelegate {
     // MARK: Display
 
     public func tableView(_ tableView: UITableView, willDisplay cell: UITableViewCell, forRowAt indexPath: IndexPath) {
-        guard let item = cellItems[ObjectIdentifier(cell)] ?? presenter.item(at: RowPath(indexPath)), let adapter = item.adapter else {
+        guard let item = cellItems[ObjectIdentifier(cell)] ?? presenter.item(at: RowPath(indexPath)),
+            let adapter = item.adapter
+        else {
             return
         }
         adapter.willDisplay(cell, item, at: indexPath, director: self)
     }
 
-    public func tableView(_ tableView: UITableView, didEndDisplaying cell: UITableViewCell, forRowAt indexPath: IndexPath) {
+    public func tableView(
+        _ tableView: UITableView, didEndDisplaying cell: UITableViewCell, forRowAt indexPath: IndexPath
+    ) {
         // The row may be gone from the list by now (a delete animates its cell out):
         // the cell's own record says what it showed.
-        guard let item = cellItems.removeValue(forKey: ObjectIdentifier(cell)), let adapter = item.adapter else { return }
+        guard let item = cellItems.removeValue(forKey: ObjectIdentifier(cell)), let adapter = item.adapter else {
+            return
+        }
         adapter.didEndDisplaying(cell, item, at: indexPath, director: self)
     }
 
@@ -58,45 +64,60 @@ extension TableDirector: UITableViewDelegate {
 
     // MARK: Swipes and editing
 
-    public func tableView(_ tableView: UITableView,
-                          leadingSwipeActionsConfigurationForRowAt indexPath: IndexPath) -> UISwipeActionsConfiguration? {
+    public func tableView(
+        _ tableView: UITableView,
+        leadingSwipeActionsConfigurationForRowAt indexPath: IndexPath
+    ) -> UISwipeActionsConfiguration? {
         guard let item = presenter.item(at: RowPath(indexPath)), let adapter = item.adapter,
-              case .some(let configuration) = adapter.swipeActions(leading: true, item, at: indexPath, director: self) else { return nil }
+            case .some(let configuration) = adapter.swipeActions(leading: true, item, at: indexPath, director: self)
+        else { return nil }
         return configuration
     }
 
-    public func tableView(_ tableView: UITableView,
-                          trailingSwipeActionsConfigurationForRowAt indexPath: IndexPath) -> UISwipeActionsConfiguration? {
+    public func tableView(
+        _ tableView: UITableView,
+        trailingSwipeActionsConfigurationForRowAt indexPath: IndexPath
+    ) -> UISwipeActionsConfiguration? {
         // `nil` leaves UIKit's default: a Delete button when the editing style is .delete,
         // which commits through `commit editingStyle` (by ID, see the data source).
         guard let item = presenter.item(at: RowPath(indexPath)), let adapter = item.adapter,
-              case .some(let configuration) = adapter.swipeActions(leading: false, item, at: indexPath, director: self) else { return nil }
+            case .some(let configuration) = adapter.swipeActions(leading: false, item, at: indexPath, director: self)
+        else { return nil }
         return configuration
     }
 
-    public func tableView(_ tableView: UITableView, editingStyleForRowAt indexPath: IndexPath) -> UITableViewCell.EditingStyle {
+    public func tableView(
+        _ tableView: UITableView, editingStyleForRowAt indexPath: IndexPath
+    ) -> UITableViewCell.EditingStyle {
         guard let item = presenter.item(at: RowPath(indexPath)), let adapter = item.adapter else { return .none }
         return adapter.editingStyle(item, at: indexPath, director: self)
     }
 
-    public func tableView(_ tableView: UITableView, targetIndexPathForMoveFromRowAt sourceIndexPath: IndexPath,
-                          toProposedIndexPath proposedDestinationIndexPath: IndexPath) -> IndexPath {
-        guard let item = presenter.item(at: RowPath(sourceIndexPath)), let adapter = item.adapter else { return sourceIndexPath }
+    public func tableView(
+        _ tableView: UITableView, targetIndexPathForMoveFromRowAt sourceIndexPath: IndexPath,
+        toProposedIndexPath proposedDestinationIndexPath: IndexPath
+    ) -> IndexPath {
+        guard let item = presenter.item(at: RowPath(sourceIndexPath)), let adapter = item.adapter else {
+            return sourceIndexPath
+        }
         return adapter.moveTarget(item, at: sourceIndexPath, proposed: proposedDestinationIndexPath, director: self)
     }
 
     // MARK: Sizing
 
     public func tableView(_ tableView: UITableView, heightForRowAt indexPath: IndexPath) -> CGFloat {
-        guard let item = presenter.item(at: RowPath(indexPath)), let adapter = item.adapter, case .success? = item.model else {
+        guard let item = presenter.item(at: RowPath(indexPath)), let adapter = item.adapter, case .success? = item.model
+        else {
             return fallbackHeight ?? tableView.rowHeight
         }
         return adapter.height(item, at: indexPath, director: self)
-            ?? adapter.sizing.height(viewDefault: tableView.rowHeight, automaticDimension: UITableView.automaticDimension)
+            ?? adapter.sizing.height(
+                viewDefault: tableView.rowHeight, automaticDimension: UITableView.automaticDimension)
     }
 
     public func tableView(_ tableView: UITableView, estimatedHeightForRowAt indexPath: IndexPath) -> CGFloat {
-        guard let item = presenter.item(at: RowPath(indexPath)), let adapter = item.adapter, case .success? = item.model else {
+        guard let item = presenter.item(at: RowPath(indexPath)), let adapter = item.adapter, case .success? = item.model
+        else {
             return fallbackHeight ?? tableView.estimatedRowHeight
         }
         return adapter.estimatedHeight(item, at: indexPath, director: self)
@@ -147,15 +168,20 @@ extension TableDirector: UITableViewDelegate {
 
     private func supplementaryView(_ element: SupplementaryUpdate.Element, inSection section: Int) -> UIView? {
         guard let shown = supplementary(element, inSection: section),
-              let view = tableView.dequeueReusableHeaderFooterView(withIdentifier: shown.registration.adapter.reuseIdentifier) else {
+            let view = tableView.dequeueReusableHeaderFooterView(
+                withIdentifier: shown.registration.adapter.reuseIdentifier)
+        else {
             return nil
         }
-        _ = shown.registration.adapter.configure(view, value: shown.value, section: section, sectionID: shown.sectionID,
-                                                 element: element, director: self)
+        _ = shown.registration.adapter.configure(
+            view, value: shown.value, section: section, sectionID: shown.sectionID,
+            element: element, director: self)
         return view
     }
 
-    private func supplementaryHeight(_ element: SupplementaryUpdate.Element, inSection section: Int, estimated: Bool) -> CGFloat {
+    private func supplementaryHeight(
+        _ element: SupplementaryUpdate.Element, inSection section: Int, estimated: Bool
+    ) -> CGFloat {
         let viewDefault: CGFloat
         switch (element, estimated) {
         case (.header, false): viewDefault = tableView.sectionHeaderHeight
@@ -165,16 +191,22 @@ extension TableDirector: UITableViewDelegate {
         }
         guard let shown = supplementary(element, inSection: section) else { return viewDefault }
         let adapter = shown.registration.adapter
-        let asked = adapter.height(value: shown.value, section: section, sectionID: shown.sectionID, element: element,
-                                   estimated: estimated, director: self)
+        let asked = adapter.height(
+            value: shown.value, section: section, sectionID: shown.sectionID, element: element,
+            estimated: estimated, director: self)
         if estimated { return asked ?? adapter.sizing.estimatedHeight(viewDefault: viewDefault) }
-        return asked ?? adapter.sizing.height(viewDefault: viewDefault, automaticDimension: UITableView.automaticDimension)
+        return asked
+            ?? adapter.sizing.height(viewDefault: viewDefault, automaticDimension: UITableView.automaticDimension)
     }
 
-    private func supplementaryDisplay(_ element: SupplementaryUpdate.Element, _ view: UIView, inSection section: Int, ended: Bool) {
-        guard let view = view as? UITableViewHeaderFooterView, let shown = supplementary(element, inSection: section) else { return }
-        shown.registration.adapter.display(view, value: shown.value, section: section, sectionID: shown.sectionID,
-                                           element: element, ended: ended, director: self)
+    private func supplementaryDisplay(
+        _ element: SupplementaryUpdate.Element, _ view: UIView, inSection section: Int, ended: Bool
+    ) {
+        guard let view = view as? UITableViewHeaderFooterView, let shown = supplementary(element, inSection: section)
+        else { return }
+        shown.registration.adapter.display(
+            view, value: shown.value, section: section, sectionID: shown.sectionID,
+            element: element, ended: ended, director: self)
     }
 }
 #endif

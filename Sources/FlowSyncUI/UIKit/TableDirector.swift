@@ -72,9 +72,11 @@ public final class TableDirector: NSObject {
     public static let fallbackReuseIdentifier = "FlowSync.fallback"
 
     /// The presenter: every decision of this director.
-    lazy var presenter = ListPresenter<DirectorTableTarget, any TableCellRouting>(list: list, target: DirectorTableTarget(director: self))
+    lazy var presenter = ListPresenter<DirectorTableTarget, any TableCellRouting>(
+        list: list, target: DirectorTableTarget(director: self))
     /// The header and footer adapters, with their decoders.
-    var supplementaryAdapters: [SupplementaryUpdate.Element: SupplementaryRegistration<any TableSupplementaryRouting>] = [:]
+    var supplementaryAdapters: [SupplementaryUpdate.Element: SupplementaryRegistration<any TableSupplementaryRouting>] =
+        [:]
     /// What each cell on screen shows, for the events that come after its row changed
     /// (`didEndDisplaying`); an entry lives from the cell's dequeue to its end of display.
     var cellItems: [ObjectIdentifier: PresentedRow<any TableCellRouting>] = [:]
@@ -107,19 +109,26 @@ public final class TableDirector: NSObject {
     }
 
     /// Shows every section's header with `adapter` (its views registered with the table).
-    public func register<Value: Decodable, View: UITableViewHeaderFooterView>(header adapter: TableHeaderFooterAdapter<Value, View>) {
+    public func register<Value: Decodable, View: UITableViewHeaderFooterView>(
+        header adapter: TableHeaderFooterAdapter<Value, View>
+    ) {
         register(adapter, for: .header)
     }
 
     /// Shows every section's footer with `adapter` (its views registered with the table).
-    public func register<Value: Decodable, View: UITableViewHeaderFooterView>(footer adapter: TableHeaderFooterAdapter<Value, View>) {
+    public func register<Value: Decodable, View: UITableViewHeaderFooterView>(
+        footer adapter: TableHeaderFooterAdapter<Value, View>
+    ) {
         register(adapter, for: .footer)
     }
 
-    private func register<Value: Decodable, View: UITableViewHeaderFooterView>(_ adapter: TableHeaderFooterAdapter<Value, View>,
-                                                                              for element: SupplementaryUpdate.Element) {
+    private func register<Value: Decodable, View: UITableViewHeaderFooterView>(
+        _ adapter: TableHeaderFooterAdapter<Value, View>,
+        for element: SupplementaryUpdate.Element
+    ) {
         tableView.register(View.self, forHeaderFooterViewReuseIdentifier: adapter.reuseIdentifier)
-        supplementaryAdapters[element] = SupplementaryRegistration<any TableSupplementaryRouting>(adapter: adapter, decode: adapter.valueDecoder)
+        supplementaryAdapters[element] = SupplementaryRegistration<any TableSupplementaryRouting>(
+            adapter: adapter, decode: adapter.valueDecoder)
         presenter.supplementaryValues.removeAll()
         if presenter.numberOfSections > 0 { tableView.reloadData() }
     }
@@ -153,7 +162,9 @@ public final class TableDirector: NSObject {
     }
 
     /// The decoded header or footer of `section` with its adapter, when both exist.
-    func supplementary(_ element: SupplementaryUpdate.Element, inSection section: Int) -> PresentedSupplementary<any TableSupplementaryRouting>? {
+    func supplementary(
+        _ element: SupplementaryUpdate.Element, inSection section: Int
+    ) -> PresentedSupplementary<any TableSupplementaryRouting>? {
         presenter.supplementary(element, inSection: section, registrations: supplementaryAdapters)
     }
 
@@ -180,8 +191,11 @@ public final class TableDirector: NSObject {
     /// Refreshes one visible header or footer in place.
     /// - Returns: `false` when only a reload of its section can show it.
     private func refreshInPlace(_ element: SupplementaryUpdate.Element, inSection section: Int) -> Bool {
-        guard let view = element == .header ? tableView.headerView(forSection: section) : tableView.footerView(forSection: section) else {
-            return true   // not on screen: asked for when it scrolls in
+        guard
+            let view = element == .header
+                ? tableView.headerView(forSection: section) : tableView.footerView(forSection: section)
+        else {
+            return true  // not on screen: asked for when it scrolls in
         }
         guard supplementaryAdapters[element] != nil else {
             guard let title = presenter.title(element, inSection: section) else { return false }
@@ -190,9 +204,11 @@ public final class TableDirector: NSObject {
             view.contentConfiguration = content
             return true
         }
-        guard let shown = supplementary(element, inSection: section) else { return false }   // no longer decodes: its view goes
-        return shown.registration.adapter.configure(view, value: shown.value, section: section, sectionID: shown.sectionID,
-                                                    element: element, director: self)
+        // Nil when it no longer decodes: its view goes.
+        guard let shown = supplementary(element, inSection: section) else { return false }
+        return shown.registration.adapter.configure(
+            view, value: shown.value, section: section, sectionID: shown.sectionID,
+            element: element, director: self)
     }
 
     /// Reports a refused write.
@@ -213,13 +229,23 @@ struct DirectorTableTarget: @preconcurrency ListUpdateTarget {
     var isOnScreen: Bool { table.window != nil }
     func reloadData() { table.reloadData() }
     func performBatchUpdates(_ updates: @escaping () -> Void) { table.performBatchUpdates(updates, completion: nil) }
-    func deleteSections(_ sections: [Int]) { table.deleteSections(IndexSet(sections), with: animations.sectionDeletionAnimation) }
-    func insertSections(_ sections: [Int]) { table.insertSections(IndexSet(sections), with: animations.sectionInsertionAnimation) }
+    func deleteSections(_ sections: [Int]) {
+        table.deleteSections(IndexSet(sections), with: animations.sectionDeletionAnimation)
+    }
+    func insertSections(_ sections: [Int]) {
+        table.insertSections(IndexSet(sections), with: animations.sectionInsertionAnimation)
+    }
     func moveSection(_ section: Int, toSection newSection: Int) { table.moveSection(section, toSection: newSection) }
-    func deleteRows(at paths: [RowPath]) { table.deleteRows(at: paths.map(IndexPath.init), with: animations.rowDeletionAnimation) }
-    func insertRows(at paths: [RowPath]) { table.insertRows(at: paths.map(IndexPath.init), with: animations.rowInsertionAnimation) }
+    func deleteRows(at paths: [RowPath]) {
+        table.deleteRows(at: paths.map(IndexPath.init), with: animations.rowDeletionAnimation)
+    }
+    func insertRows(at paths: [RowPath]) {
+        table.insertRows(at: paths.map(IndexPath.init), with: animations.rowInsertionAnimation)
+    }
     func moveRow(at path: RowPath, to newPath: RowPath) { table.moveRow(at: IndexPath(path), to: IndexPath(newPath)) }
-    func reloadRows(at paths: [RowPath]) { table.reloadRows(at: paths.map(IndexPath.init), with: animations.rowReloadAnimation) }
+    func reloadRows(at paths: [RowPath]) {
+        table.reloadRows(at: paths.map(IndexPath.init), with: animations.rowReloadAnimation)
+    }
     func refreshSupplementaries(_ refreshes: [SupplementaryRefresh]) { director.refreshSupplementaries(refreshes) }
 }
 #endif

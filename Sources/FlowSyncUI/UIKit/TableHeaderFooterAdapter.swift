@@ -88,12 +88,17 @@ protocol TableSupplementaryRouting: AnyObject {
     /// The presenter's decoder for this adapter's values (see ``TableCellAdapter``).
     var valueDecoder: ([UInt8]) throws -> Any { get }
     /// Configures `view` for `value`; `false` when the value is not this adapter's type.
-    func configure(_ view: UITableViewHeaderFooterView, value: Any, section: Int, sectionID: String,
-                   element: SupplementaryUpdate.Element, director: TableDirector) -> Bool
-    func display(_ view: UITableViewHeaderFooterView, value: Any, section: Int, sectionID: String,
-                 element: SupplementaryUpdate.Element, ended: Bool, director: TableDirector)
-    func height(value: Any, section: Int, sectionID: String, element: SupplementaryUpdate.Element, estimated: Bool,
-                director: TableDirector) -> CGFloat?
+    func configure(
+        _ view: UITableViewHeaderFooterView, value: Any, section: Int, sectionID: String,
+        element: SupplementaryUpdate.Element, director: TableDirector
+    ) -> Bool
+    func display(
+        _ view: UITableViewHeaderFooterView, value: Any, section: Int, sectionID: String,
+        element: SupplementaryUpdate.Element, ended: Bool, director: TableDirector)
+    func height(
+        value: Any, section: Int, sectionID: String, element: SupplementaryUpdate.Element, estimated: Bool,
+        director: TableDirector
+    ) -> CGFloat?
 }
 
 extension TableHeaderFooterAdapter: TableSupplementaryRouting {
@@ -104,30 +109,42 @@ extension TableHeaderFooterAdapter: TableSupplementaryRouting {
         return { bytes in try decoder.decode(Value.self, from: Data(bytes)) }
     }
 
-    private func context(_ value: Any, _ view: UITableViewHeaderFooterView?, _ section: Int, _ sectionID: String,
-                         _ element: SupplementaryUpdate.Element, _ director: TableDirector) -> Context? {
+    private func context(
+        _ value: Any, _ view: UITableViewHeaderFooterView?, _ section: Int, _ sectionID: String,
+        _ element: SupplementaryUpdate.Element, _ director: TableDirector
+    ) -> Context? {
         guard let value = value as? Value else { return nil }
-        return Context(value: value, view: view as? View, section: section, sectionID: sectionID, element: element, director: director)
+        return Context(
+            value: value, view: view as? View, section: section, sectionID: sectionID, element: element,
+            director: director)
     }
 
-    func configure(_ view: UITableViewHeaderFooterView, value: Any, section: Int, sectionID: String,
-                   element: SupplementaryUpdate.Element, director: TableDirector) -> Bool {
+    func configure(
+        _ view: UITableViewHeaderFooterView, value: Any, section: Int, sectionID: String,
+        element: SupplementaryUpdate.Element, director: TableDirector
+    ) -> Bool {
         guard let ctx = context(value, view, section, sectionID, element, director) else { return false }
         events.dequeue?(ctx)
         return true
     }
 
-    func display(_ view: UITableViewHeaderFooterView, value: Any, section: Int, sectionID: String,
-                 element: SupplementaryUpdate.Element, ended: Bool, director: TableDirector) {
+    func display(
+        _ view: UITableViewHeaderFooterView, value: Any, section: Int, sectionID: String,
+        element: SupplementaryUpdate.Element, ended: Bool, director: TableDirector
+    ) {
         guard let handler = ended ? events.endDisplay : events.willDisplay,
-              let ctx = context(value, view, section, sectionID, element, director) else { return }
+            let ctx = context(value, view, section, sectionID, element, director)
+        else { return }
         handler(ctx)
     }
 
-    func height(value: Any, section: Int, sectionID: String, element: SupplementaryUpdate.Element, estimated: Bool,
-                director: TableDirector) -> CGFloat? {
+    func height(
+        value: Any, section: Int, sectionID: String, element: SupplementaryUpdate.Element, estimated: Bool,
+        director: TableDirector
+    ) -> CGFloat? {
         guard let handler = estimated ? events.estimatedHeight : events.height,
-              let ctx = context(value, nil, section, sectionID, element, director) else { return nil }
+            let ctx = context(value, nil, section, sectionID, element, director)
+        else { return nil }
         return handler(ctx)
     }
 }

@@ -25,9 +25,14 @@ public struct TableReloadAnimations: Sendable {
     /// (`reloadSections(_:with:)`).
     public var sectionReloadAnimation: UITableView.RowAnimation
 
-    public init(rowDeletionAnimation: UITableView.RowAnimation = .automatic, rowInsertionAnimation: UITableView.RowAnimation = .automatic,
-                rowReloadAnimation: UITableView.RowAnimation = .automatic, sectionDeletionAnimation: UITableView.RowAnimation = .automatic,
-                sectionInsertionAnimation: UITableView.RowAnimation = .automatic, sectionReloadAnimation: UITableView.RowAnimation = .none) {
+    public init(
+        rowDeletionAnimation: UITableView.RowAnimation = .automatic,
+        rowInsertionAnimation: UITableView.RowAnimation = .automatic,
+        rowReloadAnimation: UITableView.RowAnimation = .automatic,
+        sectionDeletionAnimation: UITableView.RowAnimation = .automatic,
+        sectionInsertionAnimation: UITableView.RowAnimation = .automatic,
+        sectionReloadAnimation: UITableView.RowAnimation = .none
+    ) {
         self.rowDeletionAnimation = rowDeletionAnimation
         self.rowInsertionAnimation = rowInsertionAnimation
         self.rowReloadAnimation = rowReloadAnimation
@@ -38,8 +43,10 @@ public struct TableReloadAnimations: Sendable {
 
     /// The same animation for every kind of change.
     public init(all animation: UITableView.RowAnimation) {
-        self.init(rowDeletionAnimation: animation, rowInsertionAnimation: animation, rowReloadAnimation: animation,
-                  sectionDeletionAnimation: animation, sectionInsertionAnimation: animation, sectionReloadAnimation: animation)
+        self.init(
+            rowDeletionAnimation: animation, rowInsertionAnimation: animation, rowReloadAnimation: animation,
+            sectionDeletionAnimation: animation, sectionInsertionAnimation: animation, sectionReloadAnimation: animation
+        )
     }
 
     /// UIKit's choice for every change (`.automatic`), sections reloaded without one:

@@ -30,14 +30,30 @@ public struct TableViewUpdateTarget: @preconcurrency ListUpdateTarget {
 
     public var isOnScreen: Bool { tableView.window != nil }
     public func reloadData() { tableView.reloadData() }
-    public func performBatchUpdates(_ updates: @escaping () -> Void) { tableView.performBatchUpdates(updates, completion: nil) }
-    public func deleteSections(_ sections: [Int]) { tableView.deleteSections(IndexSet(sections), with: animations.sectionDeletionAnimation) }
-    public func insertSections(_ sections: [Int]) { tableView.insertSections(IndexSet(sections), with: animations.sectionInsertionAnimation) }
-    public func moveSection(_ section: Int, toSection newSection: Int) { tableView.moveSection(section, toSection: newSection) }
-    public func deleteRows(at paths: [RowPath]) { tableView.deleteRows(at: paths.map(IndexPath.init), with: animations.rowDeletionAnimation) }
-    public func insertRows(at paths: [RowPath]) { tableView.insertRows(at: paths.map(IndexPath.init), with: animations.rowInsertionAnimation) }
-    public func moveRow(at path: RowPath, to newPath: RowPath) { tableView.moveRow(at: IndexPath(path), to: IndexPath(newPath)) }
-    public func reloadRows(at paths: [RowPath]) { tableView.reloadRows(at: paths.map(IndexPath.init), with: animations.rowReloadAnimation) }
+    public func performBatchUpdates(_ updates: @escaping () -> Void) {
+        tableView.performBatchUpdates(updates, completion: nil)
+    }
+    public func deleteSections(_ sections: [Int]) {
+        tableView.deleteSections(IndexSet(sections), with: animations.sectionDeletionAnimation)
+    }
+    public func insertSections(_ sections: [Int]) {
+        tableView.insertSections(IndexSet(sections), with: animations.sectionInsertionAnimation)
+    }
+    public func moveSection(_ section: Int, toSection newSection: Int) {
+        tableView.moveSection(section, toSection: newSection)
+    }
+    public func deleteRows(at paths: [RowPath]) {
+        tableView.deleteRows(at: paths.map(IndexPath.init), with: animations.rowDeletionAnimation)
+    }
+    public func insertRows(at paths: [RowPath]) {
+        tableView.insertRows(at: paths.map(IndexPath.init), with: animations.rowInsertionAnimation)
+    }
+    public func moveRow(at path: RowPath, to newPath: RowPath) {
+        tableView.moveRow(at: IndexPath(path), to: IndexPath(newPath))
+    }
+    public func reloadRows(at paths: [RowPath]) {
+        tableView.reloadRows(at: paths.map(IndexPath.init), with: animations.rowReloadAnimation)
+    }
     public func refreshSupplementaries(_ refreshes: [SupplementaryRefresh]) {
         tableView.reloadSections(IndexSet(refreshes.map(\.section)), with: animations.sectionReloadAnimation)
     }

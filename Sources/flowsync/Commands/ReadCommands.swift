@@ -7,10 +7,10 @@ struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print every change of a list as it arrives.",
         discussion: """
-        The first change is the initial snapshot. Each change is shown the way a table \
-        view applies it: stage by stage, with deleted, inserted, moved and updated rows \
-        (index paths and IDs). With --json, one JSON object per line.
-        """)
+            The first change is the initial snapshot. Each change is shown the way a table \
+            view applies it: stage by stage, with deleted, inserted, moved and updated rows \
+            (index paths and IDs). With --json, one JSON object per line.
+            """)
 
     @OptionGroup var connection: ConnectionOptions
     @Argument(help: "The list.") var list: String
@@ -27,7 +27,9 @@ struct Watch: AsyncParsableCommand {
             _ = try await connection.open(list, on: client)
             var seen = 0
             for try await change in changes {
-                print(json ? Rendering.line(Rendering.json(change)) : Rendering.text(change), terminator: json ? "\n" : "")
+                print(
+                    json ? Rendering.line(Rendering.json(change)) : Rendering.text(change), terminator: json ? "\n" : ""
+                )
                 fflush(nil)
                 seen += 1
                 if let count, seen >= count { break }
@@ -48,7 +50,9 @@ struct Get: AsyncParsableCommand {
             let client = try connection.makeClient()
             defer { client.close() }
             let snapshot = try await connection.open(list, on: client).snapshot
-            print(json ? Rendering.line(Rendering.json(snapshot)) : Rendering.table(snapshot), terminator: json ? "\n" : "")
+            print(
+                json ? Rendering.line(Rendering.json(snapshot)) : Rendering.table(snapshot),
+                terminator: json ? "\n" : "")
         }
     }
 }
@@ -63,11 +67,16 @@ struct Lists: AsyncParsableCommand {
         await runCommand {
             let client = try connection.makeClient()
             defer { client.close() }
-            let stats = try await withDeadline(connection.timeout, "no answer from the server within \(connection.timeout) s") {
-                do throws(FlowSyncError) { return try await StatsSampler.sample(client) } catch { throw CLIError.from(error) }
+            let stats = try await withDeadline(
+                connection.timeout, "no answer from the server within \(connection.timeout) s"
+            ) {
+                do throws(FlowSyncError) { return try await StatsSampler.sample(client) } catch {
+                    throw CLIError.from(error)
+                }
             }
             // The server lists each list as "list:NAME" with its version.
-            let lists = stats.filter { $0.key.hasPrefix("list:") }.map { (String($0.key.dropFirst(5)), $0.value) }.sorted { $0.0 < $1.0 }
+            let lists = stats.filter { $0.key.hasPrefix("list:") }.map { (String($0.key.dropFirst(5)), $0.value) }
+                .sorted { $0.0 < $1.0 }
             if json {
                 print(Rendering.line(lists.map { ["name": $0.0, "version": $0.1] }))
             } else {
@@ -103,15 +112,21 @@ struct Stats: AsyncParsableCommand {
     @Option(help: "Seconds between the two samples for rates.") var interval: Double = 1
     @Flag(help: "Print JSON.") var json = false
 
-    static let rated = ["batches", "mutations.committed", "mutations.rejected", "frames.sent", "bytes.sent", "connections.accepted"]
+    static let rated = [
+        "batches", "mutations.committed", "mutations.rejected", "frames.sent", "bytes.sent", "connections.accepted",
+    ]
 
     func run() async {
         await runCommand {
             let client = try connection.makeClient()
             defer { client.close() }
             let list = self.list
-            let first = try await withDeadline(connection.timeout, "no answer from the server within \(connection.timeout) s") {
-                do throws(FlowSyncError) { return try await StatsSampler.sample(client, list: list) } catch { throw CLIError.from(error) }
+            let first = try await withDeadline(
+                connection.timeout, "no answer from the server within \(connection.timeout) s"
+            ) {
+                do throws(FlowSyncError) { return try await StatsSampler.sample(client, list: list) } catch {
+                    throw CLIError.from(error)
+                }
             }
             var rates: [String: Double] = [:]
             var latest = first
@@ -128,14 +143,20 @@ struct Stats: AsyncParsableCommand {
                 object["rates"] = rates
                 print(Rendering.line(object))
             } else {
-                if let uptime = entries["uptime.ms"] { print(String(format: "uptime                   %.1f s", Double(uptime) / 1000)) }
+                if let uptime = entries["uptime.ms"] {
+                    print(String(format: "uptime                   %.1f s", Double(uptime) / 1000))
+                }
                 for name in entries.keys.sorted() where name != "uptime.ms" {
                     var value = "\(entries[name]!)"
-                    if name == "list.epoch" || name == "list.digest" { value = String(UInt64(bitPattern: entries[name]!), radix: 16) }
+                    if name == "list.epoch" || name == "list.digest" {
+                        value = String(UInt64(bitPattern: entries[name]!), radix: 16)
+                    }
                     print(name.padding(toLength: 25, withPad: " ", startingAt: 0) + value)
                 }
                 for name in Self.rated where rates[name] != nil {
-                    print((name + "/s").padding(toLength: 25, withPad: " ", startingAt: 0) + String(format: "%.1f", rates[name]!))
+                    print(
+                        (name + "/s").padding(toLength: 25, withPad: " ", startingAt: 0)
+                            + String(format: "%.1f", rates[name]!))
                 }
             }
         }

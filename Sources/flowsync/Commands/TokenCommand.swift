@@ -8,15 +8,15 @@ struct Token: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a signed HS256 token (JWT) for development.",
         discussion: """
-        The key is --secret, or the [[auth.keys]] entry with --key-id (alg HS256) in the \
-        flowsyncd configuration given by --config. Patterns: an exact list name, a namespace \
-        such as 'team/42/*', or '*' for every list. Production tokens should come from your \
-        identity service, not from this command.
+            The key is --secret, or the [[auth.keys]] entry with --key-id (alg HS256) in the \
+            flowsyncd configuration given by --config. Patterns: an exact list name, a namespace \
+            such as 'team/42/*', or '*' for every list. Production tokens should come from your \
+            identity service, not from this command.
 
-        Example:
-          export FLOWSYNC_TOKEN=$(flowsync token --config /etc/flowsyncd/flowsyncd.toml \\
-              --key-id dev --sub ada --read 'team/42/*' --write 'team/42/inbox' --ttl 3600)
-        """)
+            Example:
+              export FLOWSYNC_TOKEN=$(flowsync token --config /etc/flowsyncd/flowsyncd.toml \\
+                  --key-id dev --sub ada --read 'team/42/*' --write 'team/42/inbox' --ttl 3600)
+            """)
 
     @Option(name: .customLong("key-id"), help: "The key's kid (put in the token's header).") var keyID: String
     @Option(help: "The HS256 secret (at least 32 bytes).") var secret: String?
@@ -51,9 +51,10 @@ struct Token: AsyncParsableCommand {
             let kid = JWKIdentifier(string: keyID)
             await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256, kid: kid)
             let now = Date()
-            let claims = Claims(sub: SubjectClaim(value: sub), exp: ExpirationClaim(value: now.addingTimeInterval(Double(ttl))),
-                                iat: IssuedAtClaim(value: now), iss: issuer.map { IssuerClaim(value: $0) },
-                                aud: audience.map { AudienceClaim(value: [$0]) }, read: read, write: write)
+            let claims = Claims(
+                sub: SubjectClaim(value: sub), exp: ExpirationClaim(value: now.addingTimeInterval(Double(ttl))),
+                iat: IssuedAtClaim(value: now), iss: issuer.map { IssuerClaim(value: $0) },
+                aud: audience.map { AudienceClaim(value: [$0]) }, read: read, write: write)
             print(try await keys.sign(claims, kid: kid))
         }
     }
@@ -72,15 +73,21 @@ struct Token: AsyncParsableCommand {
             return secret
         }
         guard let config else { throw CLIError.input("give --secret or --config") }
-        guard let text = try? String(contentsOfFile: config, encoding: .utf8) else { throw CLIError.input("cannot read \(config)") }
+        guard let text = try? String(contentsOfFile: config, encoding: .utf8) else {
+            throw CLIError.input("cannot read \(config)")
+        }
         let table: TOMLTable
         do { table = try TOMLTable(string: text) } catch { throw CLIError.input("\(config): \(error)") }
         for entry in table["auth"]?.table?["keys"]?.array ?? [] {
             guard let key = entry.table, key["kid"]?.string == keyID else { continue }
-            guard (key["alg"]?.string ?? "").uppercased() == "HS256" else { throw CLIError.input("key \"\(keyID)\" is not HS256") }
+            guard (key["alg"]?.string ?? "").uppercased() == "HS256" else {
+                throw CLIError.input("key \"\(keyID)\" is not HS256")
+            }
             if let secret = key["secret"]?.string { return secret }
             if let file = key["secret_file"]?.string {
-                guard let s = try? String(contentsOfFile: file, encoding: .utf8) else { throw CLIError.input("cannot read \(file)") }
+                guard let s = try? String(contentsOfFile: file, encoding: .utf8) else {
+                    throw CLIError.input("cannot read \(file)")
+                }
                 return s.trimmingCharacters(in: .newlines)
             }
             throw CLIError.input("key \"\(keyID)\" has no secret")

@@ -5,7 +5,9 @@ import Foundation
 
 /// Opens the list, applies `operations` as one write, waits for the server's verdict and
 /// prints the committed version.
-func commitWrite(_ connection: ConnectionOptions, list: String, _ operations: @escaping (Director) throws -> [FlowSyncCore.Operation]) async throws {
+func commitWrite(
+    _ connection: ConnectionOptions, list: String, _ operations: @escaping (Director) throws -> [FlowSyncCore.Operation]
+) async throws {
     let client = try connection.makeClient()
     defer { client.close() }
     let director = try await connection.open(list, on: client)
@@ -91,7 +93,8 @@ struct Update: AsyncParsableCommand {
     @Argument(help: "The list.") var list: String
     @Option(help: "The row's ID.") var id: String
     @Option(help: "The row's kind (default: unchanged).") var kind: String?
-    @Option(name: .customLong("json"), help: "The new payload, as JSON; \"-\" reads it from stdin.") var payloadJSON: String
+    @Option(name: .customLong("json"), help: "The new payload, as JSON; \"-\" reads it from stdin.") var payloadJSON:
+        String
 
     func run() async {
         await runCommand {
@@ -105,7 +108,8 @@ struct Update: AsyncParsableCommand {
 }
 
 struct Remove: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Remove rows (--id, repeatable) or a section with its rows (--section).")
+    static let configuration = CommandConfiguration(
+        abstract: "Remove rows (--id, repeatable) or a section with its rows (--section).")
 
     @OptionGroup var connection: ConnectionOptions
     @Argument(help: "The list.") var list: String
@@ -113,7 +117,9 @@ struct Remove: AsyncParsableCommand {
     @Option(help: "A section's ID: removes the section and its rows.") var section: String?
 
     func validate() throws {
-        guard id.isEmpty != (section == nil) else { throw ValidationError("give --id (one or more) or --section, not both") }
+        guard id.isEmpty != (section == nil) else {
+            throw ValidationError("give --id (one or more) or --section, not both")
+        }
     }
 
     func run() async {
@@ -127,12 +133,14 @@ struct Remove: AsyncParsableCommand {
 }
 
 struct Move: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Move a row (--id, --to-section, --at) or a section (--section, --at).")
+    static let configuration = CommandConfiguration(
+        abstract: "Move a row (--id, --to-section, --at) or a section (--section, --at).")
 
     @OptionGroup var connection: ConnectionOptions
     @Argument(help: "The list.") var list: String
     @Option(help: "The row to move.") var id: String?
-    @Option(name: .customLong("to-section"), help: "The row's destination section (default: its own).") var toSection: String?
+    @Option(name: .customLong("to-section"), help: "The row's destination section (default: its own).") var toSection:
+        String?
     @Option(help: "The section to move.") var section: String?
     @Option(help: "The index afterwards (default: the end).") var at: Int?
 
@@ -144,9 +152,13 @@ struct Move: AsyncParsableCommand {
         await runCommand {
             try await commitWrite(connection, list: list) { d in
                 if let section { return [.moveSection(.id(section), to: at ?? max(0, d.sections.count - 1))] }
-                guard let id, let path = d.rowPath(id: id) else { throw CLIError.input("no row \(self.id ?? "") in \(list)") }
+                guard let id, let path = d.rowPath(id: id) else {
+                    throw CLIError.input("no row \(self.id ?? "") in \(list)")
+                }
                 let destination = toSection ?? d.sections[path.section].id
-                guard let target = d.section(id: destination) else { throw CLIError.input("no section \(destination) in \(list)") }
+                guard let target = d.section(id: destination) else {
+                    throw CLIError.input("no section \(destination) in \(list)")
+                }
                 let end = target.rows.count - (destination == d.sections[path.section].id ? 1 : 0)
                 return [.moveRow(.id(id), toSection: .id(destination), at: at ?? end)]
             }
@@ -158,15 +170,15 @@ struct Apply: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Apply a JSON list of operations as one write (atomic: all or nothing).",
         discussion: """
-        FILE holds a JSON array of operations ("-" reads stdin), with sections and rows by ID:
-          [{"op": "insertSections", "sections": [{"id": "inbox"}]},
-           {"op": "insertRows", "section": "inbox", "rows": [{"id": "m1", "kind": "mail", "payload": {"subject": "Hi"}}]},
-           {"op": "moveRow", "id": "m1", "toSection": "inbox", "at": 0},
-           {"op": "removeRows", "ids": ["m1"]}]
-        Operations: insertSections, setSections, removeSections, removeAllSections, moveSection, \
-        swapSections, setHeader, setFooter, insertRows, setRows, replaceRow, removeRows, \
-        removeAllRows, moveRow, swapRows.
-        """)
+            FILE holds a JSON array of operations ("-" reads stdin), with sections and rows by ID:
+              [{"op": "insertSections", "sections": [{"id": "inbox"}]},
+               {"op": "insertRows", "section": "inbox", "rows": [{"id": "m1", "kind": "mail", "payload": {"subject": "Hi"}}]},
+               {"op": "moveRow", "id": "m1", "toSection": "inbox", "at": 0},
+               {"op": "removeRows", "ids": ["m1"]}]
+            Operations: insertSections, setSections, removeSections, removeAllSections, moveSection, \
+            swapSections, setHeader, setFooter, insertRows, setRows, replaceRow, removeRows, \
+            removeAllRows, moveRow, swapRows.
+            """)
 
     @OptionGroup var connection: ConnectionOptions
     @Argument(help: "The list.") var list: String
@@ -178,7 +190,9 @@ struct Apply: AsyncParsableCommand {
             if file == "-" {
                 data = FileHandle.standardInput.readDataToEndOfFile()
             } else {
-                guard let contents = FileManager.default.contents(atPath: file) else { throw CLIError.input("cannot read \(file)") }
+                guard let contents = FileManager.default.contents(atPath: file) else {
+                    throw CLIError.input("cannot read \(file)")
+                }
                 data = contents
             }
             try await commitWrite(connection, list: list) { d in try OperationJSON.parse(data, against: d) }

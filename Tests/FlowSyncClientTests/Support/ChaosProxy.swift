@@ -39,14 +39,20 @@ final class ChaosProxy: Sendable {
         thread.loop.execute {
             let listener = try! TCPListener(loop: loop, address: SocketAddress(host: "127.0.0.1", port: 0))
             state.value.listener = listener
-            listener.onConnection = { client in ChaosProxy.accept(client, loop: loop, state: state, blackholed: blackholed) }
+            listener.onConnection = { client in
+                ChaosProxy.accept(client, loop: loop, state: state, blackholed: blackholed)
+            }
             port.set(listener.port)
         }
-        guard await eventually({ port.get() != nil }), let bound = port.get() else { throw UVError(code: -1, operation: "proxy did not start") }
+        guard await eventually({ port.get() != nil }), let bound = port.get() else {
+            throw UVError(code: -1, operation: "proxy did not start")
+        }
         self.port = bound
     }
 
-    private static func accept(_ client: TCPConnection, loop: EventLoop, state: LoopConfined<State>, blackholed: Shared<Bool>) {
+    private static func accept(
+        _ client: TCPConnection, loop: EventLoop, state: LoopConfined<State>, blackholed: Shared<Bool>
+    ) {
         let pair = Pair(client: client)
         let key = ObjectIdentifier(client)
         state.value.pairs[key] = pair
@@ -63,7 +69,8 @@ final class ChaosProxy: Sendable {
             state.value.pairs[key] = nil
         }
         try? client.startReading()
-        TCPConnection.connect(loop: loop, to: try! SocketAddress(host: "127.0.0.1", port: state.value.upstreamPort)) { result in
+        TCPConnection.connect(loop: loop, to: try! SocketAddress(host: "127.0.0.1", port: state.value.upstreamPort)) {
+            result in
             guard case .success(let server) = result, !client.isClosing else {
                 if case .success(let server) = result { server.close() }
                 client.close()
@@ -119,7 +126,10 @@ final class ChaosProxy: Sendable {
     func stop() {
         thread.loop.execute { [state] in
             state.value.listener?.close()
-            for pair in state.value.pairs.values { pair.client.close(); pair.server?.close() }
+            for pair in state.value.pairs.values {
+                pair.client.close()
+                pair.server?.close()
+            }
         }
         thread.shutdown(timeout: 5)
     }

@@ -1,8 +1,9 @@
 import Dispatch
-@testable import FlowSyncClient
 import FlowSyncCore
 import FlowSyncTestSupport
 import Foundation
+
+@testable import FlowSyncClient
 
 struct Contact: FlowModel, Equatable {
     static let flowKind = "contact"
@@ -38,22 +39,36 @@ final class LiveRecorder: Sendable {
         }
     }
 
-    var failures: [String] { queue.sync {}; return problems.get() }
-    var table: Director { queue.sync {}; return state.get().table }
-    var causes: [ListChange.Cause] { queue.sync {}; return state.get().causes }
+    var failures: [String] {
+        queue.sync {}
+        return problems.get()
+    }
+    var table: Director {
+        queue.sync {}
+        return state.get().table
+    }
+    var causes: [ListChange.Cause] {
+        queue.sync {}
+        return state.get().causes
+    }
 }
 
 enum ClientTests {
     /// A client for tests: fast reconnects, its own callback queue, a fixed seed.
-    static func client(port: Int, id: String = "client-\(UInt32.random(in: 0...UInt32.max))", seed: UInt64 = 1) throws -> FlowSyncClient {
-        try FlowSyncClient(configuration: .init(
-            port: port, clientID: id,
-            reconnect: ReconnectPolicy(initialDelayMilliseconds: 20, maxDelayMilliseconds: 200),
-            callbackQueue: DispatchQueue(label: "callbacks-\(id)"), randomSeed: seed))
+    static func client(
+        port: Int, id: String = "client-\(UInt32.random(in: 0...UInt32.max))", seed: UInt64 = 1
+    ) throws -> FlowSyncClient {
+        try FlowSyncClient(
+            configuration: .init(
+                port: port, clientID: id,
+                reconnect: ReconnectPolicy(initialDelayMilliseconds: 20, maxDelayMilliseconds: 200),
+                callbackQueue: DispatchQueue(label: "callbacks-\(id)"), randomSeed: seed))
     }
 
     /// The server's list, read on its loop.
-    static func serverState(_ server: EmbeddedServer, _ list: String) async -> (director: Director, position: ListVersion)? {
+    static func serverState(
+        _ server: EmbeddedServer, _ list: String
+    ) async -> (director: Director, position: ListVersion)? {
         await server.withServer { $0.state(of: list) }
     }
 
@@ -77,7 +92,11 @@ enum ClientTests {
         while Date() < deadline {
             if let state = await serverState(server, director.name) {
                 let snapshot = director.snapshot
-                if snapshot.pendingWrites == 0 && snapshot.version == state.position && snapshot.director == state.director { return true }
+                if snapshot.pendingWrites == 0 && snapshot.version == state.position
+                    && snapshot.director == state.director
+                {
+                    return true
+                }
             }
             try? await Task.sleep(nanoseconds: 10_000_000)
         }

@@ -1,7 +1,8 @@
-@testable import FlowSyncClient
 import FlowSyncCore
 import FlowSyncProtocol
 import FlowSyncTestSupport
+
+@testable import FlowSyncClient
 
 /// A whole deployment without sockets: one server list (the real ``Sequencer``), several
 /// ``ClientSession``s, and in-order message channels between them that a seeded random
@@ -73,8 +74,9 @@ struct SimulatedNetwork {
                 reconnect: ReconnectPolicy(initialDelayMilliseconds: 10, maxDelayMilliseconds: 100),
                 pingIntervalMilliseconds: 0, handshakeTimeoutMilliseconds: 1_000_000,
                 firstSeq: 1, randomSeed: seed &+ UInt64(index))
-            var client = Client(session: ClientSession(settings: settings), recorder: ChangeRecorder(),
-                                generator: DirectorGenerator(seed: seed &* 31 &+ UInt64(index), idPrefix: "c\(index)-"))
+            var client = Client(
+                session: ClientSession(settings: settings), recorder: ChangeRecorder(),
+                generator: DirectorGenerator(seed: seed &* 31 &+ UInt64(index), idPrefix: "c\(index)-"))
             let start = client.session.start(now: 0)
             clients.append(client)
             apply(start, client: index)
@@ -112,14 +114,18 @@ struct SimulatedNetwork {
             case .useDictionary, .status, .stats, .backup:
                 break
             case .deliver(_, let cause, let changeset, let view, let version, _):
-                if let problem = clients[i].recorder.record(cause: cause, changeset: changeset, view: view, version: version) {
+                if let problem = clients[i].recorder.record(
+                    cause: cause, changeset: changeset, view: view, version: version)
+                {
                     failures.append("client \(i): \(problem)")
                 }
             case .complete(_, let seq, let result):
                 if let first = clients[i].completions[seq] {
                     if clients[i].completedInLife[seq] == clients[i].lives {
                         failures.append("client \(i): write \(seq) completed twice: \(first), then \(result)")
-                    } else if (try? first.get()) == nil && (try? result.get()) != nil || (try? first.get()) != nil && (try? result.get()) == nil {
+                    } else if (try? first.get()) == nil && (try? result.get()) != nil
+                        || (try? first.get()) != nil && (try? result.get()) == nil
+                    {
                         // A relaunch may answer again a write whose answer the killed
                         // app had (its file update died in the queue), never otherwise.
                         failures.append("client \(i): write \(seq) answered \(first), then after a relaunch \(result)")
@@ -200,8 +206,9 @@ struct SimulatedNetwork {
         dropConnection(i)
         clients[i].lives += 1
         clients[i].recorder = ChangeRecorder()
-        let (restored, discarded) = ReplicaFileFormat.restore(list: Self.list, replica: clients[i].disk["replica"]?.bytes,
-                                                              pending: clients[i].disk["pending"]?.bytes)
+        let (restored, discarded) = ReplicaFileFormat.restore(
+            list: Self.list, replica: clients[i].disk["replica"]?.bytes,
+            pending: clients[i].disk["pending"]?.bytes)
         if !discarded.isEmpty { failures.append("client \(i): intact files discarded: \(discarded)") }
         // What the relaunch shows must hold every write the app made that was not
         // refused: in the stored replica (committed at or before its position) or in
@@ -216,13 +223,21 @@ struct SimulatedNetwork {
             let at = committed[MutationID(clientID: settings.clientID, seq: seq)]
             // Refused, or found to be a no-op before sending (answered, never committed).
             if !stored.contains(seq) && clients[i].completions[seq] != nil && at == nil { continue }
-            if stored.contains(seq) { held.append(seq); continue }
-            if let at, let position = restored?.position, at.epoch == position.epoch, at <= position { held.append(seq); continue }
+            if stored.contains(seq) {
+                held.append(seq)
+                continue
+            }
+            if let at, let position = restored?.position, at.epoch == position.epoch, at <= position {
+                held.append(seq)
+                continue
+            }
             missing.append(seq)
         }
         for seq in missing {
             if clients[i].reachedServer.contains(seq) {
-                failures.append("client \(i): write \(seq) reached the server but is neither in the stored replica (at \(String(describing: restored?.position))) nor in the stored pending writes \(stored.sorted())")
+                failures.append(
+                    "client \(i): write \(seq) reached the server but is neither in the stored replica (at \(String(describing: restored?.position))) nor in the stored pending writes \(stored.sorted())"
+                )
             } else if let newestHeld = held.max(), seq < newestHeld {
                 failures.append("client \(i): write \(seq) was lost though the newer write \(newestHeld) is on disk")
             } else {
@@ -234,7 +249,9 @@ struct SimulatedNetwork {
             }
         }
         var persistence = ReplicaPersistence(options: clients[i].persistence!.options)
-        if let restored { persistence.restored(list: Self.list, position: restored.position, pending: restored.pending) }
+        if let restored {
+            persistence.restored(list: Self.list, position: restored.position, pending: restored.pending)
+        }
         clients[i].persistence = persistence
         clients[i].session = ClientSession(settings: settings)
         now += 1
@@ -292,15 +309,22 @@ struct SimulatedNetwork {
         switch message {
         case .hello:
             clients[i].ready = true
-            send(.welcome(Welcome(version: 1, serverName: "sim", limits: ServerLimits(), heartbeatMilliseconds: 0, dictionary: [])), to: i)
+            send(
+                .welcome(
+                    Welcome(
+                        version: 1, serverName: "sim", limits: ServerLimits(), heartbeatMilliseconds: 0, dictionary: [])
+                ), to: i)
         case .subscribe(let subscribe):
-            seal()   // a Subscribe ends the batch early
+            seal()  // a Subscribe ends the batch early
             clients[i].subscribed = true
             send(answer(to: subscribe), to: i)
         case .unsubscribe:
             clients[i].subscribed = false
         case .mutate(let mutate):
-            sequencer.submit(MutationRequest(clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations), tag: i * 1_000_000 + clients[i].generation)
+            sequencer.submit(
+                MutationRequest(
+                    clientID: mutate.clientID, seq: mutate.seq, base: mutate.base, operations: mutate.operations),
+                tag: i * 1_000_000 + clients[i].generation)
         default:
             failures.append("server: unexpected \(message.type) from client \(i)")
         }
@@ -309,16 +333,27 @@ struct SimulatedNetwork {
     func answer(to subscribe: Subscribe) -> Message {
         let position = sequencer.position
         func snapshot(_ reason: Snapshot.Reason) -> Message {
-            .snapshot(Snapshot(listName: Self.list, position: position, digest: sequencer.director.digest, reason: reason, sections: sequencer.director.sections))
+            .snapshot(
+                Snapshot(
+                    listName: Self.list, position: position, digest: sequencer.director.digest, reason: reason,
+                    sections: sequencer.director.sections))
         }
         guard let from = subscribe.resumeFrom else { return snapshot(.freshSubscribe) }
         if from.epoch != position.epoch { return snapshot(.epochChanged) }
-        if let digest = subscribe.digest, let past = sequencer.state(at: from), past.digest != digest { return snapshot(.resyncRequested) }
+        if let digest = subscribe.digest, let past = sequencer.state(at: from), past.digest != digest {
+            return snapshot(.resyncRequested)
+        }
         switch sequencer.catchUp(from: from) {
         case .upToDate:
-            return .diff(Diff(listName: Self.list, epoch: position.epoch, fromVersion: from.version, toVersion: from.version, digest: sequencer.director.digest, changeset: Changeset()))
+            return .diff(
+                Diff(
+                    listName: Self.list, epoch: position.epoch, fromVersion: from.version, toVersion: from.version,
+                    digest: sequencer.director.digest, changeset: Changeset()))
         case .changeset(let changeset):
-            return .diff(Diff(listName: Self.list, epoch: position.epoch, fromVersion: from.version, toVersion: position.version, digest: sequencer.director.digest, changeset: changeset))
+            return .diff(
+                Diff(
+                    listName: Self.list, epoch: position.epoch, fromVersion: from.version, toVersion: position.version,
+                    digest: sequencer.director.digest, changeset: changeset))
         case .snapshot:
             return snapshot(.resumeTooOld)
         }
@@ -334,8 +369,10 @@ struct SimulatedNetwork {
                 if committed[id] != nil { failures.append("server: \(id) committed twice") }
                 committed[id] = commit.to
             }
-            let diff = Diff(listName: Self.list, epoch: commit.to.epoch, fromVersion: commit.from.version, toVersion: commit.to.version,
-                            digest: commit.digest, changeset: commit.changeset, mutations: commit.mutations)
+            let diff = Diff(
+                listName: Self.list, epoch: commit.to.epoch, fromVersion: commit.from.version,
+                toVersion: commit.to.version,
+                digest: commit.digest, changeset: commit.changeset, mutations: commit.mutations)
             for i in clients.indices where clients[i].subscribed { send(.diff(diff), to: i) }
         }
         for outcome in batch.outcomes {
@@ -346,8 +383,14 @@ struct SimulatedNetwork {
                 send(.ack(Ack(listName: Self.list, seq: outcome.id.seq, committed: version)), to: i)
             case .failure(let rejection):
                 let code: ErrorCode
-                if case .invalid(let error) = rejection { code = ErrorCode(for: error.reason) } else { code = .staleBaseVersion }
-                send(.reject(Reject(listName: Self.list, seq: outcome.id.seq, code: code, message: "\(rejection)")), to: i)
+                if case .invalid(let error) = rejection {
+                    code = ErrorCode(for: error.reason)
+                } else {
+                    code = .staleBaseVersion
+                }
+                send(
+                    .reject(Reject(listName: Self.list, seq: outcome.id.seq, code: code, message: "\(rejection)")),
+                    to: i)
             }
         }
     }
@@ -412,12 +455,24 @@ struct SimulatedNetwork {
                     apply(clients[i].session.connected(now: now), client: i)
                     busy = true
                 }
-                while !clients[i].queued.isEmpty { writeQueued(i); busy = true }
-                while !clients[i].up.isEmpty { serverReceive(i); busy = true }
+                while !clients[i].queued.isEmpty {
+                    writeQueued(i)
+                    busy = true
+                }
+                while !clients[i].up.isEmpty {
+                    serverReceive(i)
+                    busy = true
+                }
             }
-            if sequencer.hasPending { seal(); busy = true }
+            if sequencer.hasPending {
+                seal()
+                busy = true
+            }
             for i in clients.indices {
-                while !clients[i].down.isEmpty { clientReceive(i); busy = true }
+                while !clients[i].down.isEmpty {
+                    clientReceive(i)
+                    busy = true
+                }
             }
             let quiet = clients.allSatisfy { client in
                 let list = client.session.lists[Self.list]!

@@ -1,5 +1,4 @@
 import FlowSyncClient
-@testable import FlowSyncGateway
 import FlowSyncGatewayCore
 import FlowSyncServer
 import FlowSyncTestSupport
@@ -7,6 +6,8 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+
+@testable import FlowSyncGateway
 
 /// A real daemon (``EmbeddedServer``: the daemon's `Server` on its own libuv loop, on
 /// 127.0.0.1 port 0) with a real gateway in front of it, also on port 0.
@@ -17,7 +18,8 @@ final class GatewayHarness: Sendable {
 
     /// Starts a gateway in front of `server`.
     init(server: EmbeddedServer, configure: (inout GatewayConfiguration) -> Void = { _ in }) async throws {
-        var configuration = GatewayConfiguration(host: "127.0.0.1", port: 0, endpoints: [Endpoint(host: "127.0.0.1", port: server.port)])
+        var configuration = GatewayConfiguration(
+            host: "127.0.0.1", port: 0, endpoints: [Endpoint(host: "127.0.0.1", port: server.port)])
         configure(&configuration)
         var logger = Logger(label: "gateway-test")
         logger.logLevel = .critical  // Hummingbird logs its own cancellation at stop as an error
@@ -45,7 +47,9 @@ final class GatewayHarness: Sendable {
         try await RawConnection.request(port: port, method, path, headers: headers, body: body)
     }
 
-    func json(_ method: String, _ path: String, headers: [String: String] = [:], body: String? = nil) async throws -> (HTTPAnswer, [String: Any]) {
+    func json(
+        _ method: String, _ path: String, headers: [String: String] = [:], body: String? = nil
+    ) async throws -> (HTTPAnswer, [String: Any]) {
         let answer = try await request(method, path, headers: headers, body: body)
         let object = (try? JSONSerialization.jsonObject(with: Data(answer.body))) as? [String: Any] ?? [:]
         return (answer, object)
@@ -64,14 +68,17 @@ struct HTTPAnswer: Sendable, CustomStringConvertible {
     /// Parses one response from `bytes` (Content-Length or chunked; else to the end).
     static func parse(_ bytes: [UInt8]) -> HTTPAnswer? {
         let crlf2: [UInt8] = [13, 10, 13, 10]
-        guard let end = (0..<max(0, bytes.count - 3)).first(where: { Array(bytes[$0..<$0 + 4]) == crlf2 }) else { return nil }
+        guard let end = (0..<max(0, bytes.count - 3)).first(where: { Array(bytes[$0..<$0 + 4]) == crlf2 }) else {
+            return nil
+        }
         let head = String(decoding: bytes[..<end], as: UTF8.self).components(separatedBy: "\r\n")
         let statusParts = head[0].split(separator: " ")
         guard statusParts.count >= 2, let status = Int(statusParts[1]) else { return nil }
         var headers: [String: String] = [:]
         for line in head.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
         }
         var body = Array(bytes[(end + 4)...])
         if let length = headers["content-length"].flatMap({ Int($0) }) {
@@ -87,7 +94,9 @@ struct HTTPAnswer: Sendable, CustomStringConvertible {
         var out: [UInt8] = []
         var i = 0
         while i < bytes.count {
-            guard let lineEnd = (i..<bytes.count - 1).first(where: { bytes[$0] == 13 && bytes[$0 + 1] == 10 }) else { break }
+            guard let lineEnd = (i..<bytes.count - 1).first(where: { bytes[$0] == 13 && bytes[$0 + 1] == 10 }) else {
+                break
+            }
             let sizeText = String(decoding: bytes[i..<lineEnd], as: UTF8.self).split(separator: ";")[0]
             guard let size = Int(sizeText, radix: 16) else { break }
             if size == 0 { break }
@@ -144,13 +153,21 @@ final class RawConnection: @unchecked Sendable {
         return RawConnection(channel: channel, collector: collector)
     }
 
-    static func request(port: Int, _ method: String, _ path: String, headers: [String: String] = [:], body: String? = nil) async throws -> HTTPAnswer {
+    static func request(
+        port: Int, _ method: String, _ path: String, headers: [String: String] = [:], body: String? = nil
+    ) async throws -> HTTPAnswer {
         let connection = try await connect(port: port)
         defer { connection.close() }
         try await connection.send(requestText(method, path, headers: headers, body: body))
-        guard await connection.waitUntil(timeout: .seconds(30), { $0.closed || HTTPAnswer.parse($0.bytes) != nil && !isStreaming($0.bytes) }),
+        guard
+            await connection.waitUntil(
+                timeout: .seconds(30), { $0.closed || HTTPAnswer.parse($0.bytes) != nil && !isStreaming($0.bytes) }),
             let answer = HTTPAnswer.parse(connection.bytes)
-        else { throw GatewayTestError("no complete answer to \(method) \(path): \(String(decoding: connection.bytes, as: UTF8.self).prefix(300))") }
+        else {
+            throw GatewayTestError(
+                "no complete answer to \(method) \(path): \(String(decoding: connection.bytes, as: UTF8.self).prefix(300))"
+            )
+        }
         return answer
     }
 
@@ -160,7 +177,9 @@ final class RawConnection: @unchecked Sendable {
             && !String(decoding: bytes, as: UTF8.self).hasSuffix("0\r\n\r\n")
     }
 
-    static func requestText(_ method: String, _ path: String, headers: [String: String] = [:], body: String? = nil) -> String {
+    static func requestText(
+        _ method: String, _ path: String, headers: [String: String] = [:], body: String? = nil
+    ) -> String {
         var text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
         var headers = headers
         if let body {

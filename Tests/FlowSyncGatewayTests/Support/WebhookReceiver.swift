@@ -1,11 +1,12 @@
 import FlowSyncCore
-@testable import FlowSyncGateway
 import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
 import NIOPosix
+
+@testable import FlowSyncGateway
 
 /// A real HTTP receiver for webhooks on 127.0.0.1 port 0 that fails at random (seeded)
 /// or on demand, and records every attempt and every accepted delivery.
@@ -42,10 +43,12 @@ final class WebhookReceiver: Sendable {
         router.post("/hook") { request, _ -> Response in
             let body = try await request.body.collect(upTo: 16 << 20)
             let delivery = Delivery(
-                key: request.headers[HTTPField.Name("Idempotency-Key")!] ?? "", list: request.headers[HTTPField.Name("FlowSync-List")!] ?? "",
+                key: request.headers[HTTPField.Name("Idempotency-Key")!] ?? "",
+                list: request.headers[HTTPField.Name("FlowSync-List")!] ?? "",
                 hook: request.headers[HTTPField.Name("FlowSync-Hook")!] ?? "",
                 attempt: Int(request.headers[HTTPField.Name("FlowSync-Attempt")!] ?? "") ?? 0,
-                signature: request.headers[HTTPField.Name("FlowSync-Signature")!] ?? "", body: Array(body.readableBytesView))
+                signature: request.headers[HTTPField.Name("FlowSync-Signature")!] ?? "",
+                body: Array(body.readableBytesView))
             let ok = state.withLock { state -> Bool in
                 state.attempts += 1
                 if state.down || state.random.nextUnit() < state.failureRate { return false }
