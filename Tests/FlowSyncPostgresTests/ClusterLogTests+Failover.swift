@@ -21,29 +21,14 @@ import Glibc
 /// Part of the serialized `ClusterLogTests` suite.
 extension ClusterLogTests {
     @Test func primaryFailoverToTheSynchronousStandbyLosesNoAcknowledgedWrite() async throws {
-        let primary = try await PostgresServer.start(settings: [
-            "-c", "synchronous_commit=on", "-c", "synchronous_standby_names=FIRST 1 (standby1)",
-            "-c", "full_page_writes=on",
-        ])
-        var standby: PostgresServer?
-        do {
-            standby = try await PostgresServer.start(standbyOf: primary)
-            try await Self.failover(primary: primary, standby: standby!)
-        } catch {
-            Issue.record("\(error)")
+        try await Self.withSynchronousStandby { primary, standby in
+            try await Self.failover(primary: primary, standby: standby)
         }
-        await standby?.stop()
-        await primary.stop()
     }
 
     static func failover(primary: PostgresServer, standby: PostgresServer) async throws {
         let watch = try await SQLSession.open(primary.conninfo)
-        #expect(
-            try await Self.poll(
-                watch,
-                "SELECT count(*) FROM pg_stat_replication WHERE application_name = 'standby1' AND sync_state = 'sync'"
-            ) { $0.int(0, 0) == 1 },
-            "the standby is synchronous")
+        try await Self.expectSynchronousStandby(watch)
         await watch.close()
 
         let clients = try EventLoopThread()

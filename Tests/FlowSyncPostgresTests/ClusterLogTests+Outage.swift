@@ -29,29 +29,14 @@ extension ClusterLogTests {
     }
 
     @Test func aPrimaryOutageLongerThanTheLeaseExitsNoNodeAndLosesNoAcknowledgedWrite() async throws {
-        let primary = try await PostgresServer.start(settings: [
-            "-c", "synchronous_commit=on", "-c", "synchronous_standby_names=FIRST 1 (standby1)",
-            "-c", "full_page_writes=on",
-        ])
-        var standby: PostgresServer?
-        do {
-            standby = try await PostgresServer.start(standbyOf: primary)
-            try await Self.outage(primary: primary, standby: standby!, seconds: Self.outageSeconds)
-        } catch {
-            Issue.record("\(error)")
+        try await Self.withSynchronousStandby { primary, standby in
+            try await Self.outage(primary: primary, standby: standby, seconds: Self.outageSeconds)
         }
-        await standby?.stop()
-        await primary.stop()
     }
 
     static func outage(primary: PostgresServer, standby: PostgresServer, seconds: Int) async throws {
         let watch = try await SQLSession.open(primary.conninfo)
-        #expect(
-            try await Self.poll(
-                watch,
-                "SELECT count(*) FROM pg_stat_replication WHERE application_name = 'standby1' AND sync_state = 'sync'"
-            ) { $0.int(0, 0) == 1 },
-            "the standby is synchronous")
+        try await Self.expectSynchronousStandby(watch)
         await watch.close()
         let clients = try EventLoopThread()
         defer { _ = clients.shutdown() }

@@ -26,17 +26,9 @@ extension ClusterLogTests {
         // FLOWSYNC_BENCH_FSYNC=1: the primary flushes its WAL for real (the test servers
         // run with fsync = off otherwise), as the issue's pgbench figures did.
         let fsync = ProcessInfo.processInfo.environment["FLOWSYNC_BENCH_FSYNC"] == "1" ? ["-c", "fsync=on"] : []
-        let primary = try await PostgresServer.start(
-            settings: ["-c", "synchronous_commit=on", "-c", "synchronous_standby_names=FIRST 1 (standby1)"] + fsync)
-        var standby: PostgresServer?
-        do {
-            standby = try await PostgresServer.start(standbyOf: primary)
+        try await Self.withSynchronousStandby(extraSettings: fsync) { primary, _ in
             try await Self.writeCeiling(primary: primary)
-        } catch {
-            Issue.record("\(error)")
         }
-        await standby?.stop()
-        await primary.stop()
     }
 
     static func writeCeiling(primary: PostgresServer) async throws {
@@ -45,12 +37,7 @@ extension ClusterLogTests {
         let latencyWrites = Int(environment["FLOWSYNC_BENCH_LATENCY"] ?? "") ?? 200
         let seconds = Int(environment["FLOWSYNC_BENCH_SECONDS"] ?? "") ?? 10
         let sql = try await SQLSession.open(primary.conninfo)
-        #expect(
-            try await Self.poll(
-                sql,
-                "SELECT count(*) FROM pg_stat_replication WHERE application_name = 'standby1' AND sync_state = 'sync'"
-            ) { $0.int(0, 0) == 1 },
-            "the standby is synchronous")
+        try await Self.expectSynchronousStandby(sql)
         let clients = try EventLoopThread()
         defer { _ = clients.shutdown() }
         var nodes: [DaemonProcess] = []
