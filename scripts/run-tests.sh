@@ -26,7 +26,24 @@ budget=${2:-480}
 parallelism=${TEST_PARALLELISM:-8}
 shift $(( $# >= 2 ? 2 : 1 ))
 
-missing=$(grep -rn "@Suite" Tests --include='*.swift' | grep -v "timeLimit" || true)
+# An attribute may span lines (swift format breaks long ones): read each @Suite up to its
+# closing parenthesis.
+missing=$(python3 - <<'PY'
+import pathlib, re
+for path in sorted(pathlib.Path("Tests").rglob("*.swift")):
+    text = path.read_text(encoding="utf-8")
+    for match in re.finditer(r"@Suite\b", text):
+        i, depth, args = match.end(), 0, ""
+        if i < len(text) and text[i] == "(":
+            for j in range(i, len(text)):
+                depth += {"(": 1, ")": -1}.get(text[j], 0)
+                if depth == 0:
+                    args = text[i:j + 1]
+                    break
+        if "timeLimit" not in args:
+            print(f"{path}:{text.count(chr(10), 0, match.start()) + 1}: {text[match.start():].splitlines()[0]}")
+PY
+)
 if [ -n "$missing" ]; then
     echo "run-tests: every @Suite needs a .timeLimit trait:" >&2
     echo "$missing" >&2
