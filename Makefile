@@ -74,6 +74,10 @@ test: deps
 	$(STEP_TIMEOUT) .build/release/flowsync-server-bench --quick > /dev/null
 	$(STEP_TIMEOUT) .build/release/flowsync-server-bench --write-baseline --quick > /dev/null
 	$(STEP_TIMEOUT) .build/release/flowsync-server-bench --tls --quick --rounds 1 > /dev/null
+	@# Issue #33: slow-consumer memory bounded in every run — 20 rounds of its case (2 MiB of
+	@# history, so each round takes the catch-up path), each checked; alone, after the suite.
+	$(STEP_TIMEOUT) .build/release/flowsync-server-bench --slow-consumer-soak --rounds 20 --pause 1.5 --writing 1.5 > .build/slow-consumer-soak.txt || { cat .build/slow-consumer-soak.txt; exit 1; }
+	@tail -1 .build/slow-consumer-soak.txt
 	$(SWIFT) build -c release --product flowsync-client-bench
 	$(STEP_TIMEOUT) .build/release/flowsync-client-bench --quick > /dev/null
 	$(SWIFT) build -c release --product flowsync-load

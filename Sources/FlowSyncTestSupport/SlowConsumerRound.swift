@@ -34,6 +34,11 @@ public enum SlowConsumerRound {
         public var writing = 5.0
         /// Mutations the writer keeps unanswered.
         public var writeWindow = 16
+        /// At most this many writes a round (`nil`: as many as ``writing`` allows). A
+        /// cap keeps a round's CPU small where it shares the machine with other tests;
+        /// the pause and the catch-up are the same once the paused subscribers' queues
+        /// passed the high watermark and the history.
+        public var maxWrites: Int? = nil
         /// RSS sampling interval, milliseconds.
         public var sampleMilliseconds = 10
 
@@ -298,7 +303,14 @@ public enum SlowConsumerRound {
                 for s in paused { s.resumeReading() }
                 resumed = true
             }
-            while pending.count < p.writeWindow {
+            if let cap = p.maxWrites, next >= cap {
+                // Every write sent: wait for the answers, then only for the pause to end.
+                if pending.isEmpty {
+                    try? await Task.sleep(for: .milliseconds(20))
+                    continue
+                }
+            }
+            while pending.count < p.writeWindow, next < (p.maxWrites ?? Int.max) {
                 let row = Row(id: "r\(next % p.rows)", kind: "blob", payload: payload(&state.random, p.rowBytes))
                 let seq = state.nextSeq()
                 writer.send(
