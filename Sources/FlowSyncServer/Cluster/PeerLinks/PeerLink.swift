@@ -76,7 +76,6 @@ final class PeerLink {
     /// Ends the link for good.
     func stop() {
         handle { $0.stop() }
-        timer.close()
     }
 
     /// Closes the socket as a failure would (the machine decides what follows).
@@ -219,9 +218,13 @@ final class PeerLink {
         case .deliver(let frame):
             if let peer = machine.ready?.peer { onFrame?(self, peer, frame) }
         }
-        if machine.isStopped, connection == nil, let onStopped {
-            self.onStopped = nil
-            onStopped(self)
+        // Ended for good: the timer goes with the socket (a timer left open would keep
+        // the loop from closing cleanly at the daemon's stop).
+        if machine.isStopped, connection == nil, !timer.isClosing {
+            timer.close()
+            let stopped = onStopped
+            onStopped = nil
+            stopped?(self)
         }
     }
 
