@@ -202,7 +202,11 @@ final class PeerLink {
             timer.stop()
         case .close(let reason):
             let peer = machine.ready?.peer ?? peerDescription
-            logger.warning("cluster: peer link closed", metadata: ["peer": "\(peer)", "reason": "\(reason)"])
+            // A stop of this node's own is routine; anything else (a refused peer, a
+            // slow one, garbage, a deadline) is worth an operator's eye.
+            logger.log(
+                level: machine.isStopped ? .info : .warning, "cluster: peer link closed",
+                metadata: ["peer": "\(peer)", "reason": "\(reason)"])
             // Rule 2: reported here, once; the socket's own end callback is cleared.
             if connection != nil {
                 detach()
