@@ -277,4 +277,75 @@ extension ClusterLogTests {
             await sql.close()
         }
     }
+
+    /// The owner, linked to the two other nodes, is killed (SIGKILL) with forwarded
+    /// writes in flight on its links. Its lease lapses, a replica takes the list over,
+    /// and the writes the origin re-sends are committed there (a copy the dead owner had
+    /// committed is answered from the idempotency window rebuilt from the log): every
+    /// write is acknowledged, each is in the list once, and both survivors end with the
+    /// same state as PostgreSQL.
+    @Test func aKilledLinkedOwnerLosesNoAcknowledgedWrite() async throws {
+        try await PostgresServer.with { pg in
+            let clients = try EventLoopThread()
+            defer { _ = clients.shutdown() }
+            let secret = try Self.peerSecretFile(Self.goodSecret)
+            defer { try? FileManager.default.removeItem(atPath: secret) }
+            let b = try await EmbeddedServer(
+                configuration: Self.linkedConfiguration(pg, node: "b", secretFile: secret), storage: .configured)
+            let c = try await EmbeddedServer(
+                configuration: Self.linkedConfiguration(pg, node: "c", secretFile: secret), storage: .configured)
+            let a = try await Self.daemon(
+                conninfo: pg.conninfo, node: "a", leaseMilliseconds: 2_000, connected: true,
+                extra: "peer_secret_file = \"\(secret)\"\n")
+            #expect(await Self.waitForLinks([(b, ["a", "c"]), (c, ["a", "b"])]), "a links with b and c")
+            let list = Self.listName("killed", ownedBy: "a", among: ["a", "b", "c"])
+            let creator = try await TestClient.connect(port: a.port, on: clients, clientID: "creator")
+            #expect(await Self.write(creator, list, seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
+            let subscriberC = try await Self.connectClient(c, clients, "subscriber-c")
+            subscriberC.send(.subscribe(Subscribe(listName: list)))
+            #expect(await subscriberC.waitFor(Self.isSnapshot) != nil)
+            let writer = try await Self.connectClient(b, clients, "writer-b")
+            for seq in 1...10 {
+                #expect(await Self.write(writer, list, seq: UInt64(seq), Self.row("b-\(seq)")) != nil, "write \(seq)")
+            }
+            // Four writes in flight on the link when the owner dies.
+            for seq in 11...14 {
+                writer.send(
+                    .mutate(
+                        Mutate(
+                            listName: list, clientID: writer.clientID, seq: UInt64(seq),
+                            base: ListVersion(epoch: 0, version: 0), operations: Self.row("b-\(seq)"))))
+            }
+            _ = await a.kill9()
+            var acknowledged = 10
+            for seq in 11...14 {
+                let reply = await writer.waitFor { m in
+                    if case .ack(let ack) = m { return ack.seq == UInt64(seq) }
+                    return false
+                }
+                if reply != nil { acknowledged += 1 } else { Issue.record("write \(seq) unanswered") }
+            }
+            for seq in 15...20 where await Self.write(writer, list, seq: UInt64(seq), Self.row("b-\(seq)")) != nil {
+                acknowledged += 1
+            }
+            #expect(acknowledged == 20)
+            let sql = try await SQLSession.open(pg.conninfo)
+            let row = try await sql.query("SELECT head, owner FROM fs_lists WHERE list = '\(list)'")
+            let head = UInt64(row.int(0, 0) ?? 0)
+            #expect(row.rows.first?[1] != "a", "taken over")
+            let stateB = await b.withServer { $0.state(of: list) }
+            let stateC = await c.withServer { $0.state(of: list) }
+            #expect(stateB?.position.version == head && stateB?.position == stateC?.position)
+            #expect(stateB?.director.digest == stateC?.director.digest)
+            let ids = Self.rowIDs(stateB?.director)
+            #expect(Set(ids) == Set((1...20).map { "b-\($0)" }) && ids.count == 20, "every write once: \(ids)")
+            #expect(await subscriberC.waitFor(Self.isDiff(to: head)) != nil)
+            #expect(Self.diffVersions(subscriberC) == Array(2...max(2, head)), "each version once, in order")
+            print("killed linked owner: head \(head), owner now \(row.rows.first?[1] ?? nil ?? "-")")
+            for client in [creator, subscriberC, writer] { client.close() }
+            #expect(await b.stop())
+            #expect(await c.stop())
+            await sql.close()
+        }
+    }
 }
