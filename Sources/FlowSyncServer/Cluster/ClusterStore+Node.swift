@@ -15,8 +15,9 @@ import FlowSyncProtocol
 /// so it can never show a write the log does not hold), it needs no node addresses or
 /// peer credentials, and a dead owner changes nothing for a replica. The price is a
 /// round trip to PostgreSQL per batch that does not come with its frame; every node is
-/// notified of every list's batches and ignores the lists it does not follow. Peer
-/// links are designed, not built (docs/CLUSTER.md, "Not built yet").
+/// notified of every list's batches and ignores the lists it does not follow. With peer
+/// links on (issue #33; `ClusterStore+PeerLinks.swift`), owners also push batches and
+/// writes are forwarded over the links; all of this stays the path without a link.
 extension ClusterStore {
     public func isReplica(_ name: String) -> Bool { lists[name].isReplica }
 

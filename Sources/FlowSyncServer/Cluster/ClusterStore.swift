@@ -33,7 +33,9 @@ import Logging
 ///   for the new connection, so writes are not acknowledged until it is back.
 ///
 /// Not built (docs/CLUSTER.md, "Not built yet"): new epochs (``startEpoch(_:)``
-/// refuses), rebalancing running lists, peer links.
+/// refuses), rebalancing running lists. Peer links (issue #33) are in
+/// `ClusterStore+PeerLinks.swift`: off without `peer_secret_file`, and PostgreSQL carries
+/// whatever a link does not.
 public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode {
     /// What `[cluster]` configures.
     public struct Options: Sendable, Hashable {
