@@ -144,4 +144,42 @@ import Testing
         #expect(thread.shutdown(timeout: 10))
         #expect(thread.loop.handlesOpenAtStop == 0)
     }
+
+    @Test func unauthenticatedConnectionsAreCappedAndTheRestClosedAtOnce() async throws {
+        let thread = try EventLoopThread()
+        let node = Box<PeerLinks?>(nil)
+        let sockets = Box<[TCPConnection]>([])
+        let ended = Shared(0)
+        let opened = Shared(0)
+        let attempts = PeerLinks.maximumPendingHandshakes + 6
+        thread.loop.execute {
+            let a = Self.links(thread.loop, "a")
+            try? a.start()
+            node.value = a
+            guard let address = PeerLinks.parse(a.advertisedAddress ?? "") else { return }
+            for _ in 0..<attempts {
+                TCPConnection.connect(loop: thread.loop, to: address) { result in
+                    guard case .success(let connection) = result else { return }
+                    opened.update { $0 += 1 }
+                    sockets.value.append(connection)
+                    connection.onEnd = { _ in ended.update { $0 += 1 } }
+                    try? connection.startReading()
+                }
+            }
+        }
+        #expect(await eventually(timeout: 10) { opened.get() == attempts })
+        // The ones past the cap are closed by the node at once (well before the 5 s
+        // handshake deadline of the others).
+        #expect(await eventually(timeout: 3) { ended.get() == 6 }, "ended: \(ended.get())")
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(ended.get() == 6, "the others wait for their handshake")
+        thread.loop.execute {
+            for socket in sockets.value { socket.close() }
+            sockets.value = []
+            node.value?.stop()
+            node.value = nil
+        }
+        #expect(thread.shutdown(timeout: 10))
+        #expect(thread.loop.handlesOpenAtStop == 0)
+    }
 }

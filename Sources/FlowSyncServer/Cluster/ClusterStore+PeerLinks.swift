@@ -116,12 +116,14 @@ extension ClusterStore {
 
     /// Sends `answer` to its origin over a ready link (rule 5); `false`: use PostgreSQL.
     func answerOverLink(_ answer: ClusterLog.Answer) -> Bool {
-        guard let link = links?.link(to: answer.origin) else { return false }
+        guard let link = links?.link(to: answer.origin),
+            link.send(
+                .answer(
+                    list: answer.list, clientID: answer.clientID, seq: UInt64(answer.seq), epoch: answer.epoch,
+                    version: answer.version, code: Int64(answer.code), message: answer.message))
+        else { return false }
         peerCounters.answersSent += 1
-        return link.send(
-            .answer(
-                list: answer.list, clientID: answer.clientID, seq: UInt64(answer.seq), epoch: answer.epoch,
-                version: answer.version, code: Int64(answer.code), message: answer.message))
+        return true
     }
 
     // MARK: Origin side (rule 4)

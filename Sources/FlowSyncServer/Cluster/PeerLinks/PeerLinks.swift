@@ -18,6 +18,9 @@ import Logging
 ///    is stopped. A lost link is forgotten only if it is still the current one.
 /// 4. **A peer that is no longer live is no longer dialed** (its lease lapsed or it
 ///    stopped); links it accepted end when their sockets do.
+/// 5. **Unauthenticated connections are bounded**: at most
+///    ``maximumPendingHandshakes`` at once, each for the handshake's deadline (5 s) and
+///    1 KiB of frames (``PeerLink``), so the peer port cannot be used to hold memory.
 final class PeerLinks {
     /// What `[cluster]` configures for the links.
     struct Options: Sendable, Hashable {
@@ -133,7 +136,20 @@ final class PeerLinks {
         return try? SocketAddress(host: host, port: port)
     }
 
+    /// Connections accepted and not yet authenticated, at most (rule 5).
+    static let maximumPendingHandshakes = 64
+
     private func accept(_ connection: TCPConnection) {
+        // Rule 5: anyone who reaches the port can open connections; past the cap they
+        // are closed at once, before any byte is read.
+        let pending = acceptedLinks.values.filter { $0.ready == nil }.count
+        guard pending < Self.maximumPendingHandshakes else {
+            logger.warning(
+                "cluster: peer connection refused: too many handshakes pending",
+                metadata: ["from": "\(connection.peer)", "pending": "\(pending)"])
+            connection.close()
+            return
+        }
         let link = makeLink(role: .acceptor)
         acceptedLinks[ObjectIdentifier(link)] = link
         link.onStopped = { [weak self] link in self?.acceptedLinks[ObjectIdentifier(link)] = nil }
