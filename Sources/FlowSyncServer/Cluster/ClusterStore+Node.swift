@@ -195,6 +195,7 @@ extension ClusterStore {
     func catchUp(_ name: String) {
         // One read at a time (ListOwnership, rule 3).
         guard let replica = lists.update(name, { $0.fetchWanted() }) else { return }
+        peerCounters.logReads += 1
         withLog { [weak self] log in
             log.batches(list: name, epoch: replica.epoch, after: replica.head) { [weak self] result in
                 guard let self, lists[name].isReplica else { return }

@@ -227,6 +227,9 @@ public struct PeerLinkStatistics: Sendable, Equatable {
     /// Batches pushed to followers, and pushes applied here as a replica's next batch.
     public var pushesSent = 0
     public var pushesApplied = 0
+    /// Reads of `fs_batches` for a replica (a gap, an announcement that came before its
+    /// push, a reconnection), with or without links.
+    public var logReads = 0
 
     public init() {}
 }
