@@ -144,6 +144,8 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "JWTKit", package: "jwt-kit"),
+                // HMAC-SHA256 of the peer links' handshake (issue #33); already built for jwt-kit.
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .executableTarget(

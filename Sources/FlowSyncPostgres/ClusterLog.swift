@@ -113,6 +113,10 @@ public final class ClusterLog {
         // it (false), and is answered through `fs_outbox` as before. Instant (a
         // constant default) and idempotent.
         "ALTER TABLE fs_inbox ADD COLUMN IF NOT EXISTS answer_by_notification boolean NOT NULL DEFAULT false",
+        // Issue #33, peer links: the address (`host:port`) of each node's peer listener,
+        // set with its lease; NULL for a node without links (or of an older build, which
+        // never sets it: such a node is reached through PostgreSQL only).
+        "ALTER TABLE fs_leases ADD COLUMN IF NOT EXISTS peer text",
         // Tables made by a build before issue #33 were logged: made unlogged once (the
         // ALTER rewrites the table, so only when needed). Their id sequences stay
         // logged: PostgreSQL 15 (15.18 here) makes a serial column's sequence unlogged
@@ -169,12 +173,16 @@ public final class ClusterLog {
     }
 
     /// Extends this node's lease to `milliseconds` from now, on PostgreSQL's clock.
-    public func renewLease(milliseconds: Int, _ completion: @escaping (Result<Void, PostgresError>) -> Void) {
+    /// `peer`: the address of this node's peer listener (`host:port`), or `nil` without
+    /// peer links; other nodes read it with ``livePeers(_:)``.
+    public func renewLease(
+        milliseconds: Int, peer: String? = nil, _ completion: @escaping (Result<Void, PostgresError>) -> Void
+    ) {
         connection.send(
             """
-            INSERT INTO fs_leases (node, expires_at) VALUES ($1, clock_timestamp() + $2::bigint * interval '1 millisecond')
-            ON CONFLICT (node) DO UPDATE SET expires_at = EXCLUDED.expires_at
-            """, [.text(node), .text("\(milliseconds)")]
+            INSERT INTO fs_leases (node, expires_at, peer) VALUES ($1, clock_timestamp() + $2::bigint * interval '1 millisecond', $3)
+            ON CONFLICT (node) DO UPDATE SET expires_at = EXCLUDED.expires_at, peer = EXCLUDED.peer
+            """, [.text(node), .text("\(milliseconds)"), peer.map { .text($0) } ?? .null]
         ) { result in
             completion(result.map { _ in () })
         }
@@ -368,6 +376,18 @@ public final class ClusterLog {
         }
     }
 
+    /// The nodes whose lease is alive now, each with the address of its peer listener
+    /// (`nil`: it has no peer links).
+    public func livePeers(_ completion: @escaping (Result<[(node: String, peer: String?)], PostgresError>) -> Void) {
+        connection.send("SELECT node, peer FROM fs_leases WHERE expires_at > clock_timestamp() ORDER BY node") {
+            result in
+            completion(
+                result.map { rows in
+                    rows.rows.compactMap { row in row.first.flatMap { $0 }.map { (node: $0, peer: row[1]) } }
+                })
+        }
+    }
+
     /// Asks `owner` to claim `list` (placement: it is the preferred owner of a list that
     /// has none): an ``inboxChannel`` notification naming it, as a forwarded write's.
     public func nudge(owner: String, list: String) {
@@ -457,12 +477,17 @@ public final class ClusterLog {
 
     /// Forwards a write (`body`: its encoded `Mutate`) to the owner of `list`, and
     /// notifies it — in one statement.
-    public func forward(list: String, body: [UInt8], _ completion: @escaping (Result<Void, PostgresError>) -> Void) {
+    /// `origin`: the node to answer (this one unless it passes on a write another node
+    /// sent it over a peer link for a list it does not own).
+    public func forward(
+        list: String, body: [UInt8], origin: String? = nil,
+        _ completion: @escaping (Result<Void, PostgresError>) -> Void
+    ) {
         connection.send(
             """
             WITH queued AS (INSERT INTO fs_inbox (list, origin, body, answer_by_notification) VALUES ($1, $2, $3::bytea, true) RETURNING list)
             SELECT pg_notify('\(Self.inboxChannel)', coalesce(l.owner, '') || ' ' || l.list) FROM fs_lists l JOIN queued q ON l.list = q.list
-            """, [.text(list), .text(node), .bytes(body)]
+            """, [.text(list), .text(origin ?? node), .bytes(body)]
         ) { result in completion(result.map { _ in () }) }
     }
 

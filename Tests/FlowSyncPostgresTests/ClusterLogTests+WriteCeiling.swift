@@ -40,11 +40,16 @@ extension ClusterLogTests {
         try await Self.expectSynchronousStandby(sql)
         let clients = try EventLoopThread()
         defer { _ = clients.shutdown() }
+        // Peer links (issue #33, item 4) unless another build runs or FLOWSYNC_BENCH_LINKS=0.
+        let links = environment["FLOWSYNC_BENCH_FLOWSYNCD"] == nil && environment["FLOWSYNC_BENCH_LINKS"] != "0"
+        let secret = links ? try Self.peerSecretFile(Self.goodSecret) : nil
+        defer { if let secret { try? FileManager.default.removeItem(atPath: secret) } }
         var nodes: [DaemonProcess] = []
         for name in ["n1", "n2", "n3"] {
             var options = DaemonProcess.Options(binary: binary)
-            options.configText = Self.clusterConfigText(
-                conninfo: primary.conninfo, node: name, leaseMilliseconds: 5_000)
+            options.configText =
+                Self.clusterConfigText(conninfo: primary.conninfo, node: name, leaseMilliseconds: 5_000)
+                + (secret.map { "peer_secret_file = \"\($0)\"\n" } ?? "")
             options.logLevel = "warning"
             nodes.append(try await DaemonProcess.start(options))
         }
@@ -61,7 +66,7 @@ extension ClusterLogTests {
         creator.close()
         let owners = try await sql.query("SELECT owner, count(*) FROM fs_lists GROUP BY owner ORDER BY owner")
         print(
-            "write ceiling: \(binary), lists per owner: \((0..<owners.rows.count).map { "\(owners.rows[$0][0] ?? "-")=\(owners.rows[$0][1] ?? "")" })"
+            "write ceiling: \(binary), peer links \(links ? "on" : "off"), lists per owner: \((0..<owners.rows.count).map { "\(owners.rows[$0][0] ?? "-")=\(owners.rows[$0][1] ?? "")" })"
         )
 
         // 1. Latency: the owner of w-0, and another node.

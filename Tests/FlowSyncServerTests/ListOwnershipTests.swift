@@ -59,6 +59,34 @@ import Testing
         #expect(r12 && list.isSettled)
     }
 
+    /// Rule 7 (issue #33, peer links): the owner a replica knows is a hint that moves
+    /// with claims and pushes, survives reads and take-overs, and means nothing once the
+    /// list is not followed.
+    @Test func theOwnerAReplicaKnowsIsKeptWhileFollowingOnly() {
+        var list = ListOwnership()
+        list.ownerSeen("x")
+        #expect(list.following == nil && list.isSettled, "not followed: nothing to keep")
+        list.claimStarted()
+        list.following(epoch: 9, head: 2, owner: "a")
+        #expect(list.following?.owner == "a")
+        _ = list.fetchWanted()
+        list.ownerSeen("b")
+        list.delivered(upTo: 4)
+        _ = list.fetchEnded()
+        #expect(list.following?.owner == "b" && list.following?.head == 4)
+        let started = list.takeOverStarted()
+        #expect(started)
+        list.takeOverEnded(nil)
+        #expect(list.following?.owner == "b", "a failed take-over keeps it")
+        list.ownerSeen(nil)
+        #expect(list.following?.owner == nil)
+        var owned = ListOwnership()
+        owned.claimStarted()
+        owned.claimed(ClusterLog.Ownership(term: 1, epoch: 9, head: 0), batches: 0, bytes: 0)
+        owned.ownerSeen("z")
+        #expect(owned.owned != nil && owned.following == nil, "an owned list has no other owner")
+    }
+
     @Test func aTakeOverKeepsFollowingAndEndsOwnedOrFollowing() {
         var list = ListOwnership()
         list.claimStarted()

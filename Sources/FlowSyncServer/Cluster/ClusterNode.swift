@@ -124,6 +124,10 @@ public protocol ClusterNode: AnyObject {
     /// what was notified meanwhile is lost, so the server sends every write still
     /// waiting for an answer again (a claim it missed, a forward the cut lost).
     var onSessionStarted: (() -> Void)? { get set }
+    /// A ready peer link was lost (issue #33): writes forwarded over it may be lost in
+    /// its queue, so the server sends every write still waiting again (they go through
+    /// PostgreSQL now; a copy the owner committed is answered from its idempotency window).
+    var onPeerLinkLost: (() -> Void)? { get set }
     /// The live nodes were read again and placement prefers another live node for these
     /// lists owned here (a node appeared, or this node took a list over): the server
     /// hands over those with nothing in flight; the others are offered again at the

@@ -171,6 +171,10 @@ extension ClusterStore {
                 switch result {
                 case .success(.appended):
                     lists.update(name) { $0.committed(term: ownership.term, version: version, bytes: body.count) }
+                    // Pushed only now that the append returned (never before: a follower
+                    // must not show what the log lacks), and before the completion
+                    // releases the answers (`ClusterStore+PeerLinks`, rule 1).
+                    pushCommitted(name, ownership, version: version, frame: body)
                     completion(.committed)
                     perform(announcements.committed(list: name, version: version, frame: body))
                 case .success(.fenced):

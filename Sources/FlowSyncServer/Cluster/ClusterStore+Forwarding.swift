@@ -11,6 +11,9 @@ import FlowSyncProtocol
 extension ClusterStore {
     public func forward(_ mutate: Mutate) {
         let body = encoder.encode(.mutate(mutate))
+        // Straight to the owner when a link to it is ready (`ClusterStore+PeerLinks`,
+        // rule 4); PostgreSQL otherwise, exactly as without links.
+        if forwardOverLink(mutate.listName, body: body) { return }
         withLog { [weak self] log in
             log.forward(list: mutate.listName, body: body) { [weak self] result in
                 // A failed forward is tried again when the write is overdue.
@@ -67,22 +70,31 @@ extension ClusterStore {
         guard !answers.isEmpty else { return }
         // Decided now, per origin: whether it reads answers from their notification.
         let byNotification = answers.map { originsAnsweredByNotification.contains($0.origin) }
+        var overPostgres: [(WriteAnswer, Bool)] = []
+        for (answer, notify) in zip(answers, byNotification) {
+            // Back over the origin's link when one is ready (`ClusterStore+PeerLinks`, rule 5).
+            if answerOverLink(Self.answerRow(answer)) { continue }
+            overPostgres.append((answer, notify))
+        }
+        guard !overPostgres.isEmpty else { return }
         withLog { log in
-            for (answer, notify) in zip(answers, byNotification) {
-                let (epoch, version, code, message): (Int64, Int64, Int, String)
-                switch answer.result {
-                case .committed(let position):
-                    (epoch, version, code, message) = (Int64(position.epoch), Int64(position.version), 0, "")
-                case .rejected(let wire, let text): (epoch, version, code, message) = (0, 0, Int(wire.rawValue), text)
-                }
-                log.answer(
-                    ClusterLog.Answer(
-                        origin: answer.origin, list: answer.list, clientID: answer.clientID, seq: Int64(answer.seq),
-                        epoch: epoch, version: version, code: code, message: message),
-                    byNotification: notify
-                ) { _ in }
+            for (answer, notify) in overPostgres {
+                log.answer(Self.answerRow(answer), byNotification: notify) { _ in }
             }
         }
+    }
+
+    /// `answer` as the row PostgreSQL (or a link) carries.
+    static func answerRow(_ answer: WriteAnswer) -> ClusterLog.Answer {
+        let (epoch, version, code, message): (Int64, Int64, Int, String)
+        switch answer.result {
+        case .committed(let position):
+            (epoch, version, code, message) = (Int64(position.epoch), Int64(position.version), 0, "")
+        case .rejected(let wire, let text): (epoch, version, code, message) = (0, 0, Int(wire.rawValue), text)
+        }
+        return ClusterLog.Answer(
+            origin: answer.origin, list: answer.list, clientID: answer.clientID, seq: Int64(answer.seq), epoch: epoch,
+            version: version, code: code, message: message)
     }
 
     func takeOutbox(_ log: ClusterLog) {

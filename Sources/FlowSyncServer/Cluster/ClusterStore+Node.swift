@@ -15,8 +15,9 @@ import FlowSyncProtocol
 /// so it can never show a write the log does not hold), it needs no node addresses or
 /// peer credentials, and a dead owner changes nothing for a replica. The price is a
 /// round trip to PostgreSQL per batch that does not come with its frame; every node is
-/// notified of every list's batches and ignores the lists it does not follow. Peer
-/// links are designed, not built (docs/CLUSTER.md, "Not built yet").
+/// notified of every list's batches and ignores the lists it does not follow. With peer
+/// links on (issue #33; `ClusterStore+PeerLinks.swift`), owners also push batches and
+/// writes are forwarded over the links; all of this stays the path without a link.
 extension ClusterStore {
     public func isReplica(_ name: String) -> Bool { lists[name].isReplica }
 
@@ -84,7 +85,11 @@ extension ClusterStore {
                             loadFailed(name, error, completion)
                             return
                         }
-                        lists.update(name) { $0.following(epoch: row.epoch, head: rebuilt.head) }
+                        lists.update(name) {
+                            $0.following(epoch: row.epoch, head: rebuilt.head, owner: row.ownerAlive ? row.owner : nil)
+                        }
+                        // Its owner pushes its batches from now on (peer links).
+                        followOnLinks(name)
                         // A free list (no owner, or its lease lapsed): ask its preferred
                         // node, as the live nodes are now, to claim it — possibly this
                         // one (the nudge then takes the replica over). If nobody does, a
@@ -175,9 +180,9 @@ extension ClusterStore {
         afterLiveNodes.append(action)
         guard afterLiveNodes.count == 1 else { return }
         withLog { [weak self] log in
-            log.liveNodes { [weak self] result in
+            log.livePeers { [weak self] result in
                 guard let self else { return }
-                if case .success(let nodes) = result { liveNodesRead(nodes) }
+                if case .success(let nodes) = result { livePeersRead(nodes) }
                 let actions = afterLiveNodes
                 afterLiveNodes = []
                 for action in actions { action() }
@@ -190,6 +195,7 @@ extension ClusterStore {
     func catchUp(_ name: String) {
         // One read at a time (ListOwnership, rule 3).
         guard let replica = lists.update(name, { $0.fetchWanted() }) else { return }
+        peerCounters.logReads += 1
         withLog { [weak self] log in
             log.batches(list: name, epoch: replica.epoch, after: replica.head) { [weak self] result in
                 guard let self, lists[name].isReplica else { return }
@@ -228,6 +234,7 @@ extension ClusterStore {
                 "cluster: a replica's batches do not follow on",
                 metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
             lists.update(name) { $0.broken() }
+            unfollowOnLinks(name)
             onReplicaBroken?(name)
         }
     }
@@ -337,6 +344,7 @@ extension ClusterStore {
                             // Owned now; the next snapshot comes one full interval from
                             // now (at most two intervals of batches to replay).
                             lists.update(name) { $0.takeOverEnded(ownership) }
+                            unfollowOnLinks(name)
                             logger.info(
                                 "cluster: took over list",
                                 metadata: [
@@ -356,7 +364,10 @@ extension ClusterStore {
 
     public func unload(_ name: String) -> Bool {
         let unresolved = unresolved.contains { $0.list == name }
-        return lists.update(name) { $0.unloaded(unresolved: unresolved) }
+        let wasReplica = lists[name].isReplica
+        let unloaded = lists.update(name) { $0.unloaded(unresolved: unresolved) }
+        if unloaded && wasReplica { unfollowOnLinks(name) }
+        return unloaded
     }
 
     // MARK: Snapshots in PostgreSQL

@@ -67,6 +67,9 @@ extension ClusterStore {
 
     /// Rule 4: a node claimed a list.
     func claimed(_ claim: ClusterLog.Claim) {
+        // A replica's owner is where its forwarded writes go over a link (rule 7 of
+        // ListOwnership).
+        if claim.owner != options.node { lists.update(claim.list) { $0.ownerSeen(claim.owner) } }
         onListClaimed?(claim.list, claim.owner)
     }
 
@@ -84,7 +87,11 @@ extension ClusterStore {
                 guard let self else { return }
                 switch result {
                 case .success(true):
-                    lists.update(name) { $0.handOverEnded(.released) }
+                    lists.update(name) {
+                        $0.handOverEnded(.released)
+                        $0.ownerSeen(target)
+                    }
+                    followOnLinks(name)
                     logger.info(
                         "cluster: list handed over to its preferred node",
                         metadata: ["flowsync.list": "\(name)", "to": "\(target)", "head": "\(owned.ownership.head)"])

@@ -33,7 +33,9 @@ import Logging
 ///   for the new connection, so writes are not acknowledged until it is back.
 ///
 /// Not built (docs/CLUSTER.md, "Not built yet"): new epochs (``startEpoch(_:)``
-/// refuses), rebalancing running lists, peer links.
+/// refuses), rebalancing running lists. Peer links (issue #33) are in
+/// `ClusterStore+PeerLinks.swift`: off without `peer_secret_file`, and PostgreSQL carries
+/// whatever a link does not.
 public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode {
     /// What `[cluster]` configures.
     public struct Options: Sendable, Hashable {
@@ -45,6 +47,18 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
         /// `snapshot_every_bytes`, as for the file store.
         public var snapshotEveryBatches: Int
         public var snapshotEveryBytes: Int
+        /// Peer links (issue #33; docs/CLUSTER.md, "Peer links"): the file holding the
+        /// cluster credential (`[cluster] peer_secret_file`). `nil`: no links, every
+        /// node-to-node message goes through PostgreSQL.
+        public var peerSecretFile: String?
+        /// The peer listener's address (`peer_host`, default the server's `host`) and
+        /// port (`peer_port`, default 0: the OS chooses; the bound port is advertised).
+        public var peerHost = "127.0.0.1"
+        public var peerPort = 0
+        /// Bytes a link may have queued before it is dropped (`peer_max_queued_bytes`).
+        public var peerMaxQueuedBytes = 8 << 20
+        /// The largest frame a peer may send (`peer_max_frame_bytes`).
+        public var peerMaxFrameBytes = 64 << 20
 
         public init(
             conninfo: String, node: String, leaseMilliseconds: Int = 5_000,
@@ -112,6 +126,11 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
     public var onSessionStarted: (() -> Void)?
     public var onMisplacedLists: (([String]) -> Void)?
     var recoveryOptions = RecoveryOptions()
+    /// The peer links, when `peer_secret_file` is set (``PeerLinks``).
+    var links: PeerLinks?
+    /// What went over the links (``peerLinkStatistics``).
+    var peerCounters = PeerLinkStatistics()
+    public var onPeerLinkLost: (() -> Void)?
     private var leaseTimer: LoopTimer?
     private var retryTimer: LoopTimer?
     let encoder = FrameEncoder(configuration: StoreFormat.compression)
@@ -136,6 +155,8 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
     /// tables if missing, takes the lease and starts renewing it.
     public func recover(_ options: RecoveryOptions) throws(StoreError) -> RecoveryReport {
         recoveryOptions = options
+        // The links' listener first: its address goes into the lease.
+        try startPeerLinks()
         connect(initial: true)
         logger.info("cluster: lists load from PostgreSQL on first use", metadata: ["node": "\(self.options.node)"])
         return RecoveryReport()
@@ -166,6 +187,8 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
         leaseTimer = nil
         retryTimer?.close()
         retryTimer = nil
+        links?.stop()
+        links = nil
         if case .ready(let log) = state { log.connection.close() }
         state = .closed
         waiting = []
@@ -207,7 +230,8 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
                         self?.fail(.unusable("PostgreSQL: LISTEN failed: \(error)"))
                     }
                 }
-                log.renewLease(milliseconds: options.leaseMilliseconds) { [weak self] result in
+                log.renewLease(milliseconds: options.leaseMilliseconds, peer: links?.advertisedAddress) {
+                    [weak self] result in
                     guard let self else { return }
                     switch result {
                     case .failure(let error) where !error.outcomeUnknown:
@@ -220,9 +244,9 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
                         retry(error)
                     case .success:
                         // Placement needs the live nodes before the first load.
-                        log.liveNodes { [weak self] result in
+                        log.livePeers { [weak self] result in
                             guard let self else { return }
-                            if case .success(let nodes) = result { liveNodesRead(nodes) }
+                            if case .success(let nodes) = result { livePeersRead(nodes) }
                             ready(log, initial: initial)
                         }
                     }
@@ -274,7 +298,7 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
 
     private func renewLease() {
         guard case .ready(let log) = state else { return }
-        log.renewLease(milliseconds: options.leaseMilliseconds) { [weak self] result in
+        log.renewLease(milliseconds: options.leaseMilliseconds, peer: links?.advertisedAddress) { [weak self] result in
             if case .failure(let error) = result, !error.outcomeUnknown {
                 self?.logger.error("cluster: lease renewal failed", metadata: ["error": "\(error)"])
             }
@@ -283,9 +307,9 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
     }
 
     func refreshLiveNodes(_ log: ClusterLog) {
-        log.liveNodes { [weak self] result in
+        log.livePeers { [weak self] result in
             guard let self, case .success(let nodes) = result else { return }
-            liveNodesRead(nodes)
+            livePeersRead(nodes)
         }
     }
 

@@ -36,6 +36,11 @@ import FlowSyncPostgres
 ///    (not released: PostgreSQL failed), a replica at the head it had (released), or
 ///    fenced (another node had claimed it).
 ///
+/// 7. **The owner a replica knows is a routing hint, never a promise** (issue #33, peer
+///    links): a forwarded write goes straight to it over its link, and a node that no
+///    longer owns the list passes the write on through PostgreSQL. It is learnt from the
+///    list's row at load, from claims, and from the node that pushes its batches.
+///
 /// Not guaranteed: that PostgreSQL agrees — a node that believes it owns a list learns
 /// otherwise only from a fenced append. `unowned` and `fenced` entries are forgotten
 /// by the table that holds the machines (``ClusterLists``).
@@ -52,12 +57,14 @@ struct ListOwnership {
     }
 
     /// What a followed list carries: the owner's epoch, the last version delivered,
-    /// and whether a read of newer batches is in flight (rule 3).
+    /// whether a read of newer batches is in flight (rule 3), and the node believed to
+    /// own it (rule 7).
     struct Following: Equatable {
         var epoch: Int64
         var head: Int64
         var fetching = false
         var again = false
+        var owner: String?
     }
 
     private enum State: Equatable {
@@ -137,11 +144,19 @@ struct ListOwnership {
     }
 
     /// Another node owns it (or placement prefers another): followed from `head`.
-    mutating func following(epoch: Int64, head: Int64) {
+    mutating func following(epoch: Int64, head: Int64, owner: String? = nil) {
         guard case .claiming = state else {
             preconditionFailure("Internal inconsistency in ListOwnership: followed in \(name)")
         }
-        state = .replica(Following(epoch: epoch, head: head))
+        state = .replica(Following(epoch: epoch, head: head, owner: owner))
+    }
+
+    /// `owner` owns the followed list, as far as this node can tell (rule 7): a claim
+    /// was notified, or it pushed a batch. Nothing while not following.
+    mutating func ownerSeen(_ owner: String?) {
+        guard var following = following, following.owner != owner else { return }
+        following.owner = owner
+        setFollowing(following)
     }
 
     /// The load failed (an I/O error, damage): nothing is held.

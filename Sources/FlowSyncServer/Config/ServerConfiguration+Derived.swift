@@ -88,11 +88,14 @@ extension ServerConfiguration {
             // otherwise (PostgresTLS; docs/CLUSTER.md, "TLS to PostgreSQL").
             let secured = PostgresTLS.defaultingToVerifyFull(postgres)
             if let warning = secured.warning { logger.warning("\(warning)") }
-            return ClusterStore(
-                options: ClusterStore.Options(
-                    conninfo: secured.conninfo, node: cluster.node, leaseMilliseconds: cluster.leaseMilliseconds,
-                    snapshotEveryBatches: snapshotEveryBatches, snapshotEveryBytes: snapshotEveryBytes),
-                loop: loop, logger: logger)
+            var options = ClusterStore.Options(
+                conninfo: secured.conninfo, node: cluster.node, leaseMilliseconds: cluster.leaseMilliseconds,
+                snapshotEveryBatches: snapshotEveryBatches, snapshotEveryBytes: snapshotEveryBytes)
+            options.peerSecretFile = cluster.peerSecretFile
+            options.peerHost = cluster.peerHost ?? listen.host
+            options.peerPort = cluster.peerPort
+            options.peerMaxQueuedBytes = cluster.peerMaxQueuedBytes
+            return ClusterStore(options: options, loop: loop, logger: logger)
         }
         switch storageEngine {
         case .file: return FileStore(directory: dataDirectory, options: fileStoreOptions)

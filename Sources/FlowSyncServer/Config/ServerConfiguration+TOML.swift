@@ -108,6 +108,11 @@ extension ServerConfiguration {
                 case ("cluster", "postgres"): cluster.postgres = try value.string()
                 case ("cluster", "node"): cluster.node = try value.string()
                 case ("cluster", "lease_ms"): cluster.leaseMilliseconds = try value.int(300...600_000)
+                case ("cluster", "peer_secret_file"): cluster.peerSecretFile = try value.string()
+                case ("cluster", "peer_host"): cluster.peerHost = try value.string()
+                case ("cluster", "peer_port"): cluster.peerPort = try value.int(0...65_535)
+                case ("cluster", "peer_max_queued_bytes"):
+                    cluster.peerMaxQueuedBytes = try value.int(65_536...(1 << 30))
                 case ("auth", _): try auth.parse(key: key, value: value)
                 case ("tls", _): try tls.parse(key: key, value: value)
                 case ("server", _), ("storage", _), ("lists", _), ("limits", _), ("backpressure", _), ("history", _),

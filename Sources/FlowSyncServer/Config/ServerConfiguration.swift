@@ -136,6 +136,19 @@ public struct ServerConfiguration: Hashable, Sendable {
         /// third of it. Another node may claim this node's lists once it lapses.
         /// Default 5000; 300…600000.
         public var leaseMilliseconds = 5_000
+        /// Peer links (issue #33, docs/CLUSTER.md "Peer links"): a file holding the
+        /// cluster credential, a shared secret of at least 32 bytes (a trailing newline
+        /// is not part of it), the same on every node. Default unset: no peer links,
+        /// every message between nodes goes through PostgreSQL.
+        public var peerSecretFile: String?
+        /// The peer listener's address. Default unset: the server's `host`.
+        public var peerHost: String?
+        /// The peer listener's port; 0 lets the OS choose (the bound port is what the
+        /// lease advertises). Default 0.
+        public var peerPort = 0
+        /// Bytes one link may have queued before it is dropped (its traffic then goes
+        /// through PostgreSQL). Default 8 MiB; 65536…1073741824.
+        public var peerMaxQueuedBytes = 8 << 20
 
         public init() {}
 
@@ -273,6 +286,9 @@ public struct ServerConfiguration: Hashable, Sendable {
         if cluster.isEnabled && cluster.node.isEmpty { return ("cluster.node", "is required with cluster.postgres") }
         if !cluster.isEnabled && !cluster.node.isEmpty { return ("cluster.node", "needs cluster.postgres") }
         if cluster.node.utf8.count > 200 { return ("cluster.node", "must be at most 200 bytes") }
+        if !cluster.isEnabled && cluster.peerSecretFile != nil {
+            return ("cluster.peer_secret_file", "needs cluster.postgres")
+        }
         for name in declaredLists where name.isEmpty || name.utf8.count > maxListNameBytes {
             return ("server.lists", "list name \"\(name)\" is empty or longer than \(maxListNameBytes) bytes")
         }

@@ -37,6 +37,7 @@ extension Server {
         }
         store.onListClaimed = { [weak self] name, owner in self?.listClaimed(name, by: owner) }
         store.onSessionStarted = { [weak self] in self?.forwardWaitingWritesAgain() }
+        store.onPeerLinkLost = { [weak self] in self?.forwardWaitingWritesAgain() }
         store.onMisplacedLists = { [weak self] names in self?.handOver(names) }
         store.onReplicaBroken = { [weak self] name in
             guard let self, let list = lists[name] else { return }
