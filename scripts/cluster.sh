@@ -214,6 +214,11 @@ wait_for_sync() {
 start_node() { # start_node NAME DAEMON
     local name=$1 daemon=$2 dir="$state/$1" port="" pid
     mkdir -p "$dir/data"
+    # The cluster credential of the peer links (docs/CLUSTER.md, "Peer links"): one
+    # random secret for every node of this cluster, readable by its owner only.
+    if [ ! -s "$state/peer.secret" ]; then
+        (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$state/peer.secret")
+    fi
     cat > "$dir/flowsyncd.toml" <<EOF
 # Written by scripts/cluster.sh: node $name of the local cluster.
 [server]
@@ -230,6 +235,9 @@ enabled = false
 postgres = "host=127.0.0.1,127.0.0.1 port=$(pg_port "$primary"),$(pg_port "$standby") dbname=postgres user=$superuser connect_timeout=5 target_session_attrs=read-write"
 node = "$name"
 lease_ms = 5000
+# Owners push committed batches to followers, and writes go straight to owners, over
+# links on 127.0.0.1 (port 0: advertised in the node's lease).
+peer_secret_file = "$state/peer.secret"
 EOF
     # Created here: the background job opens it only after the fork, maybe after the
     # first read below.
