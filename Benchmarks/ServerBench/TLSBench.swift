@@ -72,14 +72,23 @@ enum TLSBench {
         var clientOptions = TLSContext.ClientOptions()
         clientOptions.additionalTrustedRootsFile = certificate
         let client = try TLSContext.client(clientOptions)
-        let server = try TLSContext.server(.init(certificateChainFile: certificate, privateKeyFile: key))
-        let tlsConfig = "[tls]\nmode = \"required\"\ncertificate_file = \"\(certificate)\"\nkey_file = \"\(key)\"\n"
+        // `--record-layer openssl|flowsync`: the daemon's `tls.record_layer` (and the
+        // in-memory sessions'), so both record layers can be measured by one build.
+        let recordLayer = arguments.firstIndex(of: "--record-layer").flatMap {
+            TLSContext.RecordLayer(rawValue: arguments[$0 + 1])
+        }
+        var serverOptions = TLSContext.ServerOptions(certificateChainFile: certificate, privateKeyFile: key)
+        if let recordLayer { serverOptions.recordLayer = recordLayer }
+        let server = try TLSContext.server(serverOptions)
+        var tlsConfig = "[tls]\nmode = \"required\"\ncertificate_file = \"\(certificate)\"\nkey_file = \"\(key)\"\n"
+        if let recordLayer { tlsConfig += "record_layer = \"\(recordLayer.rawValue)\"\n" }
         let variants: [(label: String, config: String, tls: TLSContext?)] = [
             ("plaintext", "", nil), ("tls", tlsConfig, client),
         ]
 
         say("# flowsync-server-bench --tls\(quick ? " (quick)" : "")\n")
         say("Started \(Date()) UTC; load average \(loadAverage()); \(TLSContext.libraryVersion)\n")
+        say("TLS record layer: \(recordLayer?.rawValue ?? "the daemon's default")\n")
 
         if arguments.contains("--send-only") {
             for sessions in [1, 1_000] {
