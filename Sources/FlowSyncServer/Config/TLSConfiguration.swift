@@ -63,9 +63,11 @@ public struct TLSConfiguration: Hashable, Sendable {
     /// (``TLSStateMachine``, rule 1). Default 65536.
     public var maxHandshakeBytes = TLSStateMachine.Configuration().handshakeByteLimit
     /// `record_layer`: who protects a TLS 1.3 connection's records after its handshake:
-    /// `"openssl"` (default) or `"flowsync"`, the daemon's own (docs/SECURITY.md, "The
-    /// record layer"). TLS 1.2 connections always stay on OpenSSL's.
-    public var recordLayer = TLSContext.RecordLayer.openSSL
+    /// `"flowsync"` (default), the daemon's own, or `"openssl"` (docs/SECURITY.md, "The
+    /// record layer"). TLS 1.2 connections always stay on OpenSSL's. Why this default:
+    /// measured in docs/BENCHMARKS.md "TLS", it costs a third of the CPU per delivered
+    /// frame less and an idle connection 6–7 KB instead of 21–23 KB.
+    public var recordLayer = TLSContext.RecordLayer.flowSync
     /// `[[tls.principals]]`.
     public var principals: [Principal] = []
 
