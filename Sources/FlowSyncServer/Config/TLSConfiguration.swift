@@ -66,7 +66,7 @@ public struct TLSConfiguration: Hashable, Sendable {
     /// `"flowsync"` (default), the daemon's own, or `"openssl"` (docs/SECURITY.md, "The
     /// record layer"). TLS 1.2 connections always stay on OpenSSL's. Why this default:
     /// measured in docs/BENCHMARKS.md "TLS", it costs a third of the CPU per delivered
-    /// frame less and an idle connection 6–7 KB instead of 21–23 KB.
+    /// frame less and an idle connection 6–15 KB instead of 21–23 KB.
     public var recordLayer = TLSContext.RecordLayer.flowSync
     /// `[[tls.principals]]`.
     public var principals: [Principal] = []
