@@ -32,8 +32,18 @@ extension TLSChannelIO {
 ///
 /// Encode once still holds above it: the daemon hands every subscriber the same frame
 /// buffers, and only this per-connection encryption differs.
+///
+/// **Two record layers.** A server whose context says so
+/// (``TLSContext/RecordLayer/flowSync``) leaves OpenSSL at the end of a TLS 1.3
+/// handshake: ``TLSRecordSwitch`` decides, the session's traffic secrets and unread
+/// ciphertext go to a ``TLSRecordLayer``, and the `SSL` is freed. Every other
+/// connection (clients, TLS 1.2, a switch refused) keeps OpenSSL's.
 public final class TLSChannel {
-    let session: TLSSession
+    /// OpenSSL's session: during the handshake always, after it unless the records
+    /// were handed over (then `nil`: the `SSL` is freed).
+    private(set) var session: TLSSession?
+    /// The daemon's own record layer, once the session handed the records over.
+    private var records: TLSRecordLayer?
     public private(set) var machine: TLSStateMachine
     private let scratch: TLSScratch
 
@@ -51,6 +61,8 @@ public final class TLSChannel {
     public var info: TLSConnectionInfo? { machine.info }
     public var isEstablished: Bool { machine.isEstablished }
     public var isClosing: Bool { machine.isClosing }
+    /// Whether the records are the daemon's own (``TLSRecordLayer``), not OpenSSL's.
+    public var usesOwnRecordLayer: Bool { records != nil }
 
     /// (Clients) starts the handshake: the ClientHello goes out.
     public func start<IO: TLSChannelIO>(_ io: inout IO) {
@@ -70,13 +82,33 @@ public final class TLSChannel {
         // Fed a chunk at a time, each decrypted before the next is fed: the input BIO
         // never holds more than a chunk and a partial record.
         while offset < ciphertext.count, !machine.isClosing {
+            // The handshake may have completed on the previous chunk and handed the
+            // records over: the rest goes to the own record layer.
+            if records != nil {
+                receivedRecords(UnsafeRawBufferPointer(rebasing: ciphertext[offset...]), &io)
+                return
+            }
+            guard let session else { return }
             let end = min(ciphertext.count, offset + TLSSession.chunk)
             session.feed(UnsafeRawBufferPointer(rebasing: ciphertext[offset..<end]))
             let action = machine.ciphertextReceived(count: end - offset)
             if action != .continueHandshake || stepsHandshake { perform(action, &io) }
             offset = end
         }
-        if !machine.isClosing { session.releaseIdleBuffers() }
+        if !machine.isClosing { session?.releaseIdleBuffers() }
+    }
+
+    /// Ciphertext for the own record layer (established only).
+    private func receivedRecords<IO: TLSChannelIO>(_ ciphertext: UnsafeRawBufferPointer, _ io: inout IO) {
+        guard let records, machine.phase == .established else { return }
+        let step = records.received(
+            ciphertext, scratch: scratch.decrypted, send: { io.sendCiphertext($0) }, output: scratch.ciphertext,
+            deliver: { plaintext in
+                io.deliverPlaintext(plaintext)
+                // The owner may have closed the channel while handling it.
+                return !machine.isClosing
+            })
+        perform(machine.readStepped(step), &io)
     }
 
     /// Runs the handshake on what was buffered by ``received(_:_:stepsHandshake:)``
@@ -91,7 +123,16 @@ public final class TLSChannel {
     /// frames are gathered so that a turn's frames become as few records as possible.
     /// - Returns: whether the frames were (or will be) sent.
     @discardableResult
-    public func send<IO: TLSChannelIO>(_ frames: some Sequence<[UInt8]>, _ io: inout IO) -> Bool {
+    public func send<IO: TLSChannelIO>(_ frames: some Collection<[UInt8]>, _ io: inout IO) -> Bool {
+        if let records {
+            // The own record layer encrypts straight from the frames (no gathering).
+            guard machine.phase == .established else { return false }
+            guard records.seal(frames, output: scratch.ciphertext, send: { io.sendCiphertext($0) }) else {
+                perform(machine.writeFailed(.connection(.other, "the write sequence number ran out")), &io)
+                return false
+            }
+            return true
+        }
         var gathered = 0
         var sent = true
         for frame in frames where !frame.isEmpty {
@@ -145,7 +186,8 @@ public final class TLSChannel {
 
     /// The socket ended (EOF or an error) before the channel did.
     public func transportEnded<IO: TLSChannelIO>(_ io: inout IO) {
-        perform(machine.transportEnded(insideRecord: session.holdsPartialRecord), &io)
+        let insideRecord = records?.holdsPartialRecord ?? session?.holdsPartialRecord ?? false
+        perform(machine.transportEnded(insideRecord: insideRecord), &io)
     }
 
     /// The owner's handshake deadline passed.
@@ -156,7 +198,7 @@ public final class TLSChannel {
     /// Frees the session's grown, empty buffers (``TLSSession/releaseIdleBuffers(threshold:)``):
     /// call after a flush, so an idle connection keeps none of a burst.
     public func releaseIdleBuffers() {
-        session.releaseIdleBuffers()
+        session?.releaseIdleBuffers()
     }
 
     /// The socket is closed.
@@ -166,7 +208,13 @@ public final class TLSChannel {
 
     /// Tests only: a hostile TLS 1.2 client asks to renegotiate (its context must allow it).
     @_spi(Testing) public func requestRenegotiation<IO: TLSChannelIO>(_ io: inout IO) {
-        session.requestRenegotiation()
+        session?.requestRenegotiation()
+        drain(&io)
+    }
+
+    /// Tests only: a client sends a KeyUpdate (OpenSSL's record layer only).
+    @_spi(Testing) public func requestKeyUpdate<IO: TLSChannelIO>(askingPeer: Bool, _ io: inout IO) {
+        session?.requestKeyUpdate(askingPeer: askingPeer)
         drain(&io)
     }
 
@@ -177,6 +225,9 @@ public final class TLSChannel {
         case .none, .discard, .encrypt:
             break
         case .continueHandshake:
+            guard let session else {
+                preconditionFailure("Internal inconsistency in TLSChannel: a handshake step without a session")
+            }
             let step = session.handshake()
             // Whatever the step, OpenSSL may have produced bytes: the next flight, or
             // the alert of a failure. They leave before anything else happens.
@@ -185,12 +236,23 @@ public final class TLSChannel {
         case .verifyPeer(let info):
             perform(machine.peerVerified(io.verifyPeer(info)), &io)
         case .established(let info, let queued):
+            // The switch comes first, before the owner hears of the handshake: once it
+            // knows, it may send, and a record written by OpenSSL would move the write
+            // sequence the new layer starts at 0 (TLSRecordSwitch, rule 6).
+            let unread = handOverRecordsIfDecided()
             io.handshakeCompleted(info)
+            if let unread {
+                if !queued.isEmpty, !machine.isClosing { send(queued, &io) }
+                // The client's first records may have come with its Finished.
+                if !unread.isEmpty, !machine.isClosing { unread.withUnsafeBytes { receivedRecords($0, &io) } }
+                return
+            }
             if !queued.isEmpty { send(queued, &io) }
             // The peer's first records may have come with its last handshake message
             // (TLS 1.3: a client's Finished and its Hello in one segment).
-            if session.bufferedCiphertext > 0, !machine.isClosing { perform(.readPlaintext, &io) }
+            if let session, session.bufferedCiphertext > 0, !machine.isClosing { perform(.readPlaintext, &io) }
         case .readPlaintext:
+            guard let session else { return }
             let step = session.read(into: scratch.decrypted) { io.deliverPlaintext($0) }
             drain(&io)  // a KeyUpdate's answer, an alert
             perform(machine.readStepped(step), &io)
@@ -198,8 +260,13 @@ public final class TLSChannel {
             drain(&io)
             io.channelEnded(error)
         case .closeGracefully:
-            session.shutdown()
-            drain(&io)
+            if let records {
+                records.sendAlert(
+                    .closeNotify, fatal: false, send: { io.sendCiphertext($0) }, output: scratch.ciphertext)
+            } else {
+                session?.shutdown()
+                drain(&io)
+            }
             io.channelEnded(nil)
         case .closeSocket:
             io.channelEnded(nil)
@@ -208,6 +275,7 @@ public final class TLSChannel {
 
     /// Encrypts one chunk and sends it. A failed write ends the channel.
     private func encrypt<IO: TLSChannelIO>(_ plaintext: UnsafeRawBufferPointer, _ io: inout IO) -> Bool {
+        guard let session else { return false }
         if let error = session.write(plaintext) {
             perform(machine.writeFailed(error), &io)
             return false
@@ -216,8 +284,23 @@ public final class TLSChannel {
         return true
     }
 
+    /// Hands the records over to the own layer when ``TLSRecordSwitch`` says so: the
+    /// secrets and the unread ciphertext leave the session, which is then freed.
+    /// - Returns: The unread ciphertext (possibly empty) when the records were handed
+    ///   over; `nil` when the connection stays on OpenSSL.
+    private func handOverRecordsIfDecided() -> [UInt8]? {
+        guard let session, session.context.recordLayer == .flowSync else { return nil }
+        guard case .switchTo(let suite) = TLSRecordSwitch.decide(session.recordSwitchFacts()) else { return nil }
+        let unread = session.takeUnreadCiphertext()
+        let secrets = session.takeTrafficSecrets()
+        records = TLSRecordLayer(suite: suite, clientSecret: secrets.client, serverSecret: secrets.server)
+        // The last reference: SSL_free, its BIOs and its ~17 KB go now.
+        self.session = nil
+        return unread
+    }
+
     private func drain<IO: TLSChannelIO>(_ io: inout IO) {
-        guard session.pendingCiphertext > 0 else { return }
+        guard let session, session.pendingCiphertext > 0 else { return }
         session.drainCiphertext(through: scratch.ciphertext) { io.sendCiphertext($0) }
     }
 }

@@ -61,6 +61,10 @@ public final class TLSContext: @unchecked Sendable {
         // (`no_application_protocol`); one that offers none (openssl s_client, a plain
         // Python `ssl` socket) is served.
 
+        /// Which record layer carries a TLS 1.3 connection after its handshake
+        /// (``RecordLayer``). Default ``RecordLayer/openSSL``.
+        public var recordLayer = RecordLayer.openSSL
+
         public init(certificateChainFile: String, privateKeyFile: String) {
             self.certificateChainFile = certificateChainFile
             self.privateKeyFile = privateKeyFile
@@ -93,9 +97,20 @@ public final class TLSContext: @unchecked Sendable {
         public init() {}
     }
 
+    /// Which code protects a server's TLS 1.3 records once the handshake completed.
+    public enum RecordLayer: String, Hashable, Sendable, CaseIterable {
+        /// OpenSSL's own (`SSL_read`/`SSL_write`), the connection's `SSL` kept.
+        case openSSL = "openssl"
+        /// The daemon's (``TLSRecordLayer``): the traffic secrets are captured during
+        /// the handshake, the `SSL` freed after it (``TLSRecordSwitch``).
+        case flowSync = "flowsync"
+    }
+
     let raw: OpaquePointer
     /// Whether sessions made from it are servers.
     public let isServer: Bool
+    /// The record layer of its TLS 1.3 server connections.
+    public let recordLayer: RecordLayer
     /// The server certificate's `notAfter`, seconds since 1970 (servers only).
     public let certificateExpiry: Double?
     /// The server certificate's subject (RFC 2253), for logs.
@@ -103,9 +118,13 @@ public final class TLSContext: @unchecked Sendable {
     /// The ALPN protocols, in wire form (length-prefixed names).
     let alpnWire: [UInt8]
 
-    private init(raw: OpaquePointer, isServer: Bool, alpn: [UInt8], expiry: Double?, subject: String?) {
+    private init(
+        raw: OpaquePointer, isServer: Bool, alpn: [UInt8], expiry: Double?, subject: String?,
+        recordLayer: RecordLayer = .openSSL
+    ) {
         self.raw = raw
         self.isServer = isServer
+        self.recordLayer = recordLayer
         self.alpnWire = alpn
         self.certificateExpiry = expiry
         self.certificateSubject = subject
@@ -126,7 +145,14 @@ public final class TLSContext: @unchecked Sendable {
         // Tickets and a session cache would make reconnects cheaper, but a cache costs
         // memory per session and tickets add two messages to every handshake; FlowSync
         // clients keep long connections, so every handshake is a full one (docs/SECURITY.md).
+        // No tickets also matters to the own record layer (TLSRecordSwitch, rule 6):
+        // OpenSSL sends nothing after the handshake that the switch would have to carry.
         _ = SSL_CTX_set_num_tickets(ctx, 0)
+        if options.recordLayer == .flowSync {
+            // The traffic secrets are handed to the session in memory (never written
+            // anywhere); the callback runs only during the handshake.
+            SSL_CTX_set_keylog_callback(ctx) { ssl, line in TLSSession.keylogCallback(ssl, line) }
+        }
         _ = CLibSSL_CTX_set_session_cache_mode(ctx, Int(SSL_SESS_CACHE_OFF))
         _ = SSL_CTX_set_options(ctx, CLibSSL_OP_NO_TICKET() | CLibSSL_OP_CIPHER_SERVER_PREFERENCE())
         let chain = options.certificateChainFile
@@ -185,7 +211,8 @@ public final class TLSContext: @unchecked Sendable {
         let expiry = certificate.map { CLibSSL_X509_notAfter_unix($0) }
         let subject = certificate.flatMap { TLSCertificateText.subject(of: $0) }
         owned = nil
-        return TLSContext(raw: ctx, isServer: true, alpn: alpn, expiry: expiry, subject: subject)
+        return TLSContext(
+            raw: ctx, isServer: true, alpn: alpn, expiry: expiry, subject: subject, recordLayer: options.recordLayer)
     }
 
     /// A client context.

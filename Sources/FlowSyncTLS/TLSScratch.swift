@@ -7,7 +7,8 @@
 /// piece it was given: plaintext being delivered may cause a send (a reply gathered and
 /// encrypted) while the rest of the record waits in ``decrypted``.
 public final class TLSScratch {
-    /// Plaintext decrypted from records (one record at most per piece).
+    /// Plaintext decrypted from records (one record at most per piece; the own record
+    /// layer decrypts a whole record's body here, up to 2^14 + 256 bytes).
     let decrypted: UnsafeMutableRawBufferPointer
     /// Small frames gathered into one write (one ``TLSSession/chunk``).
     let gathered: UnsafeMutableRawBufferPointer
@@ -15,7 +16,7 @@ public final class TLSScratch {
     let ciphertext: UnsafeMutableRawBufferPointer
 
     public init() {
-        decrypted = .allocate(byteCount: 16 << 10, alignment: 16)
+        decrypted = .allocate(byteCount: 17 << 10, alignment: 16)
         gathered = .allocate(byteCount: TLSSession.chunk, alignment: 16)
         ciphertext = .allocate(byteCount: 64 << 10, alignment: 16)
     }

@@ -29,6 +29,11 @@ public final class TLSSession {
     /// Set by the info callback when OpenSSL refused a renegotiation (it wrote a
     /// no_renegotiation alert and would carry on): the session ends the connection.
     fileprivate var refusedRenegotiation = false
+    /// The application traffic secrets (RFC 8446 §7.1), captured by the keylog
+    /// callback when the context hands records over (``TLSContext/RecordLayer``), and
+    /// wiped when taken (``takeTrafficSecrets()``) or with the session.
+    fileprivate var clientTrafficSecret: [UInt8] = []
+    fileprivate var serverTrafficSecret: [UInt8] = []
 
     /// A session of `context`'s role. `serverName` (clients): sent as SNI when it is a
     /// name (RFC 6066: never an IP address) and checked against the certificate
@@ -63,7 +68,11 @@ public final class TLSSession {
         _ = SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(self).toOpaque())
     }
 
-    deinit { SSL_free(ssl) }
+    deinit {
+        SSL_free(ssl)
+        Self.wipe(&clientTrafficSecret)
+        Self.wipe(&serverTrafficSecret)
+    }
 
     private static func makeBIO() -> OpaquePointer? {
         guard let bio = BIO_new(BIO_s_mem()) else { return nil }
@@ -213,6 +222,14 @@ public final class TLSSession {
         TLSError.clearErrorQueue()
     }
 
+    /// Tests only: a client sends a KeyUpdate (TLS 1.3), asking for the peer's or not.
+    @_spi(Testing) public func requestKeyUpdate(askingPeer: Bool) {
+        TLSError.clearErrorQueue()
+        _ = SSL_key_update(ssl, askingPeer ? SSL_KEY_UPDATE_REQUESTED : SSL_KEY_UPDATE_NOT_REQUESTED)
+        _ = SSL_do_handshake(ssl)
+        TLSError.clearErrorQueue()
+    }
+
     // MARK: Facts
 
     /// The handshake's outcome, read once it completed.
@@ -256,6 +273,82 @@ public final class TLSSession {
         var v4 = in_addr()
         var v6 = in6_addr()
         return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
+    }
+
+    // MARK: Handing the records over (TLSRecordSwitch)
+
+    /// The facts ``TLSRecordSwitch/decide(_:)`` needs, read at the end of the handshake
+    /// (after the channel drained the output).
+    public func recordSwitchFacts() -> TLSRecordSwitch.Facts {
+        let suite = SSL_get_current_cipher(ssl).map { SSL_CIPHER_get_protocol_id($0) } ?? 0
+        return TLSRecordSwitch.Facts(
+            enabled: context.recordLayer == .flowSync, isServer: context.isServer, protocolVersion: SSL_version(ssl),
+            suiteID: suite, clientSecretLength: clientTrafficSecret.count,
+            serverSecretLength: serverTrafficSecret.count, readBytesInsideOpenSSL: SSL_has_pending(ssl) == 1,
+            pendingCiphertext: pendingCiphertext)
+    }
+
+    /// The ciphertext fed and not read by OpenSSL (from a record boundary: rule 5 of
+    /// ``TLSRecordSwitch``), taken out of the input BIO.
+    public func takeUnreadCiphertext() -> [UInt8] {
+        let count = bufferedCiphertext
+        guard count > 0 else { return [] }
+        var bytes = [UInt8](repeating: 0, count: count)
+        let read = bytes.withUnsafeMutableBytes { BIO_read(SSL_get_rbio(ssl), $0.baseAddress, Int32(count)) }
+        precondition(Int(read) == count, "Internal inconsistency in TLSSession: the input BIO gave less than it held")
+        return bytes
+    }
+
+    /// The two application traffic secrets; the session keeps no copy.
+    public func takeTrafficSecrets() -> (client: [UInt8], server: [UInt8]) {
+        defer {
+            clientTrafficSecret = []
+            serverTrafficSecret = []
+        }
+        return (clientTrafficSecret, serverTrafficSecret)
+    }
+
+    /// OpenSSL's keylog callback (set only on contexts that hand records over): keeps
+    /// this connection's two application traffic secrets, nothing else, in memory only.
+    /// A line is `LABEL <client random, hex> <secret, hex>` (the NSS key log format).
+    static func keylogCallback(_ ssl: OpaquePointer?, _ line: UnsafePointer<CChar>?) {
+        guard let ssl, let line, let data = SSL_get_ex_data(ssl, 0) else { return }
+        let session = Unmanaged<TLSSession>.fromOpaque(data).takeUnretainedValue()
+        let text = UnsafeRawBufferPointer(start: line, count: strlen(line))
+        let fields = text.split(separator: UInt8(ascii: " "), maxSplits: 2)
+        guard fields.count == 3 else { return }
+        let label =
+            fields[0].elementsEqual("CLIENT_TRAFFIC_SECRET_0".utf8)
+            ? 1 : fields[0].elementsEqual("SERVER_TRAFFIC_SECRET_0".utf8) ? 2 : 0
+        guard label != 0, let secret = Self.bytes(ofHex: fields[2]) else { return }
+        if label == 1 { session.clientTrafficSecret = secret } else { session.serverTrafficSecret = secret }
+    }
+
+    private static func bytes(ofHex hex: Slice<UnsafeRawBufferPointer>) -> [UInt8]? {
+        guard hex.count % 2 == 0, hex.count <= 128 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(hex.count / 2)
+        var high: UInt8?
+        for character in hex {
+            let value: UInt8
+            switch character {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = character - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = character - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = character - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            if let h = high {
+                out.append(h << 4 | value)
+                high = nil
+            } else {
+                high = value
+            }
+        }
+        return out
+    }
+
+    private static func wipe(_ bytes: inout [UInt8]) {
+        for index in bytes.indices { bytes[index] = 0 }
     }
 
     // MARK: The info callback

@@ -91,6 +91,50 @@ import Testing
         #expect(await daemon.terminate() == .exited(0), "\(daemon.output)")
     }
 
+    /// The daemon's own record layer (the default for TLS 1.3) against OpenSSL's
+    /// `s_client`, KeyUpdates included: `K` asks the daemon for its own KeyUpdate, `k`
+    /// does not (`-quiet -no_ign_eof` keeps s_client's command letters). A pong after
+    /// each proves both sides moved to the new keys.
+    @Test func opensslSClientKeyUpdatesAreFollowedByTheOwnRecordLayer() async throws {
+        let certificates = try await TestCertificates.shared()
+        let daemon = try await Self.start(Self.config(certificates))
+        let directory = NSTemporaryDirectory() + "flowsync-sclient-ku-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let encoder = FrameEncoder()
+        let hello = encoder.encode(
+            .hello(Hello(minVersion: 1, maxVersion: 1, clientName: "s_client", clientID: "s_client", authToken: nil)))
+        let files: [(String, [UInt8])] = [
+            ("a", hello + encoder.encode(.ping(Ping(nonce: 1)))),
+            ("b", encoder.encode(.ping(Ping(nonce: 2)))),
+            ("c", encoder.encode(.ping(Ping(nonce: 3)))),
+            ("d", hello),  // a second Hello: the daemon answers with an error and closes
+        ]
+        for (name, bytes) in files {
+            try Data(bytes).write(to: URL(fileURLWithPath: "\(directory)/\(name).bin"))
+        }
+        let script = """
+            d='\(directory)'
+            (cat "$d/a.bin"; sleep 1; printf 'K\\n'; sleep 0.5; cat "$d/b.bin"; sleep 0.5; printf 'k\\n'; sleep 0.5; \\
+             cat "$d/c.bin"; sleep 0.5; printf 'K\\n'; sleep 0.5; cat "$d/d.bin"; sleep 5) | \\
+            openssl s_client -connect 127.0.0.1:\(daemon.port) -servername localhost -CAfile '\(certificates.caFile)' \\
+              -verify_return_error -alpn flowsync -tls1_3 -quiet -no_ign_eof > "$d/out.bin" 2> "$d/err.txt"
+            echo "status $?"; cat "$d/err.txt"
+            """
+        let result = try await ChildProcess.run("/bin/sh", arguments: ["-c", script], timeout: .seconds(60))
+        let output = [UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(directory)/out.bin")))
+        let messages = Self.decode(output)
+        let pongs = messages.compactMap { if case .pong(let p) = $0 { return p.nonce } else { return nil } }
+        #expect(pongs == [1, 2, 3], "\(messages.map { "\($0.type)" }) — \(result.output)")
+        #expect(result.output.contains("KEYUPDATE"), "\(result.output)")
+        #expect(
+            messages.contains {
+                if case .error(let e) = $0 { return e.code == .unexpectedMessage } else { return false }
+            })
+        let statistics = await daemon.terminate()
+        #expect(statistics == .exited(0), "\(daemon.output)")
+    }
+
     @Test func pythonSSLHandshakesThenSpeaksTheProtocol() async throws {
         let certificates = try await TestCertificates.shared()
         let daemon = try await Self.start(Self.config(certificates))

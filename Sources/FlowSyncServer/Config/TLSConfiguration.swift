@@ -62,6 +62,12 @@ public struct TLSConfiguration: Hashable, Sendable {
     /// `max_handshake_bytes`: ciphertext accepted before the handshake completes
     /// (``TLSStateMachine``, rule 1). Default 65536.
     public var maxHandshakeBytes = TLSStateMachine.Configuration().handshakeByteLimit
+    /// `record_layer`: who protects a TLS 1.3 connection's records after its handshake:
+    /// `"flowsync"` (default), the daemon's own, or `"openssl"` (docs/SECURITY.md, "The
+    /// record layer"). TLS 1.2 connections always stay on OpenSSL's. Why this default:
+    /// measured in docs/BENCHMARKS.md "TLS", it costs a third of the CPU per delivered
+    /// frame less and an idle connection 6–15 KB instead of 21–23 KB.
+    public var recordLayer = TLSContext.RecordLayer.flowSync
     /// `[[tls.principals]]`.
     public var principals: [Principal] = []
 
@@ -79,6 +85,7 @@ public struct TLSConfiguration: Hashable, Sendable {
         options.minimumVersion = minimumVersion
         options.clientCertificates = clientCertificates
         options.clientCAFile = clientCAFile
+        options.recordLayer = recordLayer
         return options
     }
 
@@ -150,6 +157,7 @@ public struct TLSConfiguration: Hashable, Sendable {
         case "client_certificates": clientCertificates = try value.choice(ClientCertificateMode.self)
         case "client_ca_file": clientCAFile = try value.string()
         case "max_handshake_bytes": maxHandshakeBytes = try value.int(1_024...(16 << 20))
+        case "record_layer": recordLayer = try value.choice(TLSContext.RecordLayer.self)
         case "principals":
             guard let array = value.value.array else {
                 throw ConfigurationError(key: value.key, problem: "expected [[tls.principals]] tables")

@@ -219,6 +219,9 @@ extension Server {
             metadata: [
                 "version": "\(info.protocolVersion)", "cipher": "\(info.cipher)",
                 "alpn": "\(info.applicationProtocol ?? "none")", "client_certificate": "\(info.peerSubject ?? "none")",
+                // Known here: the channel hands its records over before it reports the
+                // handshake (TLSChannel).
+                "record_layer": "\(connection.tls?.usesOwnRecordLayer == true ? "flowsync" : "openssl")",
             ])
     }
 

@@ -1,0 +1,168 @@
+@_spi(Testing) import FlowSyncTLS
+import FlowSyncTestSupport
+import Testing
+
+/// The own record layer behind a real OpenSSL handshake, two channels in memory: the
+/// server hands its records over (``TLSRecordSwitch``), the client stays on OpenSSL,
+/// so every record is checked by an independent implementation. Then hostile input:
+/// a corrupted tag, a truncated record, a record dripped byte by byte, an oversized
+/// length, a wrong content type, a KeyUpdate storm.
+@Suite(.timeLimit(.minutes(2)))
+struct TLSRecordLayerTests {
+    private func pair(minimum: TLSVersion = .tls13, clientMaximum: TLSVersion? = nil) async throws -> MemoryPair {
+        let certificates = try await TestCertificates.shared()
+        var server = MemoryPair.options(certificates)
+        server.recordLayer = .flowSync
+        server.minimumVersion = minimum
+        var client = try MemoryPair.trustingTestCA(certificates)
+        client.maximumVersion = clientMaximum
+        return try MemoryPair(server: server, client: client)
+    }
+
+    /// Sends a frame each way and checks both arrive.
+    private func expectTraffic(_ pair: MemoryPair, _ label: String, slice: Int = .max) {
+        let before = (pair.server.received.count, pair.client.received.count)
+        pair.client.send([[1, 2, 3]])
+        pair.server.send([[4, 5]])
+        pair.pump(slice: slice)
+        #expect(Array(pair.server.received.dropFirst(before.0)) == [1, 2, 3], "\(label)")
+        #expect(Array(pair.client.received.dropFirst(before.1)) == [4, 5], "\(label)")
+        #expect(pair.server.failure == nil && pair.client.failure == nil, "\(label)")
+    }
+
+    @Test func aTLS13ServerHandsItsRecordsOverAndCarriesFramesBothWays() async throws {
+        let pair = try await pair()
+        pair.client.send([Array("hello".utf8)])  // leaves with the client's Finished
+        pair.connect()
+        #expect(pair.server.channel.usesOwnRecordLayer)
+        #expect(!pair.client.channel.usesOwnRecordLayer)
+        #expect(pair.server.received == Array("hello".utf8))
+        var frames: [[UInt8]] = (0..<200).map { [UInt8](repeating: UInt8($0 & 0xff), count: 1 + $0) }
+        frames.append([UInt8](repeating: 7, count: 1 << 20))
+        pair.server.send(frames)
+        pair.client.send(frames)
+        pair.pump()
+        #expect(pair.client.received == frames.flatMap { $0 })
+        #expect(pair.server.received == Array("hello".utf8) + frames.flatMap { $0 })
+        expectTraffic(pair, "after the burst")
+    }
+
+    @Test func recordsDrippedByteByByteBothWays() async throws {
+        let pair = try await pair()
+        pair.connect(slice: 1)
+        #expect(pair.server.channel.usesOwnRecordLayer)
+        for round in 0..<3 { expectTraffic(pair, "round \(round)", slice: 1) }
+        // A record split at every point of a two-record burst.
+        let frames: [[UInt8]] = [[UInt8](repeating: 3, count: 20_000)]
+        pair.client.send(frames)
+        pair.pump(slice: 997)
+        #expect(pair.server.received.suffix(20_000) == frames[0][...])
+    }
+
+    @Test func tls12StaysOnOpenSSL() async throws {
+        let pair = try await pair(minimum: .tls12, clientMaximum: .tls12)
+        pair.connect()
+        #expect(pair.server.established?.protocolVersion == "TLSv1.2")
+        #expect(!pair.server.channel.usesOwnRecordLayer)
+        expectTraffic(pair, "TLS 1.2")
+    }
+
+    @Test func keyUpdatesFromTheClientAreFollowedAndAnswered() async throws {
+        let pair = try await pair()
+        pair.connect()
+        for round in 0..<6 {
+            var io = pair.client.io
+            pair.client.channel.requestKeyUpdate(askingPeer: round % 2 == 0, &io)
+            pair.pump()
+            expectTraffic(pair, "after KeyUpdate \(round)")
+        }
+    }
+
+    @Test func aKeyUpdateStormIsBounded() async throws {
+        let pair = try await pair()
+        pair.connect()
+        var io = pair.client.io
+        for _ in 0..<(TLSRecordLayer.maxKeyUpdatesWithoutData + 1) {
+            pair.client.channel.requestKeyUpdate(askingPeer: true, &io)
+        }
+        let storm = pair.client.outgoing.count
+        pair.client.deliver(to: pair.server)
+        #expect(pair.server.failure?.reason == .badRecord)
+        // The answer: at most one KeyUpdate and the alert, whatever the storm's size.
+        let answered = pair.server.outgoing.count
+        let bound = 2 * (5 + 5 + 1 + 16)  // two records of at most 5 bytes of content
+        #expect(answered <= bound, "\(answered) bytes answered \(storm)")
+        pair.server.deliver(to: pair.client)
+        #expect(pair.client.failure != nil)
+    }
+
+    @Test func aCorruptedTagIsABadRecordMAC() async throws {
+        let pair = try await pair()
+        pair.connect()
+        pair.client.send([[1, 2, 3, 4]])
+        pair.client.outgoing[pair.client.outgoing.count - 1] ^= 1
+        pair.client.deliver(to: pair.server)
+        #expect(pair.server.failure?.reason == .badRecord)
+        #expect(pair.server.received.isEmpty)
+        pair.server.deliver(to: pair.client)  // the bad_record_mac alert, which OpenSSL reads
+        #expect(pair.client.failure != nil)
+        // Nothing more is opened or sealed.
+        pair.server.send([[9]])
+        #expect(pair.server.outgoing.isEmpty)
+    }
+
+    @Test func aRecordCutByTheTransportIsTruncated() async throws {
+        let pair = try await pair()
+        pair.connect()
+        pair.client.send([[1, 2, 3, 4]])
+        let record = pair.client.outgoing
+        pair.client.outgoing = Array(record.dropLast(3))
+        pair.client.deliver(to: pair.server)
+        #expect(pair.server.failure == nil && pair.server.received.isEmpty)
+        var io = pair.server.io
+        pair.server.channel.transportEnded(&io)
+        #expect(pair.server.failure?.reason == .truncated)
+    }
+
+    @Test func hostileHeadersAfterTheSwitch() async throws {
+        let inputs: [(String, [UInt8])] = [
+            ("oversized length", [23, 3, 3, 0xff, 0xff]),
+            ("plaintext handshake record", [22, 3, 3, 0, 4, 1, 0, 0, 0]),
+            ("change_cipher_spec", [20, 3, 3, 0, 1, 1]),
+            ("too short for a tag", [23, 3, 3, 0, 3, 1, 2, 3]),
+            ("a forged record", [23, 3, 3, 0, 20] + [UInt8](repeating: 0x5a, count: 20)),
+        ]
+        for (label, input) in inputs {
+            let pair = try await pair()
+            pair.connect()
+            pair.client.outgoing = input
+            pair.client.deliver(to: pair.server)
+            #expect(pair.server.failure?.reason == .badRecord, "\(label)")
+            // The alert reaches the client, which OpenSSL reads as one.
+            pair.server.deliver(to: pair.client)
+            #expect(pair.client.failure != nil, "\(label)")
+        }
+    }
+
+    @Test func closeNotifyEitherWay() async throws {
+        let fromClient = try await pair()
+        fromClient.connect()
+        var io = fromClient.client.io
+        fromClient.client.channel.close(&io)
+        fromClient.pump()
+        #expect(fromClient.server.ended == .some(nil))
+        #expect(fromClient.client.ended == .some(nil))
+
+        let fromServer = try await pair()
+        fromServer.connect()
+        fromServer.client.send([[7]])  // in flight when the server closes
+        fromServer.client.deliver(to: fromServer.server)
+        io = fromServer.server.io
+        fromServer.server.channel.close(&io)
+        fromServer.server.deliver(to: fromServer.client)
+        #expect(fromServer.server.received == [7])
+        #expect(fromServer.server.ended == .some(nil))
+        #expect(fromServer.client.ended != nil)
+        #expect(fromServer.client.failure == nil)
+    }
+}
