@@ -42,8 +42,9 @@ final class FirstHeadDeadlineHandler: ChannelDuplexHandler, RemovableChannelHand
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        decided(context)  // rule 2: an answer is being written
+        // Written before leaving the pipeline: a removed context drops what it is given.
         context.write(data, promise: promise)
+        decided(context)  // rule 2: an answer is being written
     }
 
     func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
