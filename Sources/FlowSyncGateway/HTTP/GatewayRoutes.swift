@@ -30,7 +30,7 @@ struct GatewayRoutes: Sendable {
     /// The methods served on `path` (the `Allow` header of a 405), nil when no route has
     /// that path (a 404).
     static func allowedMethods(for path: String) -> String? {
-        if path == "/healthz" || path == "/v1/webhooks" { return "GET" }
+        if ["/healthz", "/v1/webhooks", "/demo", "/flowsync.js"].contains(path) { return "GET" }
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count >= 4, parts[0].isEmpty, parts[1] == "v1", parts[2] == "lists", !parts[3].isEmpty else {
             return nil
@@ -55,6 +55,13 @@ struct GatewayRoutes: Sendable {
         }
         router.get("/healthz") { _, _ in jsonResponse(Array(#"{"status":"ok"}"#.utf8)) }
         router.get("/v1/webhooks") { _, _ in jsonResponse(webhooks.statusJSON) }
+        // The browser side (docs/JS-CLIENT.md), embedded so the binary is self-contained.
+        router.get("/demo") { _, _ in
+            staticResponse(EmbeddedClientFiles.demoHTML, type: "text/html; charset=utf-8")
+        }
+        router.get("/flowsync.js") { _, _ in
+            staticResponse(EmbeddedClientFiles.flowsyncJS, type: "text/javascript; charset=utf-8")
+        }
     }
 
     /// The `{list}` path segment, percent-decoded: a list named `team/1` is
