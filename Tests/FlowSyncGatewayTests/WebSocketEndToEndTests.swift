@@ -196,12 +196,14 @@ import Testing
     /// `daemon_timeout_ms` after it opened; SSE shares the link).
     @Test func aSubscriptionOutlivesTheDaemonTimeout() async throws {
         let server = try await EmbeddedServer()
-        let gateway = try await GatewayHarness(server: server) { $0.limits.daemonTimeoutMilliseconds = 300 }
+        let gateway = try await GatewayHarness(server: server) { $0.limits.daemonTimeoutMilliseconds = 2_000 }
         _ = try await ChangesStreamTests.post(gateway, "long", Self.seed)
         let socket = try await WebSocketTestClient(port: gateway.port)
         socket.send(#"{"type":"subscribe","list":"long"}"#)
         #expect(await socket.waitUntil { Self.types($0) == ["snapshot"] })
-        try await Task.sleep(for: .milliseconds(900))  // three daemon timeouts
+        // Past two daemon timeouts (2 s is short, yet long enough for a loaded machine's
+        // handshakes and POSTs: 300 ms was not, beside two busy loops).
+        try await Task.sleep(for: .milliseconds(4_500))
         _ = try await ChangesStreamTests.post(gateway, "long", Self.insert("late", at: 0))
         #expect(await socket.waitUntil { Self.types($0) == ["snapshot", "diff"] }, "\(socket.texts)")
         #expect(!socket.ended, "closed with \(String(describing: socket.closeCode))")
