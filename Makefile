@@ -11,7 +11,9 @@ APT_PACKAGES := libuv1-dev zlib1g-dev pkg-config python3 systemd stunnel4 openss
 # For `make test` (issue #20): promtool (Debian ships it in `prometheus`, with the server
 # and its unit; under systemd apt also enables and starts that server on :9090) checks
 # config/prometheus; headless `chromium` renders flowsync-load's HTML report in a test.
-TEST_APT_PACKAGES := prometheus chromium
+# `nodejs` runs clients/js under Node (JSClientTests; skipped, saying so, when its Node has no
+# global WebSocket: Debian 12 ships Node 18; the Chromium test runs the module either way).
+TEST_APT_PACKAGES := prometheus chromium nodejs
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG       ?= config/flowsyncd.toml
 # `make install` destinations (DESTDIR for packaging and dry runs).

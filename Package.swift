@@ -40,6 +40,8 @@ let package = Package(
         // flowsync-gateway (issue #31): HTTP and SSE in front of the daemons. Only
         // the gateway's modules link them; the daemon and the SDK never do.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        // The gateway's WebSocket (JSON with permessage-deflate for browsers), issue #31.
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         // Already in the graph through Hummingbird: the gateway's daemon links run on NIO.
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         // HTTPTypes and NIOHTTPTypes: the header names and HTTP parts the gateway's handlers use.
@@ -222,6 +224,8 @@ let package = Package(
                 "FlowSyncGatewayCore", "FlowSyncClient", "FlowSyncCore", "FlowSyncProtocol",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdWSCompression", package: "hummingbird-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -306,10 +310,13 @@ let package = Package(
                 "FlowSyncGateway", "FlowSyncGatewayCore", "FlowSyncClient", "FlowSyncProtocol", "FlowSyncCore",
                 "FlowSyncServer", "FlowSyncProcess", "FlowSyncTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdWSCompression", package: "hummingbird-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -2,6 +2,8 @@ import FlowSyncGatewayCore
 import Foundation
 import Hummingbird
 import HummingbirdCore
+import HummingbirdWSCompression
+import HummingbirdWebSocket
 import Logging
 import NIOCore
 
@@ -46,9 +48,73 @@ public final class Gateway: Sendable {
             router.add(middleware: CORSPolicyMiddleware(origins: configuration.corsOrigins))
         }
         router.add(middleware: ProblemMiddleware())
-        GatewayRoutes(configuration: configuration, streams: streams, webhooks: webhooks, logger: logger).register(
-            on: router)
+        routeHandlers.register(on: router)
         return router
+    }
+
+    var routeHandlers: GatewayRoutes {
+        GatewayRoutes(configuration: configuration, streams: streams, webhooks: webhooks, logger: logger)
+    }
+
+    /// The HTTP/1 server with the WebSocket upgrade at `GET /v1/ws` (docs/GATEWAY.md,
+    /// "WebSocket"): hummingbird-websocket's upgrade channel, as its documentation sets it
+    /// up, with the request deadlines kept (``FirstHeadGuardedChannel``).
+    func makeServer() -> HTTPServerBuilder {
+        let limits = configuration.limits
+        let webSocket = configuration.webSocket
+        let routes = routeHandlers
+        let streams = self.streams
+        let wsConfiguration = WebSocketServerConfiguration(
+            maxFrameSize: max(1 << 14, webSocket.maxMessageBytes),
+            // JSON with permessage-deflate: what a browser's WebSocket offers. The inflated
+            // size is bounded too, so a small compressed bomb is refused.
+            extensions: [.perMessageDeflate(maxDecompressedFrameSize: max(1 << 14, webSocket.maxMessageBytes))],
+            autoPing: .enabled(timePeriod: .milliseconds(Int64(webSocket.pingMilliseconds))))
+        return HTTPServerBuilder { responder in
+            FirstHeadGuardedChannel(
+                base: HTTP1WebSocketUpgradeChannel(
+                    responder: responder,
+                    configuration: .init(
+                        http1: .init(additionalChannelHandlers: [RequestDeadlineHandler(limits: limits)]),
+                        ws: wsConfiguration)
+                ) {
+                    request, channel, _ -> ShouldUpgradeResult<
+                        WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>
+                    > in
+                    guard request.path.map({ $0 == "/v1/ws" || $0.hasPrefix("/v1/ws?") }) == true else {
+                        return .dontUpgrade
+                    }
+                    let token = Self.bearerToken(request.headerFields[.authorization])
+                    return .upgrade([:]) { inbound, outbound, context in
+                        guard streams.acquire(limit: limits.maxStreams) else {
+                            let reason = WebSocketCloseReason.tooManyStreams
+                            let problem = Problem(
+                                RequestError(.tooManyStreams, "at most \(limits.maxStreams) open streams"))
+                            try? await outbound.write(
+                                .text(
+                                    String(
+                                        decoding: WebSocketServerMessage.error(list: nil, id: nil, problem: problem),
+                                        as: UTF8.self)))
+                            try? await outbound.close(.init(codeNumber: Int(reason.code)), reason: reason.text)
+                            return
+                        }
+                        defer { streams.release() }
+                        let session = WebSocketSession(
+                            routes: routes, webSocket: webSocket, headerToken: token, channel: channel)
+                        await session.run(inbound: inbound, outbound: outbound, logger: context.logger)
+                    }
+                },
+                limits: limits)
+        }
+    }
+
+    /// The token of `Authorization: Bearer <token>` (non-browser clients may send it on
+    /// the upgrade request; browsers send an `auth` message).
+    static func bearerToken(_ value: String?) -> String? {
+        guard let value else { return nil }
+        let parts = value.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        return String(parts[1]).trimmingCharacters(in: .whitespaces)
     }
 
     /// Open SSE streams now (a gauge).
@@ -61,7 +127,7 @@ public final class Gateway: Sendable {
         let limits = configuration.limits
         let app = Application(
             router: router,
-            server: .http1(configuration: .init(additionalChannelHandlers: [RequestDeadlineHandler(limits: limits)])),
+            server: makeServer(),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port), serverName: "flowsync-gateway",
                 availableConnectionsDelegate: MaximumAvailableConnections(limits.maxConnections, logger: logger)),

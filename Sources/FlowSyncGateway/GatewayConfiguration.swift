@@ -21,6 +21,8 @@ public struct GatewayConfiguration: Sendable {
     /// Events buffered for one SSE client (default 256); a client that falls further
     /// behind is disconnected and resumes with `Last-Event-ID`.
     public var sseBufferedEvents: Int
+    /// The WebSocket's limits (docs/GATEWAY.md, "WebSocket").
+    public var webSocket: WebSocketLimits
     /// Webhooks (docs/GATEWAY.md, "Webhooks").
     public var webhooks: [WebhookConfiguration]
     /// Where webhook cursors are kept (`DIRECTORY/webhooks/HOOK/LIST.cursor`); nil keeps
@@ -30,8 +32,10 @@ public struct GatewayConfiguration: Sendable {
     public init(
         host: String = "127.0.0.1", port: Int = 8080, endpoints: [Endpoint], limits: GatewayLimits = GatewayLimits(),
         corsOrigins: [String] = [], sseKeepAliveMilliseconds: Int = 15_000, sseBufferedEvents: Int = 256,
-        webhooks: [WebhookConfiguration] = [], stateDirectory: String? = nil
+        webhooks: [WebhookConfiguration] = [], stateDirectory: String? = nil,
+        webSocket: WebSocketLimits = WebSocketLimits()
     ) {
+        self.webSocket = webSocket
         self.webhooks = webhooks
         self.stateDirectory = stateDirectory
         self.host = host

@@ -4,7 +4,7 @@ import FlowSyncProtocol
 /// HTTP API. `type` is `urn:flowsync:problem:<name>`, where the name is the daemon's
 /// error-code name (PROTOCOL.md, "Error codes") or the gateway's own (``RequestError``);
 /// `code` carries the daemon's numeric code when the daemon decided.
-public struct Problem: Hashable, Sendable {
+public struct Problem: Error, Hashable, Sendable {
     public let status: Int
     public let name: String
     public let title: String

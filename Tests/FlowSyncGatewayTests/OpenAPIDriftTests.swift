@@ -60,6 +60,8 @@ import Testing
         let requests: [(String, String, [String: String], String?)] = [
             ("GET", "/healthz", [:], nil),
             ("GET", "/v1/webhooks", [:], nil),
+            ("GET", "/demo", [:], nil),
+            ("GET", "/flowsync.js", [:], nil),
             ("POST", "/v1/lists/d/mutations", [:], seed),
             ("POST", "/v1/lists/d/mutations", ["Idempotency-Key": "k1"], seed),
             ("POST", "/v1/lists/d/mutations", [:], "{"),
@@ -79,7 +81,8 @@ import Testing
         var covered = Set<String>()
         for (method, path, headers, body) in requests {
             let answer = try await gateway.request(method, path, headers: headers, body: body)
-            let template = path.replacingOccurrences(of: "/d", with: "/{list}").components(separatedBy: "?")[0]
+            let template = path.replacingOccurrences(of: "/lists/d", with: "/lists/{list}").components(
+                separatedBy: "?")[0]
             covered.insert("\(method) \(template)")
             let operation = try #require(
                 ((spec["paths"] as? [String: Any])?[template] as? [String: Any])?[method.lowercased()] as? [String: Any]

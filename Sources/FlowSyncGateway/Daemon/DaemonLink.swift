@@ -107,7 +107,16 @@ final class DaemonLink: Sendable {
             state.withLock { $0.readyWaiter = continuation }
             transport.connect(host: endpoint.host, port: endpoint.port) { [self] event in handle(event) }
             transport.schedule(after: timeout) { [self] in
-                fail(.timeout("no Welcome from \(endpoint) within \(timeout) ms"))
+                // The handshake's deadline only: this timer is not cancelled, and a link
+                // that got its Welcome must outlive it (it once closed every SSE stream and
+                // WebSocket subscription link `daemon_timeout_ms` after it opened).
+                let handshaking = state.withLock { state -> Bool in
+                    switch state.phase {
+                    case .connecting, .greeting: return true
+                    case .ready, .closed: return false
+                    }
+                }
+                if handshaking { fail(.timeout("no Welcome from \(endpoint) within \(timeout) ms")) }
             }
         }
         schedulePing()

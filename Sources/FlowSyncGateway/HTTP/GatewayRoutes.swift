@@ -30,7 +30,7 @@ struct GatewayRoutes: Sendable {
     /// The methods served on `path` (the `Allow` header of a 405), nil when no route has
     /// that path (a 404).
     static func allowedMethods(for path: String) -> String? {
-        if path == "/healthz" || path == "/v1/webhooks" { return "GET" }
+        if ["/healthz", "/v1/webhooks", "/demo", "/flowsync.js"].contains(path) { return "GET" }
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count >= 4, parts[0].isEmpty, parts[1] == "v1", parts[2] == "lists", !parts[3].isEmpty else {
             return nil
@@ -55,6 +55,13 @@ struct GatewayRoutes: Sendable {
         }
         router.get("/healthz") { _, _ in jsonResponse(Array(#"{"status":"ok"}"#.utf8)) }
         router.get("/v1/webhooks") { _, _ in jsonResponse(webhooks.statusJSON) }
+        // The browser side (docs/JS-CLIENT.md), embedded so the binary is self-contained.
+        router.get("/demo") { _, _ in
+            staticResponse(EmbeddedClientFiles.demoHTML, type: "text/html; charset=utf-8")
+        }
+        router.get("/flowsync.js") { _, _ in
+            staticResponse(EmbeddedClientFiles.flowsyncJS, type: "text/javascript; charset=utf-8")
+        }
     }
 
     /// The `{list}` path segment, percent-decoded: a list named `team/1` is
@@ -81,7 +88,7 @@ struct GatewayRoutes: Sendable {
         return try await DaemonLink.open(options, eventLoop: MultiThreadedEventLoopGroup.singleton.next())
     }
 
-    private static func randomClientID() -> String {
+    static func randomClientID() -> String {
         "gw-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
             + String(UInt64.random(in: 0...UInt64.max), radix: 16)
     }
@@ -185,30 +192,44 @@ struct GatewayRoutes: Sendable {
         } else {
             id = MutationID(clientID: Self.randomClientID(), seq: 1)
         }
+        switch await commit(list: list, body: body, token: token, id: id) {
+        case .success(let version):
+            var w = JSONWriter()
+            w.beginObject()
+            w.member("list", list)
+            w.key("committed")
+            ModelJSON.write(version, into: &w)
+            w.endObject()
+            return jsonResponse(w.bytes)
+        case .failure(let problem):
+            return problem.response()
+        }
+    }
+
+    /// Commits `body` on `list` through a daemon link of its own whose client ID is
+    /// `id`'s: the POST route's and the WebSocket's `mutate` (one idempotency scheme).
+    func commit(list: String, body: MutationBody, token: String?, id: MutationID) async -> Result<ListVersion, Problem>
+    {
         let link: DaemonLink
         do {
-            link = try await openLink(request, clientID: id.clientID)
+            link = try await DaemonLink.open(
+                DaemonLink.Options(
+                    endpoints: configuration.endpoints, token: token, clientID: id.clientID,
+                    timeoutMilliseconds: configuration.limits.daemonTimeoutMilliseconds),
+                eventLoop: MultiThreadedEventLoopGroup.singleton.next())
         } catch {
-            return error.problem.response()
+            return .failure(error.problem)
         }
         defer { link.close() }
         let mutate = Mutate(
             listName: list, clientID: id.clientID, seq: id.seq, base: body.wireBase, operations: body.operations)
         do {
             switch try await link.mutate(mutate) {
-            case .committed(let version):
-                var w = JSONWriter()
-                w.beginObject()
-                w.member("list", list)
-                w.key("committed")
-                ModelJSON.write(version, into: &w)
-                w.endObject()
-                return jsonResponse(w.bytes)
-            case .rejected(let code, let message):
-                return Problem.daemon(code: code, message: message).response()
+            case .committed(let version): return .success(version)
+            case .rejected(let code, let message): return .failure(Problem.daemon(code: code, message: message))
             }
         } catch {
-            return error.problem.response()
+            return .failure(error.problem)
         }
     }
 

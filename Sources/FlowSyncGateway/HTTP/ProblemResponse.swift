@@ -27,6 +27,13 @@ func jsonResponse(_ bytes: [UInt8], status: HTTPResponse.Status = .ok, headers e
     return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
 }
 
+/// An embedded file (the demo page, the JS client). `no-cache`: a browser revalidates, so
+/// a new gateway's client is used at the next load.
+func staticResponse(_ text: String, type: String) -> Response {
+    let headers: HTTPFields = [.contentType: type, .cacheControl: "no-cache"]
+    return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+}
+
 /// Turns what the router throws (no route, a wrong method, a body over the limit) into
 /// problem documents, so every error answer of the API is RFC 9457.
 struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {

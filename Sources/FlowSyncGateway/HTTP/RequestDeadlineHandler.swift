@@ -35,8 +35,13 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
         bodyTimeout = .milliseconds(Int64(limits.bodyTimeoutMilliseconds))
     }
 
+    /// Sent toward the front of the pipeline when this handler is added, so the
+    /// upgrade-time ``FirstHeadDeadlineHandler`` hands the deadline over to it.
+    struct TakeOver {}
+
     func handlerAdded(context: ChannelHandlerContext) {
         if context.channel.isActive { arm(headerTimeout, context: context) }
+        context.triggerUserOutboundEvent(TakeOver(), promise: nil)
     }
 
     func channelActive(context: ChannelHandlerContext) {

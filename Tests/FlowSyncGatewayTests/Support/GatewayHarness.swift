@@ -14,6 +14,8 @@ import NIOPosix
 final class GatewayHarness: Sendable {
     let server: EmbeddedServer
     let port: Int
+    /// The gateway itself (its gauges).
+    let gateway: Gateway
     private let task: Task<Void, any Error>
 
     /// Starts a gateway in front of `server`.
@@ -24,6 +26,7 @@ final class GatewayHarness: Sendable {
         var logger = Logger(label: "gateway-test")
         logger.logLevel = .critical  // Hummingbird logs its own cancellation at stop as an error
         let gateway = Gateway(configuration: configuration, logger: logger)
+        self.gateway = gateway
         let listening = OneShot<Int>()
         task = Task { try await gateway.run { port in listening.succeed(port) } }
         let timer = MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: .seconds(20)) {
