@@ -197,9 +197,11 @@ struct PeerLinkStateMachine {
         case (.ready(var ready), _):
             switch frame {
             case .follow(let list):
+                // Kept before it is delivered: the store announces the list's head on a
+                // follow, and every commit after that must find the follow to be pushed.
                 ready.follows.insert(list)
                 state = .ready(ready)
-                return []
+                return [.deliver(frame)]
             case .unfollow(let list):
                 ready.follows.remove(list)
                 state = .ready(ready)
