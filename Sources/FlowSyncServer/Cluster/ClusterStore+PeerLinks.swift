@@ -59,16 +59,9 @@ extension ClusterStore {
     /// Reads the credential and binds the listener, when `peer_secret_file` is set.
     func startPeerLinks() throws(StoreError) {
         guard let file = options.peerSecretFile else { return }
-        guard let data = FileManager.default.contents(atPath: file) else {
-            throw .unusable("cluster.peer_secret_file: cannot read \(file)")
-        }
-        var secret = [UInt8](data)
-        // A trailing newline (an editor's, or `echo`'s) is not part of the secret.
-        while let last = secret.last, last == 0x0A || last == 0x0D { secret.removeLast() }
-        guard secret.count >= PeerCredential.minimumSecretBytes else {
-            throw .unusable(
-                "cluster.peer_secret_file: \(file) holds \(secret.count) bytes; at least \(PeerCredential.minimumSecretBytes) are needed"
-            )
+        let secret: [UInt8]
+        do throws(PeerSecretFile.Problem) { secret = try PeerSecretFile.read(file) } catch {
+            throw .unusable(error.message)
         }
         let links = PeerLinks(
             loop: loop, node: options.node,
