@@ -95,6 +95,11 @@ struct FlowSyncDaemon: ParsableCommand {
                 FileHandle.standardError.write(Data("flowsyncd: configuration error: \(problem)\n".utf8))
                 throw ExitCode(2)
             }
+            // So is the peer secret file: a start would refuse a missing or short one.
+            if let problem = configuration.checkPeerSecretFile() {
+                FileHandle.standardError.write(Data("flowsyncd: configuration error: \(problem)\n".utf8))
+                throw ExitCode(2)
+            }
             print("flowsyncd: configuration OK\(config.map { " (\($0))" } ?? "")")
             return
         }

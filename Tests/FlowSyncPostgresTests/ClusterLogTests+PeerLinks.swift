@@ -117,6 +117,11 @@ extension ClusterLogTests {
             #expect(
                 (owner?.forwardsReceived ?? 0) >= 40 && owner?.forwardsPassedOn == 0, "\(String(describing: owner))")
             #expect((owner?.pushesSent ?? 0) >= 40, "\(String(describing: owner))")
+            // With every live node linked, no commit is announced through PostgreSQL
+            // (BatchAnnouncements, rule 5): only heads, once each (rule 7) — the claim's,
+            // and one per follower's follow of the list.
+            #expect((owner?.postgresAnnouncementsSkipped ?? 0) >= 40, "\(String(describing: owner))")
+            #expect((owner?.postgresAnnouncements ?? 99) <= 3, "\(String(describing: owner))")
             for k in [1, 2] {
                 let statistics = await Self.peerStatistics(nodes[k])
                 print("linked: \(names[k])'s statistics \(String(describing: statistics))")

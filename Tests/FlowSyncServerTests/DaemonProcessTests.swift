@@ -47,6 +47,44 @@ import Glibc
         #expect(missing.status == 2 && missing.output.contains("cannot read"), "\(missing)")
     }
 
+    /// `--check-config` reads `[cluster] peer_secret_file` as a start would: missing,
+    /// unreadable and short files are refused with the key and the file named.
+    @Test func checkConfigReadsThePeerSecretFile() async throws {
+        func config(_ secret: String) throws -> String {
+            try Self.temporaryFile(
+                "[cluster]\npostgres = \"host=127.0.0.1 dbname=flowsync\"\nnode = \"a\"\npeer_secret_file = \"\(secret)\"\n"
+            )
+        }
+        let good = NSTemporaryDirectory() + "flowsyncd-peer-\(UUID().uuidString).secret"
+        try "a cluster credential of more than 32 bytes, shared by the nodes\n".write(
+            toFile: good, atomically: true, encoding: .utf8)
+        let short = NSTemporaryDirectory() + "flowsyncd-peer-\(UUID().uuidString).secret"
+        try "too short\n".write(toFile: short, atomically: true, encoding: .utf8)
+        let unreadable = NSTemporaryDirectory() + "flowsyncd-peer-\(UUID().uuidString).secret"
+        try "a cluster credential of more than 32 bytes, shared by the nodes\n".write(
+            toFile: unreadable, atomically: true, encoding: .utf8)
+        chmod(unreadable, 0)
+        let configs = try [good, short, unreadable, "/nonexistent/peer.secret"].map(config)
+        defer { for path in configs + [good, short, unreadable] { unlink(path) } }
+        let ok = try await Self.run(["--check-config", "--config", configs[0]])
+        #expect(ok.status == 0 && ok.output.contains("configuration OK"), "\(ok)")
+        let tooShort = try await Self.run(["--check-config", "--config", configs[1]])
+        #expect(
+            tooShort.status == 2 && tooShort.output.contains("cluster.peer_secret_file: \(short) holds 9 bytes"),
+            "\(tooShort)")
+        // root reads a file of mode 0 all the same: only an ordinary user sees it refused.
+        if getuid() != 0 {
+            let denied = try await Self.run(["--check-config", "--config", configs[2]])
+            #expect(denied.status == 2 && denied.output.contains("check its owner and mode"), "\(denied)")
+        }
+        let missing = try await Self.run(["--check-config", "--config", configs[3]])
+        #expect(
+            missing.status == 2
+                && missing.output.contains(
+                    "cluster.peer_secret_file: cannot read /nonexistent/peer.secret: no such file"),
+            "\(missing)")
+    }
+
     @Test func reloadsOnSIGHUPAndExitsCleanlyOnSIGTERM() async throws {
         let configPath = try Self.temporaryFile("[server]\nport = 0\n[logging]\nlevel = \"info\"\n")
         defer { unlink(configPath) }

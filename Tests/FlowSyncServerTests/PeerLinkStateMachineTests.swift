@@ -141,8 +141,8 @@ import Testing
 
     @Test func aReadyLinkKeepsItsPeersFollowsAndDeliversTheRest() {
         var (_, b, _, _) = Self.handshake()
-        #expect(b.received(.follow(list: "x")) == [])
-        #expect(b.received(.follow(list: "y")) == [])
+        #expect(b.received(.follow(list: "x")) == [.deliver(.follow(list: "x"))], "kept, then told to the store")
+        #expect(b.received(.follow(list: "y")) == [.deliver(.follow(list: "y"))])
         #expect(b.received(.unfollow(list: "x")) == [])
         #expect(b.ready?.follows == ["y"])
         let push = PeerFrame.push(list: "y", epoch: 1, term: 2, version: 3, frame: [1])
@@ -183,6 +183,38 @@ import Testing
         #expect(ready.phase == "backingOff")
         #expect(ready.timerFired() == [.connect])
         #expect(ready.connected(nonce: Self.nonceA).first == .send(.hello(node: "a", nonce: Self.nonceA)))
+    }
+
+    /// Rule 6: a peer refused for a wrong secret is dialed after 2 s doubling to 30 s,
+    /// and each dial says the refusal once (one close per dial: one warning per step).
+    @Test func aRefusedPeerIsDialedEverMoreSlowlyAndEachRefusalIsSaidOnce() {
+        var a = Machine(role: .dialer(peer: "b"), node: "a", credential: Self.otherSecret)
+        #expect(a.start() == [.connect])
+        var waits: [Int] = []
+        for dial in 0..<7 {
+            #expect(a.connected(nonce: Self.nonceA).first == .send(.hello(node: "a", nonce: Self.nonceA)))
+            var b = Machine(role: .acceptor, node: "b", credential: Self.secret)
+            _ = b.accepted(nonce: Self.nonceB)
+            let challenge = Self.sent(b.received(.hello(node: "a", nonce: Self.nonceA)))
+            #expect(challenge.count == 1)
+            let out = a.received(challenge[0])
+            #expect(out.count == 1 && Self.closes(out)?.contains("failed authentication") == true, "dial \(dial)")
+            #expect(a.phase == "refused")
+            #expect(a.received(.accepted) == [], "nothing is read once refused")
+            #expect(a.timerFired() == [], "the deadline changes nothing once refused")
+            let closed = a.closed(random: 1)
+            guard case .startTimer(let ms)? = closed.first, closed.count == 1 else {
+                Issue.record("no backoff: \(closed)")
+                return
+            }
+            waits.append(ms)
+            #expect(a.timerFired() == [.connect])
+        }
+        #expect(waits == [2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000])
+        // A connection that fails between refusals does not shorten the wait.
+        #expect(
+            a.connectFailed(random: 1) == [.startTimer(milliseconds: 2_000)],
+            "a dial that fails to connect backs off as rule 4 says")
     }
 
     @Test func stopEndsEveryPhaseAndNeverDialsAgain() {

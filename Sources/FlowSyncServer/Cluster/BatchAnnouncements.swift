@@ -28,6 +28,25 @@
 ///    failed goes back with what waits, and all of it is sent once the next session
 ///    is ready.
 ///
+/// 5. **Through PostgreSQL only while a follower may lack a link** (issue #33, item 4:
+///    PostgreSQL stays the log and the fence, not the carrier). The store says whether
+///    every other live node (per the leases) has a ready, authenticated link to this one
+///    (``linksChanged(everyLiveNodeLinked:ownedHeads:)``). While it has, a commit is not
+///    announced: the owner pushes it to the links whose peer follows the list, and a
+///    node that follows a list has said so on its link (``ClusterStore`` peer-link
+///    rule 7). While it has not (a node without the secret, of an older build, a link
+///    down or not yet up, links off), every commit is announced as before.
+/// 6. **Losing full coverage announces every owned list's head once.** A push written
+///    into a link that was already dead, or a commit a node that just appeared could not
+///    be told of, would otherwise be missed on a list that then goes quiet. The moment
+///    this node learns a live node lacks a link is after every such push, so announcing
+///    each head then lets every follower behind it read the log.
+/// 7. **Some heads are announced whatever the links** (``announceHead(list:version:)``):
+///    when a peer's follow of a list owned here arrives (a commit between the
+///    follower's read and the follow's arrival was pushed to nobody), when this node
+///    claims a list, and for a batch resolved after a lost connection (it is not
+///    pushed). They are rare: a follow per list per link, a claim, a resolution.
+///
 /// Not guaranteed: that a follower is notified at all — PostgreSQL drops notifications
 /// for sessions that are not connected. A follower that reconnects reads what it missed
 /// (``ClusterStore`` `resynchronise`), as before.
@@ -57,6 +76,13 @@ struct BatchAnnouncements {
     private var lastID: UInt64 = 0
     /// Whether a session is up to send on (rule 4).
     private var connected = false
+    /// Whether every other live node has a ready link here (rule 5). `false` until the
+    /// store knows: a node starts announcing everything.
+    private var everyLiveNodeLinked = false
+
+    /// Commits not announced because every live node was linked (rule 5; for tests and
+    /// statistics).
+    private(set) var skipped = 0
 
     /// Whether an announcement is in flight (for tests).
     var isAnnouncing: Bool { inFlight != nil }
@@ -79,9 +105,32 @@ struct BatchAnnouncements {
         }
     }
 
-    /// Version `version` of `list` committed (rule 1).
+    /// Version `version` of `list` committed (rule 1) and was pushed to the linked
+    /// followers; announced only while some live node lacks a link (rule 5).
     mutating func committed(list: String, version: Int64, frame: [UInt8]? = nil) -> Action {
+        guard !everyLiveNodeLinked else {
+            skipped += 1
+            return .none
+        }
         remember(list, version, frame)
+        return sendIfIdle()
+    }
+
+    /// Announce `list` at `version` whatever the links (rule 7): a follow of a list
+    /// owned here arrived, this node claimed it, or an append was resolved as committed.
+    mutating func announceHead(list: String, version: Int64) -> Action {
+        remember(list, version, nil)
+        return sendIfIdle()
+    }
+
+    /// Whether every other live node has a ready link to this node changed, or may have
+    /// (the live nodes were read, a link became ready or was lost). Losing full
+    /// coverage announces `ownedHeads` (rule 6), read only then.
+    mutating func linksChanged(everyLiveNodeLinked linked: Bool, ownedHeads: () -> [String: Int64]) -> Action {
+        defer { everyLiveNodeLinked = linked }
+        guard everyLiveNodeLinked, !linked else { return .none }
+        everyLiveNodeLinked = linked
+        for (list, version) in ownedHeads() { remember(list, version, nil) }
         return sendIfIdle()
     }
 
@@ -103,7 +152,10 @@ struct BatchAnnouncements {
     }
 
     private mutating func remember(_ list: String, _ version: Int64, _ frame: [UInt8]?) {
-        if let known = waiting[list], known.version >= version { return }
+        // The newest version wins (rule 3); at the same version, a frame beats none.
+        if let known = waiting[list], known.version > version || (known.version == version && known.frame != nil) {
+            return
+        }
         waiting[list] = (version, frame)
     }
 

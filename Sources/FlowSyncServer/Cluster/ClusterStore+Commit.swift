@@ -64,6 +64,11 @@ extension ClusterStore {
                     case .success(let stored):
                         let loaded = rebuild(name, ownership, stored)
                         completion(loaded)
+                        // A follower behind the head learns of it even if the previous
+                        // owner's last pushes were lost (BatchAnnouncements, rule 7).
+                        if case .success = loaded {
+                            perform(announcements.announceHead(list: name, version: ownership.head))
+                        }
                         // Writes forwarded to the list while it had no live owner.
                         if case .success = loaded { takeInbox(name, log) }
                     }
@@ -204,7 +209,9 @@ extension ClusterStore {
                 && row.epoch == append.ownership.epoch && row.head >= append.version:
                 lists.update(append.list) { $0.resolvedCommitted(term: append.ownership.term, version: append.version) }
                 append.completion(.committed)
-                perform(announcements.committed(list: append.list, version: append.version))
+                // Not pushed (its frame is gone by now): announced through PostgreSQL
+                // whatever the links (BatchAnnouncements, rule 7).
+                perform(announcements.announceHead(list: append.list, version: append.version))
             case .success(let row):
                 // Not committed. Still this node's (same owner; a later claim of its own
                 // or the same term): the list reloads here. Anyone else's: it moved.
@@ -233,6 +240,8 @@ extension ClusterStore {
             perform(announcements.announced(id, lost: true))
             return
         }
+        peerCounters.postgresAnnouncements += batch.count
+        peerCounters.postgresAnnouncementStatements += 1
         log.announce(batch.map { (list: $0.list, version: $0.version, frame: $0.frame) }) { [weak self] result in
             guard let self else { return }
             var lost = false

@@ -30,12 +30,23 @@ import Foundation
 ///    owner had committed is answered from its idempotency window.
 /// 7. **Follows are sent to every ready link** (not only the owner's): whoever owns the
 ///    list, now or after a move, already knows this node follows it.
+/// 8. **PostgreSQL announces a commit only while some live node lacks a link here**
+///    (``BatchAnnouncements`` rules 5–7): the push is then the only notice a follower
+///    gets, so every way a push can be missed is closed by a read of the log:
+///    - a follow that races a commit: the owner announces the list's head through
+///      PostgreSQL when the follow arrives (after it is kept, so later commits push);
+///    - a push lost with its link: the follower reads the log of every list it follows
+///      from that peer when the link is lost and when a link is ready again, and the
+///      owner, once it sees the link gone, announces every head it owns;
+///    - a node that appears without a link: the owner's next read of the live nodes
+///      finds it unlinked, and every head is announced.
 extension ClusterStore {
     /// What went over this node's peer links since it started (for tests and stats).
     public var peerLinkStatistics: PeerLinkStatistics {
         var statistics = peerCounters
         statistics.readyPeers = links?.readyPeers.sorted() ?? []
         statistics.listening = links?.advertisedAddress
+        statistics.postgresAnnouncementsSkipped = announcements.skipped
         return statistics
     }
 
@@ -48,16 +59,9 @@ extension ClusterStore {
     /// Reads the credential and binds the listener, when `peer_secret_file` is set.
     func startPeerLinks() throws(StoreError) {
         guard let file = options.peerSecretFile else { return }
-        guard let data = FileManager.default.contents(atPath: file) else {
-            throw .unusable("cluster.peer_secret_file: cannot read \(file)")
-        }
-        var secret = [UInt8](data)
-        // A trailing newline (an editor's, or `echo`'s) is not part of the secret.
-        while let last = secret.last, last == 0x0A || last == 0x0D { secret.removeLast() }
-        guard secret.count >= PeerCredential.minimumSecretBytes else {
-            throw .unusable(
-                "cluster.peer_secret_file: \(file) holds \(secret.count) bytes; at least \(PeerCredential.minimumSecretBytes) are needed"
-            )
+        let secret: [UInt8]
+        do throws(PeerSecretFile.Problem) { secret = try PeerSecretFile.read(file) } catch {
+            throw .unusable(error.message)
         }
         let links = PeerLinks(
             loop: loop, node: options.node,
@@ -69,7 +73,7 @@ extension ClusterStore {
             throw .unusable("cluster: the peer listener cannot bind \(options.peerHost):\(options.peerPort): \(error)")
         }
         links.onReady = { [weak self] peer in self?.peerReady(peer) }
-        links.onLost = { [weak self] _ in self?.onPeerLinkLost?() }
+        links.onLost = { [weak self] peer in self?.peerLost(peer) }
         links.onFrame = { [weak self] peer, frame in self?.received(frame, from: peer) }
         self.links = links
     }
@@ -78,6 +82,19 @@ extension ClusterStore {
     func livePeersRead(_ peers: [(node: String, peer: String?)]) {
         liveNodesRead(peers.map(\.node))
         links?.peersRead(peers.map { (node: $0.node, address: $0.peer) })
+        linkCoverageChanged()
+    }
+
+    /// Whether every other live node has a ready link here may have changed (rule 8).
+    func linkCoverageChanged() {
+        var linked = false
+        // Unknown live nodes (none read yet) or links off: not covered.
+        if let links, !liveNodes.isEmpty {
+            let ready = Set(links.readyPeers)
+            linked = liveNodes.allSatisfy { $0 == options.node || ready.contains($0) }
+        }
+        perform(
+            announcements.linksChanged(everyLiveNodeLinked: linked) { lists.owned.mapValues(\.head) })
     }
 
     // MARK: Following (rule 7)
@@ -97,8 +114,26 @@ extension ClusterStore {
         guard let link = links?.link(to: peer) else { return }
         for name in lists.replicaNames { link.send(.follow(list: name)) }
         // A push may have been missed while there was no link: one read per list whose
-        // owner this is covers it (rule 3).
-        for name in lists.replicaNames where lists[name].following?.owner == peer { catchUp(name) }
+        // owner this is (or is not known) covers it (rules 3, 8).
+        catchUpLists(followedFrom: peer)
+        linkCoverageChanged()
+    }
+
+    /// The link to `peer` was lost (or replaced by a newer one): what it carried may be
+    /// lost with it (rules 6, 8).
+    private func peerLost(_ peer: String) {
+        catchUpLists(followedFrom: peer)
+        linkCoverageChanged()
+        onPeerLinkLost?()
+    }
+
+    /// One read of the log for every list this node follows from `peer`, or from an
+    /// owner it does not know (rule 8).
+    private func catchUpLists(followedFrom peer: String) {
+        for name in lists.replicaNames {
+            let owner = lists[name].following?.owner
+            if owner == nil || owner == peer { catchUp(name) }
+        }
     }
 
     // MARK: Owner side (rules 1, 2)
@@ -155,7 +190,13 @@ extension ClusterStore {
                         origin: options.node, list: list, clientID: clientID, seq: Int64(bitPattern: seq),
                         epoch: epoch, version: version, code: Int(code), message: message))
             ])
-        case .hello, .challenge, .proof, .accepted, .follow, .unfollow:
+        case .follow(let list):
+            // Rule 8: a commit between the peer's read of the log and this follow was
+            // pushed to nobody; announcing the head now lets it read what it missed.
+            // The link's machine kept the follow first, so every later commit pushes.
+            guard let head = lists[list].owned?.ownership.head else { return }
+            perform(announcements.announceHead(list: list, version: head))
+        case .hello, .challenge, .proof, .accepted, .unfollow:
             // The link's machine keeps these to itself.
             return
         }
@@ -230,6 +271,13 @@ public struct PeerLinkStatistics: Sendable, Equatable {
     /// Reads of `fs_batches` for a replica (a gap, an announcement that came before its
     /// push, a reconnection), with or without links.
     public var logReads = 0
+    /// Batches announced through PostgreSQL (`fs_batches`/`fs_frames` notifications, one
+    /// per list and version in a statement), and announcement statements sent.
+    public var postgresAnnouncements = 0
+    public var postgresAnnouncementStatements = 0
+    /// Commits not announced through PostgreSQL because every live node was linked here
+    /// (``BatchAnnouncements`` rule 5).
+    public var postgresAnnouncementsSkipped = 0
 
     public init() {}
 }

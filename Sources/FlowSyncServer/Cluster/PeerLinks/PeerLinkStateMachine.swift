@@ -27,6 +27,13 @@
 ///    forgotten with the link: a new link starts with an empty set, and the follower
 ///    sends its follows again when it is ready.
 ///
+/// 6. **A refused peer is dialed ever more slowly**: after the dialer refused the
+///    peer's challenge (a different secret), it waits 2 s doubling to 30 s (drawn as in
+///    rule 4) instead of rule 4's 2 s at most. A wrong secret is an operator's mistake
+///    that retrying will not mend; each refusal is logged once by the shell, so the
+///    warning comes once per step of this backoff (2, 4, 8, 16, then every 30 s), not
+///    every 2 s.
+///
 /// Not guaranteed: anything about frames sent before a close — a link gives no
 /// delivery promise; PostgreSQL stays the log, and the callers fall back to it.
 struct PeerLinkStateMachine {
@@ -67,6 +74,9 @@ struct PeerLinkStateMachine {
         case backingOff(failures: Int)
         case awaitingChallenge(failures: Int, nonce: [UInt8])
         case awaitingAccepted(failures: Int)
+        /// The dialer refused the peer's challenge; the close it asked for is under way
+        /// (rule 6).
+        case refused(failures: Int)
         case awaitingHello(nonce: [UInt8])
         case awaitingProof(peer: String, peerNonce: [UInt8], nonce: [UInt8])
         case ready(Ready)
@@ -77,6 +87,9 @@ struct PeerLinkStateMachine {
     static let handshakeMilliseconds = 5_000
     static let firstBackoffMilliseconds = 100
     static let maximumBackoffMilliseconds = 2_000
+    /// Rule 6: the backoff after a refusal.
+    static let firstRefusalBackoffMilliseconds = 2_000
+    static let maximumRefusalBackoffMilliseconds = 30_000
 
     let role: Role
     let node: String
@@ -109,6 +122,7 @@ struct PeerLinkStateMachine {
         case .connecting: return "connecting"
         case .backingOff: return "backingOff"
         case .awaitingChallenge, .awaitingAccepted, .awaitingHello, .awaitingProof: return "authenticating"
+        case .refused: return "refused"
         case .ready: return "ready"
         case .stopped: return "stopped"
         }
@@ -181,6 +195,8 @@ struct PeerLinkStateMachine {
                 credential.verify(
                     proof, .acceptor, dialer: node, acceptor: peer, dialerNonce: nonce, acceptorNonce: peerNonce)
             else {
+                // Rule 6: the close that follows backs off as a refusal.
+                state = .refused(failures: failures)
                 return refuse(
                     "peer \"\(peer)\" failed authentication (its proof does not match the cluster credential)")
             }
@@ -197,9 +213,11 @@ struct PeerLinkStateMachine {
         case (.ready(var ready), _):
             switch frame {
             case .follow(let list):
+                // Kept before it is delivered: the store announces the list's head on a
+                // follow, and every commit after that must find the follow to be pushed.
                 ready.follows.insert(list)
                 state = .ready(ready)
-                return []
+                return [.deliver(frame)]
             case .unfollow(let list):
                 ready.follows.remove(list)
                 state = .ready(ready)
@@ -211,6 +229,9 @@ struct PeerLinkStateMachine {
             }
         case (.awaitingHello, _), (.awaitingProof, _), (.awaitingChallenge, _), (.awaitingAccepted, _):
             return refuse("a \(frame.kind) frame during the handshake")
+        case (.refused, _):
+            // The close is under way: nothing more is read from this peer.
+            return []
         case (.idle, _), (.connecting, _), (.backingOff, _), (.stopped, _):
             // No socket in these states: a frame cannot arrive.
             preconditionFailure("Internal inconsistency in PeerLinkStateMachine: a frame in \(phase)")
@@ -230,7 +251,7 @@ struct PeerLinkStateMachine {
         case .backingOff(let failures):
             state = .connecting(failures: failures)
             return [.connect]
-        case .idle, .connecting, .ready, .stopped:
+        case .idle, .connecting, .ready, .refused, .stopped:
             return []
         }
     }
@@ -243,6 +264,9 @@ struct PeerLinkStateMachine {
         switch state {
         case .ready(let ready):
             actions.append(.lost(peer: ready.peer))
+        case .refused(let count):
+            // Rule 6 (only a dialer refuses a challenge).
+            return backOff(failures: count + 1, random: random, refused: true)
         case .awaitingChallenge(let count, _), .awaitingAccepted(let count), .connecting(let count):
             failures = count
         case .awaitingHello, .awaitingProof:
@@ -262,7 +286,7 @@ struct PeerLinkStateMachine {
     mutating func stop() -> [Action] {
         let hadSocket: Bool
         switch state {
-        case .connecting, .awaitingChallenge, .awaitingAccepted, .awaitingHello, .awaitingProof, .ready:
+        case .connecting, .awaitingChallenge, .awaitingAccepted, .awaitingHello, .awaitingProof, .ready, .refused:
             hadSocket = true
         case .idle, .backingOff, .stopped:
             hadSocket = false
@@ -278,12 +302,15 @@ struct PeerLinkStateMachine {
         [.close(reason: reason)]
     }
 
-    /// The wait before dial number `failures + 1` (rule 4): 100 ms doubling to 2 s,
-    /// drawn in [3/4, 1] of it.
-    private mutating func backOff(failures: Int, random: Double) -> [Action] {
+    /// The wait before dial number `failures + 1` (rule 4): 100 ms doubling to 2 s, or
+    /// after a refusal 2 s doubling to 30 s (rule 6); drawn in [3/4, 1] of it.
+    private mutating func backOff(failures: Int, random: Double, refused: Bool = false) -> [Action] {
         state = .backingOff(failures: failures)
-        let base = min(
-            Self.maximumBackoffMilliseconds, Self.firstBackoffMilliseconds << min(max(failures - 1, 0), 10))
+        let (first, maximum) =
+            refused
+            ? (Self.firstRefusalBackoffMilliseconds, Self.maximumRefusalBackoffMilliseconds)
+            : (Self.firstBackoffMilliseconds, Self.maximumBackoffMilliseconds)
+        let base = min(maximum, first << min(max(failures - 1, 0), 10))
         let drawn = Int(Double(base) * (0.75 + 0.25 * min(max(random, 0), 1)))
         return [.startTimer(milliseconds: max(1, drawn))]
     }
