@@ -13,6 +13,7 @@ import Testing
         .challenge(node: "nœud-2", nonce: Array(0..<32), proof: Array(repeating: 0xAB, count: 32)),
         .proof(Array(repeating: 1, count: 32)),
         .accepted,
+        .ping,
         .follow(list: "team/42: inbox"),
         .unfollow(list: ""),
         .push(list: "w-0", epoch: Int64.max, term: 3, version: 12, frame: Array(0..<200).map { UInt8($0 % 256) }),

@@ -59,7 +59,10 @@ import Testing
         let (a, b, aActions, bActions) = Self.handshake()
         #expect(a.ready?.peer == "b" && b.ready?.peer == "a")
         #expect(aActions.contains(.ready(peer: "b")) && bActions.contains(.ready(peer: "a")))
-        #expect(aActions.contains(.stopTimer) && bActions.contains(.stopTimer), "the deadline is disarmed")
+        #expect(
+            aActions.contains(.startTimer(milliseconds: Machine.heartbeatMilliseconds))
+                && bActions.contains(.startTimer(milliseconds: Machine.heartbeatMilliseconds)),
+            "the handshake's deadline becomes the heartbeat")
         let wire = (Self.sent(aActions) + Self.sent(bActions)).flatMap { $0.encoded() }
         let secret = Array("0123456789abcdef0123456789abcdef".utf8)
         #expect(
@@ -183,6 +186,30 @@ import Testing
         #expect(ready.phase == "backingOff")
         #expect(ready.timerFired() == [.connect])
         #expect(ready.connected(nonce: Self.nonceA).first == .send(.hello(node: "a", nonce: Self.nonceA)))
+    }
+
+    /// Rule 7: a ready link pings every beat; any frame from the peer resets its
+    /// silence; three silent beats in a row close the link (a half-open socket looks
+    /// ready for minutes), and the close is a loss like any other.
+    @Test func aSilentLinkIsClosedAfterThreeBeatsAndAnyFrameKeepsItOpen() {
+        var (a, _, _, _) = Self.handshake()
+        let beat: [Machine.Action] = [.send(.ping), .startTimer(milliseconds: Machine.heartbeatMilliseconds)]
+        // Heard from every beat: open however long it runs.
+        for k in 0..<100 {
+            #expect(a.timerFired() == beat)
+            #expect(
+                a.received(k % 2 == 0 ? .ping : .push(list: "l", epoch: 1, term: 1, version: 1, frame: [1])).count <= 1)
+        }
+        #expect(a.ready?.peer == "b")
+        // Two silent beats ping; the third closes, naming the silence.
+        #expect(a.timerFired() == beat)
+        #expect(a.timerFired() == beat)
+        let reason = Self.closes(a.timerFired())
+        #expect(reason?.contains("nothing heard from \"b\" for 3000 ms") == true, "\(String(describing: reason))")
+        #expect(a.closed(random: 1) == [.lost(peer: "b"), .startTimer(milliseconds: 100)])
+        // A ping is no frame for the node.
+        var (c, _, _, _) = Self.handshake()
+        #expect(c.received(.ping) == [])
     }
 
     /// Rule 6: a peer refused for a wrong secret is dialed after 2 s doubling to 30 s,

@@ -196,7 +196,7 @@ extension ClusterStore {
             // The link's machine kept the follow first, so every later commit pushes.
             guard let head = lists[list].owned?.ownership.head else { return }
             perform(announcements.announceHead(list: list, version: head))
-        case .hello, .challenge, .proof, .accepted, .unfollow:
+        case .hello, .challenge, .proof, .accepted, .unfollow, .ping:
             // The link's machine keeps these to itself.
             return
         }

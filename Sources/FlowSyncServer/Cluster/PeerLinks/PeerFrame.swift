@@ -30,6 +30,9 @@ enum PeerFrame: Equatable, Sendable {
     /// (`epoch`, `version`), otherwise a Reject's code and message.
     case answer(
         list: String, clientID: String, seq: UInt64, epoch: Int64, version: Int64, code: Int64, message: String)
+    /// Nothing but "this link is alive": sent every heartbeat by both ends of a ready
+    /// link (``PeerLinkStateMachine`` rule 7).
+    case ping
 
     /// The type byte of each case (the wire's numbering; never reused).
     enum Kind: UInt8 {
@@ -42,6 +45,7 @@ enum PeerFrame: Equatable, Sendable {
         case push = 7
         case forward = 8
         case answer = 9
+        case ping = 10
     }
 
     var kind: Kind {
@@ -55,6 +59,7 @@ enum PeerFrame: Equatable, Sendable {
         case .push: return .push
         case .forward: return .forward
         case .answer: return .answer
+        case .ping: return .ping
         }
     }
 
@@ -74,7 +79,7 @@ enum PeerFrame: Equatable, Sendable {
             Self.put(bytes: proof, into: &out)
         case .proof(let proof):
             Self.put(bytes: proof, into: &out)
-        case .accepted:
+        case .accepted, .ping:
             break
         case .follow(let list), .unfollow(let list):
             Self.put(string: list, into: &out)

@@ -112,6 +112,8 @@ struct PeerFrameDecoder {
             frame = .proof(try reader.bytes())
         case .accepted:
             frame = .accepted
+        case .ping:
+            frame = .ping
         case .follow:
             frame = .follow(list: try reader.string())
         case .unfollow:

@@ -34,6 +34,14 @@
 ///    warning comes once per step of this backoff (2, 4, 8, 16, then every 30 s), not
 ///    every 2 s.
 ///
+/// 7. **A ready link has a heartbeat**: both ends send a `ping` every
+///    ``heartbeatMilliseconds``, and an end that heard nothing from its peer for
+///    ``silentBeatsAllowed`` beats in a row closes the link. A peer gone without a FIN or
+///    RST (a partition, a frozen host) leaves a socket that looks ready for as long as
+///    TCP retransmits — minutes — while forwards, answers and pushes sent on it are
+///    lost; closed, the link is lost like any other, and PostgreSQL carries its traffic
+///    (waiting writes sent again, heads announced, followers reading their gaps).
+///
 /// Not guaranteed: anything about frames sent before a close — a link gives no
 /// delivery promise; PostgreSQL stays the log, and the callers fall back to it.
 struct PeerLinkStateMachine {
@@ -66,6 +74,8 @@ struct PeerLinkStateMachine {
         var peer: String
         /// The lists the peer follows (rule 5).
         var follows: Set<String> = []
+        /// Beats in a row without a frame from the peer (rule 7).
+        var silentBeats = 0
     }
 
     private enum State: Equatable {
@@ -90,6 +100,11 @@ struct PeerLinkStateMachine {
     /// Rule 6: the backoff after a refusal.
     static let firstRefusalBackoffMilliseconds = 2_000
     static let maximumRefusalBackoffMilliseconds = 30_000
+    /// Rule 7: a ping every second; a link silent for three beats is closed. Short
+    /// against the lease (a forwarded write waits at most this long before PostgreSQL
+    /// carries it), long against a busy loop turn.
+    static let heartbeatMilliseconds = 1_000
+    static let silentBeatsAllowed = 3
 
     let role: Role
     let node: String
@@ -185,7 +200,8 @@ struct PeerLinkStateMachine {
                     "peer \"\(peer)\" failed authentication (its proof does not match the cluster credential)")
             }
             state = .ready(Ready(peer: peer))
-            return [.stopTimer, .send(.accepted), .ready(peer: peer)]
+            // The handshake's deadline becomes the heartbeat (rule 7).
+            return [.startTimer(milliseconds: Self.heartbeatMilliseconds), .send(.accepted), .ready(peer: peer)]
         case (.awaitingChallenge(let failures, let nonce), .challenge(let peer, let peerNonce, let proof)):
             guard case .dialer(let expected) = role, peer == expected, peerNonce.count == PeerCredential.nonceBytes
             else {
@@ -209,9 +225,14 @@ struct PeerLinkStateMachine {
                 preconditionFailure("Internal inconsistency in PeerLinkStateMachine: an acceptor awaited accepted")
             }
             state = .ready(Ready(peer: peer))
-            return [.stopTimer, .ready(peer: peer)]
+            return [.startTimer(milliseconds: Self.heartbeatMilliseconds), .ready(peer: peer)]
         case (.ready(var ready), _):
+            // Any frame shows the peer alive (rule 7).
+            ready.silentBeats = 0
+            state = .ready(ready)
             switch frame {
+            case .ping:
+                return []
             case .follow(let list):
                 // Kept before it is delivered: the store announces the list's head on a
                 // follow, and every commit after that must find the follow to be pushed.
@@ -243,15 +264,28 @@ struct PeerLinkStateMachine {
         refuse("undecodable bytes: \(error)")
     }
 
-    /// The timer fired: the handshake's deadline (rule 3), or the backoff's end (rule 4).
+    /// The timer fired: the handshake's deadline (rule 3), the backoff's end (rule 4), or
+    /// a heartbeat (rule 7).
     mutating func timerFired() -> [Action] {
         switch state {
+        case .ready(var ready):
+            ready.silentBeats += 1
+            guard ready.silentBeats < Self.silentBeatsAllowed else {
+                return [
+                    .close(
+                        reason:
+                            "nothing heard from \"\(ready.peer)\" for \(Self.silentBeatsAllowed * Self.heartbeatMilliseconds) ms"
+                    )
+                ]
+            }
+            state = .ready(ready)
+            return [.send(.ping), .startTimer(milliseconds: Self.heartbeatMilliseconds)]
         case .awaitingHello, .awaitingProof, .awaitingChallenge, .awaitingAccepted:
             return [.close(reason: "the handshake did not finish within \(Self.handshakeMilliseconds) ms")]
         case .backingOff(let failures):
             state = .connecting(failures: failures)
             return [.connect]
-        case .idle, .connecting, .ready, .refused, .stopped:
+        case .idle, .connecting, .refused, .stopped:
             return []
         }
     }
