@@ -81,32 +81,10 @@ import Testing
             a.onReady = { _ in peerReady.set(true) }
             a.onLost = { _ in lost.set(true) }
             node.value = a
-            // A peer "0" that proves the credential by hand, then never reads again.
-            let credential = PeerCredential(secret: Self.secret)
-            let nonce = Array(repeating: UInt8(5), count: PeerCredential.nonceBytes)
-            guard let address = PeerLinks.parse(a.advertisedAddress ?? "") else { return }
-            TCPConnection.connect(loop: thread.loop, to: address) { result in
-                guard case .success(let connection) = result else { return }
-                fake.value = connection
-                let decoder = Box(PeerFrameDecoder(limit: 4_096))
-                connection.onRead = { bytes in
-                    decoder.value.feed(bytes)
-                    while let frame = try? decoder.value.next() {
-                        switch frame {
-                        case .challenge(let peer, let peerNonce, _):
-                            let proof = credential.proof(
-                                .dialer, dialer: "0", acceptor: peer, dialerNonce: nonce, acceptorNonce: peerNonce)
-                            _ = try? connection.write([PeerFrame.proof(proof).encoded()])
-                        case .accepted:
-                            _ = try? connection.write([PeerFrame.follow(list: "x").encoded()])
-                            connection.stopReading()
-                        default:
-                            break
-                        }
-                    }
-                }
-                try? connection.startReading()
-                _ = try? connection.write([PeerFrame.hello(node: "0", nonce: nonce).encoded()])
+            // A peer "0" that proves the credential by hand, follows "x", then never reads again.
+            Self.fakePeer(dialing: a, on: thread.loop, into: fake) { connection in
+                _ = try? connection.write([PeerFrame.follow(list: "x").encoded()])
+                connection.stopReading()
             }
         }
         #expect(await eventually(timeout: 10) { peerReady.get() })
@@ -135,6 +113,87 @@ import Testing
         let readyAfter = Shared<[String]?>(nil)
         thread.loop.execute { readyAfter.set(node.value?.readyPeers) }
         #expect(await eventually(timeout: 10) { readyAfter.get() == [] })
+        thread.loop.execute {
+            node.value?.stop()
+            node.value = nil
+            fake.value?.close()
+            fake.value = nil
+        }
+        #expect(thread.shutdown(timeout: 10))
+        #expect(thread.loop.handlesOpenAtStop == 0)
+    }
+
+    /// Dials `node` as a hand-made peer "0": proves the credential, and calls `accepted`
+    /// with its connection once the node accepted it (the caller decides what the peer
+    /// then does, or fails to do).
+    static func fakePeer(
+        dialing node: PeerLinks, on loop: EventLoop, into box: Box<TCPConnection?>,
+        accepted: @escaping (TCPConnection) -> Void
+    ) {
+        let credential = PeerCredential(secret: Self.secret)
+        let nonce = Array(repeating: UInt8(5), count: PeerCredential.nonceBytes)
+        guard let address = PeerLinks.parse(node.advertisedAddress ?? "") else { return }
+        TCPConnection.connect(loop: loop, to: address) { result in
+            guard case .success(let connection) = result else { return }
+            box.value = connection
+            let decoder = Box(PeerFrameDecoder(limit: 4_096))
+            connection.onRead = { bytes in
+                decoder.value.feed(bytes)
+                while let frame = try? decoder.value.next() {
+                    switch frame {
+                    case .challenge(let peer, let peerNonce, _):
+                        let proof = credential.proof(
+                            .dialer, dialer: "0", acceptor: peer, dialerNonce: nonce, acceptorNonce: peerNonce)
+                        _ = try? connection.write([PeerFrame.proof(proof).encoded()])
+                    case .accepted:
+                        accepted(connection)
+                    default:
+                        break
+                    }
+                }
+            }
+            try? connection.startReading()
+            _ = try? connection.write([PeerFrame.hello(node: "0", nonce: nonce).encoded()])
+        }
+    }
+
+    /// Rule 7 over a socket: a peer that completed the handshake and then says nothing
+    /// (a half-open link: gone without FIN or RST) is closed by the heartbeat, while one
+    /// that pings — and does nothing else — keeps its link. Bounds: the silent one must be
+    /// gone within 10 s (the rule closes it after 3 silent beats of 1 s); the pinging one
+    /// pings every 300 ms, three times faster than the beat, and is watched for 4.5 s —
+    /// longer than a silent link survives.
+    @Test(arguments: [false, true]) func theHeartbeatClosesASilentPeerAndKeepsAPingingOne(pinging: Bool) async throws {
+        let thread = try EventLoopThread()
+        let node = Box<PeerLinks?>(nil)
+        let fake = Box<TCPConnection?>(nil)
+        let peerReady = Shared(false)
+        let lost = Shared(false)
+        thread.loop.execute {
+            let a = Self.links(thread.loop, "a")
+            try? a.start()
+            a.onReady = { _ in peerReady.set(true) }
+            a.onLost = { _ in lost.set(true) }
+            node.value = a
+            // The fake keeps reading (the node's pings land), so only its silence counts.
+            Self.fakePeer(dialing: a, on: thread.loop, into: fake) { _ in }
+        }
+        #expect(await eventually(timeout: 10) { peerReady.get() })
+        if pinging {
+            let started = ContinuousClock.now
+            for _ in 0..<15 {
+                thread.loop.execute { _ = try? fake.value?.write([PeerFrame.ping.encoded()]) }
+                try await Task.sleep(for: .milliseconds(300))
+                if ContinuousClock.now - started > .milliseconds(4_500) { break }
+            }
+            #expect(!lost.get(), "a peer that pings keeps its link")
+        } else {
+            #expect(await eventually(timeout: 10) { lost.get() }, "a silent peer's link is closed")
+        }
+        let readyAfter = Shared<[String]?>(nil)
+        thread.loop.execute { readyAfter.set(node.value?.readyPeers) }
+        #expect(await eventually(timeout: 10) { readyAfter.get() != nil })
+        #expect(readyAfter.get() == (pinging ? ["0"] : []))
         thread.loop.execute {
             node.value?.stop()
             node.value = nil
