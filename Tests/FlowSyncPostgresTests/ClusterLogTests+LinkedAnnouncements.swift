@@ -48,17 +48,8 @@ extension ClusterLogTests {
             let secret = try Self.peerSecretFile(Self.goodSecret)
             defer { try? FileManager.default.removeItem(atPath: secret) }
             let names = ["a", "b", "c"]
-            var nodes: [EmbeddedServer] = []
-            for name in names {
-                nodes.append(
-                    try await EmbeddedServer(
-                        configuration: Self.linkedConfiguration(pg, node: name, secretFile: secret),
-                        storage: .configured))
-            }
-            #expect(
-                await Self.waitForLinks(
-                    zip(nodes, names).map { node, name in (node, names.filter { $0 != name }) }),
-                "every pair of nodes links")
+            let (nodes, linked) = try await Self.linkedNodes(pg, names, secretFile: secret)
+            #expect(linked, "every pair of nodes links")
             var lists: [String] = []
             var writers: [TestClient] = []
             for (k, name) in names.enumerated() {

@@ -44,6 +44,21 @@ extension ClusterLogTests {
         return false
     }
 
+    /// Starts a linked node per name (in that order) on `pg`, all with `secretFile`, and
+    /// waits (bounded, 15 s) until every pair is linked; `linked` says whether they were.
+    static func linkedNodes(
+        _ pg: PostgresServer, _ names: [String], secretFile: String
+    ) async throws -> (nodes: [EmbeddedServer], linked: Bool) {
+        var nodes: [EmbeddedServer] = []
+        for name in names {
+            nodes.append(
+                try await EmbeddedServer(
+                    configuration: linkedConfiguration(pg, node: name, secretFile: secretFile), storage: .configured))
+        }
+        let linked = await waitForLinks(zip(nodes, names).map { node, name in (node, names.filter { $0 != name }) })
+        return (nodes, linked)
+    }
+
     /// A list name whose preferred node among `nodes` is `owner`.
     static func listName(_ prefix: String, ownedBy owner: String, among nodes: [String]) -> String {
         (0..<1_000).map { "\(prefix)-\($0)" }.first { Placement.owner(of: $0, among: nodes) == owner }!
@@ -68,17 +83,8 @@ extension ClusterLogTests {
             let secret = try Self.peerSecretFile(Self.goodSecret)
             defer { try? FileManager.default.removeItem(atPath: secret) }
             let names = ["a", "b", "c"]
-            var nodes: [EmbeddedServer] = []
-            for name in names {
-                nodes.append(
-                    try await EmbeddedServer(
-                        configuration: Self.linkedConfiguration(pg, node: name, secretFile: secret),
-                        storage: .configured))
-            }
-            #expect(
-                await Self.waitForLinks(
-                    zip(nodes, names).map { node, name in (node, names.filter { $0 != name }) }),
-                "every pair of nodes links")
+            let (nodes, linked) = try await Self.linkedNodes(pg, names, secretFile: secret)
+            #expect(linked, "every pair of nodes links")
             // A list that "a" owns; written through "b" and "c".
             let list = Self.listName("linked", ownedBy: "a", among: names)
             let creator = try await Self.connectClient(nodes[0], clients, "creator")
@@ -216,11 +222,9 @@ extension ClusterLogTests {
             defer { _ = clients.shutdown() }
             let secret = try Self.peerSecretFile(Self.goodSecret)
             defer { try? FileManager.default.removeItem(atPath: secret) }
-            let a = try await EmbeddedServer(
-                configuration: Self.linkedConfiguration(pg, node: "a", secretFile: secret), storage: .configured)
-            let b = try await EmbeddedServer(
-                configuration: Self.linkedConfiguration(pg, node: "b", secretFile: secret), storage: .configured)
-            #expect(await Self.waitForLinks([(a, ["b"]), (b, ["a"])]))
+            let (nodes, linked) = try await Self.linkedNodes(pg, ["a", "b"], secretFile: secret)
+            #expect(linked)
+            let (a, b) = (nodes[0], nodes[1])
             let list = Self.listName("cut", ownedBy: "a", among: ["a", "b"])
             let creator = try await Self.connectClient(a, clients, "creator")
             #expect(await Self.write(creator, list, seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
