@@ -22,13 +22,29 @@ extension ClusterLogTests {
     /// 0.2 s later, restart the owner 0.5 s after the kill. With a 5 s lease nobody can
     /// take the list over meanwhile: the write waits for the owner, which claims the
     /// list back as soon as it is connected (its forwarded write waits in `fs_inbox`) —
-    /// not when the replica's node forwards it again, half a lease later.
-    @Test func aRestartedOwnerClaimsItsListBackAndServesTheWriteWaitingOnAReplica() async throws {
+    /// not when the replica's node forwards it again, half a lease later. Run without
+    /// and with peer links (`scripts/cluster.sh` links its nodes): with links, the kill
+    /// cuts b's link to a, the write goes through `fs_inbox`, and the restarted a links
+    /// again as it claims.
+    @Test(arguments: [false, true])
+    func aRestartedOwnerClaimsItsListBackAndServesTheWriteWaitingOnAReplica(links: Bool) async throws {
         try await PostgresServer.with { pg in
             let clients = try EventLoopThread()
             defer { _ = clients.shutdown() }
-            var a = try await Self.daemon(conninfo: pg.conninfo, node: "a", leaseMilliseconds: 5_000, connected: true)
-            let b = try await Self.daemon(conninfo: pg.conninfo, node: "b", leaseMilliseconds: 5_000, connected: true)
+            let secret = try Self.peerSecretFile(Self.goodSecret)
+            defer { try? FileManager.default.removeItem(atPath: secret) }
+            let extra = links ? "peer_secret_file = \"\(secret)\"\n" : ""
+            var a = try await Self.daemon(
+                conninfo: pg.conninfo, node: "a", leaseMilliseconds: 5_000, connected: true, extra: extra)
+            let b = try await Self.daemon(
+                conninfo: pg.conninfo, node: "b", leaseMilliseconds: 5_000, connected: true, extra: extra)
+            if links {
+                // Bounded (10 s): each node logs the link it made.
+                for _ in 0..<200 where !(a.output.contains("peer link ready") && b.output.contains("peer link ready")) {
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                #expect(a.output.contains("peer link ready") && b.output.contains("peer link ready"), "a and b linked")
+            }
             let writerA = try await Self.connectClient(a, clients, "writer-a")
             #expect(
                 await Self.write(writerA, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
@@ -48,7 +64,7 @@ extension ClusterLogTests {
                         operations: Self.row("waiting"))))
             try await Task.sleep(until: killed + .milliseconds(500))
             let restarted = ContinuousClock.now
-            a = try await Self.daemon(conninfo: pg.conninfo, node: "a", leaseMilliseconds: 5_000)
+            a = try await Self.daemon(conninfo: pg.conninfo, node: "a", leaseMilliseconds: 5_000, extra: extra)
             let listening = ContinuousClock.now
             let answer = await Self.answer(to: 1, on: writerB, timeout: 10)
             let acknowledged = ContinuousClock.now
@@ -59,7 +75,7 @@ extension ClusterLogTests {
             }
             let sinceRestart = acknowledged - restarted
             print(
-                "restart: the write waiting on the replica was acknowledged \(acknowledged - killed) after the kill, \(sinceRestart) after the restart (the node listened after \(listening - restarted))"
+                "restart (links \(links)): the write waiting on the replica was acknowledged \(acknowledged - killed) after the kill, \(sinceRestart) after the restart (the node listened after \(listening - restarted))"
             )
             // Counted from the moment the restarted node listens: the start of a debug
             // binary on a loaded machine (up to ~0.3 s at load 15) is not what this tests.
