@@ -110,17 +110,28 @@ import Testing
         }
         #expect(outcome.get().refusedAt != nil, "the link was dropped: \(outcome.get())")
         #expect(await eventually(timeout: 10) { lost.get() }, "the node was told")
-        let readyAfter = Shared<[String]?>(nil)
-        thread.loop.execute { readyAfter.set(node.value?.readyPeers) }
-        #expect(await eventually(timeout: 10) { readyAfter.get() == [] })
+        #expect(await Self.readyPeers(node, thread) == [])
+        #expect(Self.stop(node, fake, thread), "the loop stopped with no handle open")
+    }
+
+    /// The node's ready peers, read on the loop (nil if the loop did not answer in 10 s).
+    static func readyPeers(_ node: Box<PeerLinks?>, _ thread: EventLoopThread) async -> [String]? {
+        let peers = Shared<[String]?>(nil)
+        thread.loop.execute { peers.set(node.value?.readyPeers) }
+        _ = await eventually(timeout: 10) { peers.get() != nil }
+        return peers.get()
+    }
+
+    /// Stops the node and closes the fake peer on the loop, then the loop: true when it
+    /// stopped within 10 s with no handle left open.
+    static func stop(_ node: Box<PeerLinks?>, _ fake: Box<TCPConnection?>, _ thread: EventLoopThread) -> Bool {
         thread.loop.execute {
             node.value?.stop()
             node.value = nil
             fake.value?.close()
             fake.value = nil
         }
-        #expect(thread.shutdown(timeout: 10))
-        #expect(thread.loop.handlesOpenAtStop == 0)
+        return thread.shutdown(timeout: 10) && thread.loop.handlesOpenAtStop == 0
     }
 
     /// Dials `node` as a hand-made peer "0": proves the credential, and calls `accepted`
@@ -196,18 +207,8 @@ import Testing
         } else {
             #expect(await eventually(timeout: 10) { lost.get() }, "a silent peer's link is closed")
         }
-        let readyAfter = Shared<[String]?>(nil)
-        thread.loop.execute { readyAfter.set(node.value?.readyPeers) }
-        #expect(await eventually(timeout: 10) { readyAfter.get() != nil })
-        #expect(readyAfter.get() == (pinging ? ["0"] : []))
-        thread.loop.execute {
-            node.value?.stop()
-            node.value = nil
-            fake.value?.close()
-            fake.value = nil
-        }
-        #expect(thread.shutdown(timeout: 10))
-        #expect(thread.loop.handlesOpenAtStop == 0)
+        #expect(await Self.readyPeers(node, thread) == (pinging ? ["0"] : []))
+        #expect(Self.stop(node, fake, thread), "the loop stopped with no handle open")
     }
 
     @Test func unauthenticatedConnectionsAreCappedAndTheRestClosedAtOnce() async throws {
