@@ -32,14 +32,16 @@ import Testing
         return UInt64(last.version)
     }
 
-    /// Accepted deliveries of `hook`, with consecutive duplicates (same key) dropped after
-    /// checking they are identical; then each must start where the previous ended.
+    /// Accepted deliveries of `hook` on `list`, with consecutive duplicates (same key)
+    /// dropped after checking they are identical; then each must end past the previous one
+    /// (versions only grow: a key seen before never comes back after another) and, unless
+    /// it is a snapshot, start where the previous ended.
     static func checkContiguous(
-        _ deliveries: [WebhookReceiver.Delivery], hook: String, sourceLocation: SourceLocation = #_sourceLocation
+        _ deliveries: [WebhookReceiver.Delivery], hook: String, list: String = "w",
+        sourceLocation: SourceLocation = #_sourceLocation
     ) {
         var previous: WebhookReceiver.Delivery?
-        for d in deliveries where d.hook == hook {
-            #expect(d.list == "w", sourceLocation: sourceLocation)
+        for d in deliveries where d.hook == hook && d.list == list {
             // The signature: t=UNIX,v1=HMAC-SHA256(secret, "UNIX." + body).
             let parts = Dictionary(
                 uniqueKeysWithValues: d.signature.split(separator: ",").map { p -> (String, String) in
@@ -54,6 +56,10 @@ import Testing
             if let p = previous, p.key == d.key {
                 #expect(p.body == d.body, "a duplicate carries the same body", sourceLocation: sourceLocation)
                 continue
+            }
+            if let p = previous {
+                #expect(
+                    d.version > p.version, "\(d.key) (\(d.type)) goes back from \(p.key)", sourceLocation: sourceLocation)
             }
             if let p = previous, d.type != "snapshot" {
                 #expect(

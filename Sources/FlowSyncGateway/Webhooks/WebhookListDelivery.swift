@@ -66,6 +66,10 @@ final class WebhookListDelivery: Sendable {
 
     var status: Status { statusBox.withLock { $0 } }
 
+    /// The daemon the subscription's link is on now; nil between links. (Which node a
+    /// failover must take away to test the resume: `WebhookFailoverTests`.)
+    var daemonEndpoint: Endpoint? { link.withLock { $0.link?.endpoint } }
+
     /// Delivers until cancelled.
     func run() async {
         let cursor: ListVersion?
