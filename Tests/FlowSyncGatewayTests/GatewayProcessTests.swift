@@ -50,6 +50,50 @@ import Glibc
         #expect(await server.stop())
     }
 
+    /// The limits' flags: a value out of range stops the binary before it binds (exit 64,
+    /// the flag, the value and the range in the message), and a WebSocket limit set by its
+    /// flag is the one a socket meets (`--ws-max-message-bytes 2048`: a 3,000-byte message
+    /// gets close 1009, a 1,500-byte one an answer).
+    @Test func limitFlagsAreCheckedAndReachTheWebSocket() async throws {
+        let binary = try BuiltProduct.path("flowsync-gateway")
+        for (argument, message) in [
+            ("--ws-ping-ms=0", "--ws-ping-ms must be from 100 to 86400000 ms, got 0"),
+            ("--ws-max-message-bytes=100", "--ws-max-message-bytes must be from 1024 to 1073741824 bytes, got 100"),
+            ("--max-body-bytes=-1", "--max-body-bytes must be from 1 to 1073741824 bytes, got -1"),
+        ] {
+            let refused = try await ChildProcess.run(
+                binary, arguments: ["--listen", "127.0.0.1:0", argument], timeout: .seconds(30))
+            #expect(refused.status == 64, "\(argument): \(refused.termination) \(refused.output)")
+            #expect(refused.output.contains(message), "\(refused.output)")
+            #expect(!refused.output.contains("listening on"), "refused before binding")
+        }
+
+        let server = try await EmbeddedServer()
+        let child = try await ChildProcess.start(
+            binary,
+            arguments: [
+                "--listen", "127.0.0.1:0", "--daemon", "127.0.0.1:\(server.port)", "--log-level", "warning",
+                "--ws-max-message-bytes", "2048",
+            ])
+        let port = await child.waitForLine(timeout: .seconds(30)) { line -> Int? in
+            guard line.hasPrefix("listening on 127.0.0.1:") else { return nil }
+            return Int(line.split(separator: ":").last ?? "")
+        }
+        let bound = try #require(port, "no 'listening on' line: \(child.output)")
+        let socket = try await WebSocketTestClient(port: bound)
+        let padding = String(repeating: " ", count: 1_500)
+        socket.send(#"{"type":"unsubscribe","list":"nothing"}"# + padding)
+        #expect(await socket.waitUntil { $0.count == 1 }, "under the limit: answered (not-subscribed)")
+        #expect(!socket.ended)
+        socket.send(#"{"type":"unsubscribe","list":"nothing"}"# + padding + padding)
+        #expect(await socket.waitUntilEnded())
+        #expect(socket.closeCode == 1009, "\(String(describing: socket.closeCode)) \(socket.texts)")
+        await socket.close()
+        child.signal(SIGTERM)
+        #expect(await child.waitForExit(timeout: .seconds(20))?.status == 0, "\(child.output)")
+        #expect(await server.stop())
+    }
+
     @Test func theUnitVerifiesCleanlyAndIsHardened() async throws {
         let analyze = "/usr/bin/systemd-analyze"
         guard FileManager.default.isExecutableFile(atPath: analyze) else {
