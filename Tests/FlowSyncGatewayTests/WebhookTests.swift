@@ -1,6 +1,7 @@
 import Crypto
 import FlowSyncCore
 import FlowSyncGatewayCore
+import FlowSyncServer
 import FlowSyncTestSupport
 import Foundation
 import Testing
@@ -161,6 +162,30 @@ import Testing
         await gateway.stop()
         await dead.stop()
         await alive.stop()
+        #expect(await server.stop())
+    }
+
+    /// A daemon that refuses the hook's subscription (here: no such list, auto-create off)
+    /// is asked again after a growing pause (0.5 s doubling, with jitter), not in a tight
+    /// loop, and the hook delivers nothing meanwhile. Bounded by time on purpose: what is
+    /// measured is a rate.
+    @Test func aRefusedSubscriptionIsAskedAgainWithBackoffNotInALoop() async throws {
+        var configuration = ServerConfiguration()
+        configuration.autoCreateLists = false
+        let server = try await EmbeddedServer(configuration: configuration)
+        let receiver = try await WebhookReceiver()
+        let gateway = try await GatewayHarness(server: server) {
+            $0.webhooks = [Self.hook("refused", receiver, lists: ["missing"])]
+        }
+        try await Task.sleep(for: .seconds(2))
+        let (_, object) = try await gateway.json("GET", "/v1/webhooks")
+        let status = try #require((object["hooks"] as? [[String: Any]])?.first)
+        let subscriptions = status["subscriptions"] as? Int ?? -1
+        // At 0, then after 0.25–0.5 s, 0.5–1 s and 1–2 s more: 3 or 4 in 2 s (5 for slack).
+        #expect((2...5).contains(subscriptions), "\(subscriptions) subscriptions in 2 s")
+        #expect(receiver.attempts == 0)
+        await gateway.stop()
+        await receiver.stop()
         #expect(await server.stop())
     }
 

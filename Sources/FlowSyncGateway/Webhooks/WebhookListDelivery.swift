@@ -96,6 +96,13 @@ final class WebhookListDelivery: Sendable {
         resubscribe(from: cursor, after: 0, tasks: &tasks)
         var stopping = false
         var posting = false
+        // Subscriptions refused in a row (a Subscribe answered with an Error: forbidden, no
+        // such list, overloaded, draining). The next one waits 0.5 s doubling to 30 s, with
+        // jitter, so a hook whose list the daemon refuses does not reconnect in a tight
+        // loop (it once did, as fast as the daemon answered). A batch received resets it.
+        var refusals = 0
+        var refusalBackoff = WebhookBackoff(
+            baseMilliseconds: 500, capMilliseconds: 30_000, seed: UInt64.random(in: 0...UInt64.max))
         for await event in events {
             let action: WebhookListMachine.Action
             switch event {
@@ -116,9 +123,11 @@ final class WebhookListDelivery: Sendable {
                 switch message {
                 case .diff(let diff) where diff.listName == list:
                     // An empty diff (already current) carries nothing to deliver.
+                    refusals = 0
                     if diff.fromVersion == diff.toVersion && diff.changeset.stages.isEmpty { continue }
                     action = machine.received(WebhookBatch(diff: diff))
                 case .snapshot(let snapshot) where snapshot.listName == list:
+                    refusals = 0
                     action = machine.received(WebhookBatch(snapshot: snapshot))
                 case .error(let error) where error.listName == list || error.listName == nil:
                     logger.warning(
@@ -127,6 +136,7 @@ final class WebhookListDelivery: Sendable {
                             "flowsync.hook": "\(hook.name)", "flowsync.list": "\(list)",
                             "error": "\(error.code.name): \(error.message)",
                         ])
+                    refusals += 1
                     closeLink()
                     action = machine.upstreamClosed()
                 default:
@@ -151,13 +161,14 @@ final class WebhookListDelivery: Sendable {
             if stopping {
                 // Only the cursor of what was just delivered; nothing new starts.
                 if case .saveCursor(let cursor, _) = action {
-                    perform(.saveCursor(cursor, then: .none), poster: poster, tasks: &tasks)
+                    perform(.saveCursor(cursor, then: .none), poster: poster, resubscribeAfter: 0, tasks: &tasks)
                 }
                 return
             }
             if case .deliver = action { posting = true }
             if case .saveCursor(_, then: .deliver) = action { posting = true }
-            perform(action, poster: poster, tasks: &tasks)
+            let pause = refusals > 0 && action.endsInResubscribe ? refusalBackoff.delay(afterFailures: refusals) : 0
+            perform(action, poster: poster, resubscribeAfter: Int(pause), tasks: &tasks)
             let (queued, overflows) = (machine.queued, machine.overflows)
             statusBox.withLock {
                 $0.queued = queued
@@ -169,7 +180,11 @@ final class WebhookListDelivery: Sendable {
 
     private var currentGeneration: Int { link.withLock { $0.generation } }
 
-    private func perform(_ action: WebhookListMachine.Action, poster: WebhookPoster, tasks: inout [Task<Void, Never>]) {
+    /// Carries out `action`; a resubscription in it starts after `resubscribeAfter` ms.
+    private func perform(
+        _ action: WebhookListMachine.Action, poster: WebhookPoster, resubscribeAfter: Int,
+        tasks: inout [Task<Void, Never>]
+    ) {
         switch action {
         case .none:
             break
@@ -190,7 +205,7 @@ final class WebhookListDelivery: Sendable {
                     "webhook cursor not saved",
                     metadata: ["flowsync.hook": "\(hook.name)", "flowsync.list": "\(list)", "error": "\(error)"])
             }
-            perform(then, poster: poster, tasks: &tasks)
+            perform(then, poster: poster, resubscribeAfter: resubscribeAfter, tasks: &tasks)
         case .retry(let milliseconds):
             let input = self.input
             tasks.append(
@@ -202,12 +217,13 @@ final class WebhookListDelivery: Sendable {
             // Ending the subscription is closing its link: the link carries nothing else.
             closeLink()
         case .resubscribe(let from):
-            resubscribe(from: from, after: 0, tasks: &tasks)
+            resubscribe(from: from, after: resubscribeAfter, tasks: &tasks)
         }
     }
 
-    /// Opens a new link (a new generation) and subscribes from `from`; if no daemon
-    /// answers, reports the link closed after a pause, and the machine asks again.
+    /// Opens a new link (a new generation) after `delayMilliseconds` and subscribes from
+    /// `from`; if no daemon answers, reports the link closed after a pause, and the machine
+    /// asks again. A newer subscription or a stop during the delay ends this one unopened.
     private func resubscribe(from: ListVersion?, after delayMilliseconds: Int, tasks: inout [Task<Void, Never>]) {
         let generation: Int = link.withLock { state in
             state.link?.close()
@@ -223,6 +239,10 @@ final class WebhookListDelivery: Sendable {
         let linkBox = self.link
         tasks.append(
             Task {
+                if delayMilliseconds > 0 {
+                    try? await Task.sleep(for: .milliseconds(delayMilliseconds))
+                    guard !Task.isCancelled, linkBox.withLock({ $0.generation }) == generation else { return }
+                }
                 do {
                     let opened = try await DaemonLink.open(
                         options, eventLoop: MultiThreadedEventLoopGroup.singleton.next())
@@ -256,5 +276,16 @@ final class WebhookListDelivery: Sendable {
     /// Ends ``run()`` after the POST in flight, if any, is answered and recorded.
     func stop() {
         input.yield(.stop)
+    }
+}
+
+extension WebhookListMachine.Action {
+    /// Whether carrying this out subscribes again (itself, or after saving a cursor).
+    fileprivate var endsInResubscribe: Bool {
+        switch self {
+        case .resubscribe: return true
+        case .saveCursor(_, let then): return then.endsInResubscribe
+        default: return false
+        }
     }
 }
