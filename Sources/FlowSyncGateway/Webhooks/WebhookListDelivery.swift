@@ -88,9 +88,13 @@ final class WebhookListDelivery: Sendable {
                 baseMilliseconds: hook.backoffBaseMilliseconds, capMilliseconds: hook.backoffCapMilliseconds,
                 seed: UInt64.random(in: 0...UInt64.max)))
         let poster = WebhookPoster(hook: hook)
-        var tasks: [Task<Void, Never>] = []
+        var tasks = SideTasks()
         defer {
-            for task in tasks { task.cancel() }
+            tasks.cancelAll()
+            // A new generation first: a link still being opened (DaemonLink.open does not
+            // heed cancellation) then finds itself superseded and closes, instead of
+            // subscribing after the stop.
+            link.withLock { $0.generation += 1 }
             closeLink()
         }
         resubscribe(from: cursor, after: 0, tasks: &tasks)
@@ -174,7 +178,6 @@ final class WebhookListDelivery: Sendable {
                 $0.queued = queued
                 $0.overflows = overflows
             }
-            tasks.removeAll { $0.isCancelled }
         }
     }
 
@@ -183,18 +186,17 @@ final class WebhookListDelivery: Sendable {
     /// Carries out `action`; a resubscription in it starts after `resubscribeAfter` ms.
     private func perform(
         _ action: WebhookListMachine.Action, poster: WebhookPoster, resubscribeAfter: Int,
-        tasks: inout [Task<Void, Never>]
+        tasks: inout SideTasks
     ) {
         switch action {
         case .none:
             break
         case .deliver(let batch, let attempt):
             let input = self.input
-            tasks.append(
-                Task {
-                    let ok = await poster.post(batch, attempt: attempt)
-                    input.yield(ok ? .delivered : .failed)
-                })
+            tasks.post = Task {
+                let ok = await poster.post(batch, attempt: attempt)
+                input.yield(ok ? .delivered : .failed)
+            }
         case .saveCursor(let cursor, let then):
             do {
                 try store.save(cursor, hook: hook.name, list: list)
@@ -208,11 +210,10 @@ final class WebhookListDelivery: Sendable {
             perform(then, poster: poster, resubscribeAfter: resubscribeAfter, tasks: &tasks)
         case .retry(let milliseconds):
             let input = self.input
-            tasks.append(
-                Task {
-                    try? await Task.sleep(for: .milliseconds(Int64(milliseconds)))
-                    input.yield(.retryDue)
-                })
+            tasks.retryTimer = Task {
+                try? await Task.sleep(for: .milliseconds(Int64(milliseconds)))
+                input.yield(.retryDue)
+            }
         case .unsubscribe:
             // Ending the subscription is closing its link: the link carries nothing else.
             closeLink()
@@ -224,7 +225,7 @@ final class WebhookListDelivery: Sendable {
     /// Opens a new link (a new generation) after `delayMilliseconds` and subscribes from
     /// `from`; if no daemon answers, reports the link closed after a pause, and the machine
     /// asks again. A newer subscription or a stop during the delay ends this one unopened.
-    private func resubscribe(from: ListVersion?, after delayMilliseconds: Int, tasks: inout [Task<Void, Never>]) {
+    private func resubscribe(from: ListVersion?, after delayMilliseconds: Int, tasks: inout SideTasks) {
         let generation: Int = link.withLock { state in
             state.link?.close()
             state.link = nil
@@ -237,32 +238,32 @@ final class WebhookListDelivery: Sendable {
             endpoints: endpoints, token: hook.token, clientID: "hook-\(hook.name)-\(UInt32.random(in: 0...UInt32.max))")
         let list = self.list
         let linkBox = self.link
-        tasks.append(
-            Task {
-                if delayMilliseconds > 0 {
-                    try? await Task.sleep(for: .milliseconds(delayMilliseconds))
-                    guard !Task.isCancelled, linkBox.withLock({ $0.generation }) == generation else { return }
+        tasks.subscription?.cancel()  // superseded: a pause ends, an open in progress is dropped by generation
+        tasks.subscription = Task {
+            if delayMilliseconds > 0 {
+                try? await Task.sleep(for: .milliseconds(delayMilliseconds))
+                guard !Task.isCancelled, linkBox.withLock({ $0.generation }) == generation else { return }
+            }
+            do {
+                let opened = try await DaemonLink.open(
+                    options, eventLoop: MultiThreadedEventLoopGroup.singleton.next())
+                let current = linkBox.withLock { state -> Bool in
+                    guard state.generation == generation else { return false }
+                    state.link = opened
+                    return true
                 }
-                do {
-                    let opened = try await DaemonLink.open(
-                        options, eventLoop: MultiThreadedEventLoopGroup.singleton.next())
-                    let current = linkBox.withLock { state -> Bool in
-                        guard state.generation == generation else { return false }
-                        state.link = opened
-                        return true
-                    }
-                    guard current else {
-                        opened.close()
-                        return
-                    }
-                    opened.setMessageHandler { input.yield(.message($0, generation: generation)) }
-                    opened.setCloseHandler { _ in input.yield(.linkClosed(generation: generation)) }
-                    opened.send(.subscribe(Subscribe(listName: list, resumeFrom: from)))
-                } catch {
-                    try? await Task.sleep(for: .milliseconds(500))  // the daemon is away: do not spin
-                    input.yield(.linkClosed(generation: generation))
+                guard current else {
+                    opened.close()
+                    return
                 }
-            })
+                opened.setMessageHandler { input.yield(.message($0, generation: generation)) }
+                opened.setCloseHandler { _ in input.yield(.linkClosed(generation: generation)) }
+                opened.send(.subscribe(Subscribe(listName: list, resumeFrom: from)))
+            } catch {
+                try? await Task.sleep(for: .milliseconds(500))  // the daemon is away: do not spin
+                input.yield(.linkClosed(generation: generation))
+            }
+        }
     }
 
     private func closeLink() {
@@ -276,6 +277,22 @@ final class WebhookListDelivery: Sendable {
     /// Ends ``run()`` after the POST in flight, if any, is answered and recorded.
     func stop() {
         input.yield(.stop)
+    }
+}
+
+/// The tasks a delivery runs beside its loop, one slot each. At most one POST, one retry
+/// timer and one subscription matter at a time, so a new one replaces the old handle, and
+/// the handles do not pile up: an array of every task started grew by one per POST for the
+/// gateway's whole life.
+private struct SideTasks {
+    var post: Task<Void, Never>?
+    var retryTimer: Task<Void, Never>?
+    var subscription: Task<Void, Never>?
+
+    func cancelAll() {
+        post?.cancel()
+        retryTimer?.cancel()
+        subscription?.cancel()
     }
 }
 
