@@ -128,11 +128,16 @@ import Glibc
         let first = try await WebhookTests.write(writer, 20)
         // Mid-stream: once a few batches arrived, SIGKILL.
         #expect(await receiver.waitFor(hook: "k", version: 4))
+        // The receiver refuses from now on, so nothing of the killed process is accepted
+        // after `before` is read (a POST it had fully sent would otherwise be recorded
+        // late, and taken for the restarted process's first delivery).
+        receiver.setDown(true)
+        let before = receiver.accepted.count
         child.signal(SIGKILL)
         #expect(await child.waitForExit(timeout: .seconds(20))?.status != 0)
-        let before = receiver.accepted.count
         let second = try await WebhookTests.write(writer, 10, from: 100)
         #expect(second > first)
+        receiver.setDown(false)
         child = try await start()
         #expect(
             await receiver.waitFor(hook: "k", version: second, timeout: .seconds(60)),
