@@ -38,3 +38,18 @@ public struct GatewayLimits: Hashable, Sendable {
         self.daemonTimeoutMilliseconds = daemonTimeoutMilliseconds
     }
 }
+
+extension GatewayLimits: CheckedLimits {
+    /// Every HTTP limit with its flag and the values accepted (``validate()``).
+    public static var settings: [LimitSetting<GatewayLimits>] {
+        [
+            LimitSetting("--max-body-bytes", \.maxBodyBytes, 1...LimitBounds.bytes, unit: "bytes"),
+            LimitSetting("--max-operations", \.maxOperations, 1...LimitBounds.count, unit: "operations"),
+            LimitSetting("--max-connections", \.maxConnections, 1...LimitBounds.count, unit: "connections"),
+            LimitSetting("--max-streams", \.maxStreams, 1...LimitBounds.count, unit: "streams"),
+            LimitSetting("--header-timeout-ms", \.headerTimeoutMilliseconds, 1...LimitBounds.milliseconds, unit: "ms"),
+            LimitSetting("--body-timeout-ms", \.bodyTimeoutMilliseconds, 1...LimitBounds.milliseconds, unit: "ms"),
+            LimitSetting("--daemon-timeout-ms", \.daemonTimeoutMilliseconds, 1...LimitBounds.milliseconds, unit: "ms"),
+        ]
+    }
+}

@@ -2,7 +2,8 @@ import FlowSyncProtocol
 
 /// An RFC 9457 problem document (`application/problem+json`): every error answer of the
 /// HTTP API. `type` is `urn:flowsync:problem:<name>`, where the name is the daemon's
-/// error-code name (PROTOCOL.md, "Error codes") or the gateway's own (``RequestError``);
+/// error-code name (PROTOCOL.md, "Error codes") or the gateway's own (``GatewayRefusal``:
+/// ``RequestError``, ``WebSocketError``);
 /// `code` carries the daemon's numeric code when the daemon decided.
 public struct Problem: Error, Hashable, Sendable {
     public let status: Int
@@ -20,11 +21,9 @@ public struct Problem: Error, Hashable, Sendable {
         self.code = code
     }
 
-    /// The gateway's own refusal.
-    public init(_ error: RequestError) {
-        self.init(
-            status: error.status, name: error.kind.rawValue, title: Self.title(error.kind.rawValue),
-            detail: error.detail, code: nil)
+    /// The gateway's own refusal (``GatewayRefusal/problem``).
+    public init(_ refusal: some GatewayRefusal) {
+        self = refusal.problem
     }
 
     /// The daemon's Reject or Error, with the HTTP status of its class.

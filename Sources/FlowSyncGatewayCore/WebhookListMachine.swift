@@ -15,7 +15,14 @@ import FlowSyncCore
 /// 3. **Contiguity.** A Diff is accepted only if its `from` is the last accepted `to`
 ///    (a batch already covered is dropped). Anything else (a gap, which the daemon never
 ///    sends on one subscription, or another epoch's Diff) means the subscription can no
-///    longer be trusted: drop the queue and resubscribe from the cursor.
+///    longer be trusted: drop the queue and resubscribe from the cursor. A Snapshot that
+///    does not pass the last accepted position in its epoch is dropped too: a node that
+///    has not replayed up to the cursor (in a cluster, a replica behind the owner that
+///    just died) answers a resume with a Snapshot at its own head (PROTOCOL.md:
+///    `resumeTooOld`, "newer than the current version"). Delivered, it would take the
+///    receiver back, and the batches after it would repeat keys with other bodies. The
+///    Diffs that node sends next are covered up to the cursor, and the one after it is
+///    delivered.
 /// 4. **Bounded queue.** Past `maxQueued` batches waiting behind a slow or dead receiver,
 ///    the queue is dropped and the upstream subscription ended (`.unsubscribe`): memory
 ///    stays bounded, and only this hook waits. When the in-flight delivery finally
@@ -105,7 +112,11 @@ public struct WebhookListMachine: Sendable {
             batch.list == list, "Internal inconsistency in WebhookListMachine: \(batch.list) on \(list)'s machine")
         if upstream == .needsResubscribe { return .none }  // rule 4/5: dropped, the catch-up brings it
         if upstream == .resubscribing { upstream = .live }
-        if batch.kind != .snapshot {
+        if batch.kind == .snapshot {
+            if let last = lastAccepted, batch.to.epoch == last.epoch, batch.to.version <= last.version {
+                return .none  // rule 3: a node behind the cursor; its next Diffs catch up
+            }
+        } else {
             guard let from = batch.from else {
                 preconditionFailure("Internal inconsistency in WebhookListMachine: a diff without from")
             }

@@ -47,6 +47,24 @@ struct GatewayCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Longest wait for a daemon's answer, milliseconds.")
     var daemonTimeoutMs = GatewayLimits().daemonTimeoutMilliseconds
 
+    @Option(name: .long, help: "WebSocket: largest message a browser may send, bytes (after permessage-deflate).")
+    var wsMaxMessageBytes = WebSocketLimits().maxMessageBytes
+
+    @Option(name: .long, help: "WebSocket: lists one socket may follow at once.")
+    var wsMaxSubscriptions = WebSocketLimits().maxSubscriptions
+
+    @Option(name: .long, help: "WebSocket: writes one socket may have waiting for the daemon.")
+    var wsMaxWritesInFlight = WebSocketLimits().maxWritesInFlight
+
+    @Option(name: .long, help: "WebSocket: messages queued toward one browser before it is closed as too slow (4008).")
+    var wsMaxQueuedMessages = WebSocketLimits().maxQueuedMessages
+
+    @Option(name: .long, help: "WebSocket: bytes queued toward one browser before it is closed as too slow (4008).")
+    var wsMaxQueuedBytes = WebSocketLimits().maxQueuedBytes
+
+    @Option(name: .long, help: "WebSocket: ping period, milliseconds; no pong by the next ping closes the socket (1001).")
+    var wsPingMs = WebSocketLimits().pingMilliseconds
+
     @Option(
         name: .long,
         help: """
@@ -62,6 +80,32 @@ struct GatewayCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
+
+    /// The HTTP and WebSocket limits from their flags.
+    var limits: GatewayLimits {
+        GatewayLimits(
+            maxBodyBytes: maxBodyBytes, maxOperations: maxOperations, maxConnections: maxConnections,
+            headerTimeoutMilliseconds: headerTimeoutMs, bodyTimeoutMilliseconds: bodyTimeoutMs, maxStreams: maxStreams,
+            daemonTimeoutMilliseconds: daemonTimeoutMs)
+    }
+
+    var webSocketLimits: WebSocketLimits {
+        WebSocketLimits(
+            maxMessageBytes: wsMaxMessageBytes, maxSubscriptions: wsMaxSubscriptions,
+            maxWritesInFlight: wsMaxWritesInFlight, maxQueuedMessages: wsMaxQueuedMessages,
+            maxQueuedBytes: wsMaxQueuedBytes, pingMilliseconds: wsPingMs)
+    }
+
+    /// A limit out of range stops the gateway before it binds, with the flag, the value
+    /// and the range (ArgumentParser prints it with the usage and exits 64).
+    func validate() throws {
+        do {
+            try limits.validate()
+            try webSocketLimits.validate()
+        } catch {
+            throw ValidationError("\(error)")
+        }
+    }
 
     func run() async throws {
         // A process started from a test runner's thread may inherit blocked signals
@@ -90,10 +134,6 @@ struct GatewayCommand: AsyncParsableCommand {
             }
             endpoints.append(endpoint)
         }
-        let limits = GatewayLimits(
-            maxBodyBytes: maxBodyBytes, maxOperations: maxOperations, maxConnections: maxConnections,
-            headerTimeoutMilliseconds: headerTimeoutMs, bodyTimeoutMilliseconds: bodyTimeoutMs, maxStreams: maxStreams,
-            daemonTimeoutMilliseconds: daemonTimeoutMs)
         let hooks = try webhook.map(Self.parseWebhook)
         let state = stateDir ?? ProcessInfo.processInfo.environment["STATE_DIRECTORY"]
         if !hooks.isEmpty && state == nil {
@@ -104,7 +144,7 @@ struct GatewayCommand: AsyncParsableCommand {
             configuration: GatewayConfiguration(
                 host: listenEndpoint.host, port: listenEndpoint.port, endpoints: endpoints, limits: limits,
                 corsOrigins: corsOrigin,
-                webhooks: hooks, stateDirectory: state),
+                webhooks: hooks, stateDirectory: state, webSocket: webSocketLimits),
             logger: logger)
 
         let task = Task {

@@ -124,4 +124,28 @@ import Testing
         #expect(Problem.status(for: .staleBaseVersion) == 409)
         #expect(Problem.status(for: .unknownList) == 404)
     }
+
+    /// Both catalogs of the gateway's own refusals reach the client through one mapping
+    /// (`GatewayRefusal`): name, status and title in the problem, no daemon code, and a
+    /// WebSocket close only for an oversized message (1009). Their names never collide.
+    @Test func theGatewaysRefusalsShareOneMapping() {
+        func check(_ refusal: some GatewayRefusal) {
+            let p = refusal.problem
+            #expect(p == Problem(refusal))
+            #expect(p.name == refusal.name && p.status == refusal.status && p.detail == refusal.detail && p.code == nil)
+            #expect((400...599).contains(p.status) && !p.title.isEmpty, "\(refusal.name)")
+        }
+        for kind in RequestError.Kind.allCases {
+            check(RequestError(kind, "d"))
+            #expect(RequestError(kind, "d").closeReason == nil)
+        }
+        for kind in WebSocketError.Kind.allCases {
+            check(WebSocketError(kind, "d"))
+            #expect(WebSocketError(kind, "d").closeReason == (kind == .messageTooLarge ? .messageTooLarge : nil))
+        }
+        #expect(WebSocketCloseReason.messageTooLarge.code == 1009)
+        let names = RequestError.Kind.allCases.map(\.rawValue) + WebSocketError.Kind.allCases.map(\.rawValue)
+        #expect(Set(names).count == names.count, "one name, one meaning: \(names)")
+        #expect(WebSocketError(.tooManyWrites, "d").problem.status == 429)
+    }
 }

@@ -118,8 +118,30 @@ import Testing
         #expect(m.deliverySucceeded() == .saveCursor(Self.v(9), then: .deliver(Self.batch(9, 10), attempt: 1)))
     }
 
-    /// Seeded simulation: a receiver that fails at random, overflows and link losses;
-    /// the receiver's log, deduplicated by `to`, covers every version in order.
+    /// A resume through a node that has not reached the cursor yet (a cluster replica
+    /// behind the owner that died) is answered with a snapshot at that node's head
+    /// (PROTOCOL.md: `resumeTooOld`, "newer than the current version"). Delivering it would
+    /// take the receiver back, and the batches after it would repeat keys it saw, with
+    /// other bodies. It is dropped; the batches the node replays next are covered up to the
+    /// cursor, and the one after it is delivered.
+    @Test func aSnapshotBehindTheCursorFromALaggingNodeIsDroppedNotDeliveredBackwards() {
+        var m = machine(cursor: Self.v(3))
+        _ = m.received(Self.batch(3, 4))
+        #expect(m.deliverySucceeded() == .saveCursor(Self.v(4), then: .none))
+        #expect(m.upstreamClosed() == .resubscribe(from: Self.v(4)))
+        #expect(m.received(Self.snapshot(2)) == .none, "behind the cursor")
+        #expect(m.received(Self.snapshot(4)) == .none, "at the cursor: nothing new")
+        #expect(m.received(Self.batch(2, 3)) == .none)
+        #expect(m.received(Self.batch(3, 4)) == .none)
+        #expect(m.received(Self.batch(4, 5)) == .deliver(Self.batch(4, 5), attempt: 1))
+        // Past the cursor, a snapshot is news; another epoch's is always.
+        #expect(m.received(Self.snapshot(5, epoch: 2)) == .none, "queued behind the one in flight")
+        #expect(m.queued == 1)
+    }
+
+    /// Seeded simulation: a receiver that fails at random, overflows, link losses and
+    /// resumes through lagging nodes; the receiver's log, deduplicated by `to`, covers
+    /// every version in order.
     @Test func seededFlakyReceiverSeesEveryVersionInOrder() {
         for seed in UInt64(1)...20 {
             var random = SplitMix64(seed: seed)
@@ -137,10 +159,19 @@ import Testing
                 case .retry: pending = .retry(afterMilliseconds: 0)
                 case .unsubscribe: subscribedFrom = nil
                 case .resubscribe(let from):
-                    // The daemon's resume: one catch-up diff from the cursor to head.
                     let at = from!.version
                     subscribedFrom = head
-                    if head > at { run(m.received(Self.batch(at, head))) }
+                    if at > 0 && random.next() % 2 == 0 {
+                        // A lagging node (a cluster replica behind the node that died): its
+                        // head is behind the cursor, so it answers the resume with a
+                        // snapshot (resumeTooOld) at its head, then each batch it replays.
+                        let behind = random.next() % at
+                        run(m.received(Self.snapshot(behind)))
+                        for version in behind..<head { run(m.received(Self.batch(version, version + 1))) }
+                    } else if head > at {
+                        // The daemon's resume: one catch-up diff from the cursor to head.
+                        run(m.received(Self.batch(at, head)))
+                    }
                 }
             }
             for _ in 0..<400 {

@@ -1,6 +1,7 @@
 import Crypto
 import FlowSyncCore
 import FlowSyncGatewayCore
+import FlowSyncServer
 import FlowSyncTestSupport
 import Foundation
 import Testing
@@ -32,14 +33,16 @@ import Testing
         return UInt64(last.version)
     }
 
-    /// Accepted deliveries of `hook`, with consecutive duplicates (same key) dropped after
-    /// checking they are identical; then each must start where the previous ended.
+    /// Accepted deliveries of `hook` on `list`, with consecutive duplicates (same key)
+    /// dropped after checking they are identical; then each must end past the previous one
+    /// (versions only grow: a key seen before never comes back after another) and, unless
+    /// it is a snapshot, start where the previous ended.
     static func checkContiguous(
-        _ deliveries: [WebhookReceiver.Delivery], hook: String, sourceLocation: SourceLocation = #_sourceLocation
+        _ deliveries: [WebhookReceiver.Delivery], hook: String, list: String = "w",
+        sourceLocation: SourceLocation = #_sourceLocation
     ) {
         var previous: WebhookReceiver.Delivery?
-        for d in deliveries where d.hook == hook {
-            #expect(d.list == "w", sourceLocation: sourceLocation)
+        for d in deliveries where d.hook == hook && d.list == list {
             // The signature: t=UNIX,v1=HMAC-SHA256(secret, "UNIX." + body).
             let parts = Dictionary(
                 uniqueKeysWithValues: d.signature.split(separator: ",").map { p -> (String, String) in
@@ -54,6 +57,10 @@ import Testing
             if let p = previous, p.key == d.key {
                 #expect(p.body == d.body, "a duplicate carries the same body", sourceLocation: sourceLocation)
                 continue
+            }
+            if let p = previous {
+                #expect(
+                    d.version > p.version, "\(d.key) (\(d.type)) goes back from \(p.key)", sourceLocation: sourceLocation)
             }
             if let p = previous, d.type != "snapshot" {
                 #expect(
@@ -155,6 +162,30 @@ import Testing
         await gateway.stop()
         await dead.stop()
         await alive.stop()
+        #expect(await server.stop())
+    }
+
+    /// A daemon that refuses the hook's subscription (here: no such list, auto-create off)
+    /// is asked again after a growing pause (0.5 s doubling, with jitter), not in a tight
+    /// loop, and the hook delivers nothing meanwhile. Bounded by time on purpose: what is
+    /// measured is a rate.
+    @Test func aRefusedSubscriptionIsAskedAgainWithBackoffNotInALoop() async throws {
+        var configuration = ServerConfiguration()
+        configuration.autoCreateLists = false
+        let server = try await EmbeddedServer(configuration: configuration)
+        let receiver = try await WebhookReceiver()
+        let gateway = try await GatewayHarness(server: server) {
+            $0.webhooks = [Self.hook("refused", receiver, lists: ["missing"])]
+        }
+        try await Task.sleep(for: .seconds(2))
+        let (_, object) = try await gateway.json("GET", "/v1/webhooks")
+        let status = try #require((object["hooks"] as? [[String: Any]])?.first)
+        let subscriptions = status["subscriptions"] as? Int ?? -1
+        // At 0, then after 0.25–0.5 s, 0.5–1 s and 1–2 s more: 3 or 4 in 2 s (5 for slack).
+        #expect((2...5).contains(subscriptions), "\(subscriptions) subscriptions in 2 s")
+        #expect(receiver.attempts == 0)
+        await gateway.stop()
+        await receiver.stop()
         #expect(await server.stop())
     }
 

@@ -66,6 +66,10 @@ final class WebhookListDelivery: Sendable {
 
     var status: Status { statusBox.withLock { $0 } }
 
+    /// The daemon the subscription's link is on now; nil between links. (Which node a
+    /// failover must take away to test the resume: `WebhookFailoverTests`.)
+    var daemonEndpoint: Endpoint? { link.withLock { $0.link?.endpoint } }
+
     /// Delivers until cancelled.
     func run() async {
         let cursor: ListVersion?
@@ -84,14 +88,25 @@ final class WebhookListDelivery: Sendable {
                 baseMilliseconds: hook.backoffBaseMilliseconds, capMilliseconds: hook.backoffCapMilliseconds,
                 seed: UInt64.random(in: 0...UInt64.max)))
         let poster = WebhookPoster(hook: hook)
-        var tasks: [Task<Void, Never>] = []
+        var tasks = SideTasks()
         defer {
-            for task in tasks { task.cancel() }
+            tasks.cancelAll()
+            // A new generation first: a link still being opened (DaemonLink.open does not
+            // heed cancellation) then finds itself superseded and closes, instead of
+            // subscribing after the stop.
+            link.withLock { $0.generation += 1 }
             closeLink()
         }
         resubscribe(from: cursor, after: 0, tasks: &tasks)
         var stopping = false
         var posting = false
+        // Subscriptions refused in a row (a Subscribe answered with an Error: forbidden, no
+        // such list, overloaded, draining). The next one waits 0.5 s doubling to 30 s, with
+        // jitter, so a hook whose list the daemon refuses does not reconnect in a tight
+        // loop (it once did, as fast as the daemon answered). A batch received resets it.
+        var refusals = 0
+        var refusalBackoff = WebhookBackoff(
+            baseMilliseconds: 500, capMilliseconds: 30_000, seed: UInt64.random(in: 0...UInt64.max))
         for await event in events {
             let action: WebhookListMachine.Action
             switch event {
@@ -112,9 +127,11 @@ final class WebhookListDelivery: Sendable {
                 switch message {
                 case .diff(let diff) where diff.listName == list:
                     // An empty diff (already current) carries nothing to deliver.
+                    refusals = 0
                     if diff.fromVersion == diff.toVersion && diff.changeset.stages.isEmpty { continue }
                     action = machine.received(WebhookBatch(diff: diff))
                 case .snapshot(let snapshot) where snapshot.listName == list:
+                    refusals = 0
                     action = machine.received(WebhookBatch(snapshot: snapshot))
                 case .error(let error) where error.listName == list || error.listName == nil:
                     logger.warning(
@@ -123,6 +140,7 @@ final class WebhookListDelivery: Sendable {
                             "flowsync.hook": "\(hook.name)", "flowsync.list": "\(list)",
                             "error": "\(error.code.name): \(error.message)",
                         ])
+                    refusals += 1
                     closeLink()
                     action = machine.upstreamClosed()
                 default:
@@ -147,35 +165,38 @@ final class WebhookListDelivery: Sendable {
             if stopping {
                 // Only the cursor of what was just delivered; nothing new starts.
                 if case .saveCursor(let cursor, _) = action {
-                    perform(.saveCursor(cursor, then: .none), poster: poster, tasks: &tasks)
+                    perform(.saveCursor(cursor, then: .none), poster: poster, resubscribeAfter: 0, tasks: &tasks)
                 }
                 return
             }
             if case .deliver = action { posting = true }
             if case .saveCursor(_, then: .deliver) = action { posting = true }
-            perform(action, poster: poster, tasks: &tasks)
+            let pause = refusals > 0 && action.endsInResubscribe ? refusalBackoff.delay(afterFailures: refusals) : 0
+            perform(action, poster: poster, resubscribeAfter: Int(pause), tasks: &tasks)
             let (queued, overflows) = (machine.queued, machine.overflows)
             statusBox.withLock {
                 $0.queued = queued
                 $0.overflows = overflows
             }
-            tasks.removeAll { $0.isCancelled }
         }
     }
 
     private var currentGeneration: Int { link.withLock { $0.generation } }
 
-    private func perform(_ action: WebhookListMachine.Action, poster: WebhookPoster, tasks: inout [Task<Void, Never>]) {
+    /// Carries out `action`; a resubscription in it starts after `resubscribeAfter` ms.
+    private func perform(
+        _ action: WebhookListMachine.Action, poster: WebhookPoster, resubscribeAfter: Int,
+        tasks: inout SideTasks
+    ) {
         switch action {
         case .none:
             break
         case .deliver(let batch, let attempt):
             let input = self.input
-            tasks.append(
-                Task {
-                    let ok = await poster.post(batch, attempt: attempt)
-                    input.yield(ok ? .delivered : .failed)
-                })
+            tasks.post = Task {
+                let ok = await poster.post(batch, attempt: attempt)
+                input.yield(ok ? .delivered : .failed)
+            }
         case .saveCursor(let cursor, let then):
             do {
                 try store.save(cursor, hook: hook.name, list: list)
@@ -186,25 +207,25 @@ final class WebhookListDelivery: Sendable {
                     "webhook cursor not saved",
                     metadata: ["flowsync.hook": "\(hook.name)", "flowsync.list": "\(list)", "error": "\(error)"])
             }
-            perform(then, poster: poster, tasks: &tasks)
+            perform(then, poster: poster, resubscribeAfter: resubscribeAfter, tasks: &tasks)
         case .retry(let milliseconds):
             let input = self.input
-            tasks.append(
-                Task {
-                    try? await Task.sleep(for: .milliseconds(Int64(milliseconds)))
-                    input.yield(.retryDue)
-                })
+            tasks.retryTimer = Task {
+                try? await Task.sleep(for: .milliseconds(Int64(milliseconds)))
+                input.yield(.retryDue)
+            }
         case .unsubscribe:
             // Ending the subscription is closing its link: the link carries nothing else.
             closeLink()
         case .resubscribe(let from):
-            resubscribe(from: from, after: 0, tasks: &tasks)
+            resubscribe(from: from, after: resubscribeAfter, tasks: &tasks)
         }
     }
 
-    /// Opens a new link (a new generation) and subscribes from `from`; if no daemon
-    /// answers, reports the link closed after a pause, and the machine asks again.
-    private func resubscribe(from: ListVersion?, after delayMilliseconds: Int, tasks: inout [Task<Void, Never>]) {
+    /// Opens a new link (a new generation) after `delayMilliseconds` and subscribes from
+    /// `from`; if no daemon answers, reports the link closed after a pause, and the machine
+    /// asks again. A newer subscription or a stop during the delay ends this one unopened.
+    private func resubscribe(from: ListVersion?, after delayMilliseconds: Int, tasks: inout SideTasks) {
         let generation: Int = link.withLock { state in
             state.link?.close()
             state.link = nil
@@ -217,28 +238,32 @@ final class WebhookListDelivery: Sendable {
             endpoints: endpoints, token: hook.token, clientID: "hook-\(hook.name)-\(UInt32.random(in: 0...UInt32.max))")
         let list = self.list
         let linkBox = self.link
-        tasks.append(
-            Task {
-                do {
-                    let opened = try await DaemonLink.open(
-                        options, eventLoop: MultiThreadedEventLoopGroup.singleton.next())
-                    let current = linkBox.withLock { state -> Bool in
-                        guard state.generation == generation else { return false }
-                        state.link = opened
-                        return true
-                    }
-                    guard current else {
-                        opened.close()
-                        return
-                    }
-                    opened.setMessageHandler { input.yield(.message($0, generation: generation)) }
-                    opened.setCloseHandler { _ in input.yield(.linkClosed(generation: generation)) }
-                    opened.send(.subscribe(Subscribe(listName: list, resumeFrom: from)))
-                } catch {
-                    try? await Task.sleep(for: .milliseconds(500))  // the daemon is away: do not spin
-                    input.yield(.linkClosed(generation: generation))
+        tasks.subscription?.cancel()  // superseded: a pause ends, an open in progress is dropped by generation
+        tasks.subscription = Task {
+            if delayMilliseconds > 0 {
+                try? await Task.sleep(for: .milliseconds(delayMilliseconds))
+                guard !Task.isCancelled, linkBox.withLock({ $0.generation }) == generation else { return }
+            }
+            do {
+                let opened = try await DaemonLink.open(
+                    options, eventLoop: MultiThreadedEventLoopGroup.singleton.next())
+                let current = linkBox.withLock { state -> Bool in
+                    guard state.generation == generation else { return false }
+                    state.link = opened
+                    return true
                 }
-            })
+                guard current else {
+                    opened.close()
+                    return
+                }
+                opened.setMessageHandler { input.yield(.message($0, generation: generation)) }
+                opened.setCloseHandler { _ in input.yield(.linkClosed(generation: generation)) }
+                opened.send(.subscribe(Subscribe(listName: list, resumeFrom: from)))
+            } catch {
+                try? await Task.sleep(for: .milliseconds(500))  // the daemon is away: do not spin
+                input.yield(.linkClosed(generation: generation))
+            }
+        }
     }
 
     private func closeLink() {
@@ -252,5 +277,32 @@ final class WebhookListDelivery: Sendable {
     /// Ends ``run()`` after the POST in flight, if any, is answered and recorded.
     func stop() {
         input.yield(.stop)
+    }
+}
+
+/// The tasks a delivery runs beside its loop, one slot each. At most one POST, one retry
+/// timer and one subscription matter at a time, so a new one replaces the old handle, and
+/// the handles do not pile up: an array of every task started grew by one per POST for the
+/// gateway's whole life.
+private struct SideTasks {
+    var post: Task<Void, Never>?
+    var retryTimer: Task<Void, Never>?
+    var subscription: Task<Void, Never>?
+
+    func cancelAll() {
+        post?.cancel()
+        retryTimer?.cancel()
+        subscription?.cancel()
+    }
+}
+
+extension WebhookListMachine.Action {
+    /// Whether carrying this out subscribes again (itself, or after saving a cursor).
+    fileprivate var endsInResubscribe: Bool {
+        switch self {
+        case .resubscribe: return true
+        case .saveCursor(_, let then): return then.endsInResubscribe
+        default: return false
+        }
     }
 }

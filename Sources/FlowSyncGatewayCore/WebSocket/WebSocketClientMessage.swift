@@ -35,16 +35,16 @@ public enum WebSocketClientMessage: Sendable {
     ) throws(WebSocketDecodingFailure) -> WebSocketClientMessage {
         guard bytes.count <= webSocket.maxMessageBytes else {
             throw WebSocketDecodingFailure(
-                WebSocketError(.messageTooLarge, "\(bytes.count) bytes, at most \(webSocket.maxMessageBytes)").problem)
+                WebSocketError(.messageTooLarge, "\(bytes.count) bytes, at most \(webSocket.maxMessageBytes)"))
         }
         let value: Any
         do {
             value = try JSONSerialization.jsonObject(with: Data(bytes), options: [])
         } catch {
-            throw WebSocketDecodingFailure(Problem(RequestError(.malformedJSON, "the message is not JSON")))
+            throw WebSocketDecodingFailure(RequestError(.malformedJSON, "the message is not JSON"))
         }
         guard let object = value as? [String: Any] else {
-            throw WebSocketDecodingFailure(Problem(RequestError(.invalidRequest, ": a message is a JSON object")))
+            throw WebSocketDecodingFailure(RequestError(.invalidRequest, ": a message is a JSON object"))
         }
         // Read for the answer before anything can fail, so even a refusal names them.
         let list = object["list"] as? String
@@ -70,11 +70,11 @@ public enum WebSocketClientMessage: Sendable {
                 return .mutate(list: name, id: key, body: try MutationBody.parse(object, limits: limits, at: ""))
             default:
                 throw WebSocketDecodingFailure(
-                    WebSocketError(.unknownType, "/type: one of auth, subscribe, unsubscribe, mutate").problem,
+                    WebSocketError(.unknownType, "/type: one of auth, subscribe, unsubscribe, mutate"),
                     list: list, id: id)
             }
         } catch let error as RequestError {
-            throw WebSocketDecodingFailure(Problem(error), list: list, id: id)
+            throw WebSocketDecodingFailure(error, list: list, id: id)
         } catch let failure as WebSocketDecodingFailure {
             throw failure
         } catch {
@@ -97,11 +97,22 @@ public struct WebSocketDecodingFailure: Error, Hashable, Sendable {
     public let list: String?
     /// The message's `id`, if it had a string one.
     public let id: String?
+    /// The close after the answer, when the refusal ends the socket.
+    public let closeReason: WebSocketCloseReason?
 
-    /// A failure answered with `problem`.
+    /// A failure answered with `problem`; the socket stays open.
     public init(_ problem: Problem, list: String? = nil, id: String? = nil) {
         self.problem = problem
         self.list = list
         self.id = id
+        self.closeReason = nil
+    }
+
+    /// A failure answered with `refusal`'s problem, and closed if the refusal says so.
+    public init(_ refusal: some GatewayRefusal, list: String? = nil, id: String? = nil) {
+        self.problem = refusal.problem
+        self.list = list
+        self.id = id
+        self.closeReason = refusal.closeReason
     }
 }

@@ -1,6 +1,7 @@
 /// The WebSocket's own refusals, beside the HTTP API's (``RequestError``) and the
 /// daemon's (``Problem/daemon(code:message:)``): each becomes the `problem` of an `error`
-/// or `reject` message (docs/GATEWAY.md, "WebSocket errors"). A struct over a kind, so
+/// or `reject` message (docs/GATEWAY.md, "WebSocket errors"), and ``closeReason`` says
+/// whether the socket closes after it (``GatewayRefusal``). A struct over a kind, so
 /// kinds can be added (STYLE.md rule 10).
 public struct WebSocketError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What was wrong, with the reaction the client should take.
@@ -43,11 +44,6 @@ public struct WebSocketError: Error, Hashable, Sendable, CustomStringConvertible
         case .alreadySubscribed: return 409
         case .notSubscribed: return 404
         }
-    }
-
-    /// The refusal as a problem document.
-    public var problem: Problem {
-        Problem(status: status, name: kind.rawValue, title: Problem.title(kind.rawValue), detail: detail, code: nil)
     }
 
     public var description: String { "\(kind.rawValue): \(detail)" }

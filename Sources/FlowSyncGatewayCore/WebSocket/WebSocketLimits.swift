@@ -1,5 +1,6 @@
-/// The WebSocket's own limits (docs/GATEWAY.md, "WebSocket"), each with its default and
-/// what happens past it. A limit costs only the socket that reaches it.
+/// The WebSocket's own limits (docs/GATEWAY.md, "WebSocket limits and close codes"), each
+/// with its default, its `--ws-…` flag and what happens past it. A limit costs only the
+/// socket that reaches it.
 public struct WebSocketLimits: Hashable, Sendable {
     /// Largest message a browser may send, bytes after permessage-deflate (default 1 MiB);
     /// past it: an `error` (`message-too-large`) and close 1009.
@@ -30,5 +31,24 @@ public struct WebSocketLimits: Hashable, Sendable {
         self.maxQueuedMessages = maxQueuedMessages
         self.maxQueuedBytes = maxQueuedBytes
         self.pingMilliseconds = pingMilliseconds
+    }
+}
+
+extension WebSocketLimits: CheckedLimits {
+    /// Every WebSocket limit with its flag and the values accepted (``validate()``).
+    ///
+    /// Why the lower bounds: a message limit under 1 KiB refuses ordinary writes, a queue
+    /// under 1 KiB holds hardly any snapshot (a socket is closed at its first larger
+    /// message), and a ping period under 100 ms
+    /// closes any browser whose pong is one busy frame late.
+    public static var settings: [LimitSetting<WebSocketLimits>] {
+        [
+            LimitSetting("--ws-max-message-bytes", \.maxMessageBytes, 1_024...LimitBounds.bytes, unit: "bytes"),
+            LimitSetting("--ws-max-subscriptions", \.maxSubscriptions, 1...LimitBounds.count, unit: "lists"),
+            LimitSetting("--ws-max-writes-in-flight", \.maxWritesInFlight, 1...LimitBounds.count, unit: "writes"),
+            LimitSetting("--ws-max-queued-messages", \.maxQueuedMessages, 1...LimitBounds.count, unit: "messages"),
+            LimitSetting("--ws-max-queued-bytes", \.maxQueuedBytes, 1_024...LimitBounds.bytes, unit: "bytes"),
+            LimitSetting("--ws-ping-ms", \.pingMilliseconds, 100...LimitBounds.milliseconds, unit: "ms"),
+        ]
     }
 }

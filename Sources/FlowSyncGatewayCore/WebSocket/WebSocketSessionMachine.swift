@@ -114,9 +114,9 @@ public struct WebSocketSessionMachine: Sendable {
             message = try WebSocketClientMessage.decode(bytes, limits: limits, webSocket: webSocket)
         } catch {
             let reply = WebSocketServerMessage.error(list: error.list, id: error.id, problem: error.problem)
-            if error.problem.name == WebSocketError.Kind.messageTooLarge.rawValue {
-                state = .closed(.messageTooLarge)
-                return .sendThenClose(reply, .messageTooLarge)
+            if let reason = error.closeReason {
+                state = .closed(reason)
+                return .sendThenClose(reply, reason)
             }
             return .send(reply)
         }
@@ -191,12 +191,12 @@ public struct WebSocketSessionMachine: Sendable {
     /// The inbound stream refused a message over `maxMessageBytes` before it was whole.
     public mutating func receivedOversizedMessage() -> Action {
         guard case .open = state else { return .none }
-        state = .closed(.messageTooLarge)
-        return .sendThenClose(
-            WebSocketServerMessage.error(
-                list: nil, id: nil,
-                problem: WebSocketError(.messageTooLarge, "at most \(webSocket.maxMessageBytes) bytes").problem),
-            .messageTooLarge)
+        let refusal = WebSocketError(.messageTooLarge, "at most \(webSocket.maxMessageBytes) bytes")
+        guard let reason = refusal.closeReason else {
+            preconditionFailure("Internal inconsistency in WebSocketSessionMachine: message-too-large closes no socket")
+        }
+        state = .closed(reason)
+        return .sendThenClose(WebSocketServerMessage.error(list: nil, id: nil, problem: refusal.problem), reason)
     }
 
     /// The daemon refused or ended the subscription to `list` (or its link could not be

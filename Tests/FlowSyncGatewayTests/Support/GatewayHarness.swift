@@ -10,18 +10,22 @@ import NIOPosix
 @testable import FlowSyncGateway
 
 /// A real daemon (``EmbeddedServer``: the daemon's `Server` on its own libuv loop, on
-/// 127.0.0.1 port 0) with a real gateway in front of it, also on port 0.
+/// 127.0.0.1 port 0), or a cluster's `flowsyncd` nodes, with a real gateway in front of
+/// it, also on port 0.
 final class GatewayHarness: Sendable {
-    let server: EmbeddedServer
     let port: Int
     /// The gateway itself (its gauges).
     let gateway: Gateway
     private let task: Task<Void, any Error>
 
     /// Starts a gateway in front of `server`.
-    init(server: EmbeddedServer, configure: (inout GatewayConfiguration) -> Void = { _ in }) async throws {
-        var configuration = GatewayConfiguration(
-            host: "127.0.0.1", port: 0, endpoints: [Endpoint(host: "127.0.0.1", port: server.port)])
+    convenience init(server: EmbeddedServer, configure: (inout GatewayConfiguration) -> Void = { _ in }) async throws {
+        try await self.init(endpoints: [Endpoint(host: "127.0.0.1", port: server.port)], configure: configure)
+    }
+
+    /// Starts a gateway in front of the daemons at `endpoints` (a cluster's nodes).
+    init(endpoints: [Endpoint], configure: (inout GatewayConfiguration) -> Void = { _ in }) async throws {
+        var configuration = GatewayConfiguration(host: "127.0.0.1", port: 0, endpoints: endpoints)
         configure(&configuration)
         var logger = Logger(label: "gateway-test")
         logger.logLevel = .critical  // Hummingbird logs its own cancellation at stop as an error
@@ -33,7 +37,6 @@ final class GatewayHarness: Sendable {
             listening.fail(CancellationError())
         }
         defer { timer.cancel() }
-        self.server = server
         self.port = try await listening.value
     }
 

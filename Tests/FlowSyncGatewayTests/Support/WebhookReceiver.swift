@@ -75,11 +75,14 @@ final class WebhookReceiver: Sendable {
     func setDown(_ down: Bool) { state.withLock { $0.down = down } }
     func setFailureRate(_ rate: Double) { state.withLock { $0.failureRate = rate } }
 
-    /// Waits (bounded, polling every 10 ms) until an accepted delivery of `hook` reached `version`.
-    func waitFor(hook: String, version: UInt64, timeout: Duration = .seconds(30)) async -> Bool {
+    /// Waits (bounded, polling every 10 ms) until an accepted delivery of `hook` (on `list`,
+    /// when given) reached `version`.
+    func waitFor(hook: String, list: String? = nil, version: UInt64, timeout: Duration = .seconds(30)) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            if accepted.contains(where: { $0.hook == hook && $0.version >= version }) { return true }
+            if accepted.contains(where: { $0.hook == hook && (list == nil || $0.list == list) && $0.version >= version }) {
+                return true
+            }
             try? await Task.sleep(for: .milliseconds(10))
         }
         return false

@@ -1,5 +1,4 @@
 import FlowSyncProcess
-import FlowSyncTestSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -11,19 +10,23 @@ import Glibc
 /// and deleted at the end. Run as the `postgres` user when this process is root
 /// (PostgreSQL refuses root), under `setpriv --pdeathsig KILL` so it dies with the test
 /// process whatever happens. `make deps` installs `postgresql` (Debian's 15).
-struct PostgresServer {
-    static let bin = "/usr/lib/postgresql/15/bin"
-    static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: "\(bin)/postgres") }
+///
+/// In the test support target (not FlowSyncPostgresTests) so that every suite that needs a
+/// cluster — the cluster log's, the gateway's webhooks across a node failover — starts
+/// PostgreSQL the same way.
+public struct PostgresServer: Sendable {
+    public static let bin = "/usr/lib/postgresql/15/bin"
+    public static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: "\(bin)/postgres") }
 
-    let directory: String
-    let port: Int
-    let process: ChildProcess
+    public let directory: String
+    public let port: Int
+    public let process: ChildProcess
 
     /// The libpq connection string for the test database.
-    var conninfo: String { "host=127.0.0.1 port=\(port) dbname=postgres user=flowsync connect_timeout=5" }
+    public var conninfo: String { "host=127.0.0.1 port=\(port) dbname=postgres user=flowsync connect_timeout=5" }
 
     /// Runs `body` against a fresh server, which is stopped afterwards.
-    static func with<T>(_ body: (PostgresServer) async throws -> T) async throws -> T {
+    public static func with<T>(_ body: (PostgresServer) async throws -> T) async throws -> T {
         let server = try await start()
         do {
             let result = try await body(server)
@@ -39,7 +42,7 @@ struct PostgresServer {
     /// ones win). With `standbyOf`, no `initdb`: a streaming standby of that server is
     /// made with `pg_basebackup -R`, named `standbyName` (what the primary's
     /// `synchronous_standby_names` waits for).
-    static func start(
+    public static func start(
         settings: [String] = [], standbyOf primary: PostgresServer? = nil, standbyName: String = "standby1"
     ) async throws -> PostgresServer {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -104,13 +107,13 @@ struct PostgresServer {
     }
 
     /// Fast shutdown (SIGINT), then the directory is removed.
-    func stop() async {
+    public func stop() async {
         _ = await process.stop(gracePeriod: .seconds(10), signal: SIGINT)
         try? FileManager.default.removeItem(atPath: directory)
     }
 }
 
-struct PostgresServerError: Error, CustomStringConvertible {
-    let description: String
+public struct PostgresServerError: Error, CustomStringConvertible {
+    public let description: String
     init(_ description: String) { self.description = description }
 }
