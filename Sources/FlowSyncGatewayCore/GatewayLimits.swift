@@ -23,12 +23,18 @@ public struct GatewayLimits: Hashable, Sendable {
     public var maxStreams: Int
     /// How long a request waits for the daemon's answer (default 10 s); past it: 504.
     public var daemonTimeoutMilliseconds: Int
+    /// The pool of daemon links behind GET and un-keyed POST requests: per credential,
+    /// in total, and the idle expiry (``LinkPoolLimits``). A request that finds its
+    /// credential's links all busy at the limit waits up to `daemonTimeoutMilliseconds`
+    /// for one, then gets 504.
+    public var linkPool: LinkPoolLimits
 
     public init(
         maxBodyBytes: Int = 1 << 20, maxOperations: Int = 1_000, maxConnections: Int = 4_096,
         headerTimeoutMilliseconds: Int = 10_000, bodyTimeoutMilliseconds: Int = 10_000, maxStreams: Int = 2_000,
-        daemonTimeoutMilliseconds: Int = 10_000
+        daemonTimeoutMilliseconds: Int = 10_000, linkPool: LinkPoolLimits = LinkPoolLimits()
     ) {
+        self.linkPool = linkPool
         self.maxBodyBytes = maxBodyBytes
         self.maxOperations = maxOperations
         self.maxConnections = maxConnections
