@@ -333,7 +333,7 @@ let package = Package(
         .executableTarget(
             name: "flowsync-client-bench",
             dependencies: [
-                "FlowSyncClient", "FlowSyncCore", "FlowSyncServer", "FlowSyncTestSupport", "FlowSyncGateway",
+                "FlowSyncClient", "FlowSyncCore", "FlowSyncServer", "FlowSyncTestSupport", "FlowSyncGateway", "FlowSyncLoop",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/ClientBench"

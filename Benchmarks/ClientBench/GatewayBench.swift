@@ -2,7 +2,7 @@
 // in the same process and the same run (docs/BENCHMARKS.md, "Gateway").
 //
 //   swift build -c release --product flowsync-client-bench
-//   .build/release/flowsync-client-bench --gateway [--quick]
+//   .build/release/flowsync-client-bench --gateway [--quick] [--parts ab]
 //
 // (a) HTTP write: POST /v1/lists/{list}/mutations over keep-alive connections (one
 //     request in flight per connection), requests/s and p50/p99 from the request's first
@@ -60,8 +60,9 @@ enum GatewayBench {
         guard let port = await portIterator.next() else { fatalError("the gateway did not start") }
         print("flowsync-client-bench --gateway\(quick ? " (quick)" : ""): gateway on 127.0.0.1:\(port), daemon on \(server.port)")
 
+        let parts = CommandLine.arguments.drop { $0 != "--parts" }.dropFirst().first ?? "ab"
         let rounds = quick ? 1 : 3
-        for concurrency in [1, 16] {
+        for concurrency in parts.contains("a") ? [1, 16] : [] {
             let perClient = (quick ? 200 : 2_000) / concurrency
             var sdk = Figure()
             var http = Figure()
@@ -90,6 +91,10 @@ enum GatewayBench {
                 String(
                     format: "  HTTP/SDK throughput %.2f×, keyed/SDK %.2f×", http.perSecond / sdk.perSecond,
                     keyed.perSecond / sdk.perSecond))
+        }
+        if parts.contains("b") {
+            print("(b) fan-out through the WebSocket beside native subscribers (GatewayFanout.swift):")
+            try await GatewayFanout.run(daemonPort: server.port, gatewayPort: port, quick: quick)
         }
         serving.cancel()
         _ = try? await serving.value
