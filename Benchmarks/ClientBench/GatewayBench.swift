@@ -2,7 +2,7 @@
 // in the same process and the same run (docs/BENCHMARKS.md, "Gateway").
 //
 //   swift build -c release --product flowsync-client-bench
-//   .build/release/flowsync-client-bench --gateway [--quick] [--parts ab]
+//   .build/release/flowsync-client-bench --gateway [--quick] [--parts abc]
 //
 // (a) HTTP write: POST /v1/lists/{list}/mutations over keep-alive connections (one
 //     request in flight per connection), requests/s and p50/p99 from the request's first
@@ -60,7 +60,7 @@ enum GatewayBench {
         guard let port = await portIterator.next() else { fatalError("the gateway did not start") }
         print("flowsync-client-bench --gateway\(quick ? " (quick)" : ""): gateway on 127.0.0.1:\(port), daemon on \(server.port)")
 
-        let parts = CommandLine.arguments.drop { $0 != "--parts" }.dropFirst().first ?? "ab"
+        let parts = CommandLine.arguments.drop { $0 != "--parts" }.dropFirst().first ?? "abc"
         let rounds = quick ? 1 : 3
         for concurrency in parts.contains("a") ? [1, 16] : [] {
             let perClient = (quick ? 200 : 2_000) / concurrency
@@ -98,6 +98,9 @@ enum GatewayBench {
         }
         serving.cancel()
         _ = try? await serving.value
+        if parts.contains("c") {
+            try await GatewayWebhookBench.run(server: server, quick: quick)
+        }
     }
 
     // MARK: The SDK
