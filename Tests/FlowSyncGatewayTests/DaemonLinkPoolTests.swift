@@ -42,6 +42,49 @@ import Testing
         #expect(await server.stop())
     }
 
+    /// Reads of a list that is being written, all on the pool's one link: each GET's
+    /// subscription gets Diffs after its Snapshot, and every GET still answers a Snapshot
+    /// whose version never goes back. Not a proof of the Ping/Pong barrier (rule 5 of
+    /// GATEWAY.md's pool): with the barrier removed this test still passed twice, since a
+    /// late Diff must land in the instant between the next GET's Subscribe and its
+    /// Snapshot; the barrier rests on the daemon answering in order.
+    @Test func readsDuringWritesOnReusedLinksAlwaysAnswerASnapshotThatNeverGoesBack() async throws {
+        let server = try await EmbeddedServer()
+        let gateway = try await GatewayHarness(server: server) {
+            $0.limits.linkPool = LinkPoolLimits(maxPerCredential: 1, maxTotal: 4, idleMilliseconds: 60_000)
+        }
+        let (seeded, _) = try await gateway.json(
+            "POST", "/v1/lists/live/mutations", body: #"{"operations":[{"op":"setSections","sections":[{"id":"S"}]}]}"#)
+        #expect(seeded.status == 200, "\(seeded)")
+        // The writer goes straight to the daemon (the SDK), so the reads hold the pool's one link.
+        let writer = try FlowSyncClient(configuration: .init(port: server.port))
+        let director = writer.director("live")
+        try await director.waitUntilLoaded()
+        let writing = Task {
+            var n = 0
+            while !Task.isCancelled {
+                n += 1
+                let ticket = try? director.submit([.insertRows([Row(id: "w\(n)", kind: "k")], in: .id("S"), at: 0)])
+                _ = try? await ticket?.committed()
+            }
+        }
+        var last = 0
+        for _ in 0..<40 {
+            let (got, list) = try await gateway.json("GET", "/v1/lists/live")
+            #expect(got.status == 200, "\(got)")
+            let version = (list["position"] as? [String: Any])?["version"] as? Int ?? -1
+            #expect(version >= last, "a read went back from \(last) to \(version)")
+            last = version
+        }
+        writing.cancel()
+        _ = await writing.value
+        #expect(last > 1, "the writer wrote nothing while the reads ran")
+        #expect(gateway.gateway.linkPool.counts.links <= 1)
+        writer.close()
+        await gateway.stop()
+        #expect(await server.stop())
+    }
+
     @Test func concurrentWritesOfOneTokenStayWithinItsLimitAndAllCommit() async throws {
         let server = try await EmbeddedServer()
         let gateway = try await GatewayHarness(server: server) {
