@@ -58,7 +58,9 @@ enum GatewayBench {
         let serving = Task { try await gateway.run { portSink.yield($0) } }
         var portIterator = ports.makeAsyncIterator()
         guard let port = await portIterator.next() else { fatalError("the gateway did not start") }
-        print("flowsync-client-bench --gateway\(quick ? " (quick)" : ""): gateway on 127.0.0.1:\(port), daemon on \(server.port)")
+        print(
+            "flowsync-client-bench --gateway\(quick ? " (quick)" : ""): gateway on 127.0.0.1:\(port), daemon on \(server.port)"
+        )
 
         let parts = CommandLine.arguments.drop { $0 != "--parts" }.dropFirst().first ?? "abc"
         let rounds = quick ? 1 : 3
@@ -68,12 +70,15 @@ enum GatewayBench {
             var http = Figure()
             var keyed = Figure()
             // A warm-up of each, not counted.
-            _ = try await sdkWrites(port: server.port, list: "warm-sdk-\(concurrency)", clients: concurrency, writes: 20)
-            _ = try await httpWrites(port: port, list: "warm-http-\(concurrency)", clients: concurrency, writes: 20, keyed: false)
+            _ = try await sdkWrites(
+                port: server.port, list: "warm-sdk-\(concurrency)", clients: concurrency, writes: 20)
+            _ = try await httpWrites(
+                port: port, list: "warm-http-\(concurrency)", clients: concurrency, writes: 20, keyed: false)
             for round in 0..<rounds {
                 sdk.add(
                     try await sdkWrites(
-                        port: server.port, list: "sdk-\(concurrency)-\(round)", clients: concurrency, writes: perClient))
+                        port: server.port, list: "sdk-\(concurrency)-\(round)", clients: concurrency, writes: perClient)
+                )
                 http.add(
                     try await httpWrites(
                         port: port, list: "http-\(concurrency)-\(round)", clients: concurrency, writes: perClient,

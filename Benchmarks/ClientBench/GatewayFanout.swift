@@ -90,9 +90,11 @@ final class LeanWebSocketSubscriber: @unchecked Sendable {
         let now = MonotonicClock.nanoseconds()
         buffer += bytes
         if !upgraded {
-            guard let end = (0..<max(0, buffer.count - 3)).first(where: {
-                buffer[$0] == 13 && buffer[$0 + 1] == 10 && buffer[$0 + 2] == 13 && buffer[$0 + 3] == 10
-            }) else { return }
+            guard
+                let end = (0..<max(0, buffer.count - 3)).first(where: {
+                    buffer[$0] == 13 && buffer[$0 + 1] == 10 && buffer[$0 + 2] == 13 && buffer[$0 + 3] == 10
+                })
+            else { return }
             precondition(buffer.starts(with: Array("HTTP/1.1 101".utf8)), "no upgrade")
             buffer.removeFirst(end + 4)
             upgraded = true
@@ -122,7 +124,8 @@ final class LeanWebSocketSubscriber: @unchecked Sendable {
             } else if opcode == 9 {
                 // A ping: answer with a masked pong carrying the same payload.
                 let mask: [UInt8] = [5, 6, 7, 8]
-                let pong = [0x8A, 0x80 | UInt8(min(length, 125))] + mask
+                let pong =
+                    [0x8A, 0x80 | UInt8(min(length, 125))] + mask
                     + payload.prefix(125).enumerated().map { $1 ^ mask[$0 % 4] }
                 _ = try? connection?.write([pong])
             } else {
@@ -194,16 +197,20 @@ enum GatewayFanout {
                 } else {
                     var subscribers: [LeanWebSocketSubscriber] = []
                     for _ in 0..<count {
-                        subscribers.append(try await LeanWebSocketSubscriber.connect(port: gatewayPort, on: thread, list: list))
+                        subscribers.append(
+                            try await LeanWebSocketSubscriber.connect(port: gatewayPort, on: thread, list: list))
                     }
                     let all = subscribers
                     probe = { all.map { ($0.current.diffs, $0.current.lastDiffAt) } }
                     closeAll = { for s in all { s.close() } }
                     guard await eventually(timeout: 60, { all.allSatisfy { $0.current.snapshot } }) else {
-                        fatalError("WebSocket subscribers got no snapshot: \(all.filter { !$0.current.snapshot }.count) missing")
+                        fatalError(
+                            "WebSocket subscribers got no snapshot: \(all.filter { !$0.current.snapshot }.count) missing"
+                        )
                     }
                 }
-                let row = try await measure(director: director, probe: probe, count: count, quick: quick, tag: "\(kind)-\(round)")
+                let row = try await measure(
+                    director: director, probe: probe, count: count, quick: quick, tag: "\(kind)-\(round)")
                 print("  round \(round) " + row.line(kind == "native" ? "native   " : "WebSocket"))
                 if kind == "native" { native.append(row) } else { web.append(row) }
                 closeAll()
@@ -216,7 +223,8 @@ enum GatewayFanout {
         print(String(format: "  WebSocket/native deliveries/s (means of rounds): %.0f / %.0f = %.2f×", w, n, w / n))
     }
 
-    static func measure(director: ListDirector, probe: Probe, count: Int, quick: Bool, tag: String) async throws -> Row {
+    static func measure(director: ListDirector, probe: Probe, count: Int, quick: Bool, tag: String) async throws -> Row
+    {
         var row = Row()
         row.subscribers = count
         // 1. Latency, one write at a time.

@@ -37,7 +37,9 @@ final class BenchWebhookReceiver: @unchecked Sendable {
         address.sin_port = 0
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         listen(fd, 64)
         var bound = sockaddr_in()
@@ -115,7 +117,8 @@ enum GatewayWebhookBench {
         try await director.waitUntilLoaded()
         try await director.add(section: NewSection(id: "s")).committed()
         let thread = try EventLoopThread()
-        let native = try await LeanSubscriber.connect(port: server.port, on: thread, list: list, clientID: "hook-native")
+        let native = try await LeanSubscriber.connect(
+            port: server.port, on: thread, list: list, clientID: "hook-native")
 
         var logger = Logger(label: "gateway-bench-hooks")
         logger.logLevel = .critical

@@ -89,7 +89,8 @@ struct GatewayCommand: AsyncParsableCommand {
             throw ValidationError("--listen: expected HOST:PORT, got \(listen)")
         }
         guard poolMaxPerToken >= 1, poolMaxLinks >= 1, poolIdleMs >= 0 else {
-            throw ValidationError("--pool-max-per-token and --pool-max-links must be at least 1, --pool-idle-ms at least 0")
+            throw ValidationError(
+                "--pool-max-per-token and --pool-max-links must be at least 1, --pool-idle-ms at least 0")
         }
         let listenEndpoint = (host: String(listen[..<colon]), port: listenPort)
         var endpoints: [Endpoint] = []

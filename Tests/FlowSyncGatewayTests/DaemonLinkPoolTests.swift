@@ -23,7 +23,8 @@ import Testing
             "POST", "/v1/lists/pool/mutations", body: #"{"operations":[{"op":"setSections","sections":[{"id":"S"}]}]}"#)
         #expect(seeded.status == 200, "\(seeded)")
         for i in 0..<20 {
-            let (posted, answer) = try await gateway.json("POST", "/v1/lists/pool/mutations", body: Self.insert("r\(i)"))
+            let (posted, answer) = try await gateway.json(
+                "POST", "/v1/lists/pool/mutations", body: Self.insert("r\(i)"))
             #expect(posted.status == 200, "\(posted)")
             #expect((answer["committed"] as? [String: Any])?["version"] as? Int == i + 2)
             // The same list read again and again on a reused link: always its Snapshot,
@@ -122,7 +123,8 @@ import Testing
         link.close()  // as when the daemon restarts: the pool's close handler forgets it
         #expect(pool.counts.links == 0, "\(pool.counts)")
         let (posted, _) = try await gateway.json(
-            "POST", "/v1/lists/again/mutations", body: #"{"operations":[{"op":"setSections","sections":[{"id":"S"}]}]}"#)
+            "POST", "/v1/lists/again/mutations", body: #"{"operations":[{"op":"setSections","sections":[{"id":"S"}]}]}"#
+        )
         #expect(posted.status == 200, "\(posted)")
         let (second, again) = try await pool.checkout(token: nil)
         #expect(again !== link && again.isOpen)

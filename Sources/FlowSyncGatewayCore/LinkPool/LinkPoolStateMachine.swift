@@ -11,7 +11,8 @@ public struct LinkPoolLimits: Hashable, Sendable {
     public var idleMilliseconds: UInt64
 
     public init(maxPerCredential: Int = 32, maxTotal: Int = 256, idleMilliseconds: UInt64 = 30_000) {
-        precondition(maxPerCredential >= 1 && maxTotal >= 1, "Internal inconsistency in LinkPoolLimits: a limit below 1")
+        precondition(
+            maxPerCredential >= 1 && maxTotal >= 1, "Internal inconsistency in LinkPoolLimits: a limit below 1")
         self.maxPerCredential = maxPerCredential
         self.maxTotal = maxTotal
         self.idleMilliseconds = idleMilliseconds
@@ -152,7 +153,8 @@ public struct LinkPoolStateMachine<Credential: Hashable, Link> {
     /// its own; the daemon's answer is the shell's to report).
     public mutating func openFailed(_ id: LinkID) -> [Action] {
         guard let entry = entries[id], case .opening = entry.phase else {
-            preconditionFailure("Internal inconsistency in LinkPoolStateMachine: link \(id) failed to open but not opening")
+            preconditionFailure(
+                "Internal inconsistency in LinkPoolStateMachine: link \(id) failed to open but not opening")
         }
         entries[id] = nil
         return admitWaiters()
@@ -230,7 +232,9 @@ public struct LinkPoolStateMachine<Credential: Hashable, Link> {
         var own = 0
         for (id, entry) in entries where entry.credential == waiter.credential {
             own += 1
-            if case .idle(let link, let since) = entry.phase, best.map({ since > $0.since || (since == $0.since && id > $0.id) }) ?? true {
+            if case .idle(let link, let since) = entry.phase,
+                best.map({ since > $0.since || (since == $0.since && id > $0.id) }) ?? true
+            {
                 best = (id, link, since)
             }
         }
@@ -244,7 +248,9 @@ public struct LinkPoolStateMachine<Credential: Hashable, Link> {
             // Make room: the least recently used idle link of another credential.
             var victim: (id: LinkID, link: Link, since: UInt64)?
             for (id, entry) in entries {
-                if case .idle(let link, let since) = entry.phase, victim.map({ since < $0.since || (since == $0.since && id < $0.id) }) ?? true {
+                if case .idle(let link, let since) = entry.phase,
+                    victim.map({ since < $0.since || (since == $0.since && id < $0.id) }) ?? true
+                {
                     victim = (id, link, since)
                 }
             }
@@ -285,7 +291,9 @@ public struct LinkPoolStateMachine<Credential: Hashable, Link> {
             perCredential[entry.credential, default: 0] += 1
             switch entry.phase {
             case .opening(let request), .busy(let request):
-                precondition(busy.insert(request).inserted, "Internal inconsistency in LinkPoolStateMachine: a request holds two links")
+                precondition(
+                    busy.insert(request).inserted,
+                    "Internal inconsistency in LinkPoolStateMachine: a request holds two links")
             case .idle:
                 precondition(
                     !waiters.contains { $0.credential == entry.credential },
