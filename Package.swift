@@ -332,7 +332,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "flowsync-client-bench",
-            dependencies: ["FlowSyncClient", "FlowSyncCore", "FlowSyncServer", "FlowSyncTestSupport"],
+            dependencies: [
+                "FlowSyncClient", "FlowSyncCore", "FlowSyncServer", "FlowSyncTestSupport", "FlowSyncGateway", "FlowSyncLoop",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Benchmarks/ClientBench"
         ),
         .executableTarget(

@@ -2,6 +2,7 @@
 //
 //   swift build -c release --product flowsync-client-bench
 //   .build/release/flowsync-client-bench [--quick]
+//   .build/release/flowsync-client-bench --gateway [--quick]   (GatewayBench.swift)
 //
 // 1. Local edit → visible: the time an edit call takes to show in the replica (it
 //    returns once the snapshot has it), and to reach an observer on its queue.
@@ -70,6 +71,12 @@ func fill(_ list: ListDirector, rows: Int) async throws {
 }
 
 let server = try await EmbeddedServer()
+if CommandLine.arguments.contains("--gateway") {
+    // The gateway's figures beside the SDK's (GatewayBench.swift), and nothing else.
+    try await GatewayBench.run(server: server, quick: quick)
+    _ = await server.stop()
+    exit(0)
+}
 print("flowsync-client-bench\(quick ? " (quick)" : "")")
 
 // MARK: 1. Local edit → visible

@@ -18,6 +18,8 @@ public final class Gateway: Sendable {
     let logger: Logger
     let streams = StreamGauge()
     let webhooks: WebhookService
+    /// Ready daemon links for GET and un-keyed POST requests (docs/GATEWAY.md).
+    let linkPool: DaemonLinkPool
 
     /// - Parameter cursorStore: where webhook cursors live; nil: files under
     ///   `configuration.stateDirectory`, or memory without one.
@@ -33,6 +35,9 @@ public final class Gateway: Sendable {
             ?? configuration.stateDirectory.map {
                 FileWebhookCursorStore(directory: URL(fileURLWithPath: $0).appendingPathComponent("webhooks"))
             } ?? MemoryWebhookCursorStore()
+        linkPool = DaemonLinkPool(
+            endpoints: configuration.endpoints, limits: configuration.limits.linkPool,
+            timeoutMilliseconds: configuration.limits.daemonTimeoutMilliseconds)
         webhooks = WebhookService(
             hooks: configuration.webhooks, endpoints: configuration.endpoints, store: store, logger: logger)
     }
@@ -53,7 +58,8 @@ public final class Gateway: Sendable {
     }
 
     var routeHandlers: GatewayRoutes {
-        GatewayRoutes(configuration: configuration, streams: streams, webhooks: webhooks, logger: logger)
+        GatewayRoutes(
+            configuration: configuration, streams: streams, webhooks: webhooks, linkPool: linkPool, logger: logger)
     }
 
     /// The HTTP/1 server with the WebSocket upgrade at `GET /v1/ws` (docs/GATEWAY.md,
@@ -137,13 +143,16 @@ public final class Gateway: Sendable {
         // and run() returns once they have drained.
         let webhooks = self.webhooks
         let hooks = Task { await webhooks.run() }
+        let linkPool = self.linkPool
         do {
             try await app.run()
         } catch {
+            linkPool.shutDown()
             hooks.cancel()
             await hooks.value
             throw error
         }
+        linkPool.shutDown()
         hooks.cancel()
         await hooks.value
     }

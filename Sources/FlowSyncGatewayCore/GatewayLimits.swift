@@ -23,12 +23,18 @@ public struct GatewayLimits: Hashable, Sendable {
     public var maxStreams: Int
     /// How long a request waits for the daemon's answer (default 10 s); past it: 504.
     public var daemonTimeoutMilliseconds: Int
+    /// The pool of daemon links behind GET and un-keyed POST requests: per credential,
+    /// in total, and the idle expiry (``LinkPoolLimits``). A request that finds its
+    /// credential's links all busy at the limit waits up to `daemonTimeoutMilliseconds`
+    /// for one, then gets 504.
+    public var linkPool: LinkPoolLimits
 
     public init(
         maxBodyBytes: Int = 1 << 20, maxOperations: Int = 1_000, maxConnections: Int = 4_096,
         headerTimeoutMilliseconds: Int = 10_000, bodyTimeoutMilliseconds: Int = 10_000, maxStreams: Int = 2_000,
-        daemonTimeoutMilliseconds: Int = 10_000
+        daemonTimeoutMilliseconds: Int = 10_000, linkPool: LinkPoolLimits = LinkPoolLimits()
     ) {
+        self.linkPool = linkPool
         self.maxBodyBytes = maxBodyBytes
         self.maxOperations = maxOperations
         self.maxConnections = maxConnections
@@ -50,6 +56,9 @@ extension GatewayLimits: CheckedLimits {
             LimitSetting("--header-timeout-ms", \.headerTimeoutMilliseconds, 1...LimitBounds.milliseconds, unit: "ms"),
             LimitSetting("--body-timeout-ms", \.bodyTimeoutMilliseconds, 1...LimitBounds.milliseconds, unit: "ms"),
             LimitSetting("--daemon-timeout-ms", \.daemonTimeoutMilliseconds, 1...LimitBounds.milliseconds, unit: "ms"),
+            LimitSetting("--pool-max-per-token", \.linkPool.maxPerCredential, 1...LimitBounds.count, unit: "links"),
+            LimitSetting("--pool-max-links", \.linkPool.maxTotal, 1...LimitBounds.count, unit: "links"),
+            LimitSetting("--pool-idle-ms", \.linkPool.idleMilliseconds, 1...LimitBounds.milliseconds, unit: "ms"),
         ]
     }
 }

@@ -46,6 +46,12 @@ struct GatewayCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "Longest wait for a daemon's answer, milliseconds.")
     var daemonTimeoutMs = GatewayLimits().daemonTimeoutMilliseconds
+    @Option(name: .long, help: "Pooled daemon links per bearer token (GET and un-keyed POST); more requests wait.")
+    var poolMaxPerToken = LinkPoolLimits().maxPerCredential
+    @Option(name: .long, help: "Pooled daemon links in total; past it an idle link of another token is closed.")
+    var poolMaxLinks = LinkPoolLimits().maxTotal
+    @Option(name: .long, help: "A pooled daemon link idle this long is closed, milliseconds.")
+    var poolIdleMs = LinkPoolLimits().idleMilliseconds
 
     @Option(name: .long, help: "WebSocket: largest message a browser may send, bytes (after permessage-deflate).")
     var wsMaxMessageBytes = WebSocketLimits().maxMessageBytes
@@ -86,7 +92,9 @@ struct GatewayCommand: AsyncParsableCommand {
         GatewayLimits(
             maxBodyBytes: maxBodyBytes, maxOperations: maxOperations, maxConnections: maxConnections,
             headerTimeoutMilliseconds: headerTimeoutMs, bodyTimeoutMilliseconds: bodyTimeoutMs, maxStreams: maxStreams,
-            daemonTimeoutMilliseconds: daemonTimeoutMs)
+            daemonTimeoutMilliseconds: daemonTimeoutMs,
+            linkPool: LinkPoolLimits(
+                maxPerCredential: poolMaxPerToken, maxTotal: poolMaxLinks, idleMilliseconds: poolIdleMs))
     }
 
     var webSocketLimits: WebSocketLimits {
@@ -125,6 +133,10 @@ struct GatewayCommand: AsyncParsableCommand {
             (0...65_535).contains(listenPort), colon != listen.startIndex
         else {
             throw ValidationError("--listen: expected HOST:PORT, got \(listen)")
+        }
+        guard poolMaxPerToken >= 1, poolMaxLinks >= 1, poolIdleMs >= 0 else {
+            throw ValidationError(
+                "--pool-max-per-token and --pool-max-links must be at least 1, --pool-idle-ms at least 0")
         }
         let listenEndpoint = (host: String(listen[..<colon]), port: listenPort)
         var endpoints: [Endpoint] = []

@@ -41,6 +41,9 @@ import Testing
             case "--header-timeout-ms": limits.headerTimeoutMilliseconds = value
             case "--body-timeout-ms": limits.bodyTimeoutMilliseconds = value
             case "--daemon-timeout-ms": limits.daemonTimeoutMilliseconds = value
+            case "--pool-max-per-token": limits.linkPool.maxPerCredential = value
+            case "--pool-max-links": limits.linkPool.maxTotal = value
+            case "--pool-idle-ms": limits.linkPool.idleMilliseconds = value
             default: Issue.record("no field for \(flag)")
             }
         }
@@ -55,7 +58,7 @@ import Testing
             default: Issue.record("no field for \(flag)")
             }
         }
-        #expect(GatewayLimits.settings.count == 7 && WebSocketLimits.settings.count == 6, "one setting per field")
+        #expect(GatewayLimits.settings.count == 10 && WebSocketLimits.settings.count == 6, "one setting per field")
     }
 
     @Test func theErrorSaysWhichFlagWhatValueAndWhatRange() {

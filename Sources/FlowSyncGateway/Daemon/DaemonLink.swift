@@ -57,6 +57,12 @@ final class DaemonLink: Sendable {
         var answers: [AnswerKey: CheckedContinuation<MutationAnswer, any Error>] = [:]
         var onMessage: (@Sendable (Message) -> Void)?
         var onClose: (@Sendable (LinkError) -> Void)?
+        /// The pool's own close handler, beside the request's (``setPoolCloseHandler(_:)``).
+        var onPoolClose: (@Sendable () -> Void)?
+        /// Round trips waiting for their Pong (``roundTrip()``), by nonce.
+        var pongWaiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
+        /// The last seq this link's client ID used (pooled links write with their own ID).
+        var lastSeq: UInt64 = 0
     }
 
     let options: Options
@@ -145,6 +151,62 @@ final class DaemonLink: Sendable {
             return nil
         }
         if let closedAlready { handler(closedAlready) }
+    }
+
+    /// Forgets the close handler a request set (a pooled link outlives its requests).
+    func removeCloseHandler() {
+        state.withLock { $0.onClose = nil }
+    }
+
+    /// Runs once when the link closes, at once if it already has; unlike
+    /// ``setCloseHandler(_:)``, a request's handler does not replace it (``DaemonLinkPool``).
+    func setPoolCloseHandler(_ handler: @escaping @Sendable () -> Void) {
+        let closedAlready: Bool = state.withLock { state in
+            if case .closed = state.phase { return true }
+            state.onPoolClose = handler
+            return false
+        }
+        if closedAlready { handler() }
+    }
+
+    /// The next seq for a Mutate under this link's own client ID: 1, 2, 3, … A pooled
+    /// link writes un-keyed POSTs with its own client ID, and the daemon's dedupe window
+    /// wants each client's seqs to grow (ORDERING.md, "Idempotency window").
+    func nextSequenceNumber() -> UInt64 {
+        state.withLock { state in
+            state.lastSeq += 1
+            return state.lastSeq
+        }
+    }
+
+    /// Sends a Ping and waits for its Pong. The daemon answers in order, so once it
+    /// returns, every message the daemon sent before reading the Ping has been delivered:
+    /// after an Unsubscribe, no Diff of that subscription is still on its way.
+    func roundTrip() async throws(LinkError) {
+        let nonce = UInt64.random(in: 0...UInt64.max)
+        let timeout = UInt64(options.timeoutMilliseconds)
+        do {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let frame: [UInt8]? = state.withLock { state in
+                    guard case .ready = state.phase else { return nil }
+                    state.pongWaiters[nonce] = continuation
+                    return state.encoder.encode(.ping(Ping(nonce: nonce)))
+                }
+                guard let frame else {
+                    continuation.resume(throwing: closedError ?? LinkError.closed("not ready"))
+                    return
+                }
+                transport.send([frame])
+                transport.schedule(after: timeout) { [self] in
+                    let waiter = state.withLock { $0.pongWaiters.removeValue(forKey: nonce) }
+                    waiter?.resume(throwing: LinkError.timeout("no Pong within \(timeout) ms"))
+                }
+            }
+        } catch let error as LinkError {
+            throw error
+        } catch {
+            throw .closed("\(error)")
+        }
     }
 
     /// Sends a message (Subscribe, Unsubscribe, …) that needs no matched answer.
@@ -270,8 +332,9 @@ final class DaemonLink: Sendable {
             deliver(message)
         case .ping(let ping):
             send(.pong(Pong(nonce: ping.nonce)))
-        case .pong:
-            break
+        case .pong(let pong):
+            let waiter = state.withLock { $0.pongWaiters.removeValue(forKey: pong.nonce) }
+            waiter?.resume()
         default:
             deliver(message)
         }
@@ -299,27 +362,35 @@ final class DaemonLink: Sendable {
     }
 
     private func fail(_ error: LinkError) {
-        let (readyWaiter, answers, onClose, wasOpen):
+        let (readyWaiter, answers, pongWaiters, onClose, onPoolClose, wasOpen):
             (
                 CheckedContinuation<Welcome, any Error>?, [CheckedContinuation<MutationAnswer, any Error>],
-                (@Sendable (LinkError) -> Void)?, Bool
+                [CheckedContinuation<Void, any Error>], (@Sendable (LinkError) -> Void)?, (@Sendable () -> Void)?,
+                Bool
             ) =
                 state.withLock { state in
-                    if case .closed = state.phase { return (nil, [], nil, false) }
+                    if case .closed = state.phase { return (nil, [], [], nil, nil, false) }
                     state.phase = .closed(error)
                     defer {
                         state.readyWaiter = nil
                         state.answers = [:]
+                        state.pongWaiters = [:]
                         state.onClose = nil
+                        state.onPoolClose = nil
                         state.onMessage = nil
                     }
-                    return (state.readyWaiter, Array(state.answers.values), state.onClose, true)
+                    return (
+                        state.readyWaiter, Array(state.answers.values), Array(state.pongWaiters.values), state.onClose,
+                        state.onPoolClose, true
+                    )
                 }
         guard wasOpen else { return }
         transport.disconnect()
         readyWaiter?.resume(throwing: error)
         for waiter in answers { waiter.resume(throwing: error) }
+        for waiter in pongWaiters { waiter.resume(throwing: error) }
         onClose?(error)
+        onPoolClose?()
     }
 }
 

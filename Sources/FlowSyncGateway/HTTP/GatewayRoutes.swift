@@ -10,18 +10,22 @@ import NIOCore
 import NIOPosix
 
 /// The HTTP API (docs/openapi.json; docs/GATEWAY.md): each request reaches the daemon
-/// through a ``DaemonLink`` of its own, opened with the caller's bearer token, so the
-/// daemon decides what the caller may read and write, and the gateway holds no list
-/// state between requests.
+/// through a ``DaemonLink`` opened with the caller's bearer token, so the daemon decides
+/// what the caller may read and write, and the gateway holds no list state between
+/// requests.
 ///
-/// Why a link per request, not a shared pool: the protocol binds a token and a client ID
-/// to a connection (Hello), and both come from the HTTP request (`Authorization`,
-/// `Idempotency-Key`). The cost is a TCP handshake and a Hello per request on loopback
-/// (docs/GATEWAY.md, "Costs").
+/// Which link: the protocol binds a token and a client ID to a connection (Hello).
+/// - GET a list and an un-keyed POST borrow a ready link of their token from
+///   ``DaemonLinkPool``; an un-keyed write uses the link's own client ID and its next seq.
+/// - A POST with an `Idempotency-Key` (and the WebSocket's `mutate`) opens a link of its
+///   own, because its client ID is the key's (``IdempotencyKey``): that is what makes a
+///   retry through any gateway commit once.
+/// - SSE streams hold a link of their own for as long as they run.
 struct GatewayRoutes: Sendable {
     let configuration: GatewayConfiguration
     let streams: StreamGauge
     let webhooks: WebhookService
+    let linkPool: DaemonLinkPool
     let logger: Logger
 
     static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
@@ -132,26 +136,49 @@ struct GatewayRoutes: Sendable {
     // MARK: GET /v1/lists/{list}
 
     func getList(_ request: Request, list: String) async -> Response {
+        let id: Int
         let link: DaemonLink
         do {
-            link = try await openLink(request, clientID: Self.randomClientID())
+            (id, link) = try await linkPool.checkout(token: Self.bearerToken(request))
         } catch {
             return error.problem.response()
         }
-        defer { link.close() }
         do {
             switch try await subscribe(link, to: list, resumeFrom: nil) {
             case .snapshot(let snapshot):
+                release(id, link, unsubscribing: list)
                 return jsonResponse(
                     ChangeJSON.snapshot(snapshot), headers: [.eTag: "\"\(ListPosition.text(snapshot.position))\""])
             case .error(let error):
+                release(id, link, unsubscribing: nil)  // refused: no subscription was made
                 return Problem.daemon(code: error.code, message: error.message).response()
             default:
+                linkPool.checkin(id, link: link, outcome: .failed)
                 return Problem(status: 502, name: "bad-gateway", title: "Bad gateway", detail: "no snapshot", code: nil)
                     .response()
             }
         } catch {
+            // A timeout may leave a Snapshot on its way: the link is not reused.
+            linkPool.checkin(id, link: link, outcome: .failed)
             return Self.problem(for: error).response()
+        }
+    }
+
+    /// Returns a GET's link to the pool once nothing of its subscription can still
+    /// arrive: the Unsubscribe, then a Ping whose Pong comes after every Diff the daemon
+    /// sent before it (``DaemonLink/roundTrip()``). Otherwise the next GET of the same list
+    /// on this link could take a late Diff for its answer. Done in a task of its own, so
+    /// the response does not wait for it.
+    private func release(_ id: Int, _ link: DaemonLink, unsubscribing list: String?) {
+        let pool = linkPool
+        Task {
+            if let list { link.send(.unsubscribe(Unsubscribe(listName: list))) }
+            do {
+                try await link.roundTrip()
+                pool.checkin(id, link: link, outcome: .clean)
+            } catch {
+                pool.checkin(id, link: link, outcome: .failed)
+            }
         }
     }
 
@@ -182,17 +209,19 @@ struct GatewayRoutes: Sendable {
             return error.response()
         }
         let token = Self.bearerToken(request)
-        let id: MutationID
+        let result: Result<ListVersion, Problem>
         if let key = request.headers[Self.idempotencyKey] {
+            let id: MutationID
             do {
                 id = try IdempotencyKey.mutationID(key: key, scope: IdempotencyKey.subject(ofBearerToken: token))
             } catch {
                 return error.response()
             }
+            result = await commit(list: list, body: body, token: token, id: id)
         } else {
-            id = MutationID(clientID: Self.randomClientID(), seq: 1)
+            result = await commitPooled(list: list, body: body, token: token)
         }
-        switch await commit(list: list, body: body, token: token, id: id) {
+        switch result {
         case .success(let version):
             var w = JSONWriter()
             w.beginObject()
@@ -230,6 +259,30 @@ struct GatewayRoutes: Sendable {
             }
         } catch {
             return .failure(error.problem)
+        }
+    }
+
+    /// Commits an un-keyed `body` on `list` through a pooled link of `token`'s, under the
+    /// link's own client ID and its next seq. Nothing to retry by key, so any link of the
+    /// same token will do; a link whose write timed out or failed is not reused.
+    func commitPooled(list: String, body: MutationBody, token: String?) async -> Result<ListVersion, Problem> {
+        do {
+            return try await linkPool.withLink(token: token) { link in
+                let mutate = Mutate(
+                    listName: list, clientID: link.options.clientID, seq: link.nextSequenceNumber(),
+                    base: body.wireBase, operations: body.operations)
+                do {
+                    switch try await link.mutate(mutate) {
+                    case .committed(let version): return (.success(version), .clean)
+                    case .rejected(let code, let message):
+                        return (.failure(Problem.daemon(code: code, message: message)), .clean)
+                    }
+                } catch {
+                    return (.failure(Self.problem(for: error)), .failed)
+                }
+            }
+        } catch {
+            return .failure(Self.problem(for: error))
         }
     }
 
