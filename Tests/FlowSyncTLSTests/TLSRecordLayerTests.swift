@@ -59,6 +59,60 @@ struct TLSRecordLayerTests {
         #expect(pair.server.received.suffix(20_000) == frames[0][...])
     }
 
+    /// ``TLSRecordLayer/seal(_:output:send:)`` copies pieces shorter than
+    /// ``TLSRecordLayer/copiedPieceLimit`` behind the header and seals them in place
+    /// with the type byte, and seals longer ones from their frame, both kinds mixed in
+    /// one record. Seeded random turns of frames around every limit (the copy limit,
+    /// 2^14, empty frames): the records are full (one per 2^14 bytes of content, only
+    /// the last shorter), and OpenSSL's client, fed the wire cut at random points (a
+    /// record boundary at any byte position), reads exactly the frames' bytes in order.
+    @Test func framesAroundEveryLimitAreSealedIntoFullRecordsThatOpenSSLReads() async throws {
+        let limit = TLSRecordLayer.copiedPieceLimit
+        let record = TLSRecordFraming.maxPlaintext
+        let sizes = [
+            0, 1, 2, 17, 300, limit - 1, limit, limit + 1, record - 1, record, record + 1, 2 * record + 5, 40_000,
+        ]
+        for seed: UInt64 in 1...24 {
+            var random = SplitMix64(seed: seed)
+            let pair = try await pair()
+            pair.connect()
+            #expect(pair.server.channel.usesOwnRecordLayer)
+            var frames: [[UInt8]] = []
+            for index in 0..<(1 + Int(random.next() % 12)) {
+                let size = sizes[Int(random.next() % UInt64(sizes.count))]
+                frames.append((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ index &+ Int(seed)) })
+            }
+            let total = frames.reduce(0) { $0 + $1.count }
+            pair.server.send(frames)
+            let wire = pair.server.outgoing
+            pair.server.outgoing = []
+            // The records: full ones, then the rest.
+            var contents: [Int] = []
+            var offset = 0
+            while offset + 5 <= wire.count {
+                #expect(wire[offset] == 23, "seed \(seed)")
+                let body = Int(wire[offset + 3]) << 8 | Int(wire[offset + 4])
+                contents.append(body - 1 - TLSRecordSuite.tagLength)
+                offset += 5 + body
+            }
+            #expect(offset == wire.count, "seed \(seed)")
+            #expect(contents.reduce(0, +) == total, "seed \(seed)")
+            #expect(contents.count == (total + record - 1) / record, "seed \(seed): \(contents)")
+            #expect(contents.dropLast().allSatisfy { $0 == record }, "seed \(seed): \(contents)")
+            // OpenSSL reads them, cut anywhere.
+            var io = pair.client.io
+            offset = 0
+            while offset < wire.count {
+                let end = min(wire.count, offset + 1 + Int(random.next() % 3_000))
+                wire[offset..<end].withUnsafeBytes { pair.client.channel.received($0, &io) }
+                offset = end
+            }
+            #expect(pair.client.received == frames.flatMap { $0 }, "seed \(seed): sizes \(frames.map(\.count))")
+            #expect(pair.client.failure == nil, "seed \(seed)")
+            expectTraffic(pair, "seed \(seed): after the turn")
+        }
+    }
+
     @Test func tls12StaysOnOpenSSL() async throws {
         let pair = try await pair(minimum: .tls12, clientMaximum: .tls12)
         pair.connect()
@@ -164,5 +218,19 @@ struct TLSRecordLayerTests {
         #expect(fromServer.server.ended == .some(nil))
         #expect(fromServer.client.ended != nil)
         #expect(fromServer.client.failure == nil)
+    }
+}
+
+/// A seeded generator for the tests above (SplitMix64): the seed of a failure is in
+/// its message.
+struct SplitMix64 {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E4B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
