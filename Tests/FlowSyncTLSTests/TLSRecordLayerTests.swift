@@ -198,6 +198,75 @@ struct TLSRecordLayerTests {
         }
     }
 
+    /// Damaged records after the switch, each fed whole and a byte at a time, after a
+    /// good frame: the good frame is delivered, the connection ends with `bad_record`
+    /// (its alert reaches the client, which OpenSSL reads as one), and nothing more is
+    /// opened or sealed. Each case is its own connection; none affects another.
+    @Test func damagedRecordsWholeAndByteByByte() async throws {
+        let overLimit = TLSRecordFraming.maxCiphertext + 1
+        let damages: [(String, ([UInt8]) -> [UInt8])] = [
+            ("a bad tag", { var r = $0; r[r.count - 1] ^= 0x80; return r }),
+            ("a flipped ciphertext byte", { var r = $0; r[7] ^= 1; return r }),
+            ("a flipped header byte (the additional data)", { var r = $0; r[2] ^= 1; return r }),
+            ("a length one short", { var r = $0; r[4] &-= 1; return r }),
+            ("a length one long, and one more byte", { var r = $0; r[4] &+= 1; return r + [0] }),
+            (
+                "a length over 2^14 + 256",
+                { [23, 3, 3, UInt8(overLimit >> 8), UInt8(overLimit & 0xff)] + $0.dropFirst(5) }
+            ),
+            (
+                "2^14 + 256 bytes of noise, a length allowed",
+                { _ in
+                    [23, 3, 3, UInt8(TLSRecordFraming.maxCiphertext >> 8), UInt8(TLSRecordFraming.maxCiphertext & 0xff)]
+                        + [UInt8](repeating: 0xa5, count: TLSRecordFraming.maxCiphertext)
+                }
+            ),
+            ("a record repeated (a replay)", { $0 + $0 }),
+        ]
+        for (label, damage) in damages {
+            for slice in [Int.max, 1] {
+                let pair = try await pair()
+                pair.connect()
+                pair.client.send([[1, 2, 3]])
+                pair.client.deliver(to: pair.server)
+                pair.client.send([[UInt8](repeating: 4, count: 100)])
+                let record = pair.client.outgoing
+                pair.client.outgoing = damage(record)
+                pair.client.deliver(to: pair.server, slice: slice)
+                let expected: [UInt8] = label.contains("replay") ? [1, 2, 3] + [UInt8](repeating: 4, count: 100) : [1, 2, 3]
+                #expect(pair.server.received == expected, "\(label), slice \(slice)")
+                #expect(pair.server.failure?.reason == .badRecord, "\(label), slice \(slice)")
+                pair.server.deliver(to: pair.client)
+                #expect(pair.client.failure != nil, "\(label), slice \(slice)")
+                pair.server.send([[9]])
+                #expect(pair.server.outgoing.isEmpty, "\(label), slice \(slice)")
+            }
+        }
+        // The oversized length is refused from its header alone, before any body byte.
+        let pair = try await pair()
+        pair.connect()
+        pair.client.outgoing = [23, 3, 3, UInt8(overLimit >> 8), UInt8(overLimit & 0xff)]
+        pair.client.deliver(to: pair.server, slice: 1)
+        #expect(pair.server.failure?.reason == .badRecord)
+    }
+
+    /// A close_notify in the middle of the stream, fed whole and a byte at a time: what
+    /// came before it is delivered, the connection ends in order (no failure), and the
+    /// bytes after it (here a forged record) are never opened.
+    @Test func aCloseNotifyMidStreamEndsInOrder() async throws {
+        for slice in [Int.max, 1] {
+            let pair = try await pair()
+            pair.connect()
+            pair.client.send([[1, 2, 3]])
+            var io = pair.client.io
+            pair.client.channel.close(&io)
+            pair.client.outgoing += [23, 3, 3, 0, 20] + [UInt8](repeating: 0x5a, count: 20)
+            pair.client.deliver(to: pair.server, slice: slice)
+            #expect(pair.server.received == [1, 2, 3], "slice \(slice)")
+            #expect(pair.server.ended == .some(nil), "slice \(slice)")
+        }
+    }
+
     @Test func closeNotifyEitherWay() async throws {
         let fromClient = try await pair()
         fromClient.connect()
