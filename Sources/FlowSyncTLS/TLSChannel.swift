@@ -293,7 +293,8 @@ public final class TLSChannel {
         guard case .switchTo(let suite) = TLSRecordSwitch.decide(session.recordSwitchFacts()) else { return nil }
         let unread = session.takeUnreadCiphertext()
         let secrets = session.takeTrafficSecrets()
-        records = TLSRecordLayer(suite: suite, clientSecret: secrets.client, serverSecret: secrets.server)
+        records = TLSRecordLayer(
+            suite: suite, clientSecret: secrets.client, serverSecret: secrets.server, counts: scratch.records)
         // The last reference: SSL_free, its BIOs and its ~17 KB go now.
         self.session = nil
         return unread

@@ -6,7 +6,8 @@
 /// record layer").
 ///
 /// What it keeps per connection: two ``TLSRecordProtection``s (an AEAD context each),
-/// a partial record (empty, and unallocated, between records), and two flags.
+/// a partial record (empty, and unallocated, between records), two flags and a
+/// reference to the loop's ``TLSRecordCounts``.
 ///
 /// The rules, each with its reason:
 /// 1. **One record per flush, up to 2^14 bytes of content.** A turn's frames (the
@@ -37,6 +38,8 @@ public final class TLSRecordLayer {
 
     private let reader: TLSRecordProtection
     private let writer: TLSRecordProtection
+    /// The loop's record counts (``TLSScratch/records``), when the owner keeps them.
+    private let counts: TLSRecordCounts?
     /// A record whose rest has not arrived (rule 2).
     private var partial: [UInt8] = []
     /// Rule 3: a KeyUpdate is owed to the client.
@@ -49,9 +52,11 @@ public final class TLSRecordLayer {
     /// records are opened with its application traffic secret, ours sealed with the
     /// server's; both sequences start at 0 (nothing was protected with them yet:
     /// ``TLSRecordSwitch``).
-    public init(suite: TLSRecordSuite, clientSecret: [UInt8], serverSecret: [UInt8]) {
+    /// `counts`: the loop's record counts, one increment per record.
+    public init(suite: TLSRecordSuite, clientSecret: [UInt8], serverSecret: [UInt8], counts: TLSRecordCounts? = nil) {
         reader = TLSRecordProtection(suite: suite, secret: clientSecret, encrypts: false)
         writer = TLSRecordProtection(suite: suite, secret: serverSecret, encrypts: true)
+        self.counts = counts
     }
 
     /// Tests only: the layer seen from the client's side (it opens the server's records).
@@ -61,6 +66,7 @@ public final class TLSRecordLayer {
     ) {
         reader = TLSRecordProtection(suite: suite, secret: readSecret, encrypts: false, sequence: readSequence)
         writer = TLSRecordProtection(suite: suite, secret: writeSecret, encrypts: true, sequence: writeSequence)
+        counts = nil
     }
 
     /// Whether part of a record waits for its rest.
@@ -148,6 +154,7 @@ public final class TLSRecordLayer {
             return fail(
                 .init(alert: .badRecordMAC, detail: "a record failed authentication"), send: send, output: output)
         }
+        counts?.opened += 1
         let inner = UnsafeRawBufferPointer(rebasing: scratch[..<count])
         switch TLSRecordFraming.classify(inner) {
         case .failure(let violation):
@@ -249,6 +256,7 @@ public final class TLSRecordLayer {
                         used += writer.encrypt(out + used, count: copied + 1, into: out + used)
                         copied = 0
                         used += writer.finishRecord(into: out + used)
+                        counts?.sealed += 1
                     }
                 }
                 return true
@@ -276,6 +284,7 @@ public final class TLSRecordLayer {
         let length = message.withUnsafeBytes {
             writer.sealRecord($0, type: .handshake, into: output.baseAddress!)
         }
+        counts?.sealed += 1
         send(UnsafeRawBufferPointer(start: output.baseAddress!, count: length))
         writer.update()
     }
@@ -291,6 +300,7 @@ public final class TLSRecordLayer {
         guard !writer.isExhausted else { return }
         let alert: [UInt8] = [fatal ? 2 : 1, description.rawValue]
         let length = alert.withUnsafeBytes { writer.sealRecord($0, type: .alert, into: output.baseAddress!) }
+        counts?.sealed += 1
         send(UnsafeRawBufferPointer(start: output.baseAddress!, count: length))
     }
 }

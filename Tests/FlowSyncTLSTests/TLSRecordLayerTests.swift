@@ -83,6 +83,7 @@ struct TLSRecordLayerTests {
                 frames.append((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ index &+ Int(seed)) })
             }
             let total = frames.reduce(0) { $0 + $1.count }
+            let sealedBefore = pair.scratch.records.sealed
             pair.server.send(frames)
             let wire = pair.server.outgoing
             pair.server.outgoing = []
@@ -99,6 +100,8 @@ struct TLSRecordLayerTests {
             #expect(contents.reduce(0, +) == total, "seed \(seed)")
             #expect(contents.count == (total + record - 1) / record, "seed \(seed): \(contents)")
             #expect(contents.dropLast().allSatisfy { $0 == record }, "seed \(seed): \(contents)")
+            // The loop's counts (TLSRecordCounts): one per record.
+            #expect(pair.scratch.records.sealed - sealedBefore == contents.count, "seed \(seed)")
             // OpenSSL reads them, cut anywhere.
             var io = pair.client.io
             offset = 0
