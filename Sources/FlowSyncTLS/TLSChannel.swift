@@ -123,9 +123,9 @@ public final class TLSChannel {
     /// frames are gathered so that a turn's frames become as few records as possible.
     /// - Returns: whether the frames were (or will be) sent.
     @discardableResult
-    public func send<IO: TLSChannelIO>(_ frames: some Collection<[UInt8]>, _ io: inout IO) -> Bool {
+    public func send<IO: TLSChannelIO>(_ frames: [[UInt8]], _ io: inout IO) -> Bool {
         if let records {
-            // The own record layer encrypts straight from the frames (no gathering).
+            // The own record layer seals the frames itself (TLSRecordLayer, rule 1).
             guard machine.phase == .established else { return false }
             guard records.seal(frames, output: scratch.ciphertext, send: { io.sendCiphertext($0) }) else {
                 perform(machine.writeFailed(.connection(.other, "the write sequence number ran out")), &io)
@@ -293,7 +293,8 @@ public final class TLSChannel {
         guard case .switchTo(let suite) = TLSRecordSwitch.decide(session.recordSwitchFacts()) else { return nil }
         let unread = session.takeUnreadCiphertext()
         let secrets = session.takeTrafficSecrets()
-        records = TLSRecordLayer(suite: suite, clientSecret: secrets.client, serverSecret: secrets.server)
+        records = TLSRecordLayer(
+            suite: suite, clientSecret: secrets.client, serverSecret: secrets.server, counts: scratch.records)
         // The last reference: SSL_free, its BIOs and its ~17 KB go now.
         self.session = nil
         return unread

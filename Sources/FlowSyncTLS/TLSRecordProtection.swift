@@ -11,12 +11,20 @@ import CLibSSL
 ///    no key schedule and no cipher lookup.
 /// 2. **Nonce = IV XOR the sequence number**, left-padded to 12 bytes (§5.3); the
 ///    sequence number starts at 0 for each traffic secret and rises by one per record.
+///    The IV is kept inline as three words, so a record's nonce is two XORs on the
+///    stack, with no array to reach (an array is one more object, and one more cache
+///    miss, per delivery in a fan-out).
 /// 3. **A sequence number never wraps** (§5.3: "MUST NOT wrap"): the record that would
 ///    use 2^64 − 1 is refused (``isExhausted``) and the connection closes.
 /// 4. **The tag is checked by OpenSSL** (`EVP_DecryptFinal_ex`, constant time); the
 ///    decrypted bytes are used only after it said yes.
 /// 5. **Secrets are wiped** when replaced and when the direction ends (best effort:
 ///    Swift arrays may have been copied by the optimizer; OpenSSL clears its context).
+/// 6. **Sealing is a sequence of calls the layer drives** (``beginRecord(contentLength:into:)``,
+///    ``encrypt(_:count:into:)`` any number of times, ``finishRecord(into:)``): the
+///    content type byte is content to this object, so the layer can encrypt it in the
+///    same call as the bytes before it (``TLSRecordLayer``, rule 1). In place
+///    (source = destination) is allowed: AES-GCM and ChaCha20-Poly1305 are streams.
 ///
 /// Loop-confined, like the channel that owns it.
 final class TLSRecordProtection {
@@ -24,7 +32,8 @@ final class TLSRecordProtection {
     private let encrypts: Bool
     private let context: OpaquePointer
     private var secret: [UInt8]
-    private var iv: [UInt8]
+    /// The IV's 12 bytes as three words in memory order (rule 2).
+    private var iv: (UInt32, UInt32, UInt32)
     /// The next record's sequence number.
     private(set) var sequence: UInt64
 
@@ -40,7 +49,7 @@ final class TLSRecordProtection {
         self.secret = secret
         self.sequence = sequence
         let (key, iv) = suite.trafficKeys(secret: secret)
-        self.iv = iv
+        self.iv = Self.words(iv)
         let ok = key.withUnsafeBufferPointer {
             EVP_CipherInit_ex(context, suite.cipher, nil, $0.baseAddress, nil, encrypts ? 1 : 0)
         }
@@ -50,6 +59,7 @@ final class TLSRecordProtection {
     deinit {
         EVP_CIPHER_CTX_free(context)
         Self.wipe(&secret)
+        iv = (0, 0, 0)
     }
 
     /// Rule 3: no record may use the last sequence number.
@@ -62,31 +72,42 @@ final class TLSRecordProtection {
         Self.wipe(&secret)
         secret = next
         let (key, iv) = suite.trafficKeys(secret: secret)
-        self.iv = iv
+        self.iv = Self.words(iv)
         let ok = key.withUnsafeBufferPointer { EVP_CipherInit_ex(context, nil, nil, $0.baseAddress, nil, -1) }
         precondition(ok == 1, "Internal inconsistency in TLSRecordProtection: the cipher refused its new key")
         sequence = 0
     }
 
-    /// Sets the nonce of the record about to be sealed or opened (rule 2).
-    private func startRecord() {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: TLSRecordSuite.ivLength) { nonce in
-            for index in 0..<TLSRecordSuite.ivLength { nonce[index] = iv[index] }
-            var sequence = self.sequence
-            for index in stride(from: TLSRecordSuite.ivLength - 1, through: TLSRecordSuite.ivLength - 8, by: -1) {
-                nonce[index] ^= UInt8(truncatingIfNeeded: sequence)
-                sequence >>= 8
-            }
-            let ok = EVP_CipherInit_ex(context, nil, nil, nil, nonce.baseAddress, -1)
-            precondition(ok == 1, "Internal inconsistency in TLSRecordProtection: the nonce was refused")
+    /// The IV's bytes as the three words of ``iv``, in memory order.
+    private static func words(_ iv: [UInt8]) -> (UInt32, UInt32, UInt32) {
+        precondition(iv.count == TLSRecordSuite.ivLength, "Internal inconsistency in TLSRecordProtection: an IV")
+        return iv.withUnsafeBytes {
+            (
+                $0.loadUnaligned(fromByteOffset: 0, as: UInt32.self),
+                $0.loadUnaligned(fromByteOffset: 4, as: UInt32.self),
+                $0.loadUnaligned(fromByteOffset: 8, as: UInt32.self)
+            )
         }
+    }
+
+    /// Sets the nonce of the record about to be sealed or opened (rule 2): the
+    /// sequence number, big-endian, XORed into the IV's last eight bytes.
+    @inline(__always)
+    private func startRecord() {
+        var nonce = iv
+        nonce.1 ^= UInt32(truncatingIfNeeded: sequence >> 32).bigEndian
+        nonce.2 ^= UInt32(truncatingIfNeeded: sequence).bigEndian
+        let ok = withUnsafeBytes(of: &nonce) {
+            EVP_CipherInit_ex(context, nil, nil, nil, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), -1)
+        }
+        precondition(ok == 1, "Internal inconsistency in TLSRecordProtection: the nonce was refused")
     }
 
     // MARK: Sealing (the write direction)
 
     /// Starts a record of `contentLength` bytes of content (plus the type byte): writes
-    /// its header at `out` and authenticates it. Then ``sealPiece(_:into:)`` for each
-    /// piece of content, then ``finishRecord(type:into:)``.
+    /// its header at `out` and authenticates it. Then ``encrypt(_:count:into:)`` for
+    /// the content and its type byte (rule 6), then ``finishRecord(into:)``.
     /// - Returns: The header's length.
     func beginRecord(contentLength: Int, into out: UnsafeMutableRawPointer) -> Int {
         precondition(encrypts && !isExhausted, "Internal inconsistency in TLSRecordProtection: sealing")
@@ -106,43 +127,44 @@ final class TLSRecordProtection {
         return TLSRecordFraming.headerLength
     }
 
-    /// Encrypts one piece of the record's content to `out`.
-    /// - Returns: The bytes written (the piece's length: AEAD ciphers here are streams).
-    func sealPiece(_ piece: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer) -> Int {
-        guard let base = piece.baseAddress, !piece.isEmpty else { return 0 }
+    /// Encrypts `count` bytes of the record's inner plaintext from `source` to `out`
+    /// (the same address: in place).
+    /// - Returns: The bytes written (`count`: AEAD ciphers here are streams).
+    @inline(__always)
+    func encrypt(_ source: UnsafeRawPointer, count: Int, into out: UnsafeMutableRawPointer) -> Int {
+        guard count > 0 else { return 0 }
         var length: Int32 = 0
         let ok = EVP_EncryptUpdate(
-            context, out.assumingMemoryBound(to: UInt8.self), &length, base.assumingMemoryBound(to: UInt8.self),
-            Int32(piece.count))
-        precondition(ok == 1 && Int(length) == piece.count, "Internal inconsistency in TLSRecordProtection: sealing")
-        return Int(length)
+            context, out.assumingMemoryBound(to: UInt8.self), &length, source.assumingMemoryBound(to: UInt8.self),
+            Int32(count))
+        precondition(ok == 1 && Int(length) == count, "Internal inconsistency in TLSRecordProtection: sealing")
+        return count
     }
 
-    /// Ends the record: the content type byte, then the tag.
-    /// - Returns: The bytes written (1 + the tag).
-    func finishRecord(type: TLSRecordFraming.ContentType, into out: UnsafeMutableRawPointer) -> Int {
-        var typeByte = type.rawValue
-        var written = 0
+    /// Ends the record, its type byte already encrypted (rule 6): the tag.
+    /// - Returns: The bytes written (the tag).
+    func finishRecord(into out: UnsafeMutableRawPointer) -> Int {
         var length: Int32 = 0
-        var ok = EVP_EncryptUpdate(context, out.assumingMemoryBound(to: UInt8.self), &length, &typeByte, 1)
-        written += Int(length)
-        ok &= EVP_EncryptFinal_ex(context, (out + written).assumingMemoryBound(to: UInt8.self), &length)
-        written += Int(length)
-        ok &= EVP_CIPHER_CTX_ctrl(
-            context, EVP_CTRL_AEAD_GET_TAG, Int32(TLSRecordSuite.tagLength), out + written)
-        precondition(ok == 1 && written == 1, "Internal inconsistency in TLSRecordProtection: finishing a record")
+        var ok = EVP_EncryptFinal_ex(context, out.assumingMemoryBound(to: UInt8.self), &length)
+        let written = Int(length)
+        ok &= EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_AEAD_GET_TAG, Int32(TLSRecordSuite.tagLength), out + written)
+        precondition(ok == 1 && written == 0, "Internal inconsistency in TLSRecordProtection: finishing a record")
         sequence += 1
-        return written + TLSRecordSuite.tagLength
+        return TLSRecordSuite.tagLength
     }
 
-    /// Seals a whole record of `content` and `type` at `out` (a KeyUpdate, an alert).
+    /// Seals a whole record of `content` and `type` at `out` (a KeyUpdate, an alert):
+    /// the content and its type byte are copied behind the header and encrypted there.
     /// - Returns: The record's length.
     func sealRecord(
         _ content: UnsafeRawBufferPointer, type: TLSRecordFraming.ContentType, into out: UnsafeMutableRawPointer
     ) -> Int {
         var written = beginRecord(contentLength: content.count, into: out)
-        written += sealPiece(content, into: out + written)
-        written += finishRecord(type: type, into: out + written)
+        let inner = out + written
+        if let base = content.baseAddress { inner.copyMemory(from: base, byteCount: content.count) }
+        inner.storeBytes(of: type.rawValue, toByteOffset: content.count, as: UInt8.self)
+        written += encrypt(inner, count: content.count + 1, into: inner)
+        written += finishRecord(into: out + written)
         return written
     }
 

@@ -14,6 +14,8 @@ public final class TLSScratch {
     let gathered: UnsafeMutableRawBufferPointer
     /// Ciphertext drained from a session on its way to the socket.
     let ciphertext: UnsafeMutableRawBufferPointer
+    /// The records the own record layer sealed and opened on this loop.
+    public let records = TLSRecordCounts()
 
     public init() {
         decrypted = .allocate(byteCount: 17 << 10, alignment: 16)

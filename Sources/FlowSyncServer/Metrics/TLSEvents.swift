@@ -15,6 +15,10 @@ public struct TLSStatistics: Sendable, Hashable {
     public var certificatePrincipals = 0
     /// The served certificate's `notAfter`, seconds since 1970.
     public var certificateExpiry: Double?
+    /// Records the own record layer sealed and opened (``TLSRecordCounts``); OpenSSL's
+    /// record layer's are not counted.
+    public var recordsSealed = 0
+    public var recordsOpened = 0
 }
 
 /// What the daemon counts about TLS (issue #32), statistics and metrics together, one
@@ -26,6 +30,7 @@ public struct TLSStatistics: Sendable, Hashable {
 /// | `flowsync_tls_failures_total{reason}` | connections whose TLS failed, by ``TLSError/Reason``: in the handshake (`not_tls`, `protocol_version`, `certificate_required`, `timeout`, …) or after it (`truncated`, `bad_record`, `renegotiation`); a peer that leaves without `close_notify` between records (`eof`) is not counted |
 /// | `flowsync_tls_certificate_expiry_timestamp_seconds` | the served certificate's `notAfter` (alert: config/prometheus) |
 /// | `flowsync_tls_certificate_loads_total{result}` | certificate pairs loaded at start and reload: `ok`, or `refused` (the old pair kept) |
+/// | `flowsync_tls_records_total{direction}` | records the own record layer `sealed` and `opened` (``TLSRecordCounts``; brought up to date by the 100 ms sweep); OpenSSL's record layer's are not counted |
 struct TLSEvents {
     private(set) var statistics = TLSStatistics()
     private var handshakesByVersion: [String: Counter] = [:]
@@ -34,6 +39,10 @@ struct TLSEvents {
     private let loadsRefused = Counter(
         label: "flowsync_tls_certificate_loads_total", dimensions: [("result", "refused")])
     private let expiry = Gauge(label: "flowsync_tls_certificate_expiry_timestamp_seconds")
+    private let recordsSealed = Counter(label: "flowsync_tls_records_total", dimensions: [("direction", "sealed")])
+    private let recordsOpened = Counter(label: "flowsync_tls_records_total", dimensions: [("direction", "opened")])
+    /// What ``recordsCounted(_:)`` last brought the counters to.
+    private var recordsReported = (sealed: 0, opened: 0)
 
     /// A handshake completed with `version` (`TLSv1.3`, …).
     mutating func handshakeCompleted(version: String) {
@@ -71,6 +80,16 @@ struct TLSEvents {
     mutating func refused() {
         statistics.refusedLoads += 1
         loadsRefused.increment()
+    }
+
+    /// The loop's record counts, from the sweep: the counters catch up (an increment
+    /// per record would cost a metrics call per delivery; this costs two per sweep).
+    mutating func recordsCounted(_ counts: TLSRecordCounts) {
+        statistics.recordsSealed = counts.sealed
+        statistics.recordsOpened = counts.opened
+        recordsSealed.increment(by: Int64(counts.sealed - recordsReported.sealed))
+        recordsOpened.increment(by: Int64(counts.opened - recordsReported.opened))
+        recordsReported = (counts.sealed, counts.opened)
     }
 
     /// A client certificate authenticated a connection as a principal.

@@ -350,6 +350,7 @@ extension Server {
         metrics.largestQueueBytes.record(largest)
         returnFreedMemory(queuedBytes: total, now: now)
         metrics.subscribersPaused.record(laggingConnections.count)
+        if let tls { tls.events.recordsCounted(tls.scratch.records) }
         flushAll()
         if let deadline = shutdownDeadline, now >= deadline {
             for connection in connections.values { connection.cut() }

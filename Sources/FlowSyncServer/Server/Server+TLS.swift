@@ -21,7 +21,14 @@ import Glibc
 /// buffered ciphertext, one slot of the cap, until the deadline.
 extension Server {
     /// The TLS counters, when the listener speaks TLS.
-    public var tlsStatistics: TLSStatistics? { tls?.events.statistics }
+    public var tlsStatistics: TLSStatistics? {
+        guard let tls else { return nil }
+        var statistics = tls.events.statistics
+        // Exact now, not as of the last sweep.
+        statistics.recordsSealed = tls.scratch.records.sealed
+        statistics.recordsOpened = tls.scratch.records.opened
+        return statistics
+    }
 
     /// Decides what the TCP listener on `host` speaks and loads the certificate pair.
     func startTLS(listenHost host: String) throws(ServerStartError) {
