@@ -56,6 +56,8 @@ final class DaemonLink: Sendable {
         var readyWaiter: CheckedContinuation<Welcome, any Error>?
         var answers: [AnswerKey: CheckedContinuation<MutationAnswer, any Error>] = [:]
         var onMessage: (@Sendable (Message) -> Void)?
+        /// When the daemon last sent anything (the heartbeat's silence check).
+        var lastReceived = ContinuousClock.now
         var onClose: (@Sendable (LinkError) -> Void)?
         /// The pool's own close handler, beside the request's (``setPoolCloseHandler(_:)``).
         var onPoolClose: (@Sendable () -> Void)?
@@ -284,6 +286,7 @@ final class DaemonLink: Sendable {
         var messages: [Message] = []
         var failure: LinkError?
         state.withLock { state in
+            state.lastReceived = .now
             state.decoder.feed(bytes)
             do {
                 while let message = try state.decoder.next() {
@@ -350,12 +353,25 @@ final class DaemonLink: Sendable {
         waiter?.resume(returning: answer)
     }
 
-    /// Keeps the daemon's heartbeat (PROTOCOL.md, Welcome): a Ping every half interval.
+    /// Keeps the daemon's heartbeat (PROTOCOL.md, Welcome): a Ping every half interval,
+    /// and a link that received nothing for twice the interval is failed as dead — the
+    /// SDK's rule (`ClientConnection.tick`). Every Ping is answered by a Pong, so a live
+    /// daemon is never silent that long; a frozen or partitioned one (no FIN, no RST)
+    /// would otherwise hold the link — a webhook's subscription, a browser's stream —
+    /// for as long as TCP retransmits.
     private func schedulePing() {
         guard let welcome, welcome.heartbeatMilliseconds > 0 else { return }
-        let interval = UInt64(welcome.heartbeatMilliseconds / 2)
-        transport.schedule(after: interval) { [self] in
+        let heartbeat = Duration.milliseconds(welcome.heartbeatMilliseconds)
+        transport.schedule(after: UInt64(welcome.heartbeatMilliseconds / 2)) { [self] in
             guard isOpen else { return }
+            let silent = ContinuousClock.now - state.withLock { $0.lastReceived }
+            guard silent < heartbeat * 2 else {
+                fail(
+                    .unavailable(
+                        "nothing received from \(endpoint) for \(silent) (heartbeat \(welcome.heartbeatMilliseconds) ms): dead connection"
+                    ))
+                return
+            }
             send(.ping(Ping(nonce: UInt64.random(in: 0...UInt64.max))))
             schedulePing()
         }
