@@ -123,7 +123,11 @@ import Testing
         print(
             "tls-hostile: reasons \(stats.failuresByReason); authenticated ping before \(Self.figures(quiet)), during \(Self.figures(during))"
         )
-        #expect(during.last! < 1_000_000)
+        // A stall behind a hostile peer would last until its handshake deadline (60 s);
+        // 5 s tells that apart from a loaded machine's scheduling (one ping took 1.74 s
+        // in a full suite at load 4 beside a build, 2026-11-28; 1 s was the bound then).
+        // docs/BENCHMARKS.md's TLS section holds the measured figures.
+        #expect(during.last! < 5_000_000, "authenticated ping during: \(Self.figures(during))")
         await daemon.stop()
     }
 
