@@ -68,7 +68,8 @@ struct GatewayCommand: AsyncParsableCommand {
     @Option(name: .long, help: "WebSocket: bytes queued toward one browser before it is closed as too slow (4008).")
     var wsMaxQueuedBytes = WebSocketLimits().maxQueuedBytes
 
-    @Option(name: .long, help: "WebSocket: ping period, milliseconds; no pong by the next ping closes the socket (1001).")
+    @Option(
+        name: .long, help: "WebSocket: ping period, milliseconds; no pong by the next ping closes the socket (1001).")
     var wsPingMs = WebSocketLimits().pingMilliseconds
 
     @Option(

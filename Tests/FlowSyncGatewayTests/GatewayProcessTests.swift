@@ -169,7 +169,9 @@ import Glibc
         #expect(
             resumed?.type == "catchUp" || resumed?.object["reason"] as? String == "resumeTooOld",
             "resumed from the cursor file: \(resumed?.type ?? "nothing") \(resumed?.object["reason"] ?? "")")
-        print("gateway SIGKILL: \(before) deliveries before the kill, \(accepted.count) in all, last \(accepted.last?.key ?? "-")")
+        print(
+            "gateway SIGKILL: \(before) deliveries before the kill, \(accepted.count) in all, last \(accepted.last?.key ?? "-")"
+        )
         child.signal(SIGTERM)
         #expect(await child.waitForExit(timeout: .seconds(20))?.status == 0, "\(child.output)")
         await writer.stop()

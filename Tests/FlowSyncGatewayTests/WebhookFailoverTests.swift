@@ -7,11 +7,11 @@ import FlowSyncTestSupport
 import Foundation
 import Testing
 
+@testable import FlowSyncGateway
+
 #if canImport(Glibc)
 import Glibc
 #endif
-
-@testable import FlowSyncGateway
 
 /// Issue #31: "Webhooks against a real receiver that fails at random: every batch arrives,
 /// in order per list, and duplicates only carry the same version. That holds […] across a

@@ -60,7 +60,8 @@ import Testing
             }
             if let p = previous {
                 #expect(
-                    d.version > p.version, "\(d.key) (\(d.type)) goes back from \(p.key)", sourceLocation: sourceLocation)
+                    d.version > p.version, "\(d.key) (\(d.type)) goes back from \(p.key)",
+                    sourceLocation: sourceLocation)
             }
             if let p = previous, d.type != "snapshot" {
                 #expect(

@@ -208,11 +208,46 @@ struct TLSRecordLayerTests {
     @Test func damagedRecordsWholeAndByteByByte() async throws {
         let overLimit = TLSRecordFraming.maxCiphertext + 1
         let damages: [(String, ([UInt8]) -> [UInt8])] = [
-            ("a bad tag", { var r = $0; r[r.count - 1] ^= 0x80; return r }),
-            ("a flipped ciphertext byte", { var r = $0; r[7] ^= 1; return r }),
-            ("a flipped header byte (the additional data)", { var r = $0; r[2] ^= 1; return r }),
-            ("a length one short", { var r = $0; r[4] &-= 1; return r }),
-            ("a length one long, and one more byte", { var r = $0; r[4] &+= 1; return r + [0] }),
+            (
+                "a bad tag",
+                {
+                    var r = $0
+                    r[r.count - 1] ^= 0x80
+                    return r
+                }
+            ),
+            (
+                "a flipped ciphertext byte",
+                {
+                    var r = $0
+                    r[7] ^= 1
+                    return r
+                }
+            ),
+            (
+                "a flipped header byte (the additional data)",
+                {
+                    var r = $0
+                    r[2] ^= 1
+                    return r
+                }
+            ),
+            (
+                "a length one short",
+                {
+                    var r = $0
+                    r[4] &-= 1
+                    return r
+                }
+            ),
+            (
+                "a length one long, and one more byte",
+                {
+                    var r = $0
+                    r[4] &+= 1
+                    return r + [0]
+                }
+            ),
             (
                 "a length over 2^14 + 256",
                 { [23, 3, 3, UInt8(overLimit >> 8), UInt8(overLimit & 0xff)] + $0.dropFirst(5) }
@@ -220,7 +255,10 @@ struct TLSRecordLayerTests {
             (
                 "2^14 + 256 bytes of noise, a length allowed",
                 { _ in
-                    [23, 3, 3, UInt8(TLSRecordFraming.maxCiphertext >> 8), UInt8(TLSRecordFraming.maxCiphertext & 0xff)]
+                    [
+                        23, 3, 3, UInt8(TLSRecordFraming.maxCiphertext >> 8),
+                        UInt8(TLSRecordFraming.maxCiphertext & 0xff),
+                    ]
                         + [UInt8](repeating: 0xa5, count: TLSRecordFraming.maxCiphertext)
                 }
             ),
@@ -236,7 +274,8 @@ struct TLSRecordLayerTests {
                 let record = pair.client.outgoing
                 pair.client.outgoing = damage(record)
                 pair.client.deliver(to: pair.server, slice: slice)
-                let expected: [UInt8] = label.contains("replay") ? [1, 2, 3] + [UInt8](repeating: 4, count: 100) : [1, 2, 3]
+                let expected: [UInt8] =
+                    label.contains("replay") ? [1, 2, 3] + [UInt8](repeating: 4, count: 100) : [1, 2, 3]
                 #expect(pair.server.received == expected, "\(label), slice \(slice)")
                 #expect(pair.server.failure?.reason == .badRecord, "\(label), slice \(slice)")
                 pair.server.deliver(to: pair.client)

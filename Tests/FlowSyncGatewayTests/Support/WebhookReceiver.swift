@@ -80,7 +80,8 @@ final class WebhookReceiver: Sendable {
     func waitFor(hook: String, list: String? = nil, version: UInt64, timeout: Duration = .seconds(30)) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            if accepted.contains(where: { $0.hook == hook && (list == nil || $0.list == list) && $0.version >= version }) {
+            if accepted.contains(where: { $0.hook == hook && (list == nil || $0.list == list) && $0.version >= version }
+            ) {
                 return true
             }
             try? await Task.sleep(for: .milliseconds(10))
