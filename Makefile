@@ -7,7 +7,7 @@
 
 SHELL        := /bin/bash
 SWIFT        ?= swift
-APT_PACKAGES := libuv1-dev zlib1g-dev pkg-config python3 systemd stunnel4 openssl libssl-dev liburing-dev postgresql libpq-dev
+APT_PACKAGES := libuv1-dev zlib1g-dev pkg-config python3 python3-venv systemd stunnel4 openssl libssl-dev liburing-dev postgresql libpq-dev
 # For `make test` (issue #20): promtool (Debian ships it in `prometheus`, with the server
 # and its unit; under systemd apt also enables and starts that server on :9090) checks
 # config/prometheus; headless `chromium` renders flowsync-load's HTML report in a test.
@@ -67,6 +67,7 @@ test: deps
 	scripts/apple-check.sh   # the Apple-only code against stand-ins of Apple's API (issue #29); needs the debug flowsyncd
 	$(SWIFT) build --build-tests
 	scripts/run-tests.sh .build/test-output.txt $(TEST_BUDGET_SECONDS)
+	$(STEP_TIMEOUT) scripts/fuzz-gateway-api.sh $(FUZZ_API_EXAMPLES) $(FUZZ_API_SEED)   # issue #31: the gateway against its OpenAPI spec, schemathesis from PyPI (seeded, ~1.5 min)
 	$(SWIFT) build -c release --product flowsync-bench
 	$(STEP_TIMEOUT) .build/release/flowsync-bench --quick > /dev/null
 	$(SWIFT) build -c release --product flowsync-protocol-bench

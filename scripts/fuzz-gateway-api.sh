@@ -10,7 +10,14 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 examples=${1:-40}
 seed=${2:-31}
-command -v st >/dev/null || python3 -m pip install --quiet schemathesis
+# schemathesis: the one on PATH, else a virtualenv of its own under .build (Debian's
+# python3 refuses `pip install` into the system, PEP 668; python3-venv is in make deps).
+st=$(command -v st || true)
+if [[ -z $st ]]; then
+  venv="$root/.build/schemathesis-venv"
+  [[ -x $venv/bin/st ]] || { python3 -m venv "$venv" && "$venv/bin/pip" install --quiet schemathesis; }
+  st="$venv/bin/st"
+fi
 work=$(mktemp -d)
 cleanup() {
   [[ -n ${gateway:-} ]] && kill "$gateway" 2>/dev/null || true
@@ -28,5 +35,5 @@ daemon_port=$(grep -o "listening on 127.0.0.1:[0-9]*" "$work/daemon.log" | head 
 gateway=$!
 for _ in $(seq 100); do grep -q "listening on" "$work/gateway.log" && break; sleep 0.1; done
 gateway_port=$(grep -o "listening on 127.0.0.1:[0-9]*" "$work/gateway.log" | head -1 | cut -d: -f2)
-timeout 600 st run "$root/docs/openapi.json" -u "http://127.0.0.1:$gateway_port" -n "$examples" --seed "$seed" \
+timeout 600 "$st" run "$root/docs/openapi.json" -u "http://127.0.0.1:$gateway_port" -n "$examples" --seed "$seed" \
   --exclude-operation-id changes --exclude-checks positive_data_acceptance --request-timeout 10 -w 2
