@@ -7,7 +7,7 @@ import Testing
 /// the waits back off with jitter and never end, and a long outage is logged once when
 /// it outlasts the lease and then every 10 s.
 @Suite(.timeLimit(.minutes(1))) struct ReconnectionTests {
-    @Test func theWaitsDoubleToTwoSecondsWithJitterAndNeverEnd() {
+    @Test func theWaitsDoubleToHalfASecondWithJitterAndNeverEnd() {
         var reconnection = Reconnection(since: 1_000)
         var now: UInt64 = 1_000
         var ceilings: [UInt64] = []
@@ -16,13 +16,13 @@ import Testing
             ceilings.append(delay)
             now += delay
         }
-        #expect(Array(ceilings.prefix(5)) == [250, 500, 1_000, 2_000, 2_000], "with random 1 the wait is the ceiling")
+        #expect(Array(ceilings.prefix(5)) == [100, 200, 400, 500, 500], "with random 1 the wait is the ceiling")
         #expect(
-            ceilings.allSatisfy { $0 <= 2_000 } && reconnection.attempts == 200, "no give-up: 200 attempts, about 400 s"
+            ceilings.allSatisfy { $0 <= 500 } && reconnection.attempts == 200, "no give-up: 200 attempts, about 100 s"
         )
         var low = Reconnection(since: 0)
-        #expect(low.failed(now: 0, leaseMilliseconds: 5_000, random: 0).delay == 188, "3/4 of 250, rounded")
-        #expect(low.failed(now: 188, leaseMilliseconds: 5_000, random: 0.5).delay == 438, "7/8 of 500")
+        #expect(low.failed(now: 0, leaseMilliseconds: 5_000, random: 0).delay == 75, "3/4 of 100")
+        #expect(low.failed(now: 75, leaseMilliseconds: 5_000, random: 0.5).delay == 175, "7/8 of 200")
     }
 
     @Test func aLongOutageIsReportedOnceAtTheLeaseThenEveryTenSeconds() {
@@ -34,7 +34,7 @@ import Testing
             if report != .none { reports.append((now, report)) }
             now += delay
         }
-        #expect(reports.map(\.0) == [5_750, 15_750, 25_750], "\(reports)")
+        #expect(reports.map(\.0) == [5_200, 15_200, 25_200], "\(reports)")
         #expect(
             reports.first?.1 == .leaseLapsed(milliseconds: reports.first?.0 ?? 0) && (reports.first?.0 ?? 0) >= 5_000)
         for (a, b) in zip(reports, reports.dropFirst()) {
@@ -44,7 +44,7 @@ import Testing
     }
 
     /// Random failure times and random draws: every wait within [3/4, 1] of its
-    /// ceiling, the ceiling doubling from 250 ms to 2 s, the lease reported once and
+    /// ceiling, the ceiling doubling from 100 ms to 500 ms, the lease reported once and
     /// no two reports closer than 10 s.
     @Test func seededOutagesKeepTheRules() {
         let seed = UInt64.random(in: 0...UInt64.max)
@@ -60,7 +60,7 @@ import Testing
             for attempt in 1...60 {
                 let draw = Double(random.next() % 1_000) / 1_000
                 let (delay, report) = reconnection.failed(now: now, leaseMilliseconds: lease, random: draw)
-                let ceiling = min(2_000, UInt64(250) << UInt64(min(attempt - 1, 8)))
+                let ceiling = min(500, UInt64(100) << UInt64(min(attempt - 1, 8)))
                 #expect(delay >= ceiling * 3 / 4 && delay <= ceiling, "seed \(seed): wait \(delay), ceiling \(ceiling)")
                 switch report {
                 case .none: break

@@ -9,10 +9,15 @@
 ///    commits wait) but keeps its clients and serves what it has; PostgreSQL coming
 ///    back is the only way forward, and an exit would only move the wait to systemd and
 ///    every client.
-/// 2. **Back off, with jitter.** The first retry comes after 250 ms (a failover tool
-///    promotes in tens of seconds, a restart in one or two), then the wait doubles up to
-///    2 s, each drawn between 3/4 and all of it: many nodes that lost one primary do not
-///    knock on the next one in step.
+/// 2. **Back off a little, with jitter.** The first retry comes after 100 ms, then the
+///    wait doubles up to 500 ms, each drawn between 3/4 and all of it: many nodes that
+///    lost one primary do not knock on the next one in step. The ceiling is short on
+///    purpose. Every millisecond between the new primary being up and this node's next
+///    attempt is a millisecond its lists stay unwritable, and the writes other nodes
+///    forwarded to them wait as well. With a 2 s ceiling, one soak run (issue #33) had a
+///    node back 1.3 s after the others, and forwarded writes waited 1.5 s after the
+///    promotion. A refused or read-only attempt costs PostgreSQL one short-lived backend,
+///    so two attempts a second per node stay cheap for as long as the outage lasts.
 /// 3. **Say it once, then rarely.** The loss is logged by the store; the lease running
 ///    out is logged once (from then on other nodes may claim this node's lists); after
 ///    that a line every 10 s.
@@ -30,8 +35,8 @@ struct Reconnection: Equatable {
     }
 
     /// The first retry's wait and the longest, in ms (rule 2).
-    static let firstDelay: UInt64 = 250
-    static let longestDelay: UInt64 = 2_000
+    static let firstDelay: UInt64 = 100
+    static let longestDelay: UInt64 = 500
     /// How often a long outage is logged again, in ms (rule 3).
     static let reportEvery: UInt64 = 10_000
 
