@@ -7,11 +7,14 @@ import FlowSyncCore
 /// Ordering rules, each with its reason:
 /// 1. **One delivery in flight.** The next batch is sent only after the receiver answered
 ///    2xx for this one, so the receiver sees versions in order without sorting.
-/// 2. **The cursor moves only on a 2xx**, to the delivered batch's `to`, and is saved
-///    before the next delivery starts. A crash after the 2xx and before the save
-///    redelivers that batch: at least once, never a gap. A duplicate has the same
-///    `to` (the idempotency key) because a resume asks the daemon for exactly what
-///    follows the cursor.
+/// 2. **The delivery is saved before it is POSTed, and the cursor moves only on a 2xx**,
+///    to the delivered batch's `to` (``WebhookProgress``: the cursor and the delivery in
+///    flight, one durable write). A crash at any point leaves a saved delivery that a
+///    restart POSTs again first, the same body under the same key, before it resumes
+///    after it: at least once, never a gap, and a duplicate is always the same delivery.
+///    (Saving only the cursor after the 2xx, a crash before that save resumed from the
+///    older cursor, and the daemon's resume coalesced the delivered batch with the next
+///    ones: the receiver saw its changes again under a newer key.)
 /// 3. **Contiguity.** A Diff is accepted only if its `from` is the last accepted `to`
 ///    (a batch already covered is dropped). Anything else (a gap, which the daemon never
 ///    sends on one subscription, or another epoch's Diff) means the subscription can no
@@ -46,8 +49,8 @@ public struct WebhookListMachine: Sendable {
         case none
         /// POST this batch (attempt 1, 2, …).
         case deliver(WebhookBatch, attempt: Int)
-        /// Save the cursor, then handle `then`.
-        indirect case saveCursor(ListVersion, then: Action)
+        /// Save this progress durably, then handle `then` (rule 2).
+        indirect case save(WebhookProgress, then: Action)
         /// Wait this long, then send ``WebhookListMachine/retryDue()``.
         case retry(afterMilliseconds: UInt64)
         /// End the upstream subscription (the queue overflowed).
@@ -85,13 +88,41 @@ public struct WebhookListMachine: Sendable {
     /// Times the queue overflowed (a metric).
     public private(set) var overflows = 0
 
-    public init(list: String, cursor: ListVersion?, maxQueued: Int = 1_000, backoff: WebhookBackoff) {
+    /// A machine resuming from `progress` (what was saved; nil: nothing yet). Call
+    /// ``start()`` for its first action.
+    public init(list: String, progress: WebhookProgress?, maxQueued: Int = 1_000, backoff: WebhookBackoff) {
         precondition(maxQueued >= 1, "Internal inconsistency in WebhookListMachine: maxQueued < 1")
         self.list = list
-        self.cursor = cursor
-        self.lastAccepted = cursor
+        self.cursor = progress?.cursor
+        self.lastAccepted = progress?.cursor
         self.maxQueued = maxQueued
         self.backoff = backoff
+        self.journaled = progress?.pending
+    }
+
+    /// A machine resuming from `cursor` alone (nothing was in flight).
+    public init(list: String, cursor: ListVersion?, maxQueued: Int = 1_000, backoff: WebhookBackoff) {
+        self.init(list: list, progress: WebhookProgress(cursor: cursor), maxQueued: maxQueued, backoff: backoff)
+    }
+
+    /// The delivery the saved progress held (a crash before its 2xx was saved), until
+    /// ``start()`` sends it again.
+    private var journaled: WebhookBatch?
+
+    /// The first action: POST the delivery a crash left unanswered (rule 2), the same
+    /// body under the same key, and subscribe after it once it succeeds; else subscribe
+    /// from the cursor.
+    public mutating func start() -> Action {
+        if let batch = journaled {
+            journaled = nil
+            state = .delivering(inFlight: batch, attempt: 1, queue: [])
+            lastAccepted = batch.to
+            upstream = .needsResubscribe
+            return .deliver(batch, attempt: 1)
+        }
+        upstream = .resubscribing
+        lastAccepted = cursor
+        return .resubscribe(from: cursor)
     }
 
     /// Batches waiting behind the one in flight.
@@ -131,7 +162,7 @@ public struct WebhookListMachine: Sendable {
         switch state {
         case .idle:
             state = .delivering(inFlight: batch, attempt: 1, queue: [])
-            return .deliver(batch, attempt: 1)
+            return .save(WebhookProgress(cursor: cursor, inFlight: batch), then: .deliver(batch, attempt: 1))
         case .delivering(let inFlight, let attempt, var queue):
             guard queue.count < maxQueued else {
                 // Rule 4: drop what waits; the in-flight one keeps going.
@@ -153,16 +184,14 @@ public struct WebhookListMachine: Sendable {
             preconditionFailure("Internal inconsistency in WebhookListMachine: success with nothing in flight")
         }
         cursor = inFlight.to
-        let next: Action
-        if queue.isEmpty {
+        guard !queue.isEmpty else {
             state = .idle
-            next = resubscribeIfNeeded()
-        } else {
-            let head = queue.removeFirst()
-            state = .delivering(inFlight: head, attempt: 1, queue: queue)
-            next = .deliver(head, attempt: 1)
+            return .save(WebhookProgress(cursor: inFlight.to), then: resubscribeIfNeeded())
         }
-        return .saveCursor(inFlight.to, then: next)
+        // The new cursor and the next delivery in one write (rule 2).
+        let head = queue.removeFirst()
+        state = .delivering(inFlight: head, attempt: 1, queue: queue)
+        return .save(WebhookProgress(cursor: inFlight.to, inFlight: head), then: .deliver(head, attempt: 1))
     }
 
     /// The receiver failed (no answer, a timeout, a non-2xx status).

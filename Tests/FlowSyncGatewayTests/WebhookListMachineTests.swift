@@ -16,19 +16,29 @@ import Testing
         WebhookBatch(list: "l", kind: .snapshot, from: nil, to: v(at, epoch: epoch), body: [])
     }
 
+    /// A 2xx with `next` waiting: the new cursor and the next delivery, saved in one write.
+    static func delivered(_ cursor: ListVersion, next: WebhookBatch) -> WebhookListMachine.Action {
+        .save(WebhookProgress(cursor: cursor, inFlight: next), then: .deliver(next, attempt: 1))
+    }
+
+    /// A delivery starting while nothing was in flight: saved, then POSTed.
+    static func starts(_ batch: WebhookBatch, cursor: ListVersion?) -> WebhookListMachine.Action {
+        .save(WebhookProgress(cursor: cursor, inFlight: batch), then: .deliver(batch, attempt: 1))
+    }
+
     func machine(cursor: ListVersion? = v(0), maxQueued: Int = 8) -> WebhookListMachine {
         WebhookListMachine(list: "l", cursor: cursor, maxQueued: maxQueued, backoff: WebhookBackoff(seed: 7))
     }
 
     @Test func oneInFlightThenInOrderAndTheCursorMovesOnlyOnSuccess() {
         var m = machine()
-        #expect(m.received(Self.batch(0, 1)) == .deliver(Self.batch(0, 1), attempt: 1))
+        #expect(m.received(Self.batch(0, 1)) == Self.starts(Self.batch(0, 1), cursor: Self.v(0)))
         #expect(m.received(Self.batch(1, 2)) == .none)
         #expect(m.received(Self.batch(2, 3)) == .none)
         #expect(m.queued == 2 && m.cursor == Self.v(0))
-        #expect(m.deliverySucceeded() == .saveCursor(Self.v(1), then: .deliver(Self.batch(1, 2), attempt: 1)))
-        #expect(m.deliverySucceeded() == .saveCursor(Self.v(2), then: .deliver(Self.batch(2, 3), attempt: 1)))
-        #expect(m.deliverySucceeded() == .saveCursor(Self.v(3), then: .none))
+        #expect(m.deliverySucceeded() == Self.delivered(Self.v(1), next: Self.batch(1, 2)))
+        #expect(m.deliverySucceeded() == Self.delivered(Self.v(2), next: Self.batch(2, 3)))
+        #expect(m.deliverySucceeded() == .save(WebhookProgress(cursor: Self.v(3)), then: .none))
         #expect(!m.isDelivering && m.cursor == Self.v(3))
     }
 
@@ -52,7 +62,7 @@ import Testing
             #expect(d >= step / 2 && d <= step, "attempt \(i + 1): \(d)")
         }
         #expect(delays.last! >= 15_000)
-        #expect(m.deliverySucceeded() == .saveCursor(Self.v(1), then: .deliver(Self.batch(1, 2), attempt: 1)))
+        #expect(m.deliverySucceeded() == Self.delivered(Self.v(1), next: Self.batch(1, 2)))
     }
 
     @Test func backoffIsSeededAndReplays() {
@@ -72,23 +82,23 @@ import Testing
         #expect(m.received(Self.batch(4, 5)) == .none)
         #expect(m.queued == 0)
         // The in-flight one completes; then resubscribe from the cursor.
-        #expect(m.deliverySucceeded() == .saveCursor(Self.v(1), then: .resubscribe(from: Self.v(1))))
+        #expect(m.deliverySucceeded() == .save(WebhookProgress(cursor: Self.v(1)), then: .resubscribe(from: Self.v(1))))
         // The daemon's catch-up: one coalesced diff 1→5, delivered next.
-        #expect(m.received(Self.batch(1, 5)) == .deliver(Self.batch(1, 5), attempt: 1))
-        #expect(m.deliverySucceeded() == .saveCursor(Self.v(5), then: .none))
+        #expect(m.received(Self.batch(1, 5)) == Self.starts(Self.batch(1, 5), cursor: Self.v(1)))
+        #expect(m.deliverySucceeded() == .save(WebhookProgress(cursor: Self.v(5)), then: .none))
     }
 
     @Test func aGapOrAnotherEpochMeansResubscribe() {
         var m = machine()
         _ = m.received(Self.batch(0, 1))
         #expect(m.received(Self.batch(2, 3)) == .unsubscribe, "gap 1→2 missing")
-        #expect(m.deliverySucceeded() == .saveCursor(Self.v(1), then: .resubscribe(from: Self.v(1))))
+        #expect(m.deliverySucceeded() == .save(WebhookProgress(cursor: Self.v(1)), then: .resubscribe(from: Self.v(1))))
         // A new epoch: the daemon answers the resume with a snapshot; it is delivered.
-        #expect(m.received(Self.snapshot(0, epoch: 2)) == .deliver(Self.snapshot(0, epoch: 2), attempt: 1))
+        #expect(m.received(Self.snapshot(0, epoch: 2)) == Self.starts(Self.snapshot(0, epoch: 2), cursor: Self.v(1)))
         #expect(m.received(Self.batch(0, 1, epoch: 2)) == .none)
         #expect(
             m.deliverySucceeded()
-                == .saveCursor(Self.v(0, epoch: 2), then: .deliver(Self.batch(0, 1, epoch: 2), attempt: 1)))
+                == Self.delivered(Self.v(0, epoch: 2), next: Self.batch(0, 1, epoch: 2)))
     }
 
     @Test func duplicatesAfterAResubscriptionAreDropped() {
@@ -108,14 +118,15 @@ import Testing
         _ = busy.received(Self.batch(1, 2))
         #expect(busy.upstreamClosed() == .unsubscribe)
         #expect(busy.upstreamClosed() == .none, "once")
-        #expect(busy.deliverySucceeded() == .saveCursor(Self.v(1), then: .resubscribe(from: Self.v(1))))
+        #expect(
+            busy.deliverySucceeded() == .save(WebhookProgress(cursor: Self.v(1)), then: .resubscribe(from: Self.v(1))))
     }
 
     @Test func aFirstSightWithoutCursorStartsFromASnapshot() {
         var m = machine(cursor: nil)
-        #expect(m.received(Self.snapshot(9)) == .deliver(Self.snapshot(9), attempt: 1))
+        #expect(m.received(Self.snapshot(9)) == Self.starts(Self.snapshot(9), cursor: nil))
         #expect(m.received(Self.batch(9, 10)) == .none)
-        #expect(m.deliverySucceeded() == .saveCursor(Self.v(9), then: .deliver(Self.batch(9, 10), attempt: 1)))
+        #expect(m.deliverySucceeded() == Self.delivered(Self.v(9), next: Self.batch(9, 10)))
     }
 
     /// A resume through a node that has not reached the cursor yet (a cluster replica
@@ -127,13 +138,13 @@ import Testing
     @Test func aSnapshotBehindTheCursorFromALaggingNodeIsDroppedNotDeliveredBackwards() {
         var m = machine(cursor: Self.v(3))
         _ = m.received(Self.batch(3, 4))
-        #expect(m.deliverySucceeded() == .saveCursor(Self.v(4), then: .none))
+        #expect(m.deliverySucceeded() == .save(WebhookProgress(cursor: Self.v(4)), then: .none))
         #expect(m.upstreamClosed() == .resubscribe(from: Self.v(4)))
         #expect(m.received(Self.snapshot(2)) == .none, "behind the cursor")
         #expect(m.received(Self.snapshot(4)) == .none, "at the cursor: nothing new")
         #expect(m.received(Self.batch(2, 3)) == .none)
         #expect(m.received(Self.batch(3, 4)) == .none)
-        #expect(m.received(Self.batch(4, 5)) == .deliver(Self.batch(4, 5), attempt: 1))
+        #expect(m.received(Self.batch(4, 5)) == Self.starts(Self.batch(4, 5), cursor: Self.v(4)))
         // Past the cursor, a snapshot is news; another epoch's is always.
         #expect(m.received(Self.snapshot(5, epoch: 2)) == .none, "queued behind the one in flight")
         #expect(m.queued == 1)
@@ -155,7 +166,7 @@ import Testing
                 switch action {
                 case .none: break
                 case .deliver(let b, _): inFlight = b
-                case .saveCursor(_, let then): run(then)
+                case .save(_, let then): run(then)
                 case .retry: pending = .retry(afterMilliseconds: 0)
                 case .unsubscribe: subscribedFrom = nil
                 case .resubscribe(let from):

@@ -113,7 +113,9 @@ import Testing
         let cursor = try FileWebhookCursorStore(
             directory: URL(fileURLWithPath: directory).appendingPathComponent("webhooks")
         ).load(hook: "h", list: "w")
-        #expect(cursor?.version == first, "the cursor file holds the last delivered position")
+        #expect(
+            cursor?.cursor?.version == first && cursor?.inFlight == nil,
+            "the cursor file holds the last delivered position, and nothing in flight after a graceful stop")
         let before = receiver.accepted.count
 
         // Batches committed while no gateway runs, then a new gateway on the same state.
@@ -190,7 +192,8 @@ import Testing
         #expect(await server.stop())
     }
 
-    /// One conformance suite for both cursor stores.
+    /// One conformance suite for both cursor stores: the last save of each (hook, list),
+    /// the delivery in flight byte for byte.
     @Test(arguments: ["memory", "file"]) func cursorStoresKeepTheLastSave(kind: String) throws {
         let directory = NSTemporaryDirectory() + "flowsync-cursors-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -198,13 +201,20 @@ import Testing
             kind == "memory"
             ? MemoryWebhookCursorStore() : FileWebhookCursorStore(directory: URL(fileURLWithPath: directory))
         #expect(try store.load(hook: "h", list: "team/1") == nil)
-        try store.save(ListVersion(epoch: .max, version: 3), hook: "h", list: "team/1")
-        try store.save(ListVersion(epoch: .max, version: 4), hook: "h", list: "team/1")
-        try store.save(ListVersion(epoch: 1, version: 9), hook: "h", list: "..")
-        try store.save(ListVersion(epoch: 2, version: 1), hook: "other", list: "team/1")
-        #expect(try store.load(hook: "h", list: "team/1") == ListVersion(epoch: .max, version: 4))
-        #expect(try store.load(hook: "h", list: "..") == ListVersion(epoch: 1, version: 9))
-        #expect(try store.load(hook: "other", list: "team/1") == ListVersion(epoch: 2, version: 1))
+        let inFlight = WebhookBatch(
+            list: "team/1", kind: .batch, from: ListVersion(epoch: .max, version: 4),
+            to: ListVersion(epoch: .max, version: 5), body: Array("{\"a\":\"\n\"}\n".utf8) + [0, 255])
+        try store.save(WebhookProgress(cursor: ListVersion(epoch: .max, version: 3)), hook: "h", list: "team/1")
+        try store.save(
+            WebhookProgress(cursor: ListVersion(epoch: .max, version: 4), inFlight: inFlight), hook: "h",
+            list: "team/1")
+        try store.save(WebhookProgress(cursor: ListVersion(epoch: 1, version: 9)), hook: "h", list: "..")
+        try store.save(WebhookProgress(cursor: nil, inFlight: nil), hook: "other", list: "team/1")
+        #expect(
+            try store.load(hook: "h", list: "team/1")
+                == WebhookProgress(cursor: ListVersion(epoch: .max, version: 4), inFlight: inFlight))
+        #expect(try store.load(hook: "h", list: "..") == WebhookProgress(cursor: ListVersion(epoch: 1, version: 9)))
+        #expect(try store.load(hook: "other", list: "team/1") == WebhookProgress(cursor: nil))
         if kind == "file" {
             let files = FileManager.default.subpaths(atPath: directory)?.sorted() ?? []
             #expect(

@@ -2,36 +2,39 @@ import FlowSyncCore
 import FlowSyncGatewayCore
 import Foundation
 
-/// Where a hook's per-list cursor (the last delivered `EPOCH:VERSION`) lives, so a gateway
-/// restart resumes from it through the daemon's catch-up (docs/GATEWAY.md, "Cursors").
-/// One protocol, an in-memory implementation and a file one, with one conformance test.
+/// Where a hook's per-list progress lives — its cursor (the last delivered
+/// `EPOCH:VERSION`) and the delivery in flight (``WebhookProgress``) — so a gateway restart
+/// POSTs an unanswered delivery again and then resumes from the cursor through the
+/// daemon's catch-up (docs/GATEWAY.md, "Cursors"). One protocol, an in-memory
+/// implementation and a file one, with one conformance test.
 public protocol WebhookCursorStore: Sendable {
-    /// The saved cursor, nil if none.
-    func load(hook: String, list: String) throws -> ListVersion?
-    /// Saves the cursor; durable when it returns (the file store: written, fsynced,
+    /// The saved progress, nil if none.
+    func load(hook: String, list: String) throws -> WebhookProgress?
+    /// Saves the progress; durable when it returns (the file store: written, fsynced,
     /// renamed over the old one).
-    func save(_ cursor: ListVersion, hook: String, list: String) throws
+    func save(_ progress: WebhookProgress, hook: String, list: String) throws
 }
 
 /// Cursors in memory (tests; a gateway without a state directory).
 public final class MemoryWebhookCursorStore: WebhookCursorStore {
-    private let cursors = Locked([String: ListVersion]())
+    private let saved = Locked([String: WebhookProgress]())
 
     public init() {}
 
-    public func load(hook: String, list: String) throws -> ListVersion? {
-        cursors.withLock { $0[hook + "\u{0}" + list] }
+    public func load(hook: String, list: String) throws -> WebhookProgress? {
+        saved.withLock { $0[hook + "\u{0}" + list] }
     }
 
-    public func save(_ cursor: ListVersion, hook: String, list: String) throws {
-        cursors.withLock { $0[hook + "\u{0}" + list] = cursor }
+    public func save(_ progress: WebhookProgress, hook: String, list: String) throws {
+        saved.withLock { $0[hook + "\u{0}" + list] = progress }
     }
 }
 
-/// Cursors as files: `DIRECTORY/HOOK/LIST.cursor` holding `EPOCH:VERSION\n`, with the
-/// hook and list names percent-encoded so any name is one path component. A save writes a
-/// temporary file, fsyncs it, renames it over the old one and fsyncs the directory, so a
-/// crash leaves the old cursor or the new one, never a torn one.
+/// Progress as files: `DIRECTORY/HOOK/LIST.cursor` holding `EPOCH:VERSION\n` and, while a
+/// delivery is out, that delivery (``WebhookProgress/encoded()``), with the hook and list
+/// names percent-encoded so any name is one path component. A save writes a temporary
+/// file, fsyncs it, renames it over the old one and fsyncs the directory, so a crash
+/// leaves the old progress or the new one, never a torn one.
 public final class FileWebhookCursorStore: WebhookCursorStore {
     public let directory: URL
 
@@ -50,19 +53,22 @@ public final class FileWebhookCursorStore: WebhookCursorStore {
         directory.appendingPathComponent(Self.component(hook)).appendingPathComponent(Self.component(list) + ".cursor")
     }
 
-    public func load(hook: String, list: String) throws -> ListVersion? {
+    public func load(hook: String, list: String) throws -> WebhookProgress? {
         let url = file(hook: hook, list: list)
         guard FileManager.default.fileExists(atPath: url.path) else { return nil }
-        let text = try String(contentsOf: url, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        return try ListPosition.parse(text)
+        do {
+            return try WebhookProgress(decoding: Array(try Data(contentsOf: url)), list: list)
+        } catch let error as WebhookProgressError {
+            throw CursorStoreError("\(url.path): \(error)")
+        }
     }
 
-    public func save(_ cursor: ListVersion, hook: String, list: String) throws {
+    public func save(_ progress: WebhookProgress, hook: String, list: String) throws {
         let url = file(hook: hook, list: list)
         let folder = url.deletingLastPathComponent()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).tmp")
-        let bytes = Array((ListPosition.text(cursor) + "\n").utf8)
+        let bytes = progress.encoded()
         let fd = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         guard fd >= 0 else { throw CursorStoreError("open \(temporary.path): errno \(errno)") }
         let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }

@@ -18,8 +18,9 @@ import NIOPosix
 ///
 /// Stopping drains: ``stop()`` lets the POST in flight finish (bounded by the hook's
 /// timeout) and saves its cursor before ``run()`` returns, so a graceful restart neither
-/// redelivers nor skips. Only a crash between a 2xx and the cursor's save redelivers
-/// (docs/GATEWAY.md, "Delivery guarantees").
+/// redelivers nor skips. A crash redelivers the delivery it left unanswered — the same
+/// body under the same key, saved before it was POSTed — and then resumes after it
+/// (``WebhookListMachine`` rule 2; docs/GATEWAY.md, "Delivery guarantees").
 ///
 /// Link generations: every subscription gets a number, and events of an older link (its
 /// close, a late frame) are dropped, so an ended subscription can never start a second one.
@@ -72,18 +73,18 @@ final class WebhookListDelivery: Sendable {
 
     /// Delivers until cancelled.
     func run() async {
-        let cursor: ListVersion?
+        let progress: WebhookProgress?
         do {
-            cursor = try store.load(hook: hook.name, list: list)
+            progress = try store.load(hook: hook.name, list: list)
         } catch {
             logger.error(
                 "webhook cursor unreadable; not delivering",
                 metadata: ["flowsync.hook": "\(hook.name)", "flowsync.list": "\(list)", "error": "\(error)"])
             return
         }
-        statusBox.withLock { $0.cursor = cursor }
+        statusBox.withLock { $0.cursor = progress?.cursor }
         var machine = WebhookListMachine(
-            list: list, cursor: cursor, maxQueued: hook.maxQueued,
+            list: list, progress: progress, maxQueued: hook.maxQueued,
             backoff: WebhookBackoff(
                 baseMilliseconds: hook.backoffBaseMilliseconds, capMilliseconds: hook.backoffCapMilliseconds,
                 seed: UInt64.random(in: 0...UInt64.max)))
@@ -97,9 +98,11 @@ final class WebhookListDelivery: Sendable {
             link.withLock { $0.generation += 1 }
             closeLink()
         }
-        resubscribe(from: cursor, after: 0, tasks: &tasks)
         var stopping = false
         var posting = false
+        let first = machine.start()
+        if case .deliver = first { posting = true }
+        perform(first, poster: poster, resubscribeAfter: 0, tasks: &tasks)
         // Subscriptions refused in a row (a Subscribe answered with an Error: forbidden, no
         // such list, overloaded, draining). The next one waits 0.5 s doubling to 30 s, with
         // jitter, so a hook whose list the daemon refuses does not reconnect in a tight
@@ -152,7 +155,14 @@ final class WebhookListDelivery: Sendable {
                 action = machine.upstreamClosed()
             case .delivered:
                 posting = false
-                statusBox.withLock { $0.delivered += 1 }
+                let delivered = statusBox.withLock {
+                    $0.delivered += 1
+                    return $0.delivered
+                }
+                if delivered == Self.exitAfterDeliveries {
+                    // Test hook: die like a SIGKILL between a 2xx and its save.
+                    _exit(137)
+                }
                 action = machine.deliverySucceeded()
             case .failed:
                 posting = false
@@ -163,14 +173,17 @@ final class WebhookListDelivery: Sendable {
                 action = machine.retryDue()
             }
             if stopping {
-                // Only the cursor of what was just delivered; nothing new starts.
-                if case .saveCursor(let cursor, _) = action {
-                    perform(.saveCursor(cursor, then: .none), poster: poster, resubscribeAfter: 0, tasks: &tasks)
+                // Only the cursor of what was just delivered; nothing new starts (a
+                // delivery the machine would start next is not saved as in flight).
+                if case .save(let progress, _) = action {
+                    perform(
+                        .save(WebhookProgress(cursor: progress.cursor), then: .none), poster: poster,
+                        resubscribeAfter: 0, tasks: &tasks)
                 }
                 return
             }
             if case .deliver = action { posting = true }
-            if case .saveCursor(_, then: .deliver) = action { posting = true }
+            if case .save(_, then: .deliver) = action { posting = true }
             let pause = refusals > 0 && action.endsInResubscribe ? refusalBackoff.delay(afterFailures: refusals) : 0
             perform(action, poster: poster, resubscribeAfter: Int(pause), tasks: &tasks)
             let (queued, overflows) = (machine.queued, machine.overflows)
@@ -182,6 +195,15 @@ final class WebhookListDelivery: Sendable {
     }
 
     private var currentGeneration: Int { link.withLock { $0.generation } }
+
+    /// A test hook (docs/GATEWAY.md, "Delivery guarantees"): with
+    /// `FLOWSYNC_GATEWAY_TEST_EXIT_AFTER_DELIVERIES=N` in its environment, the process exits
+    /// at once (status 137, as a SIGKILL) when a (hook, list) pair hears its N-th 2xx,
+    /// before anything is saved — the crash window a signal hits only by luck. Unset in
+    /// production; read once.
+    static let exitAfterDeliveries: Int? = ProcessInfo.processInfo.environment[
+        "FLOWSYNC_GATEWAY_TEST_EXIT_AFTER_DELIVERIES"
+    ].flatMap { Int($0) }
 
     /// Carries out `action`; a resubscription in it starts after `resubscribeAfter` ms.
     private func perform(
@@ -197,14 +219,15 @@ final class WebhookListDelivery: Sendable {
                 let ok = await poster.post(batch, attempt: attempt)
                 input.yield(ok ? .delivered : .failed)
             }
-        case .saveCursor(let cursor, let then):
+        case .save(let progress, let then):
             do {
-                try store.save(cursor, hook: hook.name, list: list)
-                statusBox.withLock { $0.cursor = cursor }
+                try store.save(progress, hook: hook.name, list: list)
+                statusBox.withLock { $0.cursor = progress.cursor }
             } catch {
-                // Delivered but not recorded: a restart redelivers it (at least once).
+                // Not recorded: a restart resumes from the progress saved before, which
+                // redelivers (at least once) and may coalesce (docs/GATEWAY.md).
                 logger.error(
-                    "webhook cursor not saved",
+                    "webhook progress not saved",
                     metadata: ["flowsync.hook": "\(hook.name)", "flowsync.list": "\(list)", "error": "\(error)"])
             }
             perform(then, poster: poster, resubscribeAfter: resubscribeAfter, tasks: &tasks)
@@ -301,7 +324,7 @@ extension WebhookListMachine.Action {
     fileprivate var endsInResubscribe: Bool {
         switch self {
         case .resubscribe: return true
-        case .saveCursor(_, let then): return then.endsInResubscribe
+        case .save(_, let then): return then.endsInResubscribe
         default: return false
         }
     }
