@@ -49,8 +49,8 @@ import Testing
         let server = try await EmbeddedServer()
         let gateway = try await GatewayHarness(server: server)
         let v1 = try await Self.post(gateway, "feed", #"[{"op":"insertSections","at":0,"sections":[{"id":"S"}]}]"#)
-        let stream = try await RawConnection.connect(port: gateway.port)
-        try await stream.send("GET /v1/lists/feed/changes HTTP/1.1\r\nHost: x\r\n\r\n")
+        let stream = try await RawConnection.connect(
+            port: gateway.port, firstBytes: "GET /v1/lists/feed/changes HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(
             await stream.waitUntil(timeout: .seconds(10)) {
                 Self.events(String(decoding: $0.bytes, as: UTF8.self)).count >= 1
@@ -91,8 +91,8 @@ import Testing
         }
         let epoch = v1.epoch
         // The query parameter…
-        let byQuery = try await RawConnection.connect(port: gateway.port)
-        try await byQuery.send("GET /v1/lists/feed/changes?after=\(epoch):2 HTTP/1.1\r\nHost: x\r\n\r\n")
+        let byQuery = try await RawConnection.connect(
+            port: gateway.port, firstBytes: "GET /v1/lists/feed/changes?after=\(epoch):2 HTTP/1.1\r\nHost: x\r\n\r\n")
         // The daemon's catch-up: one coalesced diff from the position to the head.
         #expect(
             await byQuery.waitUntil(timeout: .seconds(10)) {
@@ -144,8 +144,8 @@ import Testing
             $0.limits.maxStreams = 1
             $0.sseKeepAliveMilliseconds = 50
         }
-        let first = try await RawConnection.connect(port: gateway.port)
-        try await first.send("GET /v1/lists/a/changes HTTP/1.1\r\nHost: x\r\n\r\n")
+        let first = try await RawConnection.connect(
+            port: gateway.port, firstBytes: "GET /v1/lists/a/changes HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(
             await first.waitUntil(timeout: .seconds(10)) {
                 String(decoding: $0.bytes, as: UTF8.self).contains("event: snapshot")

@@ -52,8 +52,8 @@ import Testing
     @Test func anIdleKeepAliveConnectionIsClosedButAnAnsweredOneFirstGetsItsAnswer() async throws {
         let server = try await EmbeddedServer()
         let gateway = try await GatewayHarness(server: server) { $0.limits.headerTimeoutMilliseconds = 300 }
-        let c = try await RawConnection.connect(port: gateway.port)
-        try await c.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        let c = try await RawConnection.connect(
+            port: gateway.port, firstBytes: "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(await c.waitUntil(timeout: .seconds(5)) { HTTPAnswer.parse($0.bytes) != nil })
         #expect(HTTPAnswer.parse(c.bytes)?.status == 200)
         #expect(await c.waitUntil(timeout: .seconds(5)) { $0.closed }, "idle past the header deadline")
@@ -88,8 +88,7 @@ import Testing
     @Test func garbageGetsAClose() async throws {
         let server = try await EmbeddedServer()
         let gateway = try await GatewayHarness(server: server)
-        let c = try await RawConnection.connect(port: gateway.port)
-        try await c.send("\u{0}\u{1}NOT HTTP AT ALL\r\n\r\n")
+        let c = try await RawConnection.connect(port: gateway.port, firstBytes: "\u{0}\u{1}NOT HTTP AT ALL\r\n\r\n")
         #expect(await c.waitUntil(timeout: .seconds(5)) { $0.closed })
         let (answer, _) = try await gateway.json("GET", "/healthz")
         #expect(answer.status == 200)
@@ -111,8 +110,8 @@ import Testing
         for _ in 0..<50 { idle.append(try await RawConnection.connect(port: gateway.port)) }
         var late: [RawConnection] = []
         for _ in 0..<10 {
-            let c = try await RawConnection.connect(port: gateway.port)
-            try await c.send(RawConnection.requestText("GET", "/healthz"))
+            let c = try await RawConnection.connect(
+                port: gateway.port, firstBytes: RawConnection.requestText("GET", "/healthz"))
             late.append(c)
         }
         try await Task.sleep(for: .milliseconds(300))

@@ -104,8 +104,8 @@ import Testing
             }
         }
         // The SSE route's success: its events' data against ListSnapshot and Diff.
-        let stream = try await RawConnection.connect(port: gateway.port)
-        try await stream.send("GET /v1/lists/d/changes HTTP/1.1\r\nHost: x\r\n\r\n")
+        let stream = try await RawConnection.connect(
+            port: gateway.port, firstBytes: "GET /v1/lists/d/changes HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(
             await stream.waitUntil(timeout: .seconds(10)) {
                 String(decoding: $0.bytes, as: UTF8.self).contains("event: snapshot")

@@ -15,15 +15,18 @@ final class StalledWebSocket: Sendable {
     /// send as soon as it has sent its handshake only after the 101, but the gateway reads
     /// in order, so the frame is parsed after the upgrade).
     static func connect(port: Int, thenSend text: String) async throws -> StalledWebSocket {
+        let request =
+            "GET /v1/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        // The upgrade is written on the event loop as soon as the connection is up, not
+        // when this task resumes (RawConnection.connect says why).
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(.seconds(5))
             .channelOption(.autoRead, value: false)
             .channelOption(.socketOption(.so_rcvbuf), value: 4096)
-            .connect(host: "127.0.0.1", port: port).get()
-        let request =
-            "GET /v1/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-        try await channel.writeAndFlush(ByteBuffer(string: request)).get()
+            .connect(host: "127.0.0.1", port: port)
+            .flatMap { channel in channel.writeAndFlush(ByteBuffer(string: request)).map { channel } }
+            .get()
         // Give the gateway the time to answer 101 and switch its pipeline to frames.
         try await Task.sleep(for: .milliseconds(200))
         try await channel.writeAndFlush(ByteBuffer(bytes: maskedTextFrame(text))).get()
