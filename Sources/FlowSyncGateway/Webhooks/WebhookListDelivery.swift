@@ -86,7 +86,8 @@ final class WebhookListDelivery: Sendable {
             list: list, cursor: cursor, maxQueued: hook.maxQueued,
             backoff: WebhookBackoff(
                 baseMilliseconds: hook.backoffBaseMilliseconds, capMilliseconds: hook.backoffCapMilliseconds,
-                seed: UInt64.random(in: 0...UInt64.max)))
+                seed: UInt64.random(in: 0...UInt64.max)),
+            refusalBackoff: .subscriptionRefusal(seed: UInt64.random(in: 0...UInt64.max)))
         let poster = WebhookPoster(hook: hook)
         var tasks = SideTasks()
         defer {
@@ -100,13 +101,6 @@ final class WebhookListDelivery: Sendable {
         resubscribe(from: cursor, after: 0, tasks: &tasks)
         var stopping = false
         var posting = false
-        // Subscriptions refused in a row (a Subscribe answered with an Error: forbidden, no
-        // such list, overloaded, draining). The next one waits 0.5 s doubling to 30 s, with
-        // jitter, so a hook whose list the daemon refuses does not reconnect in a tight
-        // loop (it once did, as fast as the daemon answered). A batch received resets it.
-        var refusals = 0
-        var refusalBackoff = WebhookBackoff(
-            baseMilliseconds: 500, capMilliseconds: 30_000, seed: UInt64.random(in: 0...UInt64.max))
         for await event in events {
             let action: WebhookListMachine.Action
             switch event {
@@ -126,12 +120,9 @@ final class WebhookListDelivery: Sendable {
                 guard generation == currentGeneration else { continue }
                 switch message {
                 case .diff(let diff) where diff.listName == list:
-                    // An empty diff (already current) carries nothing to deliver.
-                    refusals = 0
-                    if diff.fromVersion == diff.toVersion && diff.changeset.stages.isEmpty { continue }
+                    // An empty one (already current) too: it confirms the subscription (rule 6).
                     action = machine.received(WebhookBatch(diff: diff))
                 case .snapshot(let snapshot) where snapshot.listName == list:
-                    refusals = 0
                     action = machine.received(WebhookBatch(snapshot: snapshot))
                 case .error(let error) where error.listName == list || error.listName == nil:
                     logger.warning(
@@ -140,9 +131,8 @@ final class WebhookListDelivery: Sendable {
                             "flowsync.hook": "\(hook.name)", "flowsync.list": "\(list)",
                             "error": "\(error.code.name): \(error.message)",
                         ])
-                    refusals += 1
-                    closeLink()
-                    action = machine.upstreamClosed()
+                    // The machine ends the link and says how long to wait (its rule 6).
+                    action = machine.subscriptionRefused()
                 default:
                     continue
                 }
@@ -165,14 +155,13 @@ final class WebhookListDelivery: Sendable {
             if stopping {
                 // Only the cursor of what was just delivered; nothing new starts.
                 if case .saveCursor(let cursor, _) = action {
-                    perform(.saveCursor(cursor, then: .none), poster: poster, resubscribeAfter: 0, tasks: &tasks)
+                    perform(.saveCursor(cursor, then: .none), poster: poster, tasks: &tasks)
                 }
                 return
             }
             if case .deliver = action { posting = true }
             if case .saveCursor(_, then: .deliver) = action { posting = true }
-            let pause = refusals > 0 && action.endsInResubscribe ? refusalBackoff.delay(afterFailures: refusals) : 0
-            perform(action, poster: poster, resubscribeAfter: Int(pause), tasks: &tasks)
+            perform(action, poster: poster, tasks: &tasks)
             let (queued, overflows) = (machine.queued, machine.overflows)
             statusBox.withLock {
                 $0.queued = queued
@@ -183,11 +172,8 @@ final class WebhookListDelivery: Sendable {
 
     private var currentGeneration: Int { link.withLock { $0.generation } }
 
-    /// Carries out `action`; a resubscription in it starts after `resubscribeAfter` ms.
-    private func perform(
-        _ action: WebhookListMachine.Action, poster: WebhookPoster, resubscribeAfter: Int,
-        tasks: inout SideTasks
-    ) {
+    /// Carries out `action`.
+    private func perform(_ action: WebhookListMachine.Action, poster: WebhookPoster, tasks: inout SideTasks) {
         switch action {
         case .none:
             break
@@ -207,7 +193,7 @@ final class WebhookListDelivery: Sendable {
                     "webhook cursor not saved",
                     metadata: ["flowsync.hook": "\(hook.name)", "flowsync.list": "\(list)", "error": "\(error)"])
             }
-            perform(then, poster: poster, resubscribeAfter: resubscribeAfter, tasks: &tasks)
+            perform(then, poster: poster, tasks: &tasks)
         case .retry(let milliseconds):
             let input = self.input
             tasks.retryTimer = Task {
@@ -217,8 +203,8 @@ final class WebhookListDelivery: Sendable {
         case .unsubscribe:
             // Ending the subscription is closing its link: the link carries nothing else.
             closeLink()
-        case .resubscribe(let from):
-            resubscribe(from: from, after: resubscribeAfter, tasks: &tasks)
+        case .resubscribe(let from, let pause):
+            resubscribe(from: from, after: Int(pause), tasks: &tasks)
         }
     }
 
@@ -293,16 +279,5 @@ private struct SideTasks {
         post?.cancel()
         retryTimer?.cancel()
         subscription?.cancel()
-    }
-}
-
-extension WebhookListMachine.Action {
-    /// Whether carrying this out subscribes again (itself, or after saving a cursor).
-    fileprivate var endsInResubscribe: Bool {
-        switch self {
-        case .resubscribe: return true
-        case .saveCursor(_, let then): return then.endsInResubscribe
-        default: return false
-        }
     }
 }
