@@ -42,6 +42,9 @@ final class WebhookListDelivery: Sendable {
         var delivered = 0
         var failedAttempts = 0
         var subscriptions = 0
+        /// Task handles the delivery holds now (its POST, retry timer and subscription
+        /// slots): at most 3 however many it started. Not in the JSON; a test reads it.
+        var heldTasks = 0
     }
 
     let hook: WebhookConfiguration
@@ -162,10 +165,11 @@ final class WebhookListDelivery: Sendable {
             if case .deliver = action { posting = true }
             if case .saveCursor(_, then: .deliver) = action { posting = true }
             perform(action, poster: poster, tasks: &tasks)
-            let (queued, overflows) = (machine.queued, machine.overflows)
+            let (queued, overflows, held) = (machine.queued, machine.overflows, tasks.handles.count)
             statusBox.withLock {
                 $0.queued = queued
                 $0.overflows = overflows
+                $0.heldTasks = held
             }
         }
     }
@@ -275,9 +279,10 @@ private struct SideTasks {
     var retryTimer: Task<Void, Never>?
     var subscription: Task<Void, Never>?
 
+    /// Every handle held (the gauge ``WebhookListDelivery/Status/heldTasks``).
+    var handles: [Task<Void, Never>] { [post, retryTimer, subscription].compactMap { $0 } }
+
     func cancelAll() {
-        post?.cancel()
-        retryTimer?.cancel()
-        subscription?.cancel()
+        for task in handles { task.cancel() }
     }
 }
