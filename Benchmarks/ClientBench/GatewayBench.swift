@@ -50,7 +50,7 @@ enum GatewayBench {
     static func run(server: EmbeddedServer, quick: Bool) async throws {
         var logger = Logger(label: "gateway-bench")
         logger.logLevel = .critical
-        let gateway = Gateway(
+        let gateway = try Gateway(
             configuration: GatewayConfiguration(
                 host: "127.0.0.1", port: 0, endpoints: [Endpoint(host: "127.0.0.1", port: server.port)]),
             logger: logger)

@@ -105,7 +105,7 @@ enum GatewayWebhookBench {
 
         var logger = Logger(label: "gateway-bench-hooks")
         logger.logLevel = .critical
-        let gateway = Gateway(
+        let gateway = try Gateway(
             configuration: GatewayConfiguration(
                 host: "127.0.0.1", port: 0, endpoints: [Endpoint(host: "127.0.0.1", port: server.port)],
                 webhooks: [
