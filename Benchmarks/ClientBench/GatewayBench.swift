@@ -50,7 +50,7 @@ enum GatewayBench {
     static func run(server: EmbeddedServer, quick: Bool) async throws {
         var logger = Logger(label: "gateway-bench")
         logger.logLevel = .critical
-        let gateway = Gateway(
+        let gateway = try Gateway(
             configuration: GatewayConfiguration(
                 host: "127.0.0.1", port: 0, endpoints: [Endpoint(host: "127.0.0.1", port: server.port)]),
             logger: logger)
@@ -216,20 +216,7 @@ final class HTTPConnection {
     private var buffer: [UInt8] = []
 
     init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failure(description: "socket: \(errno)") }
-        var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard result == 0 else { throw Failure(description: "connect: \(errno)") }
+        fd = try LoopbackSocket.connect(port: port, noDelay: true)
     }
 
     func close() { _ = Glibc.close(fd) }

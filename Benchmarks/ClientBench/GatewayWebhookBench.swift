@@ -29,25 +29,8 @@ final class BenchWebhookReceiver: @unchecked Sendable {
     let arrivals = Locked<(posts: Int, versions: [UInt64: UInt64], highest: UInt64)>((0, [:], 0))
 
     init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        listen(fd, 64)
-        var bound = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &bound) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        port = Int(UInt16(bigEndian: bound.sin_port))
+        let (fd, port) = try LoopbackSocket.listen()
+        self.port = port
         listener = fd
         let listener = fd
         Thread { [self] in
@@ -122,7 +105,7 @@ enum GatewayWebhookBench {
 
         var logger = Logger(label: "gateway-bench-hooks")
         logger.logLevel = .critical
-        let gateway = Gateway(
+        let gateway = try Gateway(
             configuration: GatewayConfiguration(
                 host: "127.0.0.1", port: 0, endpoints: [Endpoint(host: "127.0.0.1", port: server.port)],
                 webhooks: [

@@ -23,11 +23,13 @@ public final class Gateway: Sendable {
 
     /// - Parameter cursorStore: where webhook cursors live; nil: files under
     ///   `configuration.stateDirectory`, or memory without one.
+    /// - Throws: ``GatewayConfigurationError`` when a setting is out of its range
+    ///   (``GatewayConfiguration/validate()``); nothing has been opened then.
     public init(
         configuration: GatewayConfiguration, cursorStore: (any WebhookCursorStore)? = nil,
         logger: Logger = Logger(label: "flowsync-gateway")
-    ) {
-        precondition(!configuration.endpoints.isEmpty, "Internal inconsistency in Gateway: no daemon endpoints")
+    ) throws(GatewayConfigurationError) {
+        try configuration.validate()
         self.configuration = configuration
         self.logger = logger
         let store: any WebhookCursorStore =

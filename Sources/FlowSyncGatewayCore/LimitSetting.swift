@@ -22,6 +22,17 @@ public struct LimitSetting<Limits>: CustomStringConvertible {
 
     public var description: String { "\(flag) (\(range.lowerBound)…\(range.upperBound) \(unit))" }
 
+    /// The field's path as Swift spells it below `Limits` (`maxBodyBytes`,
+    /// `linkPool.maxTotal`), for errors about a configuration built in code
+    /// (`GatewayConfigurationError`). Read from the key path's description, which names
+    /// the properties while the binary keeps its reflection metadata (the default);
+    /// without it, the flag. `GatewayLimitsTests` checks every name.
+    public var name: String {
+        let path = String(describing: field)
+        guard path.hasPrefix("\\"), let dot = path.firstIndex(of: ".") else { return flag }
+        return String(path[path.index(after: dot)...])
+    }
+
     /// Checks this setting's value in `limits`.
     /// - Throws: ``LimitError`` naming the flag, the value and the range.
     public func check(_ limits: Limits) throws(LimitError) {
@@ -68,13 +79,14 @@ extension CheckedLimits {
     }
 }
 
-/// Bounds shared by the settings tables: past them a value is a typo, not a choice.
-enum LimitBounds {
+/// Bounds shared by the settings tables (and `GatewayConfiguration`'s own checks): past
+/// them a value is a typo, not a choice.
+public enum LimitBounds {
     /// 1 GiB: no message, body or queue of the gateway is meant to be larger (and NIO's
     /// WebSocket frame decoder takes at most `UInt32.max`).
-    static let bytes = 1 << 30
+    public static let bytes = 1 << 30
     /// 24 hours.
-    static let milliseconds = 86_400_000
+    public static let milliseconds = 86_400_000
     /// Ten million of anything counted per gateway or per socket.
-    static let count = 10_000_000
+    public static let count = 10_000_000
 }

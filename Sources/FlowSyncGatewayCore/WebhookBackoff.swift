@@ -17,6 +17,14 @@ public struct WebhookBackoff: Sendable {
         random = SplitMix64(seed: seed)
     }
 
+    /// The pauses before a webhook subscribes again after the daemon refused its
+    /// Subscribe (``WebhookListMachine`` rule 6): 0.5 s doubling to 30 s. Longer than a
+    /// delivery's first retry because a refusal (forbidden, no such list, draining) seldom
+    /// clears within milliseconds, and each attempt costs the daemon a connect and a Hello.
+    public static func subscriptionRefusal(seed: UInt64) -> WebhookBackoff {
+        WebhookBackoff(baseMilliseconds: 500, capMilliseconds: 30_000, seed: seed)
+    }
+
     /// The wait before attempt `attempt + 1`, after `attempt` failures (1…).
     /// - Returns: a delay in `[step/2, step]`, where `step = min(cap, base · 2^(attempt−1))`.
     public mutating func delay(afterFailures attempt: Int) -> UInt64 {

@@ -33,6 +33,15 @@ import FlowSyncCore
 ///    catch-up brings everything dropped as one coalesced Diff (or a snapshot).
 /// 5. **A lost daemon link** (a daemon failover, a restart) is the same as rule 4: the
 ///    in-flight delivery goes on; what follows comes from a resubscription at the cursor.
+/// 6. **A refused subscription waits.** When the daemon answers the Subscribe with an
+///    Error (forbidden, no such list, overloaded, draining), the link is ended as in
+///    rule 5, and the next resubscription waits: 0.5 s after the first refusal in a row,
+///    doubling to 30 s, with jitter (``WebhookBackoff/subscriptionRefusal(seed:)``). A
+///    hook whose list the daemon refuses once asked again as fast as the daemon answered.
+///    Any batch received (an empty Diff included: the subscription was accepted) ends the
+///    run of refusals. The pause holds back only this list's subscription: the delivery
+///    in flight, its retries and its cursor go on meanwhile, and other lists have machines
+///    of their own.
 ///
 /// Not guaranteed: that every batch arrives as its own delivery. After a restart, an
 /// overflow or a failover, the batches since the cursor arrive as one `catchUp` (or a
@@ -42,6 +51,10 @@ import FlowSyncCore
 ///            received ─▶ [idle] ──deliver──▶ [delivering] ──failed──▶ (retry timer) ─┐
 ///                          ▲                    │ ▲                                  │
 ///                          └──succeeded, empty──┘ └─────────────retryDue─────────────┘
+///
+///   upstream:  live ──gap, overflow, link lost, refused──▶ needsResubscribe(refusals)
+///                ▲                                              │ nothing in flight
+///                └──any batch── resubscribing(refusals) ◀──resubscribe after the pause
 /// ```
 public struct WebhookListMachine: Sendable {
     /// What the shell must do.
@@ -55,18 +68,30 @@ public struct WebhookListMachine: Sendable {
         case retry(afterMilliseconds: UInt64)
         /// End the upstream subscription (the queue overflowed).
         case unsubscribe
-        /// Subscribe again, resuming from this position (nil: a fresh snapshot).
-        case resubscribe(from: ListVersion?)
+        /// Subscribe again, resuming from this position (nil: a fresh snapshot), once
+        /// `afterMilliseconds` have passed (0: at once; more after refusals, rule 6).
+        case resubscribe(from: ListVersion?, afterMilliseconds: UInt64)
     }
 
-    /// The upstream subscription's phase: whether batches arriving now can be trusted.
+    /// The upstream subscription's phase: whether batches arriving now can be trusted, and
+    /// how many subscriptions in a row the daemon refused (rule 6).
     private enum Upstream: Hashable, Sendable {
         /// Live: batches arrive and are queued.
         case live
-        /// Ended (overflow, lost link); resubscribe from the cursor once nothing is in flight.
-        case needsResubscribe
-        /// A resubscription was requested; batches are accepted again.
-        case resubscribing
+        /// Ended (overflow, lost link, refusal); resubscribe from the cursor once nothing is
+        /// in flight, after a pause if `refusals` > 0.
+        case needsResubscribe(refusals: Int)
+        /// A resubscription was requested; batches are accepted again, and the first one
+        /// ends the run of `refusals`.
+        case resubscribing(refusals: Int)
+
+        /// Refusals in a row so far (0 once a batch arrived).
+        var refusals: Int {
+            switch self {
+            case .live: return 0
+            case .needsResubscribe(let refusals), .resubscribing(let refusals): return refusals
+            }
+        }
     }
 
     private enum State: Sendable {
@@ -85,24 +110,39 @@ public struct WebhookListMachine: Sendable {
     private var state: State = .idle
     private var upstream: Upstream = .live
     private var backoff: WebhookBackoff
+    /// The pause before a resubscription after refusals (rule 6).
+    private var refusalBackoff: WebhookBackoff
     /// Times the queue overflowed (a metric).
     public private(set) var overflows = 0
 
-    /// A machine resuming from `progress` (what was saved; nil: nothing yet). Call
-    /// ``start()`` for its first action.
-    public init(list: String, progress: WebhookProgress?, maxQueued: Int = 1_000, backoff: WebhookBackoff) {
+    /// - Parameters:
+    ///   - backoff: the retry delays of a failed delivery.
+    ///   - refusalBackoff: the pauses before subscribing again after refusals in a row
+    ///     (rule 6); ``WebhookBackoff/subscriptionRefusal(seed:)`` is the gateway's.
+    ///   - progress: what was saved (nil: nothing yet); call ``start()`` for the first
+    ///     action.
+    public init(
+        list: String, progress: WebhookProgress?, maxQueued: Int = 1_000, backoff: WebhookBackoff,
+        refusalBackoff: WebhookBackoff
+    ) {
         precondition(maxQueued >= 1, "Internal inconsistency in WebhookListMachine: maxQueued < 1")
         self.list = list
         self.cursor = progress?.cursor
         self.lastAccepted = progress?.cursor
         self.maxQueued = maxQueued
         self.backoff = backoff
+        self.refusalBackoff = refusalBackoff
         self.journaled = progress?.pending
     }
 
     /// A machine resuming from `cursor` alone (nothing was in flight).
-    public init(list: String, cursor: ListVersion?, maxQueued: Int = 1_000, backoff: WebhookBackoff) {
-        self.init(list: list, progress: WebhookProgress(cursor: cursor), maxQueued: maxQueued, backoff: backoff)
+    public init(
+        list: String, cursor: ListVersion?, maxQueued: Int = 1_000, backoff: WebhookBackoff,
+        refusalBackoff: WebhookBackoff
+    ) {
+        self.init(
+            list: list, progress: WebhookProgress(cursor: cursor), maxQueued: maxQueued, backoff: backoff,
+            refusalBackoff: refusalBackoff)
     }
 
     /// The delivery the saved progress held (a crash before its 2xx was saved), until
@@ -117,13 +157,16 @@ public struct WebhookListMachine: Sendable {
             journaled = nil
             state = .delivering(inFlight: batch, attempt: 1, queue: [])
             lastAccepted = batch.to
-            upstream = .needsResubscribe
+            upstream = .needsResubscribe(refusals: 0)
             return .deliver(batch, attempt: 1)
         }
-        upstream = .resubscribing
+        upstream = .resubscribing(refusals: 0)
         lastAccepted = cursor
-        return .resubscribe(from: cursor)
+        return .resubscribe(from: cursor, afterMilliseconds: 0)
     }
+
+    /// Subscriptions the daemon refused in a row, since the last batch received (rule 6).
+    public var refusalsInARow: Int { upstream.refusals }
 
     /// Batches waiting behind the one in flight.
     public var queued: Int {
@@ -141,8 +184,14 @@ public struct WebhookListMachine: Sendable {
     public mutating func received(_ batch: WebhookBatch) -> Action {
         precondition(
             batch.list == list, "Internal inconsistency in WebhookListMachine: \(batch.list) on \(list)'s machine")
-        if upstream == .needsResubscribe { return .none }  // rule 4/5: dropped, the catch-up brings it
-        if upstream == .resubscribing { upstream = .live }
+        switch upstream {
+        case .needsResubscribe: return .none  // rule 4/5: dropped, the catch-up brings it
+        case .resubscribing: upstream = .live  // rule 6: accepted, the refusals end
+        case .live: break
+        }
+        if batch.kind != .snapshot && batch.from == batch.to {
+            return .none  // an empty Diff (already current): it confirms the subscription only
+        }
         if batch.kind == .snapshot {
             if let last = lastAccepted, batch.to.epoch == last.epoch, batch.to.version <= last.version {
                 return .none  // rule 3: a node behind the cursor; its next Diffs catch up
@@ -155,7 +204,7 @@ public struct WebhookListMachine: Sendable {
                 return .none  // rule 3: already covered (a duplicate after a resubscription)
             }
             guard let last = lastAccepted, from == last else {
-                return lostUpstream()  // rule 3: a gap or another epoch
+                return lostUpstream(refusals: 0)  // rule 3: a gap or another epoch (upstream is live)
             }
         }
         lastAccepted = batch.to
@@ -169,7 +218,7 @@ public struct WebhookListMachine: Sendable {
                 overflows += 1
                 state = .delivering(inFlight: inFlight, attempt: attempt, queue: [])
                 lastAccepted = inFlight.to
-                upstream = .needsResubscribe
+                upstream = .needsResubscribe(refusals: 0)
                 return .unsubscribe
             }
             queue.append(batch)
@@ -213,28 +262,36 @@ public struct WebhookListMachine: Sendable {
 
     /// The daemon link carrying the subscription closed (rule 5).
     public mutating func upstreamClosed() -> Action {
-        lostUpstream()
+        lostUpstream(refusals: upstream.refusals)
     }
 
-    private mutating func lostUpstream() -> Action {
+    /// The daemon answered the Subscribe with an Error (rule 6): the link is ended as in
+    /// rule 5, and the resubscription waits, longer after each refusal in a row.
+    public mutating func subscriptionRefused() -> Action {
+        lostUpstream(refusals: upstream.refusals + 1)
+    }
+
+    private mutating func lostUpstream(refusals: Int) -> Action {
         switch state {
         case .idle:
             lastAccepted = cursor
-            upstream = .needsResubscribe
+            upstream = .needsResubscribe(refusals: refusals)
             return resubscribeIfNeeded()
         case .delivering(let inFlight, let attempt, _):
             state = .delivering(inFlight: inFlight, attempt: attempt, queue: [])
             lastAccepted = inFlight.to
-            let wasLive = upstream != .needsResubscribe
-            upstream = .needsResubscribe
-            return wasLive ? .unsubscribe : .none
+            let wasSubscribed: Bool
+            if case .needsResubscribe = upstream { wasSubscribed = false } else { wasSubscribed = true }
+            upstream = .needsResubscribe(refusals: refusals)
+            return wasSubscribed ? .unsubscribe : .none
         }
     }
 
     private mutating func resubscribeIfNeeded() -> Action {
-        guard upstream == .needsResubscribe else { return .none }
-        upstream = .resubscribing
+        guard case .needsResubscribe(let refusals) = upstream else { return .none }
+        upstream = .resubscribing(refusals: refusals)
         lastAccepted = cursor
-        return .resubscribe(from: cursor)
+        let pause = refusals > 0 ? refusalBackoff.delay(afterFailures: refusals) : 0
+        return .resubscribe(from: cursor, afterMilliseconds: pause)
     }
 }

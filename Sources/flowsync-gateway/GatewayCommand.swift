@@ -135,10 +135,6 @@ struct GatewayCommand: AsyncParsableCommand {
         else {
             throw ValidationError("--listen: expected HOST:PORT, got \(listen)")
         }
-        guard poolMaxPerToken >= 1, poolMaxLinks >= 1, poolIdleMs >= 0 else {
-            throw ValidationError(
-                "--pool-max-per-token and --pool-max-links must be at least 1, --pool-idle-ms at least 0")
-        }
         let listenEndpoint = (host: String(listen[..<colon]), port: listenPort)
         var endpoints: [Endpoint] = []
         for text in daemon {
@@ -153,12 +149,19 @@ struct GatewayCommand: AsyncParsableCommand {
             logger.warning(
                 "webhooks without --state-dir: cursors are kept in memory, a restart starts each hook from a snapshot")
         }
-        let gateway = Gateway(
-            configuration: GatewayConfiguration(
-                host: listenEndpoint.host, port: listenEndpoint.port, endpoints: endpoints, limits: limits,
-                corsOrigins: corsOrigin,
-                webhooks: hooks, stateDirectory: state, webSocket: webSocketLimits),
-            logger: logger)
+        // The flags' limits were checked in validate(); the rest of the configuration is
+        // checked here, by the same GatewayConfiguration.validate() code that embeds it gets.
+        let gateway: Gateway
+        do {
+            gateway = try Gateway(
+                configuration: GatewayConfiguration(
+                    host: listenEndpoint.host, port: listenEndpoint.port, endpoints: endpoints, limits: limits,
+                    corsOrigins: corsOrigin,
+                    webhooks: hooks, stateDirectory: state, webSocket: webSocketLimits),
+                logger: logger)
+        } catch {
+            throw ValidationError("\(error)")
+        }
 
         let task = Task {
             try await gateway.run { port in

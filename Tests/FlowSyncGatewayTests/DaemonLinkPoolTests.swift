@@ -43,12 +43,39 @@ import Testing
         #expect(await server.stop())
     }
 
+    /// The Ping/Pong barrier (rule 5 of GATEWAY.md's pool), made certain: every
+    /// subscription on ``LateDiffDaemon`` leaves a Diff on the wire past its Unsubscribe,
+    /// delivered only with the answer to the link's next frame. With the barrier that
+    /// frame is the Ping, so the late Diff reaches the finished GET's handler and the next
+    /// GET answers its own Snapshot. Without it (the link checked in right after the
+    /// Unsubscribe), the next GET's Subscribe releases the Diff, and that GET takes it for
+    /// its answer: 502 "no snapshot". Checked: with the round trip removed from
+    /// `GatewayRoutes.release`, GETs 2, 4 and 6 answered 502 (and 3 and 5, on the new link
+    /// that replaced the failed one, another link's version).
+    @Test func aDiffStillOnTheWireAfterAnUnsubscribeNeverAnswersTheNextGetOnThatLink() async throws {
+        let daemon = try LateDiffDaemon()
+        let gateway = try await GatewayHarness(endpoints: [Endpoint(host: "127.0.0.1", port: daemon.port)]) {
+            $0.limits.linkPool = LinkPoolLimits(maxPerCredential: 1, maxTotal: 1, idleMilliseconds: 60_000)
+        }
+        for i in 1...6 {
+            let (got, list) = try await gateway.json("GET", "/v1/lists/late")
+            #expect(got.status == 200, "GET \(i): \(got)")
+            // The daemon's Snapshot for this GET's own Subscribe, not the late Diff of the one before.
+            #expect((list["position"] as? [String: Any])?["version"] as? Int == i, "GET \(i): \(got)")
+        }
+        #expect(
+            daemon.subscribes == 6 && daemon.heldDiffsReleased >= 5, "\(daemon.subscribes) \(daemon.heldDiffsReleased)")
+        #expect(gateway.gateway.linkPool.counts.links == 1, "one link served every GET")
+        await gateway.stop()
+        daemon.stop()
+    }
+
     /// Reads of a list that is being written, all on the pool's one link: each GET's
     /// subscription gets Diffs after its Snapshot, and every GET still answers a Snapshot
-    /// whose version never goes back. Not a proof of the Ping/Pong barrier (rule 5 of
-    /// GATEWAY.md's pool): with the barrier removed this test still passed twice, since a
-    /// late Diff must land in the instant between the next GET's Subscribe and its
-    /// Snapshot; the barrier rests on the daemon answering in order.
+    /// whose version never goes back. Against a real daemon this cannot prove the Ping/Pong
+    /// barrier (with the barrier removed it still passed twice: a late Diff must land in
+    /// the instant between the next GET's Subscribe and its Snapshot);
+    /// ``aDiffStillOnTheWireAfterAnUnsubscribeNeverAnswersTheNextGetOnThatLink()`` does.
     @Test func readsDuringWritesOnReusedLinksAlwaysAnswerASnapshotThatNeverGoesBack() async throws {
         let server = try await EmbeddedServer()
         let gateway = try await GatewayHarness(server: server) {

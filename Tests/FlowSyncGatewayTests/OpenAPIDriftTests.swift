@@ -34,7 +34,8 @@ import Testing
     @Test func theSpecIsOpenAPI31AndNamesEveryServedRoute() throws {
         let spec = try Self.spec()
         #expect(spec["openapi"] as? String == "3.1.0")
-        let gateway = Gateway(configuration: GatewayConfiguration(endpoints: [Endpoint(host: "127.0.0.1", port: 1)]))
+        let gateway = try Gateway(
+            configuration: GatewayConfiguration(endpoints: [Endpoint(host: "127.0.0.1", port: 1)]))
         #expect(Self.specRoutes(spec) == gateway.routes)
         // The operation names the spec allows are the ones the decoder reads.
         let operation = Self.schema(["$ref": "#/components/schemas/Operation"], in: spec)

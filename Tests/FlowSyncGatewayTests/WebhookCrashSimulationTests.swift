@@ -26,7 +26,8 @@ import Testing
             var random = SplitMix64(seed: seed)
             var saved: WebhookProgress? = WebhookProgress(cursor: ListVersion(epoch: 1, version: 0))
             var machine = WebhookListMachine(
-                list: "l", progress: saved, maxQueued: 3, backoff: WebhookBackoff(seed: seed))
+                list: "l", progress: saved, maxQueued: 3, backoff: WebhookBackoff(seed: seed),
+                refusalBackoff: .subscriptionRefusal(seed: seed))
             var head: UInt64 = 0
             var subscribed = false
             var inFlight: WebhookBatch?
@@ -43,7 +44,7 @@ import Testing
                     run(then)
                 case .retry: retryPending = true
                 case .unsubscribe: subscribed = false
-                case .resubscribe(let from):
+                case .resubscribe(let from, _):
                     subscribed = true
                     let at = from?.version ?? 0
                     if head > at { run(machine.received(Self.diff(at, head))) }
@@ -87,7 +88,8 @@ import Testing
                 retryPending = false
                 subscribed = false
                 machine = WebhookListMachine(
-                    list: "l", progress: saved, maxQueued: 3, backoff: WebhookBackoff(seed: seed))
+                    list: "l", progress: saved, maxQueued: 3, backoff: WebhookBackoff(seed: seed),
+                    refusalBackoff: .subscriptionRefusal(seed: seed))
                 run(machine.start())
             }
             // The receiver recovers and the gateway stays up.

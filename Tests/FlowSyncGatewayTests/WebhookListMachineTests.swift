@@ -26,8 +26,10 @@ import Testing
         .save(WebhookProgress(cursor: cursor, inFlight: batch), then: .deliver(batch, attempt: 1))
     }
 
-    func machine(cursor: ListVersion? = v(0), maxQueued: Int = 8) -> WebhookListMachine {
-        WebhookListMachine(list: "l", cursor: cursor, maxQueued: maxQueued, backoff: WebhookBackoff(seed: 7))
+    func machine(cursor: ListVersion? = v(0), maxQueued: Int = 8, list: String = "l") -> WebhookListMachine {
+        WebhookListMachine(
+            list: list, cursor: cursor, maxQueued: maxQueued, backoff: WebhookBackoff(seed: 7),
+            refusalBackoff: .subscriptionRefusal(seed: 11))
     }
 
     @Test func oneInFlightThenInOrderAndTheCursorMovesOnlyOnSuccess() {
@@ -82,7 +84,9 @@ import Testing
         #expect(m.received(Self.batch(4, 5)) == .none)
         #expect(m.queued == 0)
         // The in-flight one completes; then resubscribe from the cursor.
-        #expect(m.deliverySucceeded() == .save(WebhookProgress(cursor: Self.v(1)), then: .resubscribe(from: Self.v(1))))
+        #expect(
+            m.deliverySucceeded()
+                == .save(WebhookProgress(cursor: Self.v(1)), then: .resubscribe(from: Self.v(1), afterMilliseconds: 0)))
         // The daemon's catch-up: one coalesced diff 1→5, delivered next.
         #expect(m.received(Self.batch(1, 5)) == Self.starts(Self.batch(1, 5), cursor: Self.v(1)))
         #expect(m.deliverySucceeded() == .save(WebhookProgress(cursor: Self.v(5)), then: .none))
@@ -92,7 +96,9 @@ import Testing
         var m = machine()
         _ = m.received(Self.batch(0, 1))
         #expect(m.received(Self.batch(2, 3)) == .unsubscribe, "gap 1→2 missing")
-        #expect(m.deliverySucceeded() == .save(WebhookProgress(cursor: Self.v(1)), then: .resubscribe(from: Self.v(1))))
+        #expect(
+            m.deliverySucceeded()
+                == .save(WebhookProgress(cursor: Self.v(1)), then: .resubscribe(from: Self.v(1), afterMilliseconds: 0)))
         // A new epoch: the daemon answers the resume with a snapshot; it is delivered.
         #expect(m.received(Self.snapshot(0, epoch: 2)) == Self.starts(Self.snapshot(0, epoch: 2), cursor: Self.v(1)))
         #expect(m.received(Self.batch(0, 1, epoch: 2)) == .none)
@@ -112,14 +118,15 @@ import Testing
 
     @Test func aLostDaemonLinkResumesFromTheCursorWhenIdleOrAfterTheInFlight() {
         var idle = machine(cursor: Self.v(4))
-        #expect(idle.upstreamClosed() == .resubscribe(from: Self.v(4)))
+        #expect(idle.upstreamClosed() == .resubscribe(from: Self.v(4), afterMilliseconds: 0))
         var busy = machine()
         _ = busy.received(Self.batch(0, 1))
         _ = busy.received(Self.batch(1, 2))
         #expect(busy.upstreamClosed() == .unsubscribe)
         #expect(busy.upstreamClosed() == .none, "once")
         #expect(
-            busy.deliverySucceeded() == .save(WebhookProgress(cursor: Self.v(1)), then: .resubscribe(from: Self.v(1))))
+            busy.deliverySucceeded()
+                == .save(WebhookProgress(cursor: Self.v(1)), then: .resubscribe(from: Self.v(1), afterMilliseconds: 0)))
     }
 
     @Test func aFirstSightWithoutCursorStartsFromASnapshot() {
@@ -139,7 +146,7 @@ import Testing
         var m = machine(cursor: Self.v(3))
         _ = m.received(Self.batch(3, 4))
         #expect(m.deliverySucceeded() == .save(WebhookProgress(cursor: Self.v(4)), then: .none))
-        #expect(m.upstreamClosed() == .resubscribe(from: Self.v(4)))
+        #expect(m.upstreamClosed() == .resubscribe(from: Self.v(4), afterMilliseconds: 0))
         #expect(m.received(Self.snapshot(2)) == .none, "behind the cursor")
         #expect(m.received(Self.snapshot(4)) == .none, "at the cursor: nothing new")
         #expect(m.received(Self.batch(2, 3)) == .none)
@@ -148,6 +155,93 @@ import Testing
         // Past the cursor, a snapshot is news; another epoch's is always.
         #expect(m.received(Self.snapshot(5, epoch: 2)) == .none, "queued behind the one in flight")
         #expect(m.queued == 1)
+    }
+
+    /// The pause a resubscription asks for, or nil when the action is not (or does not end
+    /// in) a resubscription.
+    static func pause(_ action: WebhookListMachine.Action) -> UInt64? {
+        switch action {
+        case .resubscribe(_, let milliseconds): return milliseconds
+        case .save(_, let then): return pause(then)
+        default: return nil
+        }
+    }
+
+    /// Rule 6: refusals in a row pause each resubscription 0.5 s doubling to 30 s (equal
+    /// jitter: refusal n waits in [step/2, step], step = min(30 s, 0.5 s · 2^(n-1))), never
+    /// more than 30 s however long the daemon refuses.
+    @Test func refusalsInARowPauseTheResubscriptionDoublingToThirtySeconds() throws {
+        var m = machine(cursor: Self.v(4))
+        var pauses: [UInt64] = []
+        for n in 1...14 {
+            let action = m.subscriptionRefused()
+            let pause = try #require(Self.pause(action), "refusal \(n): \(action)")
+            #expect(action == .resubscribe(from: Self.v(4), afterMilliseconds: pause))
+            #expect(m.refusalsInARow == n)
+            pauses.append(pause)
+        }
+        for (i, pause) in pauses.enumerated() {
+            let step = min(30_000, UInt64(500) << UInt64(i))
+            #expect(pause >= step / 2 && pause <= step, "refusal \(i + 1): \(pause) ms")
+        }
+        #expect(pauses[0] <= 500 && pauses[1] > 500 / 2, "starts at 0.5 s")
+        #expect(pauses.suffix(6).allSatisfy { $0 >= 15_000 && $0 <= 30_000 }, "capped at 30 s: \(pauses)")
+        #expect(!m.isDelivering && m.cursor == Self.v(4), "nothing delivered, the cursor kept")
+    }
+
+    /// Rule 6: an accepted subscription (any batch, an empty Diff included) ends the run:
+    /// the next lost link resubscribes at once, and the next refusal starts again at 0.5 s.
+    @Test func anAcceptedSubscriptionEndsTheRunOfRefusals() {
+        for accepted in [Self.batch(4, 5), Self.batch(4, 4), Self.snapshot(9)] {
+            var m = machine(cursor: Self.v(4))
+            for _ in 1...6 { _ = m.subscriptionRefused() }
+            #expect(m.refusalsInARow == 6)
+            _ = m.received(accepted)
+            #expect(m.refusalsInARow == 0, "\(accepted.kind) \(accepted.to)")
+            if m.isDelivering { _ = m.deliverySucceeded() }
+            #expect(Self.pause(m.upstreamClosed()) == 0, "a lost link after \(accepted.kind): at once")
+            let again = Self.pause(m.subscriptionRefused()) ?? 0
+            #expect(again >= 250 && again <= 500, "a new run starts at 0.5 s: \(again)")
+        }
+        // A lost link (no refusal) keeps the run: the daemon is still refusing as far as
+        // the machine knows, so the pause stays.
+        var m = machine(cursor: Self.v(4))
+        for _ in 1...6 { _ = m.subscriptionRefused() }
+        let kept = Self.pause(m.upstreamClosed()) ?? 0
+        #expect(m.refusalsInARow == 6 && kept >= 8_000 && kept <= 16_000, "\(kept)")
+    }
+
+    /// Rule 6: the pause holds back only the resubscription. A delivery in flight when the
+    /// daemon ends the subscription with an Error goes on (its retries use the delivery
+    /// backoff, from 100 ms), and the paused resubscription comes after its success;
+    /// another list's machine delivers at once.
+    @Test func aRefusalHoldsBackOnlyThisListsSubscription() {
+        var refused = machine(cursor: Self.v(0), list: "l")
+        var other = machine(cursor: Self.v(0), list: "other")
+        #expect(refused.received(Self.batch(0, 1)) == Self.starts(Self.batch(0, 1), cursor: Self.v(0)))
+        #expect(refused.received(Self.batch(1, 2)) == .none)
+        #expect(refused.subscriptionRefused() == .unsubscribe, "the link is ended at once")
+        #expect(refused.isDelivering && refused.refusalsInARow == 1 && refused.queued == 0)
+        // The delivery in flight retries on its own schedule, not the refusals'.
+        guard case .retry(let retry) = refused.deliveryFailed() else {
+            Issue.record("expected a delivery retry")
+            return
+        }
+        #expect(retry >= 50 && retry <= 100, "first delivery retry: \(retry) ms")
+        #expect(refused.retryDue() == .deliver(Self.batch(0, 1), attempt: 2))
+        let after = refused.deliverySucceeded()
+        #expect(refused.cursor == Self.v(1))
+        let pause = Self.pause(after) ?? 0
+        #expect(
+            after
+                == .save(
+                    WebhookProgress(cursor: Self.v(1)), then: .resubscribe(from: Self.v(1), afterMilliseconds: pause)))
+        #expect(pause >= 250 && pause <= 500, "the first refusal's pause: \(pause)")
+        // Another list: no pause anywhere.
+        let b = WebhookBatch(list: "other", kind: .batch, from: Self.v(0), to: Self.v(1), body: [])
+        #expect(other.received(b) == Self.starts(b, cursor: Self.v(0)))
+        #expect(other.deliverySucceeded() == .save(WebhookProgress(cursor: Self.v(1)), then: .none))
+        #expect(other.upstreamClosed() == .resubscribe(from: Self.v(1), afterMilliseconds: 0))
     }
 
     /// Seeded simulation: a receiver that fails at random, overflows, link losses and
@@ -169,7 +263,7 @@ import Testing
                 case .save(_, let then): run(then)
                 case .retry: pending = .retry(afterMilliseconds: 0)
                 case .unsubscribe: subscribedFrom = nil
-                case .resubscribe(let from):
+                case .resubscribe(let from, _):
                     let at = from!.version
                     subscribedFrom = head
                     if at > 0 && random.next() % 2 == 0 {

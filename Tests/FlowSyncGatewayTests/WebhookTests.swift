@@ -96,6 +96,34 @@ import Testing
         #expect(await server.stop())
     }
 
+    /// A delivery holds at most one task handle per slot (POST, retry timer,
+    /// subscription), however many it started. Before 0d9488c it kept every handle in an
+    /// array pruned only of cancelled tasks (none, until the stop): one more per POST and
+    /// per retry for the gateway's whole life. Checked failing with that array back
+    /// (77 handles held after 40 batches against this flaky receiver).
+    @Test func aDeliveryHoldsNoMoreTaskHandlesThanItsSlotsAfterManyPosts() async throws {
+        let server = try await EmbeddedServer()
+        let receiver = try await WebhookReceiver(failureRate: 0.3, seed: 5)
+        let gateway = try await GatewayHarness(server: server) { $0.webhooks = [Self.hook("handles", receiver)] }
+        _ = try await ChangesStreamTests.post(
+            gateway, "w", #"[{"op":"insertSections","at":0,"sections":[{"id":"S"}]}]"#)
+        // One batch at a time, each delivered before the next: a POST per batch.
+        var last: UInt64 = 0
+        for i in 0..<40 {
+            last = try await Self.write(gateway, 1, from: i)
+            #expect(await receiver.waitFor(hook: "handles", version: last), "batch \(i) delivered")
+        }
+        let delivery = try #require(gateway.gateway.webhooks.deliveries.first)
+        // The gateway has taken the last 2xx in once its cursor is saved.
+        #expect(await eventually(timeout: 10) { delivery.status.cursor?.version == last })
+        let status = delivery.status
+        #expect(status.delivered >= 40 && status.failedAttempts > 0, "\(status)")
+        #expect(status.heldTasks <= 3, "\(status.heldTasks) task handles held after \(status.delivered) POSTs")
+        await gateway.stop()
+        await receiver.stop()
+        #expect(await server.stop())
+    }
+
     @Test func aRestartedGatewayResumesFromItsCursorFileWithoutAGap() async throws {
         let directory = NSTemporaryDirectory() + "flowsync-gateway-state-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }

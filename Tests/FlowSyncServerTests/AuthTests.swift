@@ -564,23 +564,9 @@ enum MalformedFrames {
 
 /// Blocking POSIX sockets: 1,000 idle peers without an event loop of their own.
 enum RawSocket {
+    /// A blocking socket connected to 127.0.0.1:`port`, or -1 (``LoopbackSocket``).
     static func connect(port: Int) -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return -1 }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        if result != 0 {
-            Glibc.close(fd)
-            return -1
-        }
-        return fd
+        (try? LoopbackSocket.connect(port: port)) ?? -1
     }
 
     static func send(_ fd: Int32, _ bytes: [UInt8]) {

@@ -37,9 +37,17 @@ final class DaemonLink: Sendable {
         case rejected(code: ErrorCode, message: String)
     }
 
-    private struct AnswerKey: Hashable {
-        let list: String
-        let seq: UInt64
+    /// What a call waits for on this link: a Mutate's Ack or Reject (by list and seq), or a
+    /// Ping's Pong (by nonce).
+    private enum Awaited: Hashable {
+        case answer(list: String, seq: UInt64)
+        case pong(nonce: UInt64)
+    }
+
+    /// What arrived for an ``Awaited``.
+    private enum Reply: Sendable {
+        case answer(MutationAnswer)
+        case pong
     }
 
     private enum Phase {
@@ -54,15 +62,15 @@ final class DaemonLink: Sendable {
         var decoder = FrameDecoder(limits: .client)
         var encoder = FrameEncoder()
         var readyWaiter: CheckedContinuation<Welcome, any Error>?
-        var answers: [AnswerKey: CheckedContinuation<MutationAnswer, any Error>] = [:]
+        /// Calls waiting for their reply (``mutate(_:)``, ``roundTrip()``): one table, so a
+        /// reply, a deadline and the link's close each find a waiter in one place.
+        var waiters: [Awaited: CheckedContinuation<Reply, any Error>] = [:]
         var onMessage: (@Sendable (Message) -> Void)?
         /// When the daemon last sent anything (the heartbeat's silence check).
         var lastReceived = ContinuousClock.now
         var onClose: (@Sendable (LinkError) -> Void)?
         /// The pool's own close handler, beside the request's (``setPoolCloseHandler(_:)``).
         var onPoolClose: (@Sendable () -> Void)?
-        /// Round trips waiting for their Pong (``roundTrip()``), by nonce.
-        var pongWaiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
         /// The last seq this link's client ID used (pooled links write with their own ID).
         var lastSeq: UInt64 = 0
     }
@@ -186,28 +194,9 @@ final class DaemonLink: Sendable {
     /// after an Unsubscribe, no Diff of that subscription is still on its way.
     func roundTrip() async throws(LinkError) {
         let nonce = UInt64.random(in: 0...UInt64.max)
-        let timeout = UInt64(options.timeoutMilliseconds)
-        do {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let frame: [UInt8]? = state.withLock { state in
-                    guard case .ready = state.phase else { return nil }
-                    state.pongWaiters[nonce] = continuation
-                    return state.encoder.encode(.ping(Ping(nonce: nonce)))
-                }
-                guard let frame else {
-                    continuation.resume(throwing: closedError ?? LinkError.closed("not ready"))
-                    return
-                }
-                transport.send([frame])
-                transport.schedule(after: timeout) { [self] in
-                    let waiter = state.withLock { $0.pongWaiters.removeValue(forKey: nonce) }
-                    waiter?.resume(throwing: LinkError.timeout("no Pong within \(timeout) ms"))
-                }
-            }
-        } catch let error as LinkError {
-            throw error
-        } catch {
-            throw .closed("\(error)")
+        let reply = try await send(.ping(Ping(nonce: nonce)), awaiting: .pong(nonce: nonce), timeoutDetail: "no Pong")
+        guard case .pong = reply else {
+            preconditionFailure("Internal inconsistency in DaemonLink: a Ping answered by \(reply)")
         }
     }
 
@@ -222,15 +211,33 @@ final class DaemonLink: Sendable {
 
     /// Sends a Mutate and waits for its Ack or Reject.
     func mutate(_ mutate: Mutate) async throws(LinkError) -> MutationAnswer {
-        let key = AnswerKey(list: mutate.listName, seq: mutate.seq)
+        let reply = try await send(
+            .mutate(mutate), awaiting: .answer(list: mutate.listName, seq: mutate.seq),
+            timeoutDetail: "no answer to \(mutate.listName)#\(mutate.seq)")
+        guard case .answer(let answer) = reply else {
+            preconditionFailure("Internal inconsistency in DaemonLink: a Mutate answered by \(reply)")
+        }
+        return answer
+    }
+
+    /// Sends `message` and waits for the reply `awaited` names: the one pattern behind
+    /// ``mutate(_:)`` and ``roundTrip()``. The waiter is registered under the lock with the
+    /// frame's encoding, so a reply cannot arrive before it; it ends exactly once, by
+    /// whichever comes first of the reply, the link's close (``fail(_:)``) and the deadline
+    /// (`timeoutMilliseconds`: `.timeout("<timeoutDetail> within N ms")`). A link that is
+    /// not ready fails the call at once with its close error.
+    private func send(
+        _ message: Message, awaiting awaited: Awaited, timeoutDetail: String
+    ) async throws(LinkError)
+        -> Reply
+    {
         let timeout = UInt64(options.timeoutMilliseconds)
         do {
-            return try await withCheckedThrowingContinuation {
-                (continuation: CheckedContinuation<MutationAnswer, any Error>) in
+            return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Reply, any Error>) in
                 let frame: [UInt8]? = state.withLock { state in
                     guard case .ready = state.phase else { return nil }
-                    state.answers[key] = continuation
-                    return state.encoder.encode(.mutate(mutate))
+                    state.waiters[awaited] = continuation
+                    return state.encoder.encode(message)
                 }
                 guard let frame else {
                     continuation.resume(throwing: closedError ?? LinkError.closed("not ready"))
@@ -238,10 +245,8 @@ final class DaemonLink: Sendable {
                 }
                 transport.send([frame])
                 transport.schedule(after: timeout) { [self] in
-                    let waiter = state.withLock { $0.answers.removeValue(forKey: key) }
-                    waiter?.resume(
-                        throwing: LinkError.timeout(
-                            "no answer to \(mutate.listName)#\(mutate.seq) within \(timeout) ms"))
+                    let waiter = state.withLock { $0.waiters.removeValue(forKey: awaited) }
+                    waiter?.resume(throwing: LinkError.timeout("\(timeoutDetail) within \(timeout) ms"))
                 }
             }
         } catch let error as LinkError {
@@ -318,26 +323,30 @@ final class DaemonLink: Sendable {
             }
             waiter?.resume(returning: welcome)
         case .ack(let ack):
-            answer(AnswerKey(list: ack.listName, seq: ack.seq), .committed(ack.committed))
+            reply(.answer(list: ack.listName, seq: ack.seq), .answer(.committed(ack.committed)))
         case .reject(let reject):
-            answer(
-                AnswerKey(list: reject.listName, seq: reject.seq), .rejected(code: reject.code, message: reject.message)
-            )
+            reply(
+                .answer(list: reject.listName, seq: reject.seq),
+                .answer(.rejected(code: reject.code, message: reject.message)))
         case .error(let error) where error.closesConnection:
             fail(.refused(code: error.code, message: error.message))
         case .error(let error) where error.listName != nil && !error.code.isSubscriptionAnswer:
             // Checks 1–2 of a Mutate (PROTOCOL.md): answered without a seq; fail that list's writes.
-            let waiters: [CheckedContinuation<MutationAnswer, any Error>] = state.withLock { state in
-                let keys = state.answers.keys.filter { $0.list == error.listName }
-                return keys.compactMap { state.answers.removeValue(forKey: $0) }
+            let waiters: [CheckedContinuation<Reply, any Error>] = state.withLock { state in
+                let keys = state.waiters.keys.filter {
+                    if case .answer(let list, _) = $0 { return list == error.listName }
+                    return false
+                }
+                return keys.compactMap { state.waiters.removeValue(forKey: $0) }
             }
-            for waiter in waiters { waiter.resume(returning: .rejected(code: error.code, message: error.message)) }
+            for waiter in waiters {
+                waiter.resume(returning: .answer(.rejected(code: error.code, message: error.message)))
+            }
             deliver(message)
         case .ping(let ping):
             send(.pong(Pong(nonce: ping.nonce)))
         case .pong(let pong):
-            let waiter = state.withLock { $0.pongWaiters.removeValue(forKey: pong.nonce) }
-            waiter?.resume()
+            reply(.pong(nonce: pong.nonce), .pong)
         default:
             deliver(message)
         }
@@ -348,9 +357,9 @@ final class DaemonLink: Sendable {
         handler?(message)
     }
 
-    private func answer(_ key: AnswerKey, _ answer: MutationAnswer) {
-        let waiter = state.withLock { $0.answers.removeValue(forKey: key) }
-        waiter?.resume(returning: answer)
+    private func reply(_ awaited: Awaited, _ reply: Reply) {
+        let waiter = state.withLock { $0.waiters.removeValue(forKey: awaited) }
+        waiter?.resume(returning: reply)
     }
 
     /// Keeps the daemon's heartbeat (PROTOCOL.md, Welcome): a Ping every half interval,
@@ -378,33 +387,27 @@ final class DaemonLink: Sendable {
     }
 
     private func fail(_ error: LinkError) {
-        let (readyWaiter, answers, pongWaiters, onClose, onPoolClose, wasOpen):
+        let (readyWaiter, waiters, onClose, onPoolClose, wasOpen):
             (
-                CheckedContinuation<Welcome, any Error>?, [CheckedContinuation<MutationAnswer, any Error>],
-                [CheckedContinuation<Void, any Error>], (@Sendable (LinkError) -> Void)?, (@Sendable () -> Void)?,
-                Bool
+                CheckedContinuation<Welcome, any Error>?, [CheckedContinuation<Reply, any Error>],
+                (@Sendable (LinkError) -> Void)?, (@Sendable () -> Void)?, Bool
             ) =
                 state.withLock { state in
-                    if case .closed = state.phase { return (nil, [], [], nil, nil, false) }
+                    if case .closed = state.phase { return (nil, [], nil, nil, false) }
                     state.phase = .closed(error)
                     defer {
                         state.readyWaiter = nil
-                        state.answers = [:]
-                        state.pongWaiters = [:]
+                        state.waiters = [:]
                         state.onClose = nil
                         state.onPoolClose = nil
                         state.onMessage = nil
                     }
-                    return (
-                        state.readyWaiter, Array(state.answers.values), Array(state.pongWaiters.values), state.onClose,
-                        state.onPoolClose, true
-                    )
+                    return (state.readyWaiter, Array(state.waiters.values), state.onClose, state.onPoolClose, true)
                 }
         guard wasOpen else { return }
         transport.disconnect()
         readyWaiter?.resume(throwing: error)
-        for waiter in answers { waiter.resume(throwing: error) }
-        for waiter in pongWaiters { waiter.resume(throwing: error) }
+        for waiter in waiters { waiter.resume(throwing: error) }
         onClose?(error)
         onPoolClose?()
     }

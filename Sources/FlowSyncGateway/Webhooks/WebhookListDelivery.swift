@@ -43,6 +43,9 @@ final class WebhookListDelivery: Sendable {
         var delivered = 0
         var failedAttempts = 0
         var subscriptions = 0
+        /// Task handles the delivery holds now (its POST, retry timer and subscription
+        /// slots): at most 3 however many it started. Not in the JSON; a test reads it.
+        var heldTasks = 0
     }
 
     let hook: WebhookConfiguration
@@ -87,7 +90,8 @@ final class WebhookListDelivery: Sendable {
             list: list, progress: progress, maxQueued: hook.maxQueued,
             backoff: WebhookBackoff(
                 baseMilliseconds: hook.backoffBaseMilliseconds, capMilliseconds: hook.backoffCapMilliseconds,
-                seed: UInt64.random(in: 0...UInt64.max)))
+                seed: UInt64.random(in: 0...UInt64.max)),
+            refusalBackoff: .subscriptionRefusal(seed: UInt64.random(in: 0...UInt64.max)))
         let poster = WebhookPoster(hook: hook)
         var tasks = SideTasks()
         defer {
@@ -102,14 +106,7 @@ final class WebhookListDelivery: Sendable {
         var posting = false
         let first = machine.start()
         if case .deliver = first { posting = true }
-        perform(first, poster: poster, resubscribeAfter: 0, tasks: &tasks)
-        // Subscriptions refused in a row (a Subscribe answered with an Error: forbidden, no
-        // such list, overloaded, draining). The next one waits 0.5 s doubling to 30 s, with
-        // jitter, so a hook whose list the daemon refuses does not reconnect in a tight
-        // loop (it once did, as fast as the daemon answered). A batch received resets it.
-        var refusals = 0
-        var refusalBackoff = WebhookBackoff(
-            baseMilliseconds: 500, capMilliseconds: 30_000, seed: UInt64.random(in: 0...UInt64.max))
+        perform(first, poster: poster, tasks: &tasks)
         for await event in events {
             let action: WebhookListMachine.Action
             switch event {
@@ -129,12 +126,9 @@ final class WebhookListDelivery: Sendable {
                 guard generation == currentGeneration else { continue }
                 switch message {
                 case .diff(let diff) where diff.listName == list:
-                    // An empty diff (already current) carries nothing to deliver.
-                    refusals = 0
-                    if diff.fromVersion == diff.toVersion && diff.changeset.stages.isEmpty { continue }
+                    // An empty one (already current) too: it confirms the subscription (rule 6).
                     action = machine.received(WebhookBatch(diff: diff))
                 case .snapshot(let snapshot) where snapshot.listName == list:
-                    refusals = 0
                     action = machine.received(WebhookBatch(snapshot: snapshot))
                 case .error(let error) where error.listName == list || error.listName == nil:
                     logger.warning(
@@ -143,9 +137,8 @@ final class WebhookListDelivery: Sendable {
                             "flowsync.hook": "\(hook.name)", "flowsync.list": "\(list)",
                             "error": "\(error.code.name): \(error.message)",
                         ])
-                    refusals += 1
-                    closeLink()
-                    action = machine.upstreamClosed()
+                    // The machine ends the link and says how long to wait (its rule 6).
+                    action = machine.subscriptionRefused()
                 default:
                     continue
                 }
@@ -176,20 +169,18 @@ final class WebhookListDelivery: Sendable {
                 // Only the cursor of what was just delivered; nothing new starts (a
                 // delivery the machine would start next is not saved as in flight).
                 if case .save(let progress, _) = action {
-                    perform(
-                        .save(WebhookProgress(cursor: progress.cursor), then: .none), poster: poster,
-                        resubscribeAfter: 0, tasks: &tasks)
+                    perform(.save(WebhookProgress(cursor: progress.cursor), then: .none), poster: poster, tasks: &tasks)
                 }
                 return
             }
             if case .deliver = action { posting = true }
             if case .save(_, then: .deliver) = action { posting = true }
-            let pause = refusals > 0 && action.endsInResubscribe ? refusalBackoff.delay(afterFailures: refusals) : 0
-            perform(action, poster: poster, resubscribeAfter: Int(pause), tasks: &tasks)
-            let (queued, overflows) = (machine.queued, machine.overflows)
+            perform(action, poster: poster, tasks: &tasks)
+            let (queued, overflows, held) = (machine.queued, machine.overflows, tasks.handles.count)
             statusBox.withLock {
                 $0.queued = queued
                 $0.overflows = overflows
+                $0.heldTasks = held
             }
         }
     }
@@ -205,11 +196,8 @@ final class WebhookListDelivery: Sendable {
         "FLOWSYNC_GATEWAY_TEST_EXIT_AFTER_DELIVERIES"
     ].flatMap { Int($0) }
 
-    /// Carries out `action`; a resubscription in it starts after `resubscribeAfter` ms.
-    private func perform(
-        _ action: WebhookListMachine.Action, poster: WebhookPoster, resubscribeAfter: Int,
-        tasks: inout SideTasks
-    ) {
+    /// Carries out `action`.
+    private func perform(_ action: WebhookListMachine.Action, poster: WebhookPoster, tasks: inout SideTasks) {
         switch action {
         case .none:
             break
@@ -230,7 +218,7 @@ final class WebhookListDelivery: Sendable {
                     "webhook progress not saved",
                     metadata: ["flowsync.hook": "\(hook.name)", "flowsync.list": "\(list)", "error": "\(error)"])
             }
-            perform(then, poster: poster, resubscribeAfter: resubscribeAfter, tasks: &tasks)
+            perform(then, poster: poster, tasks: &tasks)
         case .retry(let milliseconds):
             let input = self.input
             tasks.retryTimer = Task {
@@ -240,8 +228,8 @@ final class WebhookListDelivery: Sendable {
         case .unsubscribe:
             // Ending the subscription is closing its link: the link carries nothing else.
             closeLink()
-        case .resubscribe(let from):
-            resubscribe(from: from, after: resubscribeAfter, tasks: &tasks)
+        case .resubscribe(let from, let pause):
+            resubscribe(from: from, after: Int(pause), tasks: &tasks)
         }
     }
 
@@ -312,20 +300,10 @@ private struct SideTasks {
     var retryTimer: Task<Void, Never>?
     var subscription: Task<Void, Never>?
 
-    func cancelAll() {
-        post?.cancel()
-        retryTimer?.cancel()
-        subscription?.cancel()
-    }
-}
+    /// Every handle held (the gauge ``WebhookListDelivery/Status/heldTasks``).
+    var handles: [Task<Void, Never>] { [post, retryTimer, subscription].compactMap { $0 } }
 
-extension WebhookListMachine.Action {
-    /// Whether carrying this out subscribes again (itself, or after saving a cursor).
-    fileprivate var endsInResubscribe: Bool {
-        switch self {
-        case .resubscribe: return true
-        case .save(_, let then): return then.endsInResubscribe
-        default: return false
-        }
+    func cancelAll() {
+        for task in handles { task.cancel() }
     }
 }

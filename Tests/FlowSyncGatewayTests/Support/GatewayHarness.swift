@@ -29,7 +29,7 @@ final class GatewayHarness: Sendable {
         configure(&configuration)
         var logger = Logger(label: "gateway-test")
         logger.logLevel = .critical  // Hummingbird logs its own cancellation at stop as an error
-        let gateway = Gateway(configuration: configuration, logger: logger)
+        let gateway = try Gateway(configuration: configuration, logger: logger)
         self.gateway = gateway
         let listening = OneShot<Int>()
         task = Task { try await gateway.run { port in listening.succeed(port) } }
