@@ -277,12 +277,16 @@ import Testing
                 view.replica = replica
                 view.position = snapshot.position
             case .diff(let diff):
-                guard var replica = view.replica, let position = view.position else {
+                guard view.replica != nil, let position = view.position else {
                     check(false, "member \(id) received a diff before its snapshot")
                     return
                 }
                 check(diff.from == position, "member \(id): a diff from \(diff.from) at \(position)")
                 check(diff.to.version > diff.from.version, "member \(id): a diff that goes nowhere")
+                // Applied to the only reference (no copy of the replica per member and Diff).
+                var replica = view.replica!
+                view.replica = nil
+                members[id] = nil
                 check((try? diff.changeset.apply(to: &replica)) != nil, "member \(id): a diff that does not apply")
                 check(replica.digest == diff.digest, "member \(id): a diff's result differs from its digest")
                 view.replica = replica

@@ -127,6 +127,28 @@ import Testing
         #expect(await server.stop())
     }
 
+    /// Rule 5: the feed's link ending is every member's, closed with 4502 to resume.
+    @Test func theDaemonGoingAwayClosesEveryMemberWith4502() async throws {
+        let server = try await EmbeddedServer()
+        let gateway = try await GatewayHarness(server: server)
+        _ = try await ChangesStreamTests.post(gateway, "gone", E2E.seed)
+        let sockets = [
+            try await WebSocketTestClient(port: gateway.port), try await WebSocketTestClient(port: gateway.port),
+        ]
+        for socket in sockets {
+            socket.send(#"{"type":"subscribe","list":"gone"}"#)
+            #expect(await socket.waitUntil { E2E.types($0) == ["snapshot"] })
+        }
+        #expect(await server.stop())
+        for socket in sockets {
+            #expect(await socket.waitUntilEnded(timeout: .seconds(20)))
+            #expect(socket.closeCode == 4502, "\(String(describing: socket.closeCode)) \(socket.texts)")
+        }
+        #expect(await Self.waitFor { gateway.gateway.sharedFeeds == 0 })
+        for socket in sockets { await socket.close() }
+        await gateway.stop()
+    }
+
     /// Rule 1: the daemon judges each token, and a feed carries one token's subscription.
     @Test func feedsAreKeyedByTokenSoNoOneReadsThroughAnothersToken() async throws {
         let secret = "flowsync-gateway-test-secret-0123456789ab"
