@@ -20,6 +20,8 @@ public final class Gateway: Sendable {
     let webhooks: WebhookService
     /// Ready daemon links for GET and un-keyed POST requests (docs/GATEWAY.md).
     let linkPool: DaemonLinkPool
+    /// The WebSocket's shared feeds, one per (list, token) (docs/GATEWAY.md, "Shared feeds").
+    let feeds: WebSocketFeedHub
 
     /// - Parameter cursorStore: where webhook cursors live; nil: files under
     ///   `configuration.stateDirectory`, or memory without one.
@@ -40,6 +42,13 @@ public final class Gateway: Sendable {
         linkPool = DaemonLinkPool(
             endpoints: configuration.endpoints, limits: configuration.limits.linkPool,
             timeoutMilliseconds: configuration.limits.daemonTimeoutMilliseconds)
+        let endpoints = configuration.endpoints
+        let timeout = configuration.limits.daemonTimeoutMilliseconds
+        feeds = WebSocketFeedHub { token in
+            DaemonLink.Options(
+                endpoints: endpoints, token: token, clientID: GatewayRoutes.randomClientID(),
+                timeoutMilliseconds: timeout)
+        }
         webhooks = WebhookService(
             hooks: configuration.webhooks, endpoints: configuration.endpoints, store: store, logger: logger)
     }
@@ -61,7 +70,8 @@ public final class Gateway: Sendable {
 
     var routeHandlers: GatewayRoutes {
         GatewayRoutes(
-            configuration: configuration, streams: streams, webhooks: webhooks, linkPool: linkPool, logger: logger)
+            configuration: configuration, streams: streams, webhooks: webhooks, linkPool: linkPool, feeds: feeds,
+            logger: logger)
     }
 
     /// The HTTP/1 server with the WebSocket upgrade at `GET /v1/ws` (docs/GATEWAY.md,
@@ -127,6 +137,9 @@ public final class Gateway: Sendable {
 
     /// Open SSE streams now (a gauge).
     public var openStreams: Int { streams.current }
+
+    /// Shared WebSocket feeds now (one per list and token with members).
+    public var sharedFeeds: Int { feeds.count }
 
     /// Serves until the calling task is cancelled; `onListening` receives the bound port
     /// (useful with port 0).

@@ -29,7 +29,7 @@ import Testing
     @Test func authIsTakenOnlyAsTheFirstMessageAndReachesTheActions() {
         var m = machine(token: "header")
         #expect(m.receivedText(text(#"{"type":"auth","token":"first"}"#)).isNone)
-        guard case .subscribe("a", nil, let token) = m.receivedText(text(#"{"type":"subscribe","list":"a"}"#)) else {
+        guard case .joinFeed("a", let token) = m.receivedText(text(#"{"type":"subscribe","list":"a"}"#)) else {
             Issue.record("no subscribe")
             return
         }
@@ -40,11 +40,24 @@ import Testing
         #expect(problemName(other.receivedText(text(#"{"type":"auth","token":"x"}"#))) == "auth-not-first")
     }
 
+    /// Rule 6: a fresh subscribe joins the shared feed; a resume keeps the socket's own link.
+    @Test func aFreshSubscribeJoinsTheFeedAndAResumeGetsItsOwnSubscription() {
+        var m = machine(token: "t")
+        guard case .joinFeed("a", "t") = m.receivedText(text(#"{"type":"subscribe","list":"a"}"#)) else {
+            return fail()
+        }
+        guard
+            case .subscribe("b", let after?, "t") = m.receivedText(
+                text(#"{"type":"subscribe","list":"b","after":"5:9"}"#))
+        else { return fail() }
+        #expect(after == ListVersion(epoch: 5, version: 9))
+    }
+
     @Test func subscriptionsAreCountedRefusedAndReleased() {
         var m = machine()
-        guard case .subscribe = m.receivedText(text(#"{"type":"subscribe","list":"a"}"#)) else { return fail() }
+        guard case .joinFeed = m.receivedText(text(#"{"type":"subscribe","list":"a"}"#)) else { return fail() }
         #expect(problemName(m.receivedText(text(#"{"type":"subscribe","list":"a"}"#))) == "already-subscribed")
-        guard case .subscribe = m.receivedText(text(#"{"type":"subscribe","list":"b"}"#)) else { return fail() }
+        guard case .joinFeed = m.receivedText(text(#"{"type":"subscribe","list":"b"}"#)) else { return fail() }
         #expect(problemName(m.receivedText(text(#"{"type":"subscribe","list":"c"}"#))) == "too-many-subscriptions")
         guard case .unsubscribe("a") = m.receivedText(text(#"{"type":"unsubscribe","list":"a"}"#)) else {
             return fail()
@@ -55,7 +68,7 @@ import Testing
             problemName(m.subscriptionRefused(list: "b", problem: Problem.daemon(code: .forbidden, message: "no")))
                 == "forbidden")
         #expect(m.subscriptions.isEmpty && m.closeReason == nil)
-        guard case .subscribe = m.receivedText(text(#"{"type":"subscribe","list":"c"}"#)) else { return fail() }
+        guard case .joinFeed = m.receivedText(text(#"{"type":"subscribe","list":"c"}"#)) else { return fail() }
     }
 
     @Test func writesInFlightAreBoundedAndAnsweredWithAckOrReject() throws {
@@ -115,7 +128,7 @@ import Testing
             #expect(problemName(m.receivedText(text(bad))) != nil, "\(bad)")
         }
         #expect(problemName(m.receivedBinary()) == "binary-message")
-        guard case .subscribe = m.receivedText(text(#"{"type":"subscribe","list":"a"}"#)) else { return fail() }
+        guard case .joinFeed = m.receivedText(text(#"{"type":"subscribe","list":"a"}"#)) else { return fail() }
     }
 
     private func fail(_ note: String = "unexpected action") { Issue.record(Comment(rawValue: note)) }

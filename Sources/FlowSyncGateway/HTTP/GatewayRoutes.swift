@@ -26,6 +26,8 @@ struct GatewayRoutes: Sendable {
     let streams: StreamGauge
     let webhooks: WebhookService
     let linkPool: DaemonLinkPool
+    /// The WebSocket's shared feeds (``WebSocketFeedHub``).
+    let feeds: WebSocketFeedHub
     let logger: Logger
 
     static let idempotencyKey = HTTPField.Name("Idempotency-Key")!

@@ -6,15 +6,18 @@ import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOPosix
+import NIOWebSocket
 
 /// The I/O shell of one browser's WebSocket (`GET /v1/ws`): it feeds a
 /// ``WebSocketSessionMachine`` and carries out its actions. It holds only the socket's
 /// writer, its outbound queue and the subscription link (STYLE.md rule 2).
 ///
 /// Lifetime and ordering:
-/// 1. One subscription link per socket, opened at the first `subscribe` with the socket's
-///    token and closed when the socket ends. Inbound messages are handled one at a time, so
-///    a second `subscribe` waits for the link the first one opens.
+/// 1. A `subscribe` without `after` joins the shared feed of (list, token)
+///    (``WebSocketFeed``), left at `unsubscribe` and when the socket ends. A resume (with
+///    `after`) uses the socket's own subscription link, opened at the first resume with the
+///    socket's token and closed when the socket ends. Inbound messages are handled one at a
+///    time, so a second resume waits for the link the first one opens.
 /// 2. Each `mutate` runs in a task of its own on a link of its own (its client ID comes
 ///    from its `id`, as a POST's from its Idempotency-Key); its answer is queued when it
 ///    comes. The machine bounds how many run at once.
@@ -25,6 +28,8 @@ import NIOPosix
 final class WebSocketSession: Sendable {
     private enum Outgoing: Sendable {
         case text([UInt8])
+        /// A shared feed's message: the same buffer for every member (its rule 2).
+        case frame(ByteBuffer)
         case close(WebSocketCloseReason)
     }
 
@@ -34,11 +39,19 @@ final class WebSocketSession: Sendable {
         case ended
     }
 
+    /// What the shell holds besides the machine: the socket's own link and the shared
+    /// feeds it joined, by list (each ends with the socket).
+    private struct Links: Sendable {
+        var own = LinkSlot.none
+        var feeds: [String: WebSocketFeed] = [:]
+        var ended = false
+    }
+
     private let routes: GatewayRoutes
     private let webSocket: WebSocketLimits
     private let channel: any Channel
     private let machine: Locked<WebSocketSessionMachine>
-    private let link = Locked(LinkSlot.none)
+    private let links = Locked(Links())
     private let outgoing: AsyncStream<Outgoing>
     private let continuation: AsyncStream<Outgoing>.Continuation
     private static let hardCloseGrace = TimeAmount.seconds(2)
@@ -65,11 +78,16 @@ final class WebSocketSession: Sendable {
             self.continuation.finish()
         }
         machine.withLock { $0.closed() }
-        let slot = link.withLock { slot in
-            defer { slot = .ended }
-            return slot
+        let (slot, feeds) = links.withLock { links in
+            defer {
+                links.own = .ended
+                links.feeds = [:]
+                links.ended = true
+            }
+            return (links.own, links.feeds)
         }
         if case .open(let daemon) = slot { daemon.close() }
+        for feed in feeds.values { feed.leave(FeedMember(session: self)) }
     }
 
     private func read(_ inbound: WebSocketInboundStream, logger: Logger) async {
@@ -101,6 +119,13 @@ final class WebSocketSession: Sendable {
                     return
                 }
                 machine.withLock { $0.dequeued(byteCount: bytes.count) }
+            case .frame(let buffer):
+                do {
+                    try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: buffer)))
+                } catch {
+                    return
+                }
+                machine.withLock { $0.dequeued(byteCount: buffer.readableBytes) }
             case .close(let reason):
                 try? await outbound.close(.init(codeNumber: Int(reason.code)), reason: reason.text)
                 return
@@ -115,6 +140,34 @@ final class WebSocketSession: Sendable {
         case .drop: break
         case .close(let reason): close(reason)
         }
+    }
+
+    // MARK: A shared feed's calls (under the feed's lock: never waits, never calls back)
+
+    /// A shared feed's message, encoded once for all its members.
+    func feedSent(_ buffer: ByteBuffer) {
+        switch machine.withLock({ $0.enqueue(byteCount: buffer.readableBytes) }) {
+        case .write: continuation.yield(.frame(buffer))
+        case .drop: break
+        case .close(let reason): close(reason)
+        }
+    }
+
+    /// The daemon refused a shared feed this socket joined (its rule 5).
+    func feedRefused(list: String, problem: Problem) {
+        _ = links.withLock { $0.feeds.removeValue(forKey: list) }
+        switch machine.withLock({ $0.subscriptionRefused(list: list, problem: problem) }) {
+        case .send(let bytes): send(bytes)
+        case .sendThenClose(let bytes, let reason):
+            continuation.yield(.text(bytes))
+            close(reason)
+        default: break
+        }
+    }
+
+    /// A shared feed's link ended: the socket closes with 4502, as for its own link.
+    func feedLinkLost() {
+        if case .close(let reason) = machine.withLock({ $0.subscriptionLinkLost() }) { close(reason) }
     }
 
     private func close(_ reason: WebSocketCloseReason) {
@@ -139,8 +192,20 @@ final class WebSocketSession: Sendable {
             close(reason)
         case .subscribe(let list, let after, let token):
             await subscribe(list: list, after: after, token: token)
+        case .joinFeed(let list, let token):
+            let feed = routes.feeds.join(list: list, token: token, member: FeedMember(session: self))
+            // The socket may have ended meanwhile (its feeds were already left then).
+            let kept = links.withLock { links -> Bool in
+                guard !links.ended else { return false }
+                links.feeds[list] = feed
+                return true
+            }
+            if !kept { feed.leave(FeedMember(session: self)) }
         case .unsubscribe(let list):
-            if case .open(let daemon) = link.withLock({ $0 }) {
+            let (feed, own) = links.withLock { ($0.feeds.removeValue(forKey: list), $0.own) }
+            if let feed {
+                feed.leave(FeedMember(session: self))
+            } else if case .open(let daemon) = own {
                 daemon.send(.unsubscribe(Unsubscribe(listName: list)))
             }
         case .mutate(let list, let id, let mutationID, let body, let token):
@@ -154,7 +219,7 @@ final class WebSocketSession: Sendable {
 
     private func subscribe(list: String, after: ListVersion?, token: String?) async {
         let daemon: DaemonLink
-        switch link.withLock({ $0 }) {
+        switch links.withLock({ $0.own }) {
         case .ended:
             return
         case .open(let open):
@@ -178,9 +243,9 @@ final class WebSocketSession: Sendable {
                 if case .close(let reason) = action { self.close(reason) }
             }
             // The socket may have ended while the link was opening (rule 1).
-            let kept = link.withLock { slot in
-                guard case .none = slot else { return false }
-                slot = .open(daemon)
+            let kept = links.withLock { links in
+                guard case .none = links.own else { return false }
+                links.own = .open(daemon)
                 return true
             }
             guard kept else {

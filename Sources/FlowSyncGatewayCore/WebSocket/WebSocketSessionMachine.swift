@@ -27,6 +27,13 @@ import FlowSyncProtocol
 ///    would be refused the same way. Other daemon refusals end only that subscription.
 /// 5. When the subscription link to the daemon ends, the socket is closed with 4502 so the
 ///    browser resumes from its position; a write's own link failing is that write's reject.
+///    A shared feed's link ending is that rule's too (every member is closed with 4502).
+/// 6. A `subscribe` without `after` joins the shared feed of (list, token)
+///    (``WebSocketFeedMachine``): one daemon subscription and one JSON encoding per
+///    message for every such socket. A `subscribe` with `after` (a resume) keeps a
+///    subscription of its own on the socket's link: the daemon answers it from its history
+///    with the socket's own catch-up (a Diff from `after`, or a snapshot with its reason),
+///    which a feed at another position cannot give.
 ///
 /// Not guaranteed: the order of an `ack` and the `diff` carrying the same write.
 public struct WebSocketSessionMachine: Sendable {
@@ -36,9 +43,11 @@ public struct WebSocketSessionMachine: Sendable {
         case none
         /// Queue this message toward the browser (through ``enqueue(byteCount:)``).
         case send([UInt8])
-        /// Subscribe to `list` on the socket's subscription link, opening it with `token`
-        /// first if none is open.
+        /// Resume `list` from `after` on the socket's own subscription link, opening it
+        /// with `token` first if none is open (rule 6).
         case subscribe(list: String, after: ListVersion?, token: String?)
+        /// Join the shared feed of (`list`, `token`): a fresh subscribe (rule 6).
+        case joinFeed(list: String, token: String?)
         /// End the subscription to `list`.
         case unsubscribe(list: String)
         /// Commit `body` on a link of its own with `mutationID`'s client ID, then answer
@@ -146,6 +155,7 @@ public struct WebSocketSessionMachine: Sendable {
                         ).problem))
             }
             open.subscriptions.insert(list)
+            guard let after else { return .joinFeed(list: list, token: open.token) }
             return .subscribe(list: list, after: after, token: open.token)
         case .unsubscribe(let list):
             guard open.subscriptions.remove(list) != nil else {
