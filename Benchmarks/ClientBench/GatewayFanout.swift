@@ -223,6 +223,7 @@ enum GatewayFanout {
                 let probe: Probe
                 let closeAll: () -> Void
                 var compressedFrames: () -> Int = { 0 }
+                var closedSockets: () -> Int = { 0 }
                 if kind == "native" {
                     var subscribers: [LeanSubscriber] = []
                     for i in 0..<count {
@@ -247,6 +248,7 @@ enum GatewayFanout {
                     probe = { all.map { ($0.current.diffs, $0.current.lastDiffAt) } }
                     closeAll = { for s in all { s.close() } }
                     compressedFrames = { all.map(\.current.compressed).reduce(0, +) }
+                    closedSockets = { all.filter(\.current.closed).count }
                     guard await eventually(timeout: 60, { all.allSatisfy { $0.current.snapshot } }) else {
                         fatalError(
                             "WebSocket subscribers got no snapshot: \(all.filter { !$0.current.snapshot }.count) missing"
@@ -258,8 +260,12 @@ enum GatewayFanout {
                 print(
                     "  round \(round) "
                         + row.line(kind == "native" ? "native   " : deflate ? "WS+deflate" : "WebSocket"))
-                if kind == "ws" && deflate {
-                    print("    (\(compressedFrames()) data frames arrived compressed, RSV1 set)")
+                if kind == "ws" {
+                    // A socket the gateway closed (4008 for a slow member, GATEWAY.md) before
+                    // the round ended explains a round with fewer frames than expected.
+                    print(
+                        "    (\(closedSockets()) of \(count) sockets closed by the gateway during the round"
+                            + (deflate ? "; \(compressedFrames()) data frames arrived compressed, RSV1 set)" : ")"))
                 }
                 if kind == "native" { native.append(row) } else { web.append(row) }
                 closeAll()
