@@ -2,7 +2,8 @@
 // in the same process and the same run (docs/BENCHMARKS.md, "Gateway").
 //
 //   swift build -c release --product flowsync-client-bench
-//   .build/release/flowsync-client-bench --gateway [--quick] [--parts abc]
+//   .build/release/flowsync-client-bench --gateway [--quick] [--parts abc] [--ws-deflate]
+//   (`--ws-deflate`: part (b)'s WebSocket subscribers offer permessage-deflate like a browser)
 //
 // (a) HTTP write: POST /v1/lists/{list}/mutations over keep-alive connections (one
 //     request in flight per connection), requests/s and p50/p99 from the request's first
@@ -99,7 +100,9 @@ enum GatewayBench {
         }
         if parts.contains("b") {
             print("(b) fan-out through the WebSocket beside native subscribers (GatewayFanout.swift):")
-            try await GatewayFanout.run(daemonPort: server.port, gatewayPort: port, quick: quick)
+            try await GatewayFanout.run(
+                daemonPort: server.port, gatewayPort: port, quick: quick,
+                deflate: CommandLine.arguments.contains("--ws-deflate"))
         }
         serving.cancel()
         _ = try? await serving.value
