@@ -32,14 +32,7 @@ final class BenchWebhookReceiver: @unchecked Sendable {
         let (fd, port) = try LoopbackSocket.listen()
         self.port = port
         listener = fd
-        let listener = fd
-        Thread { [self] in
-            while true {
-                let fd = accept(listener, nil, nil)
-                guard fd >= 0 else { return }
-                Thread { [self] in serve(fd) }.start()
-            }
-        }.start()
+        LoopbackSocket.acceptOnThreads(fd) { [self] in serve($0) }
     }
 
     private func serve(_ fd: Int32) {

@@ -59,6 +59,19 @@ public enum LoopbackSocket {
         return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 
+    /// Accepts on `listener` on a thread of its own, each connection served on a thread
+    /// of its own, until the listener is closed (`accept` then fails and the thread ends).
+    /// For scripted servers with a handful of peers; a thread per peer is the point.
+    public static func acceptOnThreads(_ listener: Int32, serve: @escaping @Sendable (Int32) -> Void) {
+        Thread {
+            while true {
+                let fd = accept(listener, nil, nil)
+                guard fd >= 0 else { return }
+                Thread { serve(fd) }.start()
+            }
+        }.start()
+    }
+
     private static func loopbackAddress(port: Int) -> sockaddr_in {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

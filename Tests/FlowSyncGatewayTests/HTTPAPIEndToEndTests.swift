@@ -132,16 +132,10 @@ import Testing
     }
 
     @Test func theBearerTokenIsPassedThroughAndTheDaemonDecides() async throws {
-        let secret = "flowsync-gateway-test-secret-0123456789ab"
-        var configuration = ServerConfiguration()
-        configuration.auth.mode = .required
-        configuration.auth.keys = [.init(kid: "dev", algorithm: "HS256", secret: secret)]
-        let server = try await EmbeddedServer(configuration: configuration)
+        let server = try await TokenDaemon.start()
         let gateway = try await GatewayHarness(server: server)
-        let writer = try await TestTokens.make(
-            kid: "dev", signer: .hs256(secret), sub: "backend", read: ["team/*"], write: ["team/*"])
-        let reader = try await TestTokens.make(
-            kid: "dev", signer: .hs256(secret), sub: "viewer", read: ["team/*"], write: [])
+        let writer = try await TokenDaemon.token("backend", read: ["team/*"], write: ["team/*"])
+        let reader = try await TokenDaemon.token("viewer", read: ["team/*"], write: [])
         let (none, p0) = try await gateway.json("POST", "/v1/lists/team%2F1/mutations", body: Self.seed)
         #expect(none.status == 401 && none.headers["www-authenticate"] == "Bearer", "\(none)")
         #expect(p0["code"] as? Int == 2000)

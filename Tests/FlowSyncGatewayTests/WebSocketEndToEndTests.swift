@@ -213,14 +213,9 @@ import Testing
     }
 
     @Test func theTokenPassesThroughAndTheDaemonDecides() async throws {
-        let secret = "flowsync-gateway-test-secret-0123456789ab"
-        var configuration = ServerConfiguration()
-        configuration.auth.mode = .required
-        configuration.auth.keys = [.init(kid: "dev", algorithm: "HS256", secret: secret)]
-        let server = try await EmbeddedServer(configuration: configuration)
+        let server = try await TokenDaemon.start()
         let gateway = try await GatewayHarness(server: server)
-        let writer = try await TestTokens.make(
-            kid: "dev", signer: .hs256(secret), sub: "browser", read: ["team/*"], write: ["team/*"])
+        let writer = try await TokenDaemon.token("browser", read: ["team/*"], write: ["team/*"])
         let none = try await WebSocketTestClient(port: gateway.port)
         none.send(#"{"type":"subscribe","list":"team/1"}"#)
         #expect(await none.waitUntilEnded())

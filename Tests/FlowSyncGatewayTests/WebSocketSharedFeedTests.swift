@@ -151,16 +151,10 @@ import Testing
 
     /// Rule 1: the daemon judges each token, and a feed carries one token's subscription.
     @Test func feedsAreKeyedByTokenSoNoOneReadsThroughAnothersToken() async throws {
-        let secret = "flowsync-gateway-test-secret-0123456789ab"
-        var configuration = ServerConfiguration()
-        configuration.auth.mode = .required
-        configuration.auth.keys = [.init(kid: "dev", algorithm: "HS256", secret: secret)]
-        let server = try await EmbeddedServer(configuration: configuration)
+        let server = try await TokenDaemon.start()
         let gateway = try await GatewayHarness(server: server)
-        let reader = try await TestTokens.make(
-            kid: "dev", signer: .hs256(secret), sub: "reader", read: ["team/*"], write: ["team/*"])
-        let stranger = try await TestTokens.make(
-            kid: "dev", signer: .hs256(secret), sub: "stranger", read: ["other/*"], write: [])
+        let reader = try await TokenDaemon.token("reader", read: ["team/*"], write: ["team/*"])
+        let stranger = try await TokenDaemon.token("stranger", read: ["other/*"], write: [])
         let allowed = try await WebSocketTestClient(port: gateway.port)
         allowed.send(#"{"type":"auth","token":"\#(reader)"}"#)
         allowed.send(E2E.mutate("team/1", id: "seed", E2E.seed))

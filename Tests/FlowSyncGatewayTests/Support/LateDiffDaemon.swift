@@ -32,14 +32,7 @@ final class LateDiffDaemon: Sendable {
 
     init() throws {
         (listener, port) = try LoopbackSocket.listen()
-        let listener = self.listener
-        Thread { [self] in
-            while true {
-                let fd = accept(listener, nil, nil)
-                guard fd >= 0 else { return }
-                Thread { [self] in serve(fd) }.start()
-            }
-        }.start()
+        LoopbackSocket.acceptOnThreads(listener) { [self] in serve($0) }
     }
 
     var subscribes: Int { log.get().subscribes }
