@@ -140,24 +140,25 @@ extension ClusterLogTests {
         }
 
         // The subscriber of a fenced list was told the truth: the list reloads on its
-        // owner — or, when the leases lapsed before the promotion, possibly that the
-        // first node back claimed it, and then that node's log says it took it over.
+        // owner — or, when the leases lapsed before the promotion, possibly that another
+        // node (one back first) claimed it.
         let owner = nodes[lists[0].owner]
         let closing = await subscriber.waitFor(timeout: 5, Self.isDraining)
         if case .error(let error)? = closing {
             print("the fenced list's subscriber was told: \(error.message)")
             if error.message.contains("is now owned by"), promotedAfter > .zero {
-                // Named when the owner read the claimer's name, else "another node".
+                // Named when the owner read the claimer's name, else "another node": never
+                // the owner itself. (Which node: a take-over logs "took over list", a claim
+                // by a load does not log, so the logs cannot say more; a CI run saw "node c"
+                // after b's take-over.)
                 let named = names.indices.filter { error.message.contains("now owned by node \(names[$0]) ") }
                 let claimers = names.indices.filter { n in
-                    n != lists[0].owner
-                        && nodes[n].output.split(separator: "\n").contains {
-                            $0.contains("flowsync.list=\(lists[0].name) ") && $0.contains("took over list")
-                        }
+                    nodes[n].output.split(separator: "\n").contains {
+                        $0.contains("flowsync.list=\(lists[0].name) ") && $0.contains("took over list")
+                    }
                 }
-                #expect(
-                    !claimers.isEmpty && named.allSatisfy(claimers.contains),
-                    "told \(named.map { names[$0] }), took over: \(claimers.map { names[$0] })")
+                print("told \(named.map { names[$0] }), took over: \(claimers.map { names[$0] })")
+                #expect(!named.contains(lists[0].owner), "the owner is not told it claimed its own list")
                 #expect(owner.output.contains("another node owns the list"), "the owner's log says so too")
             } else {
                 #expect(error.message.contains("reloads from PostgreSQL on this node"), "\(error.message)")
