@@ -2,7 +2,6 @@ import FlowSyncGatewayCore
 import Foundation
 import Hummingbird
 import HummingbirdCore
-import HummingbirdWSCompression
 import HummingbirdWebSocket
 import Logging
 import NIOCore
