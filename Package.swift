@@ -221,7 +221,7 @@ let package = Package(
         .target(
             name: "FlowSyncGateway",
             dependencies: [
-                "FlowSyncGatewayCore", "FlowSyncClient", "FlowSyncCore", "FlowSyncProtocol",
+                "FlowSyncGatewayCore", "FlowSyncClient", "FlowSyncCore", "FlowSyncProtocol", "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -309,7 +309,7 @@ let package = Package(
             name: "FlowSyncGatewayTests",
             dependencies: [
                 "FlowSyncGateway", "FlowSyncGatewayCore", "FlowSyncClient", "FlowSyncProtocol", "FlowSyncCore",
-                "FlowSyncServer", "FlowSyncProcess", "FlowSyncTestSupport",
+                "FlowSyncServer", "FlowSyncProcess", "FlowSyncTestSupport", "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSCompression", package: "hummingbird-websocket"),

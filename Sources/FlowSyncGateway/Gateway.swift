@@ -2,7 +2,6 @@ import FlowSyncGatewayCore
 import Foundation
 import Hummingbird
 import HummingbirdCore
-import HummingbirdWSCompression
 import HummingbirdWebSocket
 import Logging
 import NIOCore
@@ -84,9 +83,14 @@ public final class Gateway: Sendable {
         let streams = self.streams
         let wsConfiguration = WebSocketServerConfiguration(
             maxFrameSize: max(1 << 14, webSocket.maxMessageBytes),
-            // JSON with permessage-deflate: what a browser's WebSocket offers. The inflated
-            // size is bounded too, so a small compressed bomb is refused.
-            extensions: [.perMessageDeflate(maxDecompressedFrameSize: max(1 << 14, webSocket.maxMessageBytes))],
+            // JSON with permessage-deflate: what a browser's WebSocket offers. The extension
+            // only inflates (bounded, so a small compressed bomb is refused); the shared
+            // feeds deflate each message once for every socket (WebSocketFeed rule 2).
+            extensions: [
+                WebSocketExtensionFactory {
+                    SharedDeflateExtensionBuilder(maxMessageBytes: max(1 << 14, webSocket.maxMessageBytes))
+                }
+            ],
             autoPing: .enabled(timePeriod: .milliseconds(Int64(webSocket.pingMilliseconds))))
         return HTTPServerBuilder { responder in
             FirstHeadGuardedChannel(
@@ -103,6 +107,8 @@ public final class Gateway: Sendable {
                         return .dontUpgrade
                     }
                     let token = Self.bearerToken(request.headerFields[.authorization])
+                    // The same function answers the offer in the 101 (the extension builder).
+                    let deflates = PerMessageDeflateNegotiation.negotiates(request.headerFields)
                     return .upgrade([:]) { inbound, outbound, context in
                         guard streams.acquire(limit: limits.maxStreams) else {
                             let reason = WebSocketCloseReason.tooManyStreams
@@ -118,7 +124,8 @@ public final class Gateway: Sendable {
                         }
                         defer { streams.release() }
                         let session = WebSocketSession(
-                            routes: routes, webSocket: webSocket, headerToken: token, channel: channel)
+                            routes: routes, webSocket: webSocket, headerToken: token, deflates: deflates,
+                            channel: channel)
                         await session.run(inbound: inbound, outbound: outbound, logger: context.logger)
                     }
                 },

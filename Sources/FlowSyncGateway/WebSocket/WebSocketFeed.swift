@@ -70,8 +70,11 @@ final class WebSocketFeedHub: Sendable {
 ///    waits: a session's queue is bounded by its own machine and a session too slow for it
 ///    closes itself (4008) and then leaves.
 /// 2. Each message is encoded to JSON once, into one `ByteBuffer` that every member's
-///    writer sends as its text frame (NIO shares the storage; permessage-deflate, when a
-///    browser negotiated it, still compresses per socket).
+///    writer sends as its text frame (NIO shares the storage). If a member negotiated
+///    permessage-deflate and the message is at least ``minimumBytesToDeflate`` long, it
+///    is also deflated once, alone (a fresh raw stream per message, so the payload does
+///    not depend on what a socket received before: the negotiation promised
+///    `server_no_context_takeover`), and those members get that payload with RSV1 set.
 /// 3. Link work (open, resubscribe, close) runs after the lock is released: closing a link
 ///    may call its close handler, which takes the lock.
 /// 4. The link is opened by the first join; a feed that ends while it opens closes it as
@@ -90,7 +93,13 @@ final class WebSocketFeed: Sendable {
     private struct State {
         var machine: Machine
         var link = LinkSlot.none
+        /// Made at the first message a deflating member needs (rule 2).
+        var deflater: MessageDeflater?
     }
+
+    /// Messages shorter than this go plain even to deflating members: deflate's ~10 µs
+    /// and a few bytes of framing do not pay below it (hummingbird-websocket's default).
+    static let minimumBytesToDeflate = 256
 
     /// What is left to do once the lock is released (rule 3).
     private enum LinkWork {
@@ -169,7 +178,12 @@ final class WebSocketFeed: Sendable {
                 case .diff(let diff): bytes = WebSocketServerMessage.diff(diff)
                 }
                 let buffer = ByteBuffer(bytes: bytes)
-                for member in members { member.session.feedSent(buffer) }
+                var deflated: ByteBuffer?
+                if bytes.count >= minimumBytesToDeflate, members.contains(where: { $0.session.deflates }) {
+                    if state.deflater == nil { state.deflater = MessageDeflater() }
+                    deflated = state.deflater?.compress(bytes)
+                }
+                for member in members { member.session.feedSent(buffer, deflated: deflated) }
             case .refuse(let problem, let members):
                 for member in members { member.session.feedRefused(list: list, problem: problem) }
             case .linkLost(let members):

@@ -28,8 +28,9 @@ import NIOWebSocket
 final class WebSocketSession: Sendable {
     private enum Outgoing: Sendable {
         case text([UInt8])
-        /// A shared feed's message: the same buffer for every member (its rule 2).
-        case frame(ByteBuffer)
+        /// A shared feed's message: the same buffer for every member (its rule 2),
+        /// deflated (sent with RSV1) when this socket negotiated permessage-deflate.
+        case frame(ByteBuffer, deflated: Bool)
         case close(WebSocketCloseReason)
     }
 
@@ -49,6 +50,10 @@ final class WebSocketSession: Sendable {
 
     private let routes: GatewayRoutes
     private let webSocket: WebSocketLimits
+    /// Whether the socket negotiated permessage-deflate (``PerMessageDeflateNegotiation``):
+    /// a shared feed then hands it its deflated payload. Other messages (acks, errors, a
+    /// resume's own link) go plain, which the extension allows per message.
+    let deflates: Bool
     private let channel: any Channel
     private let machine: Locked<WebSocketSessionMachine>
     private let links = Locked(Links())
@@ -56,9 +61,13 @@ final class WebSocketSession: Sendable {
     private let continuation: AsyncStream<Outgoing>.Continuation
     private static let hardCloseGrace = TimeAmount.seconds(2)
 
-    init(routes: GatewayRoutes, webSocket: WebSocketLimits, headerToken: String?, channel: any Channel) {
+    init(
+        routes: GatewayRoutes, webSocket: WebSocketLimits, headerToken: String?, deflates: Bool = false,
+        channel: any Channel
+    ) {
         self.routes = routes
         self.webSocket = webSocket
+        self.deflates = deflates
         self.channel = channel
         machine = Locked(
             WebSocketSessionMachine(
@@ -119,9 +128,10 @@ final class WebSocketSession: Sendable {
                     return
                 }
                 machine.withLock { $0.dequeued(byteCount: bytes.count) }
-            case .frame(let buffer):
+            case .frame(let buffer, let deflated):
                 do {
-                    try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: buffer)))
+                    try await outbound.write(
+                        .custom(WebSocketFrame(fin: true, rsv1: deflated, opcode: .text, data: buffer)))
                 } catch {
                     return
                 }
@@ -144,10 +154,14 @@ final class WebSocketSession: Sendable {
 
     // MARK: A shared feed's calls (under the feed's lock: never waits, never calls back)
 
-    /// A shared feed's message, encoded once for all its members.
-    func feedSent(_ buffer: ByteBuffer) {
+    /// A shared feed's message, encoded once for all its members: `plain`, or `deflated`
+    /// (permessage-deflate's payload of the same message, nil when the feed did not
+    /// compress it) for a socket that negotiated the extension.
+    func feedSent(_ plain: ByteBuffer, deflated: ByteBuffer? = nil) {
+        let compressed = deflates ? deflated : nil
+        let buffer = compressed ?? plain
         switch machine.withLock({ $0.enqueue(byteCount: buffer.readableBytes) }) {
-        case .write: continuation.yield(.frame(buffer))
+        case .write: continuation.yield(.frame(buffer, deflated: compressed != nil))
         case .drop: break
         case .close(let reason): close(reason)
         }

@@ -211,6 +211,10 @@ final class RawConnection: @unchecked Sendable {
         try await channel.writeAndFlush(channel.allocator.buffer(string: text)).get()
     }
 
+    func send(bytes: [UInt8]) async throws {
+        try await channel.writeAndFlush(channel.allocator.buffer(bytes: bytes)).get()
+    }
+
     var bytes: [UInt8] { collector.state.withLock { $0.bytes } }
     var text: String { String(decoding: bytes, as: UTF8.self) }
     var isClosed: Bool { collector.state.withLock { $0.closed } }
