@@ -21,8 +21,8 @@ extension ClusterLogTests {
     /// each node, each written only through another node (forwarded). The lists' rows
     /// are locked, so each owner's append of the next write waits in PostgreSQL — in
     /// flight — when the primary stops (immediate shutdown) and the standby is promoted.
-    /// Every forwarded write is acknowledged within 1 s of the promotion; a subscriber
-    /// of a fenced list on its owner is closed with 5001 and told the list reloads on
+    /// Every forwarded write is acknowledged within 1 s of the promotion; the subscribers
+    /// of fenced lists on their owners are closed with 5001 and told the list reloads on
     /// that node; every acknowledged write is in the log once.
     ///
     /// Run twice: promoted at once, and promoted 5.5 s after the primary stopped — longer
@@ -76,10 +76,15 @@ extension ClusterLogTests {
         #expect(
             owners.count == lists.count
                 && lists.allSatisfy { list in owners.contains { $0 == [list.name, names[list.owner]] } }, "\(owners)")
-        // A subscriber of the first list on its owner: its list is about to be fenced.
-        let subscriber = try await Self.connectClient(nodes[lists[0].owner], clients, "subscriber")
-        subscriber.send(.subscribe(Subscribe(listName: lists[0].name)))
-        #expect(await subscriber.waitFor(Self.isSnapshot) != nil)
+        // A subscriber of each list on its owner: the lists with an append in flight are
+        // about to be fenced.
+        var subscribers: [TestClient] = []
+        for (k, list) in lists.enumerated() {
+            let subscriber = try await Self.connectClient(nodes[list.owner], clients, "subscriber-\(k)")
+            subscriber.send(.subscribe(Subscribe(listName: list.name)))
+            #expect(await subscriber.waitFor(Self.isSnapshot) != nil)
+            subscribers.append(subscriber)
+        }
 
         // Lock the lists' rows: the owners' appends of the next writes wait in flight.
         let locker = try await SQLSession.open(primary.conninfo)
@@ -92,18 +97,29 @@ extension ClusterLogTests {
                         listName: list.name, clientID: "writer-\(k)", seq: 2, base: ListVersion(epoch: 0, version: 0),
                         operations: Self.row("in-flight-\(k)"))))
         }
+        // Every node's session waits on the lock — in an append, or in a claim behind which
+        // its other statements wait — and at least one append is in flight. Not "three
+        // appends": each node's one session both forwards a write and appends one, and
+        // a node that appends before it forwards holds its forward behind the lock, so
+        // that forward's owner never appends; the forwarder's take-over claim (after half
+        // a lease) waits on the lock instead. A CI run at load met that order (sessions:
+        // two appends and one claim waiting).
         let inFlight = try await Self.poll(
             watch,
-            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%WITH advanced AS%'"
-        ) { ($0.int(0, 0) ?? 0) >= 3 }
+            """
+            SELECT count(*) FILTER (WHERE query LIKE '%WITH advanced AS%' OR query LIKE '%WITH claimed AS%'),
+                   count(*) FILTER (WHERE query LIKE '%WITH advanced AS%')
+            FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+            """
+        ) { ($0.int(0, 0) ?? 0) >= 3 && ($0.int(0, 1) ?? 0) >= 1 }
         if !inFlight {
-            // Without three appends in flight the failover below tests nothing, and a
-            // node whose session waited this long has lost its lease: say what each
+            // Without the nodes' statements in flight the failover below tests nothing,
+            // and a node whose session waited this long has lost its lease: say what each
             // session was doing and stop here rather than report the consequences.
             let sessions = try await watch.query(
                 "SELECT pid, state, wait_event_type, wait_event, left(query, 160) FROM pg_stat_activity WHERE backend_type = 'client backend'"
             )
-            Issue.record("every owner's append should wait on the lock; sessions: \(sessions.rows)")
+            Issue.record("every node's session should wait on the lock; sessions: \(sessions.rows)")
             for (n, node) in nodes.enumerated() { print("node \(names[n]):\n\(node.output)") }
             await locker.close()
             await watch.close()
@@ -139,34 +155,33 @@ extension ClusterLogTests {
             for (n, node) in nodes.enumerated() { print("node \(names[n]):\n\(node.output)") }
         }
 
-        // The subscriber of a fenced list was told the truth: the list reloads on its
+        // The subscribers of fenced lists were told the truth: the list reloads on its
         // owner — or, when the leases lapsed before the promotion, possibly that another
-        // node (one back first) claimed it.
-        let owner = nodes[lists[0].owner]
-        let closing = await subscriber.waitFor(timeout: 5, Self.isDraining)
-        if case .error(let error)? = closing {
-            print("the fenced list's subscriber was told: \(error.message)")
+        // node (one back first) claimed it. At least one append was in flight, so at
+        // least one list is fenced.
+        var closed = 0
+        for (k, subscriber) in subscribers.enumerated() {
+            // The first waits for the fences; the others have had that time.
+            let closing = await subscriber.waitFor(timeout: closed == 0 ? 5 : 0.5, Self.isDraining)
+            guard case .error(let error)? = closing else { continue }
+            closed += 1
+            let owner = nodes[lists[k].owner]
+            print("the subscriber of fenced \(lists[k].name) was told: \(error.message)")
             if error.message.contains("is now owned by"), promotedAfter > .zero {
                 // Named when the owner read the claimer's name, else "another node": never
                 // the owner itself. (Which node: a take-over logs "took over list", a claim
                 // by a load does not log, so the logs cannot say more; a CI run saw "node c"
                 // after b's take-over.)
                 let named = names.indices.filter { error.message.contains("now owned by node \(names[$0]) ") }
-                let claimers = names.indices.filter { n in
-                    nodes[n].output.split(separator: "\n").contains {
-                        $0.contains("flowsync.list=\(lists[0].name) ") && $0.contains("took over list")
-                    }
-                }
-                print("told \(named.map { names[$0] }), took over: \(claimers.map { names[$0] })")
-                #expect(!named.contains(lists[0].owner), "the owner is not told it claimed its own list")
+                #expect(!named.contains(lists[k].owner), "the owner is not told it claimed its own list")
                 #expect(owner.output.contains("another node owns the list"), "the owner's log says so too")
             } else {
                 #expect(error.message.contains("reloads from PostgreSQL on this node"), "\(error.message)")
                 #expect(owner.output.contains("reloads from PostgreSQL on this node"), "the log says so too")
             }
-        } else {
-            Issue.record("the subscriber of a fenced list was not closed with 5001")
         }
+        #expect(closed >= 1, "the subscribers of the lists with an append in flight are closed with 5001")
+        let owner = nodes[lists[0].owner]
         if let lost = owner.output.split(separator: "\n").first(where: { $0.contains("connection lost") }) {
             print("the owner logged: \(lost)")
         }
@@ -194,7 +209,7 @@ extension ClusterLogTests {
                 "\(write.list) \(write.clientID)#\(write.seq): in the log at \(found), acknowledged at \(write.version)"
             )
         }
-        for client in writers + [subscriber] { client.close() }
+        for client in writers + subscribers { client.close() }
         for node in nodes {
             #expect(!node.hasExited, "a node exited: \(node.output.suffix(2_000))")
             _ = await node.terminate()
