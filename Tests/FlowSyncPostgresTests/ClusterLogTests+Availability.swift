@@ -46,8 +46,19 @@ extension ClusterLogTests {
                 #expect(a.output.contains("peer link ready") && b.output.contains("peer link ready"), "a and b linked")
             }
             let writerA = try await Self.connectClient(a, clients, "writer-a")
-            #expect(
-                await Self.write(writerA, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1)
+            let created = ContinuousClock.now
+            guard
+                await Self.write(writerA, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?.version == 1
+            else {
+                // Seen once in a soak at load 6–9 (links: false): kept with both nodes'
+                // logs, as the rest of the test follows from this write.
+                Issue.record(
+                    "the first write on a got no Ack in \(ContinuousClock.now - created)\na: \(a.output.suffix(4_000))\nb: \(b.output.suffix(4_000))"
+                )
+                _ = await a.terminate()
+                _ = await b.terminate()
+                return
+            }
             writerA.close()
             // B serves the list from a replica; its writer subscribes there.
             let writerB = try await Self.connectClient(b, clients, "writer-b")
