@@ -501,28 +501,54 @@ public final class ClusterLog {
         public var answerByNotification: Bool
     }
 
+    /// What ``takeInbox(list:term:_:)`` found.
+    public struct InboxTake: Sendable, Equatable {
+        /// The writes taken, in the order they were forwarded (empty when not owned).
+        public var entries: [InboxEntry]
+        /// Whether this node owns the list at the term asked about. `false` means the
+        /// node's belief is stale — another node claimed the list, or it was released
+        /// (a hand-over back to this node) — and nothing was taken.
+        public var owned: Bool
+
+        public init(entries: [InboxEntry], owned: Bool) {
+            self.entries = entries
+            self.owned = owned
+        }
+    }
+
     /// Takes (deletes and returns, in the order they were forwarded) the writes
     /// forwarded to `list` — only while this node owns it at `term`, so a node that lost
-    /// the list leaves them to the new owner.
+    /// the list leaves them to the new owner — and says whether it does: an inbox
+    /// notification for a list this node believes it owns may be a nudge to claim it,
+    /// sent after another node released it (issue #33), which only the row can tell.
     public func takeInbox(
-        list: String, term: Int64, _ completion: @escaping (Result<[InboxEntry], PostgresError>) -> Void
+        list: String, term: Int64, _ completion: @escaping (Result<InboxTake, PostgresError>) -> Void
     ) {
+        // One statement, one snapshot: the ownership read and the delete agree. Every
+        // row carries the ownership, and one more (id NULL) carries it alone, so an
+        // empty inbox still says it.
         connection.send(
             """
-            DELETE FROM fs_inbox WHERE list = $1
-              AND EXISTS (SELECT 1 FROM fs_lists WHERE list = $1 AND owner = $2 AND term = $3::bigint)
-            RETURNING id, origin, body, answer_by_notification
+            WITH owned AS (
+                SELECT EXISTS (SELECT 1 FROM fs_lists WHERE list = $1 AND owner = $2 AND term = $3::bigint) AS yes),
+            taken AS (
+                DELETE FROM fs_inbox WHERE list = $1 AND (SELECT yes FROM owned)
+                RETURNING id, origin, body, answer_by_notification)
+            SELECT id, origin, body, answer_by_notification, (SELECT yes FROM owned) FROM taken
+            UNION ALL
+            SELECT NULL::bigint, NULL::text, NULL::bytea, NULL::boolean, yes FROM owned
             """, [.text(list), .text(node), .text("\(term)")]
         ) { result in
             completion(
                 result.map { rows in
-                    (0..<rows.rows.count).compactMap { r -> InboxEntry? in
+                    let entries = (0..<rows.rows.count).compactMap { r -> InboxEntry? in
                         guard let id = rows.int(r, 0), let origin = rows.rows[r][1], let body = rows.bytes(r, 2) else {
                             return nil
                         }
                         return InboxEntry(
                             id: id, origin: origin, body: body, answerByNotification: rows.rows[r][3] == "t")
                     }.sorted { $0.id < $1.id }
+                    return InboxTake(entries: entries, owned: rows.rows.contains { $0.count > 4 && $0[4] == "t" })
                 })
         }
     }

@@ -63,6 +63,40 @@ extension ClusterLogTests {
         return false
     }
 
+    /// Stops `daemon` (SIGSTOP) and waits, bounded (30 s), until its lease has lapsed on
+    /// PostgreSQL's clock.
+    static func stopUntilItsLeaseLapsed(_ daemon: DaemonProcess, node: String, _ sql: SQLSession) async throws {
+        daemon.signal(SIGSTOP)
+        var lapsed = false
+        for _ in 0..<600 where !lapsed {
+            let row = try await sql.query(
+                "SELECT expires_at < clock_timestamp() FROM fs_leases WHERE node = '\(node)'")
+            lapsed = row.rows.first?[0] == "t"
+            if !lapsed { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(lapsed, "\(node)'s lease never lapsed")
+    }
+
+    /// Reads `list`'s row until `until` holds of "owner term" (bounded: 300 looks, 50 ms
+    /// apart), checking at every look that the log holds `batches` batches and its head
+    /// is there; the owners seen, in order (`none` for no owner).
+    static func ownersOf(
+        _ list: String, _ sql: SQLSession, batches: Int64, until: (String) -> Bool
+    ) async throws -> [String] {
+        var owners: [String] = []
+        for _ in 0..<300 where !(owners.last.map(until) ?? false) {
+            let row = try await sql.query(
+                "SELECT head, owner, term, (SELECT count(*) FROM fs_batches WHERE list = '\(list)') FROM fs_lists WHERE list = '\(list)'"
+            )
+            #expect(
+                row.int(0, 0) == batches && row.int(0, 3) == batches, "the log holds \(batches) batches: \(row.rows)")
+            let owner = "\(row.rows.first?[1] ?? "none") \(row.int(0, 2) ?? 0)"
+            if owners.last != owner { owners.append(owner) }
+            if !until(owner) { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        return owners
+    }
+
     @Test func zombieOwnerStoppedPastItsLeaseChangesNothingAndIsNeverAcknowledged() async throws {
         try await PostgresServer.with { pg in
             let clients = try EventLoopThread()
@@ -87,14 +121,7 @@ extension ClusterLogTests {
                 } != nil)
 
             // A stops; its lease lapses on PostgreSQL's clock (waited for, bounded).
-            a.signal(SIGSTOP)
-            var lapsed = false
-            for _ in 0..<600 where !lapsed {
-                let row = try await sql.query("SELECT expires_at < clock_timestamp() FROM fs_leases WHERE node = 'a'")
-                lapsed = row.rows.first?[0] == "t"
-                if !lapsed { try await Task.sleep(for: .milliseconds(50)) }
-            }
-            #expect(lapsed, "A's lease never lapsed")
+            try await Self.stopUntilItsLeaseLapsed(a, node: "a", sql)
 
             // B takes the list (term 2) and writes version 2.
             let writerB = try await Self.connectClient(b, clients, "writer-b")
@@ -136,20 +163,11 @@ extension ClusterLogTests {
             // saw it), so the log is read until it has, bounded.
             #expect(Placement.owner(of: "tasks", among: ["a", "b"]) == "a")
             let handedBack = ContinuousClock.now
-            var owners: [String] = []
-            for _ in 0..<300 where owners.last != "a 3" {
-                let row = try await sql.query(
-                    "SELECT head, owner, term, (SELECT count(*) FROM fs_batches WHERE list = 'tasks') FROM fs_lists WHERE list = 'tasks'"
-                )
-                #expect(row.int(0, 0) == 2 && row.int(0, 3) == 2, "the stale append changed nothing: \(row.rows)")
-                let owner = "\(row.rows.first?[1] ?? "none") \(row.int(0, 2) ?? 0)"
-                if owners.last != owner { owners.append(owner) }
-                if owner != "a 3" { try await Task.sleep(for: .milliseconds(50)) }
-            }
+            let owners = try await Self.ownersOf("tasks", sql, batches: 2) { $0 == "a 3" }
             // Owned by B at term 2 until A has it at term 3 (released in between, no owner).
             #expect(
                 owners.last == "a 3" && Set(owners).isSubset(of: ["b 2", "none 2", "a 3"]),
-                "owners seen: \(owners)\n\(b.output)")
+                "owners seen: \(owners)\na: \(a.output)\nb: \(b.output)")
             print("zombie: owners \(owners), handed back \(ContinuousClock.now - handedBack) after the clients closed")
 
             // B's list holds B's write and not A's.
@@ -162,6 +180,73 @@ extension ClusterLogTests {
             let ids = final.sections.flatMap { $0.rows.map(\.id) }
             #expect(final.position.version == 2 && ids == ["from-b"], "\(ids)")
             #expect(a.output.contains("list fenced"), "\(a.output)")
+
+            for client in [writerB, reader] { client.close() }
+            let endedA = await a.terminate()
+            let endedB = await b.terminate()
+            #expect(endedA == .exited(0) && endedB == .exited(0), "\(endedA) \(endedB)")
+            await sql.close()
+        }
+    }
+
+    /// Issue #33 (docs/CLUSTER.md, Placement, rule 6): a zombie owner that writes nothing
+    /// after it continues. A owns the list and is stopped past its lease; B takes it
+    /// (term 2) and writes version 2; A continues, still believing it owns the list at
+    /// term 1 — its subscriber still at version 1, since an owner follows no one. A is
+    /// the list's preferred node and live again, so B hands the list back: the nudge
+    /// reaches A as an inbox notification for a list it "owns", and the inbox read finds
+    /// that belief stale. A drops its copy (its subscriber is closed with 5001) and
+    /// claims the list (term 3). Before, the nudge was taken for forwarded writes: the
+    /// list stayed without an owner and A's subscriber at version 1, told nothing.
+    @Test func aZombieOwnerHandedItsListBackDropsItsStaleCopyAndClaimsIt() async throws {
+        try await PostgresServer.with { pg in
+            let clients = try EventLoopThread()
+            defer { _ = clients.shutdown() }
+            let a = try await Self.daemon(pg, node: "a")
+            let b = try await Self.daemon(pg, node: "b")
+            let sql = try await SQLSession.open(pg.conninfo)
+            #expect(Placement.owner(of: "tasks", among: ["a", "b"]) == "a")
+
+            let subscriberA = try await Self.connectClient(a, clients, "subscriber-a")
+            subscriberA.send(.subscribe(Subscribe(listName: "tasks")))
+            #expect(await subscriberA.waitFor(ClusterLogTests.isSnapshot) != nil, "\(a.output)")
+            let writerA = try await Self.connectClient(a, clients, "writer-a")
+            #expect(
+                await ClusterLogTests.write(writerA, "tasks", seq: 1, [.insertSections([Section(id: "s")], at: 0)])?
+                    .version == 1)
+            writerA.close()
+            #expect(await subscriberA.waitFor(Self.isDiff(of: "tasks", to: 1)) != nil)
+
+            try await Self.stopUntilItsLeaseLapsed(a, node: "a", sql)
+            let writerB = try await Self.connectClient(b, clients, "writer-b")
+            writerB.send(.subscribe(Subscribe(listName: "tasks")))
+            #expect(await writerB.waitFor(ClusterLogTests.isSnapshot) != nil, "\(b.output)")
+            #expect(await ClusterLogTests.write(writerB, "tasks", seq: 1, ClusterLogTests.row("from-b"))?.version == 2)
+
+            a.signal(SIGCONT)
+            let resumed = ContinuousClock.now
+            guard case .error(let closed)? = await subscriberA.waitFor(timeout: 10, Self.isDraining) else {
+                Issue.record(
+                    "A's stale subscriber was never told: \(subscriberA.messages)\na: \(a.output)\nb: \(b.output)")
+                _ = await a.kill9()
+                return
+            }
+            #expect(closed.message.contains("tasks"), "\(closed.message)")
+            #expect(
+                !subscriberA.messages.contains(where: Self.isDiff(of: "tasks", to: 2)), "nothing from the stale copy")
+            let owners = try await Self.ownersOf("tasks", sql, batches: 2) { $0 == "a 3" }
+            #expect(owners.last == "a 3", "owners seen: \(owners)\na: \(a.output)\nb: \(b.output)")
+            print("zombie without a write: told after \(ContinuousClock.now - resumed), owners \(owners)")
+
+            // A serves B's write, and a write through B now goes to A (version 3).
+            let reader = try await Self.connectClient(a, clients, "reader")
+            reader.send(.subscribe(Subscribe(listName: "tasks")))
+            guard case .snapshot(let atA)? = await reader.waitFor(ClusterLogTests.isSnapshot) else {
+                Issue.record("no snapshot from A: \(a.output)")
+                return
+            }
+            #expect(atA.position.version == 2 && atA.sections.flatMap { $0.rows.map(\.id) } == ["from-b"])
+            #expect(await ClusterLogTests.write(writerB, "tasks", seq: 2, ClusterLogTests.row("again"))?.version == 3)
 
             for client in [writerB, reader] { client.close() }
             let endedA = await a.terminate()

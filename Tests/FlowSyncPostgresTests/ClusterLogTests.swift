@@ -98,6 +98,16 @@ struct ClusterLogTests {
             try await call(thread) { a.renewLease(milliseconds: -1_000, $0) }
             let ownedByB = try #require(try await call(thread) { b.claim(list: "board", epoch: 7, $0) })
             #expect(ownedByB == ClusterLog.Ownership(term: 2, epoch: 7, head: 1))
+            // A write forwarded now is B's to take. A, still believing it owns the list
+            // at term 1, takes nothing and learns that it does not (Placement, rule 6);
+            // B takes it, and then the inbox is empty, still owned.
+            try await call(thread) { a.forward(list: "board", body: [0xF0], origin: "A", $0) }
+            let byA = try await call(thread) { a.takeInbox(list: "board", term: 1, $0) }
+            #expect(byA == ClusterLog.InboxTake(entries: [], owned: false))
+            let byB = try await call(thread) { b.takeInbox(list: "board", term: 2, $0) }
+            #expect(byB.owned && byB.entries.map(\.body) == [[0xF0]] && byB.entries.map(\.origin) == ["A"])
+            #expect(
+                try await call(thread) { b.takeInbox(list: "board", term: 2, $0) } == .init(entries: [], owned: true))
             // A wakes up and appends version 2 under its old term: fenced.
             #expect(
                 try await call(thread) { a.append(list: "board", ownership: ownedByA, version: 2, body: [0xAA], $0) }

@@ -185,6 +185,8 @@ extension ClusterStore {
                 case .success(.fenced):
                     lose(name, term: ownership.term, "the append was fenced: another node owns the list")
                     completion(.fenced(.claimedElsewhere(owner: nil)))
+                    // It may have been released to this node meanwhile (Placement, rule 6).
+                    reclaimIfFree(name)
                 case .failure(let error) where error.outcomeUnknown:
                     let append = Unresolved(list: name, ownership: ownership, version: version, completion: completion)
                     if case .ready(let current) = state, current !== log {
@@ -223,6 +225,7 @@ extension ClusterStore {
                         ? "an append cut off by the lost connection did not commit; the list reloads here"
                         : "an append cut off by the lost connection did not commit, and another node owns the list")
                 append.completion(.fenced(reason))
+                if reason != .notCommitted { reclaimIfFree(append.list) }
             case .failure(let error) where error.outcomeUnknown:
                 unresolved.append(append)
             case .failure(let error):

@@ -27,7 +27,8 @@ extension ClusterStore {
     }
 
     /// Takes the writes forwarded to `name` (only while this node owns it at its term)
-    /// and hands them to the server.
+    /// and hands them to the server. When the log says this node does not own it at
+    /// that term, the belief is stale (``ownershipFoundStale(_:term:)``).
     func takeInbox(_ name: String, _ log: ClusterLog) {
         guard let ownership = lists[name].owned?.ownership else { return }
         log.takeInbox(list: name, term: ownership.term) { [weak self] result in
@@ -39,7 +40,13 @@ extension ClusterStore {
                         "cluster: taking forwarded writes failed",
                         metadata: ["flowsync.list": "\(name)", "error": "\(error)"])
                 }
-            case .success(let entries):
+            case .success(let take):
+                guard take.owned else {
+                    ownershipFoundStale(
+                        name, term: ownership.term, "an inbox read found another owner, or none, in the log")
+                    return
+                }
+                let entries = take.entries
                 guard !entries.isEmpty else { return }
                 var writes: [ForwardedWrite] = []
                 for entry in entries {

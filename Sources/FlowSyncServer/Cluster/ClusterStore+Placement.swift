@@ -21,7 +21,44 @@ import FlowSyncPostgres
 ///    (``ListOwnership``, rule 6) and handed over once nothing of it is in flight (the
 ///    server decides; the mark is offered again at every read of the live nodes). Lists
 ///    taken over as a fallback while their preferred node was live stay where they are.
+/// 6. **A node that lost a list re-reads it, and claims it when it is free and placed
+///    here.** A fenced append, another node's claim at a later term, or an inbox read
+///    that finds the list no longer this node's at its term, may come from a hand-over
+///    *back* to this node (it was stopped
+///    past its lease, another node took the list, then handed it back when this node
+///    appeared): the nudge to claim it reached this node while it still believed it
+///    owned the list, and was read as forwarded writes. Without this the list stayed
+///    without an owner until its next write waited out half a lease (a soak at
+///    1854eea). A stale belief found by the inbox read also drops the list here at
+///    once (``onOwnershipLost``), rather than at its next write: its subscribers were
+///    no longer told of the new owner's batches.
 extension ClusterStore {
+    /// Rule 6: the log says this node does not own `name` at `term` (`found`: how, for
+    /// the log line). If it still
+    /// believes it does, the list is lost here now, as by a fenced append (the server
+    /// drops it and closes its clients with 5001); then it is re-read and claimed if
+    /// free and placed here.
+    func ownershipFoundStale(_ name: String, term: Int64, owner: String? = nil, _ found: String) {
+        if lists[name].owned?.ownership.term == term {
+            lose(name, term: term, found)
+            onOwnershipLost?(name, .claimedElsewhere(owner: owner))
+        }
+        reclaimIfFree(name)
+    }
+
+    /// Rule 6: reads the list's row; when it has no owner, or its owner's lease lapsed,
+    /// the live nodes are read again and the preferred node claims it — this node
+    /// through ``onOrphanedList``, which checks placement, others by the nudge a load
+    /// sends. Nothing happens when a live node owns it.
+    func reclaimIfFree(_ name: String) {
+        withLog { [weak self] log in
+            log.head(list: name) { [weak self] result in
+                guard let self, case .success(let row?) = result, row.owner == nil || !row.ownerAlive else { return }
+                withFreshLiveNodes { [weak self] in self?.onOrphanedList?(name) }
+            }
+        }
+    }
+
     /// The live nodes were read (`nodes`): placement's candidates change, and the lists
     /// placement now prefers a node that just appeared for are marked to move (rule 5).
     func liveNodesRead(_ nodes: [String]) {
@@ -70,6 +107,14 @@ extension ClusterStore {
         // A replica's owner is where its forwarded writes go over a link (rule 7 of
         // ListOwnership).
         if claim.owner != options.node { lists.update(claim.list) { $0.ownerSeen(claim.owner) } }
+        // Another node's claim at a later term ends this node's term (PostgreSQL fences
+        // every append of it from now on): a node stopped past its lease learns here,
+        // when it continues, that a list it believes it owns has moved (rule 6).
+        if claim.owner != options.node, let owned = lists[claim.list].owned?.ownership, owned.term < claim.term {
+            ownershipFoundStale(
+                claim.list, term: owned.term, owner: claim.owner,
+                "node \(claim.owner) claimed the list at term \(claim.term)")
+        }
         onListClaimed?(claim.list, claim.owner)
     }
 

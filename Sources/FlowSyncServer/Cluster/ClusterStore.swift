@@ -26,7 +26,7 @@ import Logging
 ///   version is not next) is ``CommitOutcome/fenced``: the list is no longer this
 ///   node's, and every later batch of it fails the same way.
 /// - **Unknown outcome.** A lost connection leaves the appends in flight unknown. The
-///   store reconnects — after 250 ms, backing off to 2 s, for as long as it takes
+///   store reconnects — after 100 ms, backing off to 500 ms, for as long as it takes
 ///   (``Reconnection``; issue #33: it used to fail for good after `lease_ms`) — and
 ///   reads each list's row back: `head` at or past the version, under this node and
 ///   term, is committed; anything else is fenced. Statements asked for meanwhile wait
@@ -120,6 +120,7 @@ public final class ClusterStore: CommittingStore, LoopLoadingStore, ClusterNode 
     public var onForwarded: ((String, [ForwardedWrite]) -> Void)?
     public var onAnswers: (([WriteAnswer]) -> Void)?
     public var onReplicaBroken: ((String) -> Void)?
+    public var onOwnershipLost: ((String, FenceReason) -> Void)?
     public var onInboxForUnloadedList: ((String) -> Void)?
     public var onOrphanedList: ((String) -> Void)?
     public var onListClaimed: ((String, String) -> Void)?

@@ -43,6 +43,10 @@ extension Server {
             guard let self, let list = lists[name] else { return }
             listLost(list, closing: [], .replicaBroken)
         }
+        store.onOwnershipLost = { [weak self] name, reason in
+            guard let self, let list = lists[name] else { return }
+            listLost(list, closing: [], .fenced(reason))
+        }
     }
 
     /// The owner committed `batches` of a replica list: replayed here, their frames
