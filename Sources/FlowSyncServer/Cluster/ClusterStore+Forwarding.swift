@@ -42,8 +42,19 @@ extension ClusterStore {
                 }
             case .success(let take):
                 guard take.owned else {
-                    ownershipFoundStale(
-                        name, term: ownership.term, "an inbox read found another owner, or none, in the log")
+                    // The row says what the list's clients are told: its new owner, or
+                    // that it was released meanwhile (a hand-back to this node).
+                    log.head(list: name) { [weak self] result in
+                        let reason: FenceReason
+                        switch result {
+                        case .success(let row?) where row.owner == nil: reason = .releasedMeanwhile
+                        case .success(let row?): reason = .claimedElsewhere(owner: row.owner)
+                        default: reason = .claimedElsewhere(owner: nil)
+                        }
+                        self?.ownershipFoundStale(
+                            name, term: ownership.term, reason: reason,
+                            "an inbox read found the list not this node's at its term")
+                    }
                     return
                 }
                 let entries = take.entries

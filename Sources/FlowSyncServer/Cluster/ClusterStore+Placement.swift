@@ -38,10 +38,10 @@ extension ClusterStore {
     /// believes it does, the list is lost here now, as by a fenced append (the server
     /// drops it and closes its clients with 5001); then it is re-read and claimed if
     /// free and placed here.
-    func ownershipFoundStale(_ name: String, term: Int64, owner: String? = nil, _ found: String) {
+    func ownershipFoundStale(_ name: String, term: Int64, reason: FenceReason, _ found: String) {
         if lists[name].owned?.ownership.term == term {
             lose(name, term: term, found)
-            onOwnershipLost?(name, .claimedElsewhere(owner: owner))
+            onOwnershipLost?(name, reason)
         }
         reclaimIfFree(name)
     }
@@ -112,7 +112,7 @@ extension ClusterStore {
         // when it continues, that a list it believes it owns has moved (rule 6).
         if claim.owner != options.node, let owned = lists[claim.list].owned?.ownership, owned.term < claim.term {
             ownershipFoundStale(
-                claim.list, term: owned.term, owner: claim.owner,
+                claim.list, term: owned.term, reason: .claimedElsewhere(owner: claim.owner),
                 "node \(claim.owner) claimed the list at term \(claim.term)")
         }
         onListClaimed?(claim.list, claim.owner)
