@@ -167,11 +167,13 @@ extension ClusterLogTests {
             closed += 1
             let owner = nodes[lists[k].owner]
             print("the subscriber of fenced \(lists[k].name) was told: \(error.message)")
-            if error.message.contains("is now owned by"), promotedAfter > .zero {
+            if error.message.contains("is now owned by") {
                 // Named when the owner read the claimer's name, else "another node": never
                 // the owner itself. (Which node: a take-over logs "took over list", a claim
                 // by a load does not log, so the logs cannot say more; a CI run saw "node c"
-                // after b's take-over.)
+                // after b's take-over.) Also after an immediate promotion when the owner's
+                // outage outlasted its lease: a clean-clone CI at cd8bf4d, loaded, saw the
+                // owner reconnect 5.4 s after the loss, and another node had claimed it.
                 let named = names.indices.filter { error.message.contains("now owned by node \(names[$0]) ") }
                 #expect(!named.contains(lists[k].owner), "the owner is not told it claimed its own list")
                 #expect(owner.output.contains("another node owns the list"), "the owner's log says so too")
