@@ -42,19 +42,12 @@ extension ClusterStore {
                 }
             case .success(let take):
                 guard take.owned else {
-                    // The row says what the list's clients are told: its new owner, or
-                    // that it was released meanwhile (a hand-back to this node).
-                    log.head(list: name) { [weak self] result in
-                        let reason: FenceReason
-                        switch result {
-                        case .success(let row?) where row.owner == nil: reason = .releasedMeanwhile
-                        case .success(let row?): reason = .claimedElsewhere(owner: row.owner)
-                        default: reason = .claimedElsewhere(owner: nil)
-                        }
-                        self?.ownershipFoundStale(
-                            name, term: ownership.term, reason: reason,
-                            "an inbox read found the list not this node's at its term")
-                    }
+                    // Not this node's at that term (a nudge to claim a list released to
+                    // it, read as forwarded writes): the row is read, and a free list
+                    // claimed by its preferred node (Placement, rule 6). The stale copy
+                    // itself is dropped by the claim that ended its term, not here: a
+                    // soak saw this read race the node's own reclaim after a failover.
+                    reclaimIfFree(name)
                     return
                 }
                 let entries = take.entries

@@ -246,10 +246,6 @@ public enum FenceReason: Sendable, Equatable {
     /// log, so the server drops it and loads it again from PostgreSQL at once — on this
     /// node (issue #33: the clients were told it had moved to another node).
     case notCommitted
-    /// This node believed it owned the list, and found it without an owner (cluster
-    /// mode, issue #33): another node took it while this node was away, then released
-    /// it — to this node, its preferred one, which loads it again.
-    case releasedMeanwhile
 
     /// What the list's clients are told, after "list "name"".
     public var explanation: String {
@@ -261,9 +257,6 @@ public enum FenceReason: Sendable, Equatable {
         case .notCommitted:
             return
                 "lost an unconfirmed write when the connection to PostgreSQL was cut (it did not commit) and reloads from PostgreSQL on this node; reconnect and resume"
-        case .releasedMeanwhile:
-            return
-                "was taken over by another node while this node was away, and released since; it reloads from PostgreSQL; reconnect and resume"
         }
     }
 }
