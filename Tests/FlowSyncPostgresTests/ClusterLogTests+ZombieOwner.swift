@@ -97,6 +97,20 @@ extension ClusterLogTests {
         return owners
     }
 
+    /// A new subscriber's snapshot of `list` on `daemon`, or `nil` (recorded) when none
+    /// comes.
+    static func freshSnapshot(
+        of list: String, on daemon: DaemonProcess, _ clients: EventLoopThread
+    ) async throws -> (reader: TestClient, snapshot: Snapshot)? {
+        let reader = try await connectClient(daemon, clients, "reader")
+        reader.send(.subscribe(Subscribe(listName: list)))
+        guard case .snapshot(let snapshot)? = await reader.waitFor(ClusterLogTests.isSnapshot) else {
+            Issue.record("no snapshot of \(list): \(daemon.output)")
+            return nil
+        }
+        return (reader, snapshot)
+    }
+
     @Test func zombieOwnerStoppedPastItsLeaseChangesNothingAndIsNeverAcknowledged() async throws {
         try await PostgresServer.with { pg in
             let clients = try EventLoopThread()
@@ -171,12 +185,7 @@ extension ClusterLogTests {
             print("zombie: owners \(owners), handed back \(ContinuousClock.now - handedBack) after the clients closed")
 
             // B's list holds B's write and not A's.
-            let reader = try await Self.connectClient(b, clients, "reader")
-            reader.send(.subscribe(Subscribe(listName: "tasks")))
-            guard case .snapshot(let final)? = await reader.waitFor(ClusterLogTests.isSnapshot) else {
-                Issue.record("no snapshot from B")
-                return
-            }
+            guard let (reader, final) = try await Self.freshSnapshot(of: "tasks", on: b, clients) else { return }
             let ids = final.sections.flatMap { $0.rows.map(\.id) }
             #expect(final.position.version == 2 && ids == ["from-b"], "\(ids)")
             #expect(a.output.contains("list fenced"), "\(a.output)")
@@ -239,12 +248,7 @@ extension ClusterLogTests {
             print("zombie without a write: told after \(ContinuousClock.now - resumed), owners \(owners)")
 
             // A serves B's write, and a write through B now goes to A (version 3).
-            let reader = try await Self.connectClient(a, clients, "reader")
-            reader.send(.subscribe(Subscribe(listName: "tasks")))
-            guard case .snapshot(let atA)? = await reader.waitFor(ClusterLogTests.isSnapshot) else {
-                Issue.record("no snapshot from A: \(a.output)")
-                return
-            }
+            guard let (reader, atA) = try await Self.freshSnapshot(of: "tasks", on: a, clients) else { return }
             #expect(atA.position.version == 2 && atA.sections.flatMap { $0.rows.map(\.id) } == ["from-b"])
             #expect(await ClusterLogTests.write(writerB, "tasks", seq: 2, ClusterLogTests.row("again"))?.version == 3)
 

@@ -87,10 +87,9 @@ public protocol ClusterNode: AnyObject {
     /// A replica cannot follow its list any more (its log does not decode): the server
     /// drops the list and closes its subscribers; the next use loads it again.
     var onReplicaBroken: ((String) -> Void)? { get set }
-    /// The log says a list this node serves as its owner is not its own any more
-    /// (another node's claim at a later term, or an inbox read that found another owner
-    /// or none): the server drops it as after a fenced append and closes its clients
-    /// with 5001 and `reason`'s message; its next use loads it again.
+    /// A list this node serves as its owner is not its own any more (another node
+    /// claimed it at a later term): the server drops it as after a fenced append and
+    /// closes its clients with 5001 and `reason`'s message; its next use loads it again.
     var onOwnershipLost: ((String, FenceReason) -> Void)? { get set }
     /// Writes were forwarded to a list this node owns but has not loaded (it restarted
     /// since it claimed it): the server loads it, which takes them.

@@ -22,28 +22,25 @@ import FlowSyncPostgres
 ///    server decides; the mark is offered again at every read of the live nodes). Lists
 ///    taken over as a fallback while their preferred node was live stay where they are.
 /// 6. **A node that lost a list re-reads it, and claims it when it is free and placed
-///    here.** A fenced append, another node's claim at a later term, or an inbox read
-///    that finds the list no longer this node's at its term, may come from a hand-over
-///    *back* to this node (it was stopped
-///    past its lease, another node took the list, then handed it back when this node
-///    appeared): the nudge to claim it reached this node while it still believed it
-///    owned the list, and was read as forwarded writes. Without this the list stayed
-///    without an owner until its next write waited out half a lease (a soak at
-///    1854eea). A stale belief found by the inbox read also drops the list here at
-///    once (``onOwnershipLost``), rather than at its next write: its subscribers were
-///    no longer told of the new owner's batches.
+///    here.** Another node's claim at a later term ends this node's term: a node stopped
+///    past its lease learns that way, as soon as it continues, that a list it believes
+///    it owns has moved, and drops it (``onOwnershipLost``: its subscribers were no
+///    longer told of the new owner's batches). After that, after a fenced append, and
+///    after an inbox read that finds the list not this node's at its term, the row is
+///    read and a free list claimed by its preferred node: the list may have been handed
+///    *back* to this node, and the nudge to claim it read as forwarded writes while this
+///    node still believed it owned the list. Without this the list stayed without an
+///    owner (a soak at 1854eea). The inbox read does not drop the list itself: a soak saw
+///    it race the node's own reclaim after a failover.
 extension ClusterStore {
-    /// Rule 6: the log says this node does not own `name` at `term` (`found`: how, for
-    /// the log line). If it still
-    /// believes it does, the list is lost here now, as by a fenced append (the server
-    /// drops it and closes its clients with 5001); then it is re-read and claimed if
-    /// free and placed here.
-    func ownershipFoundStale(_ name: String, term: Int64, reason: FenceReason, _ found: String) {
-        if lists[name].owned?.ownership.term == term {
-            lose(name, term: term, found)
-            onOwnershipLost?(name, reason)
-        }
-        reclaimIfFree(name)
+    /// Rule 6: `claim` (another node's, at a later term) ended this node's term of the
+    /// list it owns at `term`: the list is lost here now, as by a fenced append (the
+    /// server drops it and closes its clients with 5001 naming the claimer); then it is
+    /// re-read and claimed if free and placed here.
+    func claimedAway(_ claim: ClusterLog.Claim, ownedAt term: Int64) {
+        lose(claim.list, term: term, "node \(claim.owner) claimed the list at term \(claim.term)")
+        onOwnershipLost?(claim.list, .claimedElsewhere(owner: claim.owner))
+        reclaimIfFree(claim.list)
     }
 
     /// Rule 6: reads the list's row; when it has no owner, or its owner's lease lapsed,
@@ -111,9 +108,7 @@ extension ClusterStore {
         // every append of it from now on): a node stopped past its lease learns here,
         // when it continues, that a list it believes it owns has moved (rule 6).
         if claim.owner != options.node, let owned = lists[claim.list].owned?.ownership, owned.term < claim.term {
-            ownershipFoundStale(
-                claim.list, term: owned.term, reason: .claimedElsewhere(owner: claim.owner),
-                "node \(claim.owner) claimed the list at term \(claim.term)")
+            claimedAway(claim, ownedAt: owned.term)
         }
         onListClaimed?(claim.list, claim.owner)
     }
